@@ -1,0 +1,98 @@
+// Package vfs is the file-system seam of the storage engine.
+//
+// Every byte the storage engine reads or writes goes through FS and File, so
+// tests can swap the operating system for an in-memory file system that can
+// crash (MemFS, which keeps synced data plus a random share of unsynced 4 KiB
+// blocks) or for a wrapper that injects errors (package errorfs).
+//
+// Contract:
+//   - File methods are safe for concurrent use where the OS's are: ReadAt and
+//     WriteAt on disjoint ranges may run concurrently; Sync may run
+//     concurrently with WriteAt (it makes durable at least what was written
+//     before it started).
+//   - Sync makes a file's data durable; it does not make the file's name
+//     durable. A newly created, renamed or removed name is durable only after
+//     SyncDir on its parent directory.
+//   - Errors wrap the OS errors (errors.Is(err, syscall.ENOSPC) and
+//     errors.Is(err, fs.ErrNotExist) hold on every implementation).
+package vfs
+
+import (
+	"io"
+)
+
+// OpenOptions say how a file is opened.
+type OpenOptions struct {
+	// Direct opens the file with O_DIRECT: every WriteAt and ReadAt must use
+	// a buffer address, length and offset aligned to DirectAlignment.
+	// Implementations that cannot honour it return an error wrapping
+	// ErrDirectUnsupported, never a silently buffered file.
+	Direct bool
+	// ReadOnly opens the file for reading only.
+	ReadOnly bool
+}
+
+// DirectAlignment is the alignment O_DIRECT I/O needs here: buffer address,
+// length and file offset. 4 KiB covers every disk with 512 B or 4 KiB sectors.
+const DirectAlignment = 4096
+
+// File is an open file.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+
+	// Sync makes every byte written before the call durable (fdatasync).
+	Sync() error
+	// Allocate reserves the byte range [off, off+n) on disk (fallocate mode
+	// 0), growing the file if needed, so later writes there cannot fail for
+	// lack of space.
+	Allocate(off, n int64) error
+	// Truncate sets the file's size.
+	Truncate(size int64) error
+	// Size returns the file's current size in bytes.
+	Size() (int64, error)
+	// Fd returns the OS file descriptor, or InvalidFd when the file is not
+	// backed by one (MemFS). Backends that need a descriptor (io_uring) use it.
+	Fd() uintptr
+}
+
+// InvalidFd is what File.Fd returns for files without an OS descriptor.
+const InvalidFd = ^uintptr(0)
+
+// Mapper is implemented by files that can be memory-mapped read-write. The
+// mmap backend uses it; File.Sync flushes the mapped bytes too.
+type Mapper interface {
+	// Map maps the first size bytes of the file, which must be at least
+	// size bytes long, shared and read-write.
+	Map(size int) ([]byte, error)
+	// Unmap releases the mapping returned by Map.
+	Unmap(b []byte) error
+}
+
+// FS is a file system.
+type FS interface {
+	// Create creates or truncates the named file and opens it read-write.
+	Create(name string, opts OpenOptions) (File, error)
+	// Open opens an existing file (read-write unless opts.ReadOnly).
+	Open(name string, opts OpenOptions) (File, error)
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// Rename renames oldname to newname, replacing newname if it exists.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(dir string) error
+	// List returns the names (not paths) in a directory, sorted.
+	List(dir string) ([]string, error)
+	// Stat returns the size of the named file; the error wraps
+	// fs.ErrNotExist when there is none.
+	Stat(name string) (size int64, err error)
+	// SyncDir makes the directory's entries (creates, renames, removes)
+	// durable.
+	SyncDir(dir string) error
+	// Lock takes an exclusive advisory lock on the named file, creating it;
+	// Close releases it. It stops two processes from opening one store.
+	Lock(name string) (io.Closer, error)
+	// DiskUsage reports the file system's total and free bytes for dir.
+	DiskUsage(dir string) (total, free uint64, err error)
+}
