@@ -1,0 +1,72 @@
+package loadgen
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// memDriver is an in-process driver for tests: a topic is a list of
+// subscriber handlers; Send delivers synchronously after an optional delay.
+type memDriver struct {
+	mu     sync.Mutex
+	topics map[string][]Handler
+	// stall, if set, is called before each send is delivered.
+	stall func(n int64)
+	n     int64
+}
+
+func newMemDriver() *memDriver { return &memDriver{topics: map[string][]Handler{}} }
+
+func (d *memDriver) Name() string             { return "mem" }
+func (d *memDriver) Describe() map[string]any { return map[string]any{"kind": "test"} }
+func (d *memDriver) Close() error             { return nil }
+
+func (d *memDriver) CreateTopic(_ context.Context, topic string, _ int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.topics[topic]; !ok {
+		d.topics[topic] = nil
+	}
+	return nil
+}
+
+func (d *memDriver) NewProducer(_ context.Context, topic string, _ ProducerOptions) (Producer, error) {
+	return &memProducer{d: d, topic: topic}, nil
+}
+
+func (d *memDriver) NewConsumer(_ context.Context, topic, _ string, _ ConsumerOptions, h Handler) (Consumer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.topics[topic] = append(d.topics[topic], h)
+	return memConsumer{}, nil
+}
+
+type memProducer struct {
+	d     *memDriver
+	topic string
+}
+
+func (p *memProducer) Send(_ context.Context, _ string, payload []byte, done func(error)) {
+	p.d.mu.Lock()
+	p.d.n++
+	n := p.d.n
+	hs := p.d.topics[p.topic]
+	stall := p.d.stall
+	p.d.mu.Unlock()
+	if stall != nil {
+		stall(n)
+	}
+	for _, h := range hs {
+		h(payload)
+	}
+	done(nil)
+}
+
+func (p *memProducer) Close() error { return nil }
+
+type memConsumer struct{}
+
+func (memConsumer) Close() error { return nil }
+
+var _ = time.Second

@@ -1,0 +1,92 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// reporter prints a progress line every ReportInterval, in the shape of
+// Kafka's ProducerPerformance, and writes interval histograms to the HDR log.
+type reporter struct {
+	r         *run
+	measuring atomic.Bool
+	log       *hdr.HistogramLogWriter
+	lastAcked int64
+	lastRecv  int64
+	last      time.Time
+}
+
+func newReporter(r *run) *reporter {
+	rep := &reporter{r: r, last: time.Now()}
+	if r.opts.HDRLog != nil {
+		rep.log = hdr.NewHistogramLogWriter(r.opts.HDRLog)
+		_ = rep.log.OutputLogFormatVersion()
+		_ = rep.log.OutputComment("samsa loadgen " + r.w.String())
+		_ = rep.log.OutputStartTime(time.Now().UnixMilli())
+		rep.log.SetBaseTime(time.Now().UnixMilli())
+		_ = rep.log.OutputLegend()
+	}
+	return rep
+}
+
+// loop runs until ctx ends; it owns the interval histograms.
+func (rep *reporter) loop(ctx context.Context) {
+	t := time.NewTicker(rep.r.w.ReportInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rep.line()
+		}
+	}
+}
+
+func (rep *reporter) line() {
+	now := time.Now()
+	secs := now.Sub(rep.last).Seconds()
+	acked, recv := rep.r.c.acked.Load(), rep.r.c.received.Load()
+	dAcked, dRecv := acked-rep.lastAcked, recv-rep.lastRecv
+	rep.lastAcked, rep.lastRecv, rep.last = acked, recv, now
+	sendH, e2eH := rep.r.send.TakeInterval(), rep.r.e2e.TakeInterval()
+	phase := ""
+	if !rep.measuring.Load() {
+		phase = " [warm-up]"
+	}
+	rate := float64(dAcked) / secs
+	fmt.Fprintf(rep.r.opts.Out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency; %d received, %.2f ms avg e2e, %.2f ms max e2e; %d errors%s\n",
+		dAcked, rate, rate*float64(rep.r.w.MessageSize)/1e6,
+		sendH.Mean()/1e3, float64(sendH.Max())/1e3, dRecv, e2eH.Mean()/1e3, float64(e2eH.Max())/1e3,
+		rep.r.c.failed.Load(), phase)
+	if rep.log != nil && rep.measuring.Load() {
+		end := now.UnixMilli()
+		for tag, h := range map[string]*hdr.Histogram{"send": sendH, "e2e": e2eH} {
+			h.SetTag(tag)
+			h.SetStartTimeMs(end - int64(secs*1000))
+			h.SetEndTimeMs(end)
+			_ = rep.log.OutputIntervalHistogram(h)
+		}
+	}
+}
+
+// final prints the run's summary lines.
+func (rep *reporter) final(res *Result) {
+	out := rep.r.opts.Out
+	s, e := res.SendLatencyUs, res.E2ELatencyUs
+	fmt.Fprintf(out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th.\n",
+		res.Acked, res.MsgsPerSec, res.MBPerSec, s.Mean/1e3, float64(s.Max)/1e3,
+		float64(s.P50)/1e3, float64(s.P95)/1e3, float64(s.P99)/1e3, float64(s.P999)/1e3)
+	if !rep.r.w.NoConsumers {
+		fmt.Fprintf(out, "%d records received, %.1f records/sec, end-to-end %.2f ms avg, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max; drained: %v.\n",
+			res.Received, res.ConsumedPerSec, e.Mean/1e3, float64(e.P50)/1e3, float64(e.P95)/1e3,
+			float64(e.P99)/1e3, float64(e.P999)/1e3, float64(e.Max)/1e3, res.Drained)
+	}
+	if res.Errors > 0 {
+		fmt.Fprintf(out, "%d sends failed.\n", res.Errors)
+	}
+}

@@ -1,0 +1,42 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"os"
+	"time"
+)
+
+// Result is one run's outcome; it is what --json writes.
+type Result struct {
+	Driver       string         `json:"driver"`
+	DriverConfig map[string]any `json:"driver_config,omitempty"`
+	Workload     Workload       `json:"workload"`
+	// Config is Workload.String(): every option that ran, on one line.
+	Config string    `json:"config"`
+	Start  time.Time `json:"start"`
+	// OpenLoop says latencies are from intended send times (Rate > 0).
+	OpenLoop        bool    `json:"open_loop"`
+	MeasuredSeconds float64 `json:"measured_seconds"`
+	Sent            int64   `json:"sent"`
+	Acked           int64   `json:"acked"`
+	Errors          int64   `json:"errors"`
+	Received        int64   `json:"received"`
+	// Drained is false when consumers had not caught up when Drain ran out.
+	Drained        bool        `json:"drained"`
+	MsgsPerSec     float64     `json:"msgs_per_sec"`
+	MBPerSec       float64     `json:"mb_per_sec"`
+	ConsumedPerSec float64     `json:"consumed_per_sec"`
+	SendLatencyUs  Percentiles `json:"send_latency_us"`
+	E2ELatencyUs   Percentiles `json:"e2e_latency_us"`
+	// Machine is filled by the caller (kernel, CPU, disk, commit).
+	Machine any `json:"machine,omitempty"`
+}
+
+// WriteJSON writes the result to path, indented.
+func (r *Result) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

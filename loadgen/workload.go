@@ -1,0 +1,190 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// SendMode is how producers send.
+type SendMode string
+
+// Send modes.
+const (
+	SendSync  SendMode = "sync"  // one message at a time, wait for each ack
+	SendAsync SendMode = "async" // up to MaxInFlight outstanding
+	SendBatch SendMode = "batch" // batches of BatchSize, lingering BatchLinger
+)
+
+// ConsumeMode is how consumers fetch.
+type ConsumeMode string
+
+// Consume modes.
+const (
+	ConsumeLongPoll ConsumeMode = "long-poll" // the broker holds an empty pull until data arrives
+	ConsumePull     ConsumeMode = "pull"      // plain pulls, sleeping PullInterval after an empty one
+)
+
+// Workload is what a run does. Zero fields take the defaults documented on
+// each; call EnsureDefaults then Validate.
+type Workload struct {
+	// Name labels the run in results. Default "adhoc".
+	Name string `json:"name"`
+	// Topics is how many topics; default 1. Topic names are
+	// TopicPrefix-<i>.
+	Topics      int    `json:"topics"`
+	TopicPrefix string `json:"topic_prefix"` // default "loadgen"
+	// QueuesPerTopic is the queue (partition) count of each; default 8.
+	QueuesPerTopic int `json:"queues_per_topic"`
+	// MessageSize is the payload size in bytes; default 1024; at least 8
+	// (the payload carries its send time in its first 8 bytes).
+	MessageSize int `json:"message_size"`
+	// PayloadFile, if set, supplies the payload bytes (cut or repeated to
+	// MessageSize; the first 8 bytes are overwritten with the send time).
+	PayloadFile string `json:"payload_file,omitempty"`
+	// Producers is the number of producer goroutines per topic; default 1.
+	Producers int `json:"producers"`
+	// Consumers is the number of consumers per group per topic; default 1.
+	// 0 with NoConsumers runs produce-only.
+	Consumers   int  `json:"consumers"`
+	NoConsumers bool `json:"no_consumers,omitempty"`
+	// ConsumerGroups per topic; default 1. Every group gets every message.
+	ConsumerGroups int `json:"consumer_groups"`
+	// Rate is the total target produce rate in msg/s across all producers;
+	// 0 means as fast as it goes (closed loop).
+	Rate float64 `json:"rate"`
+	// Warmup is discarded from the figures; default 5s.
+	Warmup time.Duration `json:"warmup"`
+	// Duration is the measured part; default 30s.
+	Duration time.Duration `json:"duration"`
+	// SendMode: sync (default), async or batch.
+	SendMode    SendMode      `json:"send_mode"`
+	BatchSize   int           `json:"batch_size,omitempty"`   // default 32
+	BatchLinger time.Duration `json:"batch_linger,omitempty"` // default 1ms
+	MaxInFlight int           `json:"max_in_flight,omitempty"` // default 1024
+	// ConsumeMode: long-poll (default) or pull with PullInterval (default 100ms).
+	ConsumeMode  ConsumeMode   `json:"consume_mode"`
+	PullInterval time.Duration `json:"pull_interval,omitempty"`
+	// KeyCount, when > 0, gives messages keys cycling over this many
+	// distinct values (ordered/hashed routing); 0 sends no keys.
+	KeyCount int `json:"key_count,omitempty"`
+	// ReportInterval is how often a progress line prints; default 5s.
+	ReportInterval time.Duration `json:"report_interval"`
+	// Drain is how long, after producing stops, to wait for consumers to
+	// catch up before the end-to-end figures close; default 10s.
+	Drain time.Duration `json:"drain"`
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (w *Workload) EnsureDefaults() {
+	def := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	defd := func(p *time.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	if w.Name == "" {
+		w.Name = "adhoc"
+	}
+	if w.TopicPrefix == "" {
+		w.TopicPrefix = "loadgen"
+	}
+	def(&w.Topics, 1)
+	def(&w.QueuesPerTopic, 8)
+	def(&w.MessageSize, 1024)
+	def(&w.Producers, 1)
+	if !w.NoConsumers {
+		def(&w.Consumers, 1)
+	}
+	def(&w.ConsumerGroups, 1)
+	defd(&w.Warmup, 5*time.Second)
+	defd(&w.Duration, 30*time.Second)
+	if w.SendMode == "" {
+		w.SendMode = SendSync
+	}
+	def(&w.BatchSize, 32)
+	defd(&w.BatchLinger, time.Millisecond)
+	def(&w.MaxInFlight, 1024)
+	if w.ConsumeMode == "" {
+		w.ConsumeMode = ConsumeLongPoll
+	}
+	defd(&w.PullInterval, 100*time.Millisecond)
+	defd(&w.ReportInterval, 5*time.Second)
+	defd(&w.Drain, 10*time.Second)
+}
+
+// Validate reports every problem at once.
+func (w *Workload) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if w.Topics < 1 {
+		bad("topics must be >= 1, got %d", w.Topics)
+	}
+	if w.QueuesPerTopic < 1 {
+		bad("queues per topic must be >= 1, got %d", w.QueuesPerTopic)
+	}
+	if w.MessageSize < 8 {
+		bad("message size must be >= 8 bytes (it carries the send time), got %d", w.MessageSize)
+	}
+	if w.Producers < 1 {
+		bad("producers must be >= 1, got %d", w.Producers)
+	}
+	if w.Consumers < 0 || (!w.NoConsumers && w.Consumers < 1) {
+		bad("consumers must be >= 1 (or set no consumers), got %d", w.Consumers)
+	}
+	if w.Rate < 0 {
+		bad("rate must be >= 0, got %v", w.Rate)
+	}
+	if w.Duration <= 0 || w.Warmup < 0 {
+		bad("duration must be > 0 and warm-up >= 0, got %v and %v", w.Duration, w.Warmup)
+	}
+	switch w.SendMode {
+	case SendSync, SendAsync, SendBatch:
+	default:
+		bad("send mode must be sync, async or batch, got %q", w.SendMode)
+	}
+	switch w.ConsumeMode {
+	case ConsumeLongPoll, ConsumePull:
+	default:
+		bad("consume mode must be long-poll or pull, got %q", w.ConsumeMode)
+	}
+	if w.PayloadFile != "" {
+		if _, err := os.Stat(w.PayloadFile); err != nil {
+			bad("payload file: %v", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// String is a stable one-line form of every option, for result files.
+func (w *Workload) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name=%s topics=%d queues=%d size=%d producers=%d consumers=%d groups=%d rate=%g warmup=%s duration=%s send=%s",
+		w.Name, w.Topics, w.QueuesPerTopic, w.MessageSize, w.Producers, w.Consumers, w.ConsumerGroups, w.Rate, w.Warmup, w.Duration, w.SendMode)
+	if w.SendMode == SendBatch {
+		fmt.Fprintf(&b, " batch=%d linger=%s", w.BatchSize, w.BatchLinger)
+	}
+	if w.SendMode != SendSync {
+		fmt.Fprintf(&b, " inflight=%d", w.MaxInFlight)
+	}
+	fmt.Fprintf(&b, " consume=%s", w.ConsumeMode)
+	if w.ConsumeMode == ConsumePull {
+		fmt.Fprintf(&b, " pull_interval=%s", w.PullInterval)
+	}
+	if w.KeyCount > 0 {
+		fmt.Fprintf(&b, " keys=%d", w.KeyCount)
+	}
+	if w.PayloadFile != "" {
+		fmt.Fprintf(&b, " payload=%s", w.PayloadFile)
+	}
+	return b.String()
+}
+
+// topicName is the i-th topic of the workload.
+func (w *Workload) topicName(i int) string { return fmt.Sprintf("%s-%d", w.TopicPrefix, i) }
