@@ -130,7 +130,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.produceLoop(prodCtx, p, i, perProducerRate, start)
+			r.produceLoop(prodCtx, ctx, p, i, perProducerRate, start)
 		}()
 	}
 	rep := newReporter(r)
@@ -189,7 +189,9 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 // produceLoop sends until ctx ends. With rate > 0 it follows a fixed
 // schedule and stamps each payload with its intended send time; with rate 0
 // it sends as fast as acknowledgements allow and stamps the actual time.
-func (r *run) produceLoop(ctx context.Context, p Producer, id int, rate float64, start time.Time) {
+// Sends get sendCtx, not ctx: the end of production must not cancel a send
+// already under way and count it as failed.
+func (r *run) produceLoop(ctx, sendCtx context.Context, p Producer, id int, rate float64, start time.Time) {
 	var keys []string
 	for k := 0; k < r.w.KeyCount; k++ {
 		keys = append(keys, "k"+strconv.Itoa(k))
@@ -222,7 +224,7 @@ func (r *run) produceLoop(ctx context.Context, p Producer, id int, rate float64,
 			key = keys[(n+int64(id))%int64(len(keys))]
 		}
 		r.c.sent.Add(1)
-		p.Send(ctx, key, *bufp, func(err error) {
+		p.Send(sendCtx, key, *bufp, func(err error) {
 			if err != nil {
 				r.c.failed.Add(1)
 				r.send.RecordError()

@@ -1,0 +1,303 @@
+// Package natsdriver is the loadgen driver for NATS JetStream, the peer the
+// lab runs beside Samsa.
+//
+// With no URL it starts a nats-server in this process (built from the
+// nats-server module, so it is the same code as the released binary) with
+// JetStream file storage in a temporary directory, listening on loopback.
+// Sync selects fsync before every acknowledgement (the server's
+// `sync_interval: always`); otherwise the server's default (fsync every two
+// minutes, relying on replication, which a single node does not have).
+//
+// Mapping: a topic is a stream with subjects "<topic>.<queue>"; a producer
+// spreads messages over the queues' subjects (by key hash when a key is
+// given); a consumer group is a durable pull consumer shared by its members,
+// with AckNone (Samsa's consumers commit offsets in the background, so
+// neither side waits for per-message acks). Long-poll maps to Consume (pull
+// requests held by the server until messages arrive), pull to FetchNoWait
+// plus the workload's sleep when empty. JetStream has no batch publish:
+// batch mode is async publishing with a window of BatchSize.
+package natsdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/samsamq/samsa/loadgen"
+)
+
+// Options configure the driver.
+type Options struct {
+	// URL of a running NATS server; empty starts one in-process.
+	URL string
+	// StoreDir for the in-process server's JetStream files; default a
+	// temporary directory removed on Close.
+	StoreDir string
+	// Sync makes the in-process server fsync before every ack
+	// (sync_interval: always). Ignored with URL.
+	Sync bool
+}
+
+// Driver is the NATS JetStream driver.
+type Driver struct {
+	opts    Options
+	srv     *server.Server
+	tmpDir  string
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	queues  sync.Map // topic -> int
+	version string
+}
+
+// New connects to (or starts) a NATS server.
+func New(opts Options) (*Driver, error) {
+	d := &Driver{opts: opts}
+	url := opts.URL
+	if url == "" {
+		dir := opts.StoreDir
+		if dir == "" {
+			var err error
+			if dir, err = os.MkdirTemp("", "samsa-nats-"); err != nil {
+				return nil, err
+			}
+			d.tmpDir = dir
+		}
+		sopts := &server.Options{
+			Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true,
+			JetStream: true, StoreDir: dir, MaxPayload: 8 << 20,
+		}
+		if opts.Sync {
+			sopts.SyncAlways = true
+		}
+		srv, err := server.NewServer(sopts)
+		if err != nil {
+			d.cleanup()
+			return nil, fmt.Errorf("natsdriver: start server: %w", err)
+		}
+		go srv.Start()
+		if !srv.ReadyForConnections(10 * time.Second) {
+			srv.Shutdown()
+			d.cleanup()
+			return nil, errors.New("natsdriver: in-process nats-server not ready after 10s")
+		}
+		d.srv = srv
+		url = srv.ClientURL()
+		d.version = server.VERSION
+	}
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("natsdriver: connect %s: %w", url, err)
+	}
+	d.nc = nc
+	if d.version == "" {
+		d.version = nc.ConnectedServerVersion()
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.js = js
+	return d, nil
+}
+
+// Name implements loadgen.Driver.
+func (d *Driver) Name() string { return "nats" }
+
+// Describe implements loadgen.Driver.
+func (d *Driver) Describe() map[string]any {
+	m := map[string]any{"server_version": d.version, "embedded": d.srv != nil, "storage": "file",
+		"consumer_ack": "none", "batch": "async publish window (no batch publish in JetStream)"}
+	if d.srv != nil {
+		if d.opts.Sync {
+			m["sync_interval"] = "always"
+		} else {
+			m["sync_interval"] = "default (2m)"
+		}
+	}
+	return m
+}
+
+// CreateTopic makes (or updates) a stream for the topic.
+func (d *Driver) CreateTopic(ctx context.Context, topic string, queues int) error {
+	_, err := d.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: topic, Subjects: []string{topic + ".*"}, Storage: jetstream.FileStorage, Replicas: 1,
+	})
+	if err == nil {
+		d.queues.Store(topic, queues)
+	}
+	return err
+}
+
+func (d *Driver) queueCount(topic string) int {
+	if v, ok := d.queues.Load(topic); ok {
+		return v.(int)
+	}
+	return 1
+}
+
+// Close implements loadgen.Driver.
+func (d *Driver) Close() error {
+	if d.nc != nil {
+		d.nc.Close()
+	}
+	if d.srv != nil {
+		d.srv.Shutdown()
+		d.srv.WaitForShutdown()
+	}
+	d.cleanup()
+	return nil
+}
+
+func (d *Driver) cleanup() {
+	if d.tmpDir != "" {
+		_ = os.RemoveAll(d.tmpDir)
+	}
+}
+
+// NewProducer implements loadgen.Driver.
+func (d *Driver) NewProducer(_ context.Context, topic string, opts loadgen.ProducerOptions) (loadgen.Producer, error) {
+	n := d.queueCount(topic)
+	p := &producer{d: d, mode: opts.Mode}
+	for q := 0; q < n; q++ {
+		p.subjects = append(p.subjects, topic+"."+strconv.Itoa(q))
+	}
+	window := opts.MaxInFlight
+	if opts.Mode == loadgen.SendBatch {
+		window = opts.BatchSize
+	}
+	if window < 1 {
+		window = 1
+	}
+	p.window = make(chan struct{}, window)
+	return p, nil
+}
+
+type producer struct {
+	d        *Driver
+	mode     loadgen.SendMode
+	subjects []string
+	next     atomic.Uint64
+	window   chan struct{} // async: one token per unacknowledged publish
+	wg       sync.WaitGroup
+}
+
+func (p *producer) subject(key string) string {
+	if key == "" {
+		return p.subjects[p.next.Add(1)%uint64(len(p.subjects))]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return p.subjects[h.Sum32()%uint32(len(p.subjects))]
+}
+
+func (p *producer) Send(ctx context.Context, key string, payload []byte, done func(error)) {
+	subj := p.subject(key)
+	if p.mode == loadgen.SendSync {
+		_, err := p.d.js.Publish(ctx, subj, payload)
+		done(err)
+		return
+	}
+	select {
+	case p.window <- struct{}{}:
+	case <-ctx.Done():
+		done(ctx.Err())
+		return
+	}
+	f, err := p.d.js.PublishAsync(subj, payload)
+	if err != nil {
+		<-p.window
+		done(err)
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() { <-p.window }()
+		select {
+		case <-f.Ok():
+			done(nil)
+		case err := <-f.Err():
+			done(err)
+		}
+	}()
+}
+
+func (p *producer) Close() error {
+	p.wg.Wait()
+	return nil
+}
+
+// NewConsumer implements loadgen.Driver.
+func (d *Driver) NewConsumer(ctx context.Context, topic, group string, opts loadgen.ConsumerOptions, h loadgen.Handler) (loadgen.Consumer, error) {
+	cons, err := d.js.CreateOrUpdateConsumer(ctx, topic, jetstream.ConsumerConfig{
+		Durable: group, AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+		MaxAckPending: -1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if opts.Mode == loadgen.ConsumeLongPoll {
+		cc, err := cons.Consume(func(m jetstream.Msg) { h(m.Data()) }, jetstream.PullMaxMessages(1024))
+		if err != nil {
+			return nil, err
+		}
+		return consumeCloser{cc}, nil
+	}
+	c := &pullConsumer{stop: make(chan struct{}), done: make(chan struct{})}
+	go c.loop(cons, opts.PullInterval, h)
+	return c, nil
+}
+
+type consumeCloser struct{ cc jetstream.ConsumeContext }
+
+func (c consumeCloser) Close() error { c.cc.Stop(); return nil }
+
+// pullConsumer fetches what is there and sleeps when nothing is.
+type pullConsumer struct {
+	stop, done chan struct{}
+	once       sync.Once
+}
+
+func (c *pullConsumer) loop(cons jetstream.Consumer, interval time.Duration, h loadgen.Handler) {
+	defer close(c.done)
+	for {
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		batch, err := cons.FetchNoWait(1024)
+		got := 0
+		if err == nil {
+			for m := range batch.Messages() {
+				h(m.Data())
+				got++
+			}
+		}
+		if got == 0 {
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(interval):
+			}
+		}
+	}
+}
+
+func (c *pullConsumer) Close() error {
+	c.once.Do(func() { close(c.stop) })
+	<-c.done
+	return nil
+}

@@ -1,0 +1,48 @@
+package natsdriver
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/loadgen"
+)
+
+func TestRunAgainstEmbeddedJetStream(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sync bool
+		w    loadgen.Workload
+	}{
+		{"default-async-longpoll", false, loadgen.Workload{SendMode: loadgen.SendAsync, QueuesPerTopic: 4}},
+		{"always-sync-pull", true, loadgen.Workload{SendMode: loadgen.SendSync, ConsumeMode: loadgen.ConsumePull, PullInterval: 10 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := New(Options{StoreDir: t.TempDir(), Sync: tc.sync})
+			require.NoError(t, err)
+			defer d.Close()
+			w := tc.w
+			w.MessageSize = 256
+			w.Rate = 2000
+			w.Warmup = 200 * time.Millisecond
+			w.Duration = time.Second
+			w.ReportInterval = 500 * time.Millisecond
+			w.Drain = 5 * time.Second
+			var out bytes.Buffer
+			res, err := loadgen.Run(context.Background(), d, w, loadgen.Options{Out: &out})
+			require.NoError(t, err, out.String())
+			require.Zero(t, res.Errors)
+			require.Greater(t, res.Acked, int64(1000))
+			require.True(t, res.Drained, "consumers caught up: %d of %d", res.Received, res.Acked)
+			require.GreaterOrEqual(t, res.Received, res.Acked)
+			if tc.sync {
+				require.Equal(t, "always", d.Describe()["sync_interval"])
+			} else {
+				require.NotEqual(t, "always", d.Describe()["sync_interval"])
+			}
+		})
+	}
+}
