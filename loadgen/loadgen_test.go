@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +94,15 @@ func TestReportLineLabelsWarmup(t *testing.T) {
 	rep.measuring.Store(true)
 	rep.line()
 	require.NotContains(t, out.String(), "[warm-up]")
+}
+
+func TestWorkloadJSONDurations(t *testing.T) {
+	var w Workload
+	require.NoError(t, json.Unmarshal([]byte(`{"warmup":"250ms","duration":3000000000,"rate":100}`), &w))
+	require.Equal(t, 250*time.Millisecond, w.Warmup)
+	require.Equal(t, 3*time.Second, w.Duration)
+	b, err := json.Marshal(w)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"warmup":"250ms"`)
+	require.Error(t, json.Unmarshal([]byte(`{"warmpu":"1s"}`), &w), "unknown fields are errors")
 }

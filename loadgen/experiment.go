@@ -1,0 +1,181 @@
+package loadgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Experiment is an end-to-end experiment file (experiments/*.json with
+// "kind": "e2e"): a base workload, cells that each name a driver, the
+// cluster settings and workload overrides, and an optional matrix whose
+// cartesian product multiplies every cell.
+type Experiment struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"` // "e2e"
+	Description string `json:"description"`
+	// Repeats per cell (median and spread are reported); default 3.
+	Repeats int `json:"repeats"`
+	// Base is the workload every cell starts from.
+	Base Workload `json:"base"`
+	// Quick overrides the base for --quick runs (shorter durations).
+	Quick json.RawMessage `json:"quick,omitempty"`
+	Cells []CellSpec      `json:"cells"`
+	// Matrix maps a workload field to the values it takes; every cell is
+	// run once per combination.
+	Matrix map[string][]json.RawMessage `json:"matrix,omitempty"`
+	// Compare lists ratios to report: cell label A over cell label B.
+	Compare []Comparison `json:"compare,omitempty"`
+}
+
+// CellSpec is one configuration to run.
+type CellSpec struct {
+	Label   string  `json:"label"`
+	Driver  string  `json:"driver"` // samsa | rocketmq | nats
+	Cluster Cluster `json:"cluster"`
+	// Workload overrides fields of the base (and of the quick overrides).
+	Workload json.RawMessage `json:"workload,omitempty"`
+}
+
+// Cluster is the server side of a cell.
+type Cluster struct {
+	// Flush is the Samsa broker's flush policy: "sync" (group commit) or
+	// "async"; for NATS "sync" means sync_interval: always.
+	Flush string `json:"flush"`
+	// Backend is the Samsa store backend; default the broker's.
+	Backend string `json:"backend,omitempty"`
+	// MaxBatchBytes bounds a group commit (Samsa, sync flush).
+	MaxBatchBytes int64 `json:"max_batch_bytes,omitempty"`
+}
+
+// Comparison names a ratio to report: metric of Num over Den.
+type Comparison struct {
+	Name   string `json:"name"`
+	Num    string `json:"num"`    // cell label
+	Den    string `json:"den"`    // cell label
+	Metric string `json:"metric"` // msgs_per_sec | e2e_p99 | send_p99
+	// Target, if set, is what the ratio should reach (>= for throughput,
+	// <= for latency metrics).
+	Target float64 `json:"target,omitempty"`
+}
+
+// Cell is a CellSpec resolved against the base workload and the matrix.
+type Cell struct {
+	Label    string   `json:"label"`
+	Driver   string   `json:"driver"`
+	Cluster  Cluster  `json:"cluster"`
+	Workload Workload `json:"workload"`
+}
+
+// LoadExperiment reads and checks an experiment file.
+func LoadExperiment(path string) (*Experiment, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var e Experiment
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if e.Kind != "e2e" {
+		return nil, fmt.Errorf("%s: kind %q is not an end-to-end experiment", path, e.Kind)
+	}
+	if e.Repeats == 0 {
+		e.Repeats = 3
+	}
+	if len(e.Cells) == 0 {
+		return nil, fmt.Errorf("%s: no cells", path)
+	}
+	return &e, nil
+}
+
+// Expand resolves every cell: base, then quick overrides (if quick), then
+// the cell's overrides, then one matrix combination.
+func (e *Experiment) Expand(quick bool) ([]Cell, error) {
+	base := e.Base
+	if quick && len(e.Quick) > 0 {
+		if err := json.Unmarshal(e.Quick, &base); err != nil {
+			return nil, fmt.Errorf("quick: %w", err)
+		}
+	}
+	combos := matrixCombos(e.Matrix)
+	var out []Cell
+	var errs []error
+	for _, cs := range e.Cells {
+		for _, combo := range combos {
+			w := base
+			if len(cs.Workload) > 0 {
+				if err := json.Unmarshal(cs.Workload, &w); err != nil {
+					errs = append(errs, fmt.Errorf("cell %s: %w", cs.Label, err))
+					continue
+				}
+			}
+			label := cs.Label
+			if combo.patch != nil {
+				if err := json.Unmarshal(combo.patch, &w); err != nil {
+					errs = append(errs, fmt.Errorf("cell %s matrix %s: %w", cs.Label, combo.label, err))
+					continue
+				}
+				label += "/" + combo.label
+			}
+			w.Name = e.Name + ":" + label
+			w.EnsureDefaults()
+			if err := w.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("cell %s: %w", label, err))
+				continue
+			}
+			out = append(out, Cell{Label: label, Driver: cs.Driver, Cluster: cs.Cluster, Workload: w})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+type combo struct {
+	label string
+	patch json.RawMessage
+}
+
+// matrixCombos is the cartesian product of the matrix, keys in sorted order
+// so labels and order are stable.
+func matrixCombos(m map[string][]json.RawMessage) []combo {
+	if len(m) == 0 {
+		return []combo{{}}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	type kv struct {
+		k string
+		v json.RawMessage
+	}
+	acc := [][]kv{nil}
+	for _, k := range keys {
+		var next [][]kv
+		for _, prefix := range acc {
+			for _, v := range m[k] {
+				next = append(next, append(append([]kv(nil), prefix...), kv{k, v}))
+			}
+		}
+		acc = next
+	}
+	out := make([]combo, 0, len(acc))
+	for _, c := range acc {
+		var labels []string
+		obj := map[string]json.RawMessage{}
+		for _, p := range c {
+			labels = append(labels, p.k+"="+strings.Trim(string(p.v), `"`))
+			obj[p.k] = p.v
+		}
+		b, _ := json.Marshal(obj)
+		out = append(out, combo{label: strings.Join(labels, ","), patch: b})
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const expJSON = `{
+  "name": "t", "kind": "e2e", "repeats": 3,
+  "base": {"message_size": 64, "warmup": "50ms", "duration": "300ms", "report_interval": "1s", "drain": "1s"},
+  "quick": {"duration": "200ms"},
+  "cells": [
+    {"label": "a", "driver": "mem", "cluster": {"flush": "sync"}},
+    {"label": "b", "driver": "mem", "cluster": {"flush": "async"}, "workload": {"producers": 2}},
+    {"label": "broken", "driver": "none", "cluster": {}}
+  ],
+  "matrix": {"queues_per_topic": [2, 4]},
+  "compare": [{"name": "b over a", "num": "b/queues_per_topic=2", "den": "a/queues_per_topic=2", "metric": "msgs_per_sec", "target": 0.1}]
+}`
+
+func TestExperimentExpandAndRun(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t.json")
+	require.NoError(t, os.WriteFile(p, []byte(expJSON), 0o644))
+	e, err := LoadExperiment(p)
+	require.NoError(t, err)
+	cells, err := e.Expand(true)
+	require.NoError(t, err)
+	require.Len(t, cells, 6)
+	require.Equal(t, "a/queues_per_topic=2", cells[0].Label)
+	require.Equal(t, 200*time.Millisecond, cells[0].Workload.Duration, "quick overrides the base")
+	require.Equal(t, 2, cells[2].Workload.Producers)
+	require.Equal(t, 4, cells[3].Workload.QueuesPerTopic)
+
+	factory := func(_ context.Context, c Cell) (Driver, error) {
+		if c.Driver == "none" {
+			return nil, errors.New("no such driver here")
+		}
+		return newMemDriver(), nil
+	}
+	var prog bytes.Buffer
+	res, err := RunExperiment(context.Background(), e, true, factory, &prog)
+	require.NoError(t, err)
+	require.Contains(t, prog.String(), "run 1/18")
+	require.Contains(t, prog.String(), "ETA")
+	require.Len(t, res.Cells, 6)
+	require.Len(t, res.Cells[0].Runs, 3)
+	require.NotEmpty(t, res.Cells[4].Skipped)
+	require.LessOrEqual(t, res.Cells[0].Min.MsgsPerSec, res.Cells[0].Median.MsgsPerSec)
+	require.GreaterOrEqual(t, res.Cells[0].Max.MsgsPerSec, res.Cells[0].Median.MsgsPerSec)
+	require.Len(t, res.Comparisons, 1)
+	require.NotNil(t, res.Comparisons[0].Met)
+	require.True(t, *res.Comparisons[0].Met)
+
+	path, err := WriteResult(t.TempDir(), res)
+	require.NoError(t, err)
+	back, err := ReadResult(path)
+	require.NoError(t, err)
+	require.Equal(t, res.Cells[0].Median, back.Cells[0].Median)
+	md := back.Markdown()
+	require.Contains(t, md, "| a/queues_per_topic=2 | mem | sync |")
+	require.Contains(t, md, "skipped: no such driver here")
+	require.Contains(t, md, "b over a")
+}
+
+func TestSummarizeRunsMedian(t *testing.T) {
+	runs := []*Result{{MsgsPerSec: 3}, {MsgsPerSec: 1}, {MsgsPerSec: 10}}
+	med, lo, hi := summarizeRuns(runs)
+	require.Equal(t, 3.0, med.MsgsPerSec)
+	require.Equal(t, 1.0, lo.MsgsPerSec)
+	require.Equal(t, 10.0, hi.MsgsPerSec)
+	med, _, _ = summarizeRuns(runs[:2])
+	require.Equal(t, 2.0, med.MsgsPerSec)
+}
+
+func TestExperimentRejectsTypos(t *testing.T) {
+	var e Experiment
+	err := json.Unmarshal([]byte(strings.Replace(expJSON, `"message_size"`, `"mesage_size"`, 1)), &e)
+	require.Error(t, err)
+}

@@ -1,0 +1,241 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// DriverFactory makes a fresh driver (and whatever cluster it needs) for
+// one run of a cell. The driver's Close tears that cluster down.
+type DriverFactory func(ctx context.Context, c Cell) (Driver, error)
+
+// ExperimentResult is what an e2e experiment run writes under results/.
+type ExperimentResult struct {
+	Experiment  string             `json:"experiment"`
+	Kind        string             `json:"kind"`
+	Description string             `json:"description"`
+	Command     string             `json:"command"`
+	Quick       bool               `json:"quick"`
+	Start       time.Time          `json:"start"`
+	Machine     any                `json:"machine,omitempty"`
+	Cells       []CellResult       `json:"cells"`
+	Comparisons []ComparisonResult `json:"comparisons,omitempty"`
+}
+
+// CellResult holds a cell's repeats and their medians.
+type CellResult struct {
+	Cell
+	Skipped string    `json:"skipped,omitempty"` // why the cell could not run
+	Runs    []*Result `json:"runs,omitempty"`
+	Median  Summary   `json:"median"`
+	Min     Summary   `json:"min"`
+	Max     Summary   `json:"max"`
+}
+
+// Summary is the figures a cell is compared by.
+type Summary struct {
+	MsgsPerSec float64 `json:"msgs_per_sec"`
+	MBPerSec   float64 `json:"mb_per_sec"`
+	SendP50Us  float64 `json:"send_p50_us"`
+	SendP99Us  float64 `json:"send_p99_us"`
+	E2EP50Us   float64 `json:"e2e_p50_us"`
+	E2EP99Us   float64 `json:"e2e_p99_us"`
+	E2EP999Us  float64 `json:"e2e_p999_us"`
+	Errors     float64 `json:"errors"`
+}
+
+// ComparisonResult is one evaluated Comparison.
+type ComparisonResult struct {
+	Comparison
+	Value float64 `json:"value"`
+	Met   *bool   `json:"met,omitempty"`
+	Note  string  `json:"note,omitempty"`
+}
+
+// RunExperiment runs every cell Repeats times, each run on a fresh driver.
+// progress gets "cell i/n" lines with an ETA.
+func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory DriverFactory, progress io.Writer) (*ExperimentResult, error) {
+	cells, err := e.Expand(quick)
+	if err != nil {
+		return nil, err
+	}
+	res := &ExperimentResult{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: quick, Start: time.Now().UTC()}
+	total := len(cells) * e.Repeats
+	done := 0
+	began := time.Now()
+	for _, c := range cells {
+		cr := CellResult{Cell: c}
+		for rep := 0; rep < e.Repeats && cr.Skipped == ""; rep++ {
+			eta := "?"
+			if done > 0 {
+				eta = (time.Duration(float64(time.Since(began)) / float64(done) * float64(total-done))).Round(time.Second).String()
+			}
+			fmt.Fprintf(progress, "== %s: run %d/%d: %s (repeat %d/%d), ETA %s\n", e.Name, done+1, total, c.Label, rep+1, e.Repeats, eta)
+			r, err := runCell(ctx, c, factory, progress)
+			done++
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				cr.Skipped = err.Error()
+				fmt.Fprintf(progress, "   skipped: %v\n", err)
+				break
+			}
+			cr.Runs = append(cr.Runs, r)
+		}
+		cr.Median, cr.Min, cr.Max = summarizeRuns(cr.Runs)
+		res.Cells = append(res.Cells, cr)
+	}
+	res.Comparisons = compare(e.Compare, res.Cells)
+	return res, nil
+}
+
+func runCell(ctx context.Context, c Cell, factory DriverFactory, progress io.Writer) (*Result, error) {
+	d, err := factory(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return Run(ctx, d, c.Workload, Options{Out: prefixWriter{progress, "   "}})
+}
+
+// prefixWriter indents the progress lines of a run under its cell header.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	s := strings.TrimRight(string(b), "\n")
+	_, err := io.WriteString(p.w, p.prefix+strings.ReplaceAll(s, "\n", "\n"+p.prefix)+"\n")
+	return len(b), err
+}
+
+func summarize(r *Result) Summary {
+	return Summary{MsgsPerSec: r.MsgsPerSec, MBPerSec: r.MBPerSec,
+		SendP50Us: float64(r.SendLatencyUs.P50), SendP99Us: float64(r.SendLatencyUs.P99),
+		E2EP50Us: float64(r.E2ELatencyUs.P50), E2EP99Us: float64(r.E2ELatencyUs.P99), E2EP999Us: float64(r.E2ELatencyUs.P999),
+		Errors: float64(r.Errors)}
+}
+
+// summarizeRuns returns the per-field median, min and max over runs.
+func summarizeRuns(runs []*Result) (med, lo, hi Summary) {
+	if len(runs) == 0 {
+		return
+	}
+	fields := func(s *Summary) []*float64 {
+		return []*float64{&s.MsgsPerSec, &s.MBPerSec, &s.SendP50Us, &s.SendP99Us, &s.E2EP50Us, &s.E2EP99Us, &s.E2EP999Us, &s.Errors}
+	}
+	ss := make([]Summary, len(runs))
+	for i, r := range runs {
+		ss[i] = summarize(r)
+	}
+	mf, lf, hf := fields(&med), fields(&lo), fields(&hi)
+	for fi := range mf {
+		vals := make([]float64, len(ss))
+		for i := range ss {
+			vals[i] = *fields(&ss[i])[fi]
+		}
+		sort.Float64s(vals)
+		*lf[fi], *hf[fi] = vals[0], vals[len(vals)-1]
+		if n := len(vals); n%2 == 1 {
+			*mf[fi] = vals[n/2]
+		} else {
+			*mf[fi] = (vals[n/2-1] + vals[n/2]) / 2
+		}
+	}
+	return
+}
+
+func metric(s Summary, name string) (float64, bool, error) {
+	switch name {
+	case "msgs_per_sec":
+		return s.MsgsPerSec, true, nil
+	case "e2e_p99":
+		return s.E2EP99Us, false, nil
+	case "e2e_p50":
+		return s.E2EP50Us, false, nil
+	case "send_p99":
+		return s.SendP99Us, false, nil
+	}
+	return 0, false, fmt.Errorf("unknown metric %q", name)
+}
+
+// compare evaluates each comparison on the cells' medians.
+func compare(cs []Comparison, cells []CellResult) []ComparisonResult {
+	byLabel := map[string]*CellResult{}
+	for i := range cells {
+		byLabel[cells[i].Label] = &cells[i]
+	}
+	var out []ComparisonResult
+	for _, c := range cs {
+		cr := ComparisonResult{Comparison: c}
+		num, den := byLabel[c.Num], byLabel[c.Den]
+		switch {
+		case num == nil || den == nil:
+			cr.Note = "cell missing"
+		case num.Skipped != "" || den.Skipped != "":
+			cr.Note = "cell skipped"
+		default:
+			a, higherBetter, err := metric(num.Median, c.Metric)
+			b, _, _ := metric(den.Median, c.Metric)
+			if err != nil {
+				cr.Note = err.Error()
+				break
+			}
+			if b == 0 {
+				cr.Note = "denominator is zero"
+				break
+			}
+			cr.Value = a / b
+			if c.Target != 0 {
+				met := cr.Value >= c.Target
+				if !higherBetter {
+					met = cr.Value <= c.Target
+				}
+				cr.Met = &met
+			}
+		}
+		out = append(out, cr)
+	}
+	return out
+}
+
+// WriteResult writes res as results/<experiment>/<host>-<UTC time>.json
+// under dir and returns the path.
+func WriteResult(dir string, res *ExperimentResult) (string, error) {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "host"
+	}
+	d := filepath.Join(dir, res.Experiment)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(d, fmt.Sprintf("%s-%s.json", host, res.Start.Format("20060102T150405Z")))
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadResult reads a file written by WriteResult.
+func ReadResult(path string) (*ExperimentResult, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r ExperimentResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,80 @@
+package loadgen
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Markdown renders an experiment result as tables: one row per cell with
+// medians (and the min–max spread of throughput), then the comparisons.
+func (r *ExperimentResult) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s\n\n", r.Experiment)
+	if r.Description != "" {
+		fmt.Fprintf(&b, "%s\n\n", r.Description)
+	}
+	if r.Command != "" {
+		fmt.Fprintf(&b, "Command: `%s`", r.Command)
+		if r.Quick {
+			b.WriteString(" (quick)")
+		}
+		b.WriteString("\n\n")
+	}
+	fmt.Fprintf(&b, "Run %s; medians over repeats; latencies in ms; e2e = intended send → consumer.\n\n", r.Start.Format("2006-01-02 15:04 UTC"))
+	b.WriteString("| cell | driver | flush | rate | msgs/s (min–max) | MB/s | send p50 | send p99 | e2e p50 | e2e p99 | e2e p99.9 | errors |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range r.Cells {
+		rate := "max"
+		if c.Workload.Rate > 0 {
+			rate = fmt.Sprintf("%.0f", c.Workload.Rate)
+		}
+		if c.Skipped != "" {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | skipped: %s |||||||| \n", c.Label, c.Driver, c.Cluster.Flush, rate, oneLine(c.Skipped))
+			continue
+		}
+		m := c.Median
+		e2e := func(v float64) string {
+			if c.Workload.NoConsumers {
+				return "–"
+			}
+			return ms(v)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f (%.0f–%.0f) | %.1f | %s | %s | %s | %s | %s | %.0f |\n",
+			c.Label, c.Driver, c.Cluster.Flush, rate, m.MsgsPerSec, c.Min.MsgsPerSec, c.Max.MsgsPerSec, m.MBPerSec,
+			ms(m.SendP50Us), ms(m.SendP99Us), e2e(m.E2EP50Us), e2e(m.E2EP99Us), e2e(m.E2EP999Us), m.Errors)
+	}
+	if len(r.Comparisons) > 0 {
+		b.WriteString("\n| comparison | metric | ratio | target | met |\n|---|---|---|---|---|\n")
+		for _, c := range r.Comparisons {
+			val, target, met := "–", "–", "–"
+			if c.Note == "" {
+				val = fmt.Sprintf("%.2f×", c.Value)
+			} else {
+				val = c.Note
+			}
+			if c.Target != 0 {
+				op := "≥"
+				if _, higher, _ := metric(Summary{}, c.Metric); !higher {
+					op = "≤"
+				}
+				target = fmt.Sprintf("%s %.2f×", op, c.Target)
+			}
+			if c.Met != nil {
+				met = map[bool]string{true: "yes", false: "**no**"}[*c.Met]
+			}
+			fmt.Fprintf(&b, "| %s (%s ÷ %s) | %s | %s | %s | %s |\n", c.Name, c.Num, c.Den, c.Metric, val, target, met)
+		}
+	}
+	return b.String()
+}
+
+func ms(us float64) string { return fmt.Sprintf("%.2f", us/1000) }
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "|", "/")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
