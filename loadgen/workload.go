@@ -61,8 +61,8 @@ type Workload struct {
 	Duration time.Duration `json:"duration"`
 	// SendMode: sync (default), async or batch.
 	SendMode    SendMode      `json:"send_mode"`
-	BatchSize   int           `json:"batch_size,omitempty"`   // default 32
-	BatchLinger time.Duration `json:"batch_linger,omitempty"` // default 1ms
+	BatchSize   int           `json:"batch_size,omitempty"`    // default 32
+	BatchLinger time.Duration `json:"batch_linger,omitempty"`  // default 1ms
 	MaxInFlight int           `json:"max_in_flight,omitempty"` // default 1024
 	// ConsumeMode: long-poll (default) or pull with PullInterval (default 100ms).
 	ConsumeMode  ConsumeMode   `json:"consume_mode"`
