@@ -18,8 +18,15 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 )
+
+// ErrDirectUnsupported is wrapped by the error of a Create or Open with
+// OpenOptions.Direct on a file system that refuses O_DIRECT (the kernel
+// answers EINVAL on open, e.g. tmpfs on older kernels). Callers can fall
+// back to a buffered backend with a clear message.
+var ErrDirectUnsupported = errors.New("vfs: O_DIRECT not supported by this file system")
 
 // OpenOptions say how a file is opened.
 type OpenOptions struct {
