@@ -1,0 +1,56 @@
+// Package consumequeue is the per-(topic, queue) index of the CommitLog: for
+// every message of a queue, in queue order, where its record lies in the log.
+// It is RocketMQ's ConsumeQueue, byte for byte.
+//
+// # Layout
+//
+// A queue is a directory <Dir>/<topic>/<queueId>/ of files holding
+// EntriesPerFile fixed-size entries each (default 300,000: 6,000,000 bytes).
+// A file is named by the 20-digit zero-padded byte offset of its first entry,
+// so the n-th entry of a queue lives in file (n/EntriesPerFile)*EntriesPerFile*20
+// at byte (n%EntriesPerFile)*20. Entries are big-endian:
+//
+//	off  size  field        why
+//	  0     8  PHYSOFFSET   where the record starts in the CommitLog: the read path
+//	  8     4  SIZE         the record's total size: one ReadAt fetches it; never 0,
+//	                        so a zero entry (unwritten or lost bytes) ends a queue
+//	 12     8  TAGSCODE     hash of the TAGS property: a pull filters by tag without
+//	                        reading the record
+//
+// Entries of a queue point at strictly increasing, non-overlapping records
+// (PhysOffset >= previous PhysOffset + previous Size). Append enforces it and
+// recovery relies on it to spot torn or stale bytes.
+//
+// # Durability and recovery
+//
+// Append buffers entries in memory (visible to readers at once) and writes
+// them to the file with WriteAt in blocks; Flush writes what is buffered and
+// syncs every dirty file. Nothing is promised durable before Flush returns.
+// Before a queue moves to a new file the full one is synced, and every new
+// file or directory has its parent directory synced, so after a crash every
+// file but the last is whole. Recovery (OpenTable) scans the last file (and
+// any file that is not whole) and ends the queue at the first entry that is
+// zero, torn (a partial entry at the end of the file), or breaks the ordering
+// above; the bytes after it are truncated away and the files after it removed,
+// durably, so they cannot resurrect. The CommitLog is the source of truth: the
+// store trims a queue to its recovered log (TruncateFromPhys) and re-dispatches
+// the records after its checkpoint, which Append accepts as no-ops where the
+// queue already holds them.
+//
+// Retention (DeleteBelowPhys) removes whole files from the front, never the
+// last one, so a queue's offsets survive even when all its messages expired.
+// After a restart MinOffset is the first file's start until the store applies
+// retention again.
+//
+// # Concurrency
+//
+// Table and Queue are safe for concurrent use. A queue has one appender at a
+// time in practice (the store's dispatcher); Append takes a short exclusive
+// lock and copies 20 bytes. Readers (Entry, Entries, OffsetByTime) take that
+// lock shared only to snapshot bounds and copy buffered entries, and do their
+// file reads outside it, so a reader waiting on a cold page does not stall the
+// appender. TruncateFromPhys, DeleteBelowPhys and Close exclude readers while
+// they change the set of files. Flush syncs outside the append lock.
+//
+// All I/O goes through package vfs.
+package consumequeue

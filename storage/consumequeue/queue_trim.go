@@ -1,0 +1,161 @@
+package consumequeue
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+)
+
+// TruncateFromPhys drops the trailing entries whose PhysOffset >= phys (the
+// CommitLog was cut there by recovery), durably: when it returns nil the
+// files end at the new MaxOffset on disk. Files left empty are removed, all
+// but the first. MinOffset drops to MaxOffset if it was above.
+func (q *Queue) TruncateFromPhys(phys int64) error {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	q.structMu.Lock()
+	defer q.structMu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.mu.closed:
+		return ErrClosed
+	case q.mu.err != nil:
+		return q.mu.err
+	case !q.mu.hasLast || q.mu.last.PhysOffset < phys || len(q.mu.files) == 0:
+		return nil
+	}
+	// Entries' PhysOffsets increase: find the first at or past phys.
+	lo, hi := q.mu.files[0].start, q.mu.max
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		e, err := q.entryLocked(mid)
+		if err != nil {
+			return err
+		}
+		if e.PhysOffset >= phys {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if err := q.truncateLocked(lo); err != nil {
+		q.mu.err = err
+		return err
+	}
+	q.sh.log.Info("consumequeue: truncated", "queue", q.String(), "phys", phys, "maxOffset", lo)
+	return nil
+}
+
+// truncateLocked makes newMax (in [files[0].start, max)) the queue's end.
+// Callers hold flushMu, structMu and mu.
+func (q *Queue) truncateLocked(newMax int64) error {
+	if newMax >= q.mu.bufStart { // only buffered entries go
+		q.mu.wbuf = q.mu.wbuf[:(newMax-q.mu.bufStart)*EntrySize]
+	} else {
+		q.mu.wbuf = q.mu.wbuf[:0]
+		k := int((newMax - q.mu.files[0].start) / q.sh.perFile)
+		if k > 0 && newMax == q.mu.files[k].start {
+			k-- // newMax ends file k-1 exactly: keep it whole, drop file k
+		}
+		if err := q.removeFilesAfter(k); err != nil {
+			return err
+		}
+		f := q.mu.files[k]
+		if err := f.f.Truncate((newMax - f.start) * EntrySize); err != nil {
+			return fmt.Errorf("consumequeue: %s: truncate %s: %w", q, f.path, err)
+		}
+		if err := f.f.Sync(); err != nil {
+			return fmt.Errorf("consumequeue: %s: sync %s: %w", q, f.path, err)
+		}
+		f.dirty = false
+		q.mu.bufStart = newMax
+	}
+	q.mu.max = newMax
+	q.mu.min = min(q.mu.min, newMax)
+	q.mu.hasLast = false
+	if newMax > q.mu.files[0].start {
+		e, err := q.entryLocked(newMax - 1)
+		if err != nil {
+			return err
+		}
+		q.mu.last, q.mu.hasLast = e, true
+	}
+	return nil
+}
+
+// DeleteBelowPhys applies CommitLog retention: phys is the CommitLog's new
+// min offset. It removes, oldest first, every file but the last whose entries
+// all point below phys, and moves MinOffset up to the first entry at or past
+// phys (MaxOffset if there is none). After a restart MinOffset is the first
+// file's start until DeleteBelowPhys is called again.
+func (q *Queue) DeleteBelowPhys(phys int64) error {
+	q.structMu.Lock()
+	defer q.structMu.Unlock()
+
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	files := q.mu.files
+	drop := 0
+	for drop < len(files)-1 {
+		f := files[drop]
+		e, err := q.entryLocked(f.start + q.sh.perFile - 1) // sealed files are full
+		if err != nil {
+			q.mu.Unlock()
+			return err
+		}
+		if e.PhysOffset >= phys {
+			break
+		}
+		drop++
+	}
+	gone := append([]*segFile(nil), files[:drop]...)
+	if drop > 0 {
+		q.mu.files = append(files[:0:0], files[drop:]...)
+	}
+	err := q.raiseMinLocked(phys)
+	q.mu.Unlock()
+
+	// No reader holds a file (structMu), and the appender only touches the
+	// last one, which never goes.
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, f := range gone {
+		q.sh.log.Info("consumequeue: retention removes file", "queue", q.String(), "file", filepath.Base(f.path), "belowPhys", phys)
+		if err := q.removeFile(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// raiseMinLocked moves min up to the first entry with PhysOffset >= phys.
+// Every entry below the first file's last one is known to be < phys or the
+// file is the last: search the first file only.
+func (q *Queue) raiseMinLocked(phys int64) error {
+	if len(q.mu.files) == 0 {
+		return nil
+	}
+	first := q.mu.files[0]
+	lo := max64(q.mu.min, first.start)
+	hi := min(q.mu.max, first.start+q.sh.perFile)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		e, err := q.entryLocked(mid)
+		if err != nil {
+			return err
+		}
+		if e.PhysOffset >= phys {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	q.mu.min = max64(q.mu.min, lo)
+	return nil
+}

@@ -1,0 +1,156 @@
+package consumequeue
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// Table is the set of consume queues under one directory.
+type Table struct {
+	opts Options
+	sh   *shared
+
+	mu struct {
+		sync.RWMutex
+		queues map[queueKey]*Queue
+		closed bool
+	}
+}
+
+type queueKey struct {
+	topic string
+	qid   int32
+}
+
+// OpenTable opens (creating Dir if needed) and recovers every queue found
+// under Dir/<topic>/<queueId>/. Directories whose name is not a queue id are
+// skipped with a warning.
+func OpenTable(opts Options) (*Table, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Table{opts: opts, sh: &shared{
+		fs:      opts.FS,
+		root:    opts.Dir,
+		perFile: int64(opts.EntriesPerFile),
+		log:     opts.Logger,
+	}}
+	t.sh.scratch.New = func() any { return new(scratchBuf) }
+	t.mu.queues = make(map[queueKey]*Queue)
+	fs := opts.FS
+	if err := fs.MkdirAll(opts.Dir); err != nil {
+		return nil, fmt.Errorf("consumequeue: mkdir %s: %w", opts.Dir, err)
+	}
+	if err := fs.SyncDir(filepath.Dir(opts.Dir)); err != nil {
+		return nil, fmt.Errorf("consumequeue: sync dir %s: %w", filepath.Dir(opts.Dir), err)
+	}
+	topics, err := fs.List(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("consumequeue: list %s: %w", opts.Dir, err)
+	}
+	for _, topic := range topics {
+		if err := checkName(topic, 0); err != nil {
+			opts.Logger.Warn("consumequeue: skipping entry", "dir", opts.Dir, "name", topic)
+			continue
+		}
+		qids, err := fs.List(filepath.Join(opts.Dir, topic))
+		if err != nil {
+			opts.Logger.Warn("consumequeue: skipping entry that is not a directory", "dir", opts.Dir, "name", topic, "err", err)
+			continue
+		}
+		for _, name := range qids {
+			qid, err := strconv.ParseInt(name, 10, 32)
+			if err != nil || qid < 0 || strconv.FormatInt(qid, 10) != name {
+				opts.Logger.Warn("consumequeue: skipping entry", "dir", filepath.Join(opts.Dir, topic), "name", name)
+				continue
+			}
+			q, err := openQueue(t.sh, topic, int32(qid))
+			if err != nil {
+				t.Close()
+				return nil, err
+			}
+			t.mu.queues[queueKey{topic, int32(qid)}] = q
+		}
+	}
+	return t, nil
+}
+
+// Options returns the options the table runs with (defaults filled in).
+func (t *Table) Options() Options { return t.opts }
+
+// Queue returns the queue of (topic, queueID), creating it (in memory; its
+// files come with the first Append) if it does not exist. A topic or id that
+// cannot name a directory gives a queue whose Append returns ErrInvalidName.
+func (t *Table) Queue(topic string, queueID int32) *Queue {
+	k := queueKey{topic, queueID}
+	t.mu.RLock()
+	q := t.mu.queues[k]
+	t.mu.RUnlock()
+	if q != nil {
+		return q
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if q = t.mu.queues[k]; q == nil {
+		q = newQueue(t.sh, topic, queueID)
+		if t.mu.closed {
+			q.mu.closed = true
+		}
+		t.mu.queues[k] = q
+	}
+	return q
+}
+
+// queues returns the table's queues sorted by topic, then id.
+func (t *Table) queues() []*Queue {
+	t.mu.RLock()
+	qs := make([]*Queue, 0, len(t.mu.queues))
+	for _, q := range t.mu.queues {
+		qs = append(qs, q)
+	}
+	t.mu.RUnlock()
+	slices.SortFunc(qs, func(a, b *Queue) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.qid, b.qid))
+	})
+	return qs
+}
+
+// Each calls fn for every queue, sorted by topic then queue id, without
+// holding the table's lock (fn may call Queue).
+func (t *Table) Each(fn func(topic string, qid int32, q *Queue)) {
+	for _, q := range t.queues() {
+		fn(q.topic, q.qid, q)
+	}
+}
+
+// Flush flushes every queue and returns every error (errors.Join).
+func (t *Table) Flush() error {
+	var errs []error
+	for _, q := range t.queues() {
+		if err := q.Flush(); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close flushes and closes every queue. Later calls on the table's queues
+// return ErrClosed; Close again returns nil.
+func (t *Table) Close() error {
+	t.mu.Lock()
+	t.mu.closed = true
+	t.mu.Unlock()
+	var errs []error
+	for _, q := range t.queues() {
+		if err := q.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
