@@ -126,8 +126,9 @@ type osFile struct {
 }
 
 var (
-	_ File   = (*osFile)(nil)
-	_ Mapper = (*osFile)(nil)
+	_ File      = (*osFile)(nil)
+	_ Mapper    = (*osFile)(nil)
+	_ MapSyncer = (*osFile)(nil)
 )
 
 func (f *osFile) ReadAt(p []byte, off int64) (int, error)  { return f.f.ReadAt(p, off) }
@@ -192,4 +193,25 @@ func (f *osFile) Unmap(b []byte) error {
 		return &fs.PathError{Op: "munmap", Path: f.name, Err: err}
 	}
 	return nil
+}
+
+func (f *osFile) SyncMapped(m []byte, off, n int64) error {
+	if off < 0 || n < 0 || off+n > int64(len(m)) {
+		return &fs.PathError{Op: "msync", Path: f.name, Err: unix.EINVAL}
+	}
+	if n == 0 {
+		return nil
+	}
+	// msync wants a page-aligned start.
+	start := off &^ int64(unix.Getpagesize()-1)
+	for {
+		err := unix.Msync(m[start:off+n], unix.MS_SYNC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &fs.PathError{Op: "msync", Path: f.name, Err: err}
+		}
+		return nil
+	}
 }

@@ -77,6 +77,17 @@ type Mapper interface {
 	Unmap(b []byte) error
 }
 
+// MapSyncer is implemented by Mappers that can make part of a mapping
+// durable. The mmap backend prefers it to File.Sync: it flushes only the
+// range it names (msync(MS_SYNC) on Linux, which also commits the metadata
+// needed to read it back, like fdatasync) and reads nothing outside it, so
+// writes into the mapping beyond the range may run concurrently.
+type MapSyncer interface {
+	// SyncMapped makes the bytes [off, off+n) of the file durable, written
+	// through m, a mapping of the file's start returned by Map.
+	SyncMapped(m []byte, off, n int64) error
+}
+
 // FS is a file system.
 type FS interface {
 	// Create creates or truncates the named file and opens it read-write.
