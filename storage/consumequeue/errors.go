@@ -8,8 +8,9 @@ var (
 	// ErrGap: Append was given a queue offset past MaxOffset.
 	ErrGap = errors.New("consumequeue: append leaves a gap")
 	// ErrConflict: Append was given a queue offset below MaxOffset whose
-	// stored entry differs. A store re-dispatching after a crash should
-	// TruncateFromPhys(physOffset) and append again.
+	// stored entry differs (other than the recovered last entry, which
+	// Append replaces). The queue and the CommitLog disagree: a bug, or
+	// files damaged outside a crash; TruncateFromPhys cuts the queue.
 	ErrConflict = errors.New("consumequeue: entry differs from the stored one")
 	// ErrInvalidEntry: Append was given a non-positive size, a negative
 	// offset, or a record that starts before the end of the previous one.

@@ -47,6 +47,32 @@ func (q *Queue) TruncateFromPhys(phys int64) error {
 	return nil
 }
 
+// replaceSuspect drops the suspect entry at off and what follows (an
+// Append found it disagrees with the CommitLog).
+func (q *Queue) replaceSuspect(off int64) error {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	q.structMu.Lock()
+	defer q.structMu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.mu.closed:
+		return ErrClosed
+	case q.mu.err != nil:
+		return q.mu.err
+	case off != q.mu.suspect || off >= q.mu.max:
+		return nil // resolved meanwhile; append again decides
+	}
+	q.sh.log.Warn("consumequeue: replacing torn last entry", "queue", q.String(), "offset", off)
+	if err := q.truncateLocked(off); err != nil {
+		q.mu.err = err
+		return err
+	}
+	q.mu.suspect = -1
+	return nil
+}
+
 // truncateLocked makes newMax (in [files[0].start, max)) the queue's end.
 // Callers hold flushMu, structMu and mu.
 func (q *Queue) truncateLocked(newMax int64) error {
@@ -73,6 +99,9 @@ func (q *Queue) truncateLocked(newMax int64) error {
 	}
 	q.mu.max = newMax
 	q.mu.min = min(q.mu.min, newMax)
+	if q.mu.suspect >= newMax {
+		q.mu.suspect = -1
+	}
 	q.mu.hasLast = false
 	if newMax > q.mu.files[0].start {
 		e, err := q.entryLocked(newMax - 1)

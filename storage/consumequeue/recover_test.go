@@ -188,3 +188,49 @@ func TestRecoverSkipsStrangers(t *testing.T) {
 	appendN(t, q5, 0, 11)
 	checkRange(t, q5, 0, 11)
 }
+
+func TestRecoverTornTagsReplacedOnRedispatch(t *testing.T) {
+	// A crash can zero the tail of the last entry (its tags code) without
+	// any check noticing; the re-dispatch of that record replaces it.
+	fs, dir, qdir := setupQueue(t, 37)
+	torn := entryFor(36)
+	torn.TagsCode &^= 0xffff
+	writeRaw(t, fs, filepath.Join(qdir, fileName(30)), encoded(torn), 6*EntrySize)
+	tb := openTable(t, fs, dir, 10)
+	q := tb.Queue("T", 0)
+	if e, _ := q.LastEntry(); e != torn || q.MaxOffset() != 37 {
+		t.Fatalf("recovered last %v max %d", e, q.MaxOffset())
+	}
+	// Other recovered entries are not suspects.
+	e35 := entryFor(35)
+	wantErr(t, q.Append(35, e35.PhysOffset, e35.Size, e35.TagsCode+1), ErrConflict)
+	for i := int64(30); i < 40; i++ { // the store re-dispatches from its checkpoint
+		e := entryFor(i)
+		if err := q.Append(i, e.PhysOffset, e.Size, e.TagsCode); err != nil {
+			t.Fatalf("re-dispatch %d: %v", i, err)
+		}
+	}
+	checkRange(t, q, 0, 40)
+	// Once replaced or confirmed, a disagreement is a conflict.
+	e36 := entryFor(36)
+	wantErr(t, q.Append(36, e36.PhysOffset, e36.Size, 0), ErrConflict)
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tb = openTable(t, fs, dir, 10)
+	defer tb.Close()
+	checkRange(t, tb.Queue("T", 0), 0, 40)
+}
+
+func TestRecoverConfirmedLastIsNoLongerSuspect(t *testing.T) {
+	fs, dir, _ := setupQueue(t, 37)
+	tb := openTable(t, fs, dir, 10)
+	defer tb.Close()
+	q := tb.Queue("T", 0)
+	e := entryFor(36)
+	if err := q.Append(36, e.PhysOffset, e.Size, e.TagsCode); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, q.Append(36, e.PhysOffset, e.Size, e.TagsCode+1), ErrConflict)
+	checkRange(t, q, 0, 37)
+}
