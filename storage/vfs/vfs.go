@@ -5,6 +5,10 @@
 // crash (MemFS, which keeps synced data plus a random share of unsynced 4 KiB
 // blocks) or for a wrapper that injects errors (package errorfs).
 //
+// Implementations: Default (the operating system, Linux), NewMem (MemFS)
+// and errorfs.Wrap (over either). Optional interfaces a File may have:
+// Mapper (memory mapping) and MapSyncer (flush part of a mapping).
+//
 // Contract:
 //   - File methods are safe for concurrent use where the OS's are: ReadAt and
 //     WriteAt on disjoint ranges may run concurrently; Sync may run
