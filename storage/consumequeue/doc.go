@@ -45,12 +45,14 @@
 // # Concurrency
 //
 // Table and Queue are safe for concurrent use. A queue has one appender at a
-// time in practice (the store's dispatcher); Append takes a short exclusive
-// lock and copies 20 bytes. Readers (Entry, Entries, OffsetByTime) take that
-// lock shared only to snapshot bounds and copy buffered entries, and do their
-// file reads outside it, so a reader waiting on a cold page does not stall the
-// appender. TruncateFromPhys, DeleteBelowPhys and Close exclude readers while
-// they change the set of files. Flush syncs outside the append lock.
+// time in practice (the store's dispatcher); Append copies 20 bytes under a
+// short exclusive lock, and syncs a full file and creates the next one
+// without it. Readers (Entry, Entries, OffsetByTime) take that lock shared
+// only to snapshot bounds and copy buffered entries, and do their file reads
+// outside it, so a reader waiting on a cold page does not stall the appender.
+// Flush syncs outside it too. TruncateFromPhys and Close exclude appenders
+// and readers; DeleteBelowPhys excludes readers only while it detaches files,
+// and removes them without a lock.
 //
 // All I/O goes through package vfs.
 package consumequeue

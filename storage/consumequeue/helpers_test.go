@@ -74,11 +74,12 @@ func verifyRange(q *Queue, from, to int64) error {
 	for _, batch := range []int{1, 3, 7, 64, 10_000} {
 		for off := from; off < to; off += int64(batch) {
 			var err error
-			dst, err = q.Entries(off, batch, dst)
+			n := int(min(int64(batch), to-off))
+			dst, err = q.Entries(off, n, dst)
 			if err != nil {
 				return fmt.Errorf("Entries(%d, %d): %w", off, batch, err)
 			}
-			if want := min(int64(batch), q.MaxOffset()-off); int64(len(dst)) != want {
+			if want := min(int64(n), q.MaxOffset()-off); int64(len(dst)) != want {
 				return fmt.Errorf("Entries(%d, %d): %d entries, want %d", off, batch, len(dst), want)
 			}
 			for j, e := range dst {

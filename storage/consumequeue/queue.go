@@ -51,13 +51,24 @@ type Queue struct {
 	dir     string
 	nameErr error // non-nil if topic/qid cannot name a directory
 
-	// flushMu serialises Flush, TruncateFromPhys and Close, so one Flush
+	// appendMu serialises Append with itself and with the operations that
+	// cut the tail (TruncateFromPhys, close): Append holds it throughout, so
+	// it can sync a full file and create the next without holding mu.
+	appendMu sync.Mutex
+	// dirReady says the queue's directory exists durably. Guarded by
+	// appendMu (set before the queue is shared by openQueue).
+	dirReady bool
+	// flushMu serialises Flush, TruncateFromPhys and close, so one Flush
 	// returning means everything appended before it is synced.
 	flushMu sync.Mutex
+	// retainMu serialises DeleteBelowPhys, which removes files oldest first
+	// outside the other locks.
+	retainMu sync.Mutex
 	// structMu guards the set of open files against being closed under a
 	// reader: readers and Flush hold it shared while they use a file outside
-	// mu; TruncateFromPhys, DeleteBelowPhys and Close hold it exclusively.
-	// Lock order: flushMu, structMu, mu.
+	// mu; TruncateFromPhys, DeleteBelowPhys (to detach files) and close hold
+	// it exclusively.
+	// Lock order: appendMu, retainMu, flushMu, structMu, mu.
 	structMu sync.RWMutex
 
 	mu struct {
@@ -78,10 +89,9 @@ type Queue struct {
 		// last file (-1: none): a crash may have torn its trailing bytes
 		// (tags code) undetectably, so a re-dispatch that disagrees with
 		// it replaces it instead of failing with ErrConflict.
-		suspect  int64
-		dirReady bool  // the queue's directory exists durably
-		err      error // sticky write or sync error
-		closed   bool
+		suspect int64
+		err     error // sticky write or sync error
+		closed  bool
 	}
 }
 

@@ -19,19 +19,34 @@ import (
 // returned and sticks: every later Append and Flush returns it.
 func (q *Queue) Append(queueOffset, physOffset int64, size int32, tagsCode int64) error {
 	e := Entry{PhysOffset: physOffset, Size: size, TagsCode: tagsCode}
-	err := q.append(queueOffset, e)
-	if err != errTornTail {
-		return err
+	q.appendMu.Lock()
+	defer q.appendMu.Unlock()
+	for {
+		err := q.append(queueOffset, e)
+		switch err {
+		case errNeedFile:
+			err = q.addFile()
+		case errTornTail:
+			err = q.replaceSuspect(queueOffset)
+		default:
+			return err
+		}
+		if err != nil {
+			return err
+		}
 	}
-	if err := q.replaceSuspect(queueOffset); err != nil {
-		return err
-	}
-	return q.append(queueOffset, e)
 }
 
-// errTornTail is append's answer when e disagrees with the suspect entry.
-var errTornTail = errors.New("consumequeue: re-dispatch disagrees with the recovered last entry")
+// append's answers that Append resolves outside mu, then calls it again.
+var (
+	// errNeedFile: the last file is full (its buffer written) or there is none.
+	errNeedFile = errors.New("consumequeue: need a new file")
+	// errTornTail: e disagrees with the suspect entry.
+	errTornTail = errors.New("consumequeue: re-dispatch disagrees with the recovered last entry")
+)
 
+// append stores e at queueOffset if it is max and the last file has room.
+// Callers hold appendMu.
 func (q *Queue) append(queueOffset int64, e Entry) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -54,16 +69,20 @@ func (q *Queue) append(queueOffset int64, e Entry) error {
 	if !e.follows(prev) {
 		return fmt.Errorf("%w: %s offset %d: %v after %v", ErrInvalidEntry, q, queueOffset, e, q.mu.last)
 	}
-	if err := q.ensureTailLocked(); err != nil {
-		q.mu.err = err
-		return err
+	n := len(q.mu.files)
+	if n == 0 || q.mu.max == q.mu.files[n-1].start+q.sh.perFile {
+		if err := q.writeBufLocked(); err != nil {
+			q.mu.err = err
+			return err
+		}
+		return errNeedFile
 	}
 	if q.mu.wbuf == nil {
 		q.mu.wbuf = make([]byte, 0, writeBufEntries*EntrySize)
 	}
-	n := len(q.mu.wbuf)
-	q.mu.wbuf = q.mu.wbuf[:n+EntrySize]
-	putEntry(q.mu.wbuf[n:], e)
+	b := len(q.mu.wbuf)
+	q.mu.wbuf = q.mu.wbuf[:b+EntrySize]
+	putEntry(q.mu.wbuf[b:], e)
 	q.mu.max++
 	q.mu.last, q.mu.hasLast = e, true
 	if len(q.mu.wbuf) == cap(q.mu.wbuf) {
@@ -113,64 +132,64 @@ func (q *Queue) fileFor(files []*segFile, off int64) *segFile {
 	return files[(off-files[0].start)/q.sh.perFile]
 }
 
-// ensureTailLocked makes sure the last file has room for the entry at max:
-// it creates the queue's first file, or seals a full last file (writes the
-// buffer, syncs it) and creates the next.
-func (q *Queue) ensureTailLocked() error {
+// addFile seals the full last file (syncs it, so after a crash every file
+// but the last is whole) and creates the next one, or creates the queue's
+// directory and first file. It does the I/O without mu, so readers and
+// Flush go on meanwhile. Callers hold appendMu; the buffer is empty.
+func (q *Queue) addFile() error {
+	q.mu.RLock()
+	start := q.mu.max
+	var last *segFile
 	if n := len(q.mu.files); n > 0 {
-		last := q.mu.files[n-1]
-		if q.mu.max < last.start+q.sh.perFile {
-			return nil
-		}
-		if err := q.writeBufLocked(); err != nil {
-			return err
-		}
-		if last.dirty {
-			if err := last.f.Sync(); err != nil {
-				return fmt.Errorf("consumequeue: %s: sync %s: %w", q, last.path, err)
-			}
-			last.dirty = false
-		}
-	} else if err := q.ensureDirLocked(); err != nil {
-		return err
+		last = q.mu.files[n-1]
 	}
-	return q.createFileLocked(q.mu.max)
+	q.mu.RUnlock()
+	err := q.sealAndCreate(last, start)
+	if err != nil {
+		q.mu.Lock()
+		if q.mu.err == nil {
+			q.mu.err = err
+		}
+		q.mu.Unlock()
+	}
+	return err
 }
 
-// ensureDirLocked creates the queue's directory durably.
-func (q *Queue) ensureDirLocked() error {
-	if q.mu.dirReady {
-		return nil
-	}
+func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 	fs := q.sh.fs
-	topicDir := filepath.Dir(q.dir)
-	if err := fs.MkdirAll(q.dir); err != nil {
-		return fmt.Errorf("consumequeue: %s: mkdir: %w", q, err)
+	if last != nil {
+		// A Flush may be syncing it too, or have cleared dirty before its
+		// own sync finished: sync regardless (it is once per file).
+		if err := last.f.Sync(); err != nil {
+			return fmt.Errorf("consumequeue: %s: sync %s: %w", q, last.path, err)
+		}
+		q.mu.Lock()
+		last.dirty = false // nothing writes a full file
+		q.mu.Unlock()
+	} else if !q.dirReady {
+		if err := fs.MkdirAll(q.dir); err != nil {
+			return fmt.Errorf("consumequeue: %s: mkdir: %w", q, err)
+		}
+		for _, d := range []string{q.sh.root, filepath.Dir(q.dir)} {
+			if err := fs.SyncDir(d); err != nil {
+				return fmt.Errorf("consumequeue: %s: sync dir %s: %w", q, d, err)
+			}
+		}
+		q.dirReady = true
 	}
-	if err := fs.SyncDir(q.sh.root); err != nil {
-		return fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)
-	}
-	if err := fs.SyncDir(topicDir); err != nil {
-		return fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)
-	}
-	q.mu.dirReady = true
-	return nil
-}
-
-// createFileLocked creates the file starting at queue offset start (== max,
-// with an empty write buffer) and syncs the directory.
-func (q *Queue) createFileLocked(start int64) error {
 	path := filepath.Join(q.dir, fileName(start))
-	f, err := q.sh.fs.Create(path, vfs.OpenOptions{})
+	f, err := fs.Create(path, vfs.OpenOptions{})
 	if err != nil {
 		return fmt.Errorf("consumequeue: %s: create: %w", q, err)
 	}
-	if err := q.sh.fs.SyncDir(q.dir); err != nil {
+	if err := fs.SyncDir(q.dir); err != nil {
 		f.Close()
 		return fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)
 	}
+	q.mu.Lock()
 	q.mu.files = append(q.mu.files, &segFile{start: start, path: path, f: f})
 	q.mu.bufStart = start
+	q.mu.Unlock()
 	return nil
 }
 

@@ -56,6 +56,10 @@ func (q *Queue) Flush() error {
 // close flushes and closes the queue's files; later calls return ErrClosed
 // (Flush, Append) or nothing (close).
 func (q *Queue) close() error {
+	q.appendMu.Lock()
+	defer q.appendMu.Unlock()
+	q.retainMu.Lock()
+	defer q.retainMu.Unlock()
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	q.structMu.Lock()

@@ -50,7 +50,7 @@ func openQueue(sh *shared, topic string, qid int32) (q *Queue, err error) {
 		}
 		q.mu.files = append(q.mu.files, &segFile{start: s, path: path, f: f})
 	}
-	q.mu.dirReady = true
+	q.dirReady = true
 	if len(starts) == 0 {
 		return q, nil
 	}

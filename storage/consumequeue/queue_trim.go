@@ -11,6 +11,8 @@ import (
 // files end at the new MaxOffset on disk. Files left empty are removed, all
 // but the first. MinOffset drops to MaxOffset if it was above.
 func (q *Queue) TruncateFromPhys(phys int64) error {
+	q.appendMu.Lock()
+	defer q.appendMu.Unlock()
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	q.structMu.Lock()
@@ -48,7 +50,7 @@ func (q *Queue) TruncateFromPhys(phys int64) error {
 }
 
 // replaceSuspect drops the suspect entry at off and what follows (an
-// Append found it disagrees with the CommitLog).
+// Append found it disagrees with the CommitLog). Callers hold appendMu.
 func (q *Queue) replaceSuspect(off int64) error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
@@ -74,7 +76,7 @@ func (q *Queue) replaceSuspect(off int64) error {
 }
 
 // truncateLocked makes newMax (in [files[0].start, max)) the queue's end.
-// Callers hold flushMu, structMu and mu.
+// Callers hold appendMu, flushMu, structMu and mu.
 func (q *Queue) truncateLocked(newMax int64) error {
 	if newMax >= q.mu.bufStart { // only buffered entries go
 		q.mu.wbuf = q.mu.wbuf[:(newMax-q.mu.bufStart)*EntrySize]
@@ -119,37 +121,12 @@ func (q *Queue) truncateLocked(newMax int64) error {
 // phys (MaxOffset if there is none). After a restart MinOffset is the first
 // file's start until DeleteBelowPhys is called again.
 func (q *Queue) DeleteBelowPhys(phys int64) error {
-	q.structMu.Lock()
-	defer q.structMu.Unlock()
-
-	q.mu.Lock()
-	if q.mu.closed {
-		q.mu.Unlock()
-		return ErrClosed
-	}
-	files := q.mu.files
-	drop := 0
-	for drop < len(files)-1 {
-		f := files[drop]
-		e, err := q.entryLocked(f.start + q.sh.perFile - 1) // sealed files are full
-		if err != nil {
-			q.mu.Unlock()
-			return err
-		}
-		if e.PhysOffset >= phys {
-			break
-		}
-		drop++
-	}
-	gone := append([]*segFile(nil), files[:drop]...)
-	if drop > 0 {
-		q.mu.files = append(files[:0:0], files[drop:]...)
-	}
-	err := q.raiseMinLocked(phys)
-	q.mu.Unlock()
-
-	// No reader holds a file (structMu), and the appender only touches the
-	// last one, which never goes.
+	q.retainMu.Lock()
+	defer q.retainMu.Unlock()
+	gone, err := q.detachBelow(phys)
+	// The detached files are out of every reader's sight (detachBelow waited
+	// for readers with structMu), and the appender only uses the last file,
+	// which never goes: remove them without holding a lock.
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
@@ -161,6 +138,37 @@ func (q *Queue) DeleteBelowPhys(phys int64) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// detachBelow takes out of the queue, oldest first, every file but the last
+// whose last entry is below phys, raises min, and returns the files.
+func (q *Queue) detachBelow(phys int64) ([]*segFile, error) {
+	q.structMu.Lock()
+	defer q.structMu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return nil, ErrClosed
+	}
+	files := q.mu.files
+	drop := 0
+	for drop < len(files)-1 {
+		f := files[drop]
+		e, err := q.entryLocked(f.start + q.sh.perFile - 1) // sealed files are full
+		if err != nil {
+			return nil, err
+		}
+		if e.PhysOffset >= phys {
+			break
+		}
+		drop++
+	}
+	var gone []*segFile
+	if drop > 0 {
+		gone = append(gone, files[:drop]...)
+		q.mu.files = append(files[:0:0], files[drop:]...)
+	}
+	return gone, q.raiseMinLocked(phys)
 }
 
 // raiseMinLocked moves min up to the first entry with PhysOffset >= phys.
