@@ -150,4 +150,3 @@ func (q *Queue) LastEntry() (Entry, bool) {
 	}
 	return q.mu.last, true
 }
-

@@ -207,4 +207,3 @@ func (q *Queue) writeBufLocked() error {
 	q.mu.wbuf = q.mu.wbuf[:0]
 	return nil
 }
-
