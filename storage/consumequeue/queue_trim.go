@@ -123,6 +123,9 @@ func (q *Queue) truncateLocked(newMax int64) error {
 func (q *Queue) DeleteBelowPhys(phys int64) error {
 	q.retainMu.Lock()
 	defer q.retainMu.Unlock()
+	if q.retained(phys) {
+		return nil
+	}
 	gone, err := q.detachBelow(phys)
 	// The detached files are out of every reader's sight (detachBelow waited
 	// for readers with structMu), and the appender only uses the last file,
@@ -138,6 +141,24 @@ func (q *Queue) DeleteBelowPhys(phys int64) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// retained reports, under shared locks only, that DeleteBelowPhys(phys)
+// has nothing to do: the entry at min is at or past phys (so is every file's
+// last entry), or the queue is down to one file with nothing readable.
+func (q *Queue) retained(phys int64) bool {
+	q.structMu.RLock()
+	defer q.structMu.RUnlock()
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	switch {
+	case q.mu.closed:
+		return false // let detachBelow say so
+	case q.mu.min == q.mu.max:
+		return len(q.mu.files) <= 1
+	}
+	e, err := q.entryLocked(q.mu.min)
+	return err == nil && e.PhysOffset >= phys
 }
 
 // detachBelow takes out of the queue, oldest first, every file but the last
