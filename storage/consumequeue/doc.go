@@ -35,7 +35,9 @@
 // durably, so they cannot resurrect. The CommitLog is the source of truth: the
 // store trims a queue to its recovered log (TruncateFromPhys) and re-dispatches
 // the records after its checkpoint, which Append accepts as no-ops where the
-// queue already holds them.
+// queue already holds them. Only the last entry recovery finds can be torn
+// past every check (its trailing bytes, the tags code, lost while the rest
+// survived); Append replaces that one if the CommitLog disagrees.
 //
 // Retention (DeleteBelowPhys) removes whole files from the front, never the
 // last one, so a queue's offsets survive even when all its messages expired.
