@@ -25,6 +25,8 @@ var conformanceRows = []struct {
 	{"pwrite", "os"},
 	{"mmap", "mem"},
 	{"mmap", "os"},
+	{"odirect", "mem"},
+	{"odirect", "os"},
 }
 
 var fileSystems = map[string]func(t *testing.T) vfs.FS{

@@ -1,0 +1,371 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// directIO executes a direct segment's disk writes: pwrite calls (odirect)
+// or one io_uring batch (uring). Calls are serialised by the segment's io
+// lock.
+type directIO interface {
+	// write performs ws in order and then, if sync, makes the file's data
+	// durable (fdatasync). It succeeds only if every write was whole and
+	// the sync succeeded; it counts its calls in the segment's counters.
+	write(ws []blockWrite, sync bool) error
+	// close releases what the executor holds (a ring); not the file.
+	close() error
+}
+
+// directSegment is the segment of the odirect and uring backends: the
+// append ring, the flush plan and the read path (see odirect.go); only the
+// executor differs.
+type directSegment struct {
+	name     string // backend name, for errors
+	f        vfs.File
+	path     string
+	capacity int64
+	opts     ODirectOptions
+
+	ring appendRing
+	// written is the tail; onDisk is block-aligned and every block below
+	// it is in the file: the ring holds [onDisk, written).
+	written atomic.Int64
+	onDisk  atomic.Int64
+	closed  atomic.Bool
+
+	// appendMu serialises Append (the CommitLog's lock makes it
+	// uncontended). saved is a spilling Append's copy of the tail block.
+	appendMu sync.Mutex
+	saved    []byte
+
+	// ringMu: readers of ring memory hold it shared; moving onDisk holds
+	// it exclusively (see odirect.go).
+	ringMu sync.RWMutex
+
+	// io serialises disk writes (Flush, spills) and owns their state.
+	io struct {
+		sync.Mutex
+		exec    directIO
+		stage   []byte // aligned, StageSize: staging for small flushes and the tail block
+		ws      []blockWrite
+		durable int64
+		hwm     int64 // end of the highest block written (zero-ahead starts here)
+		err     error // sticky flush error
+	}
+	zeros   []byte    // aligned zeros for ZeroAhead, nil when off
+	scratch sync.Pool // *[]byte, aligned readChunk bytes for disk reads
+	c       segCounters
+}
+
+const readChunk = 128 << 10
+
+// newDirectSegment takes ownership of f (closing it on error), continues
+// from written, reloading its partial block from the file, and then makes
+// the executor with newExec (which may use the segment's buffers).
+func newDirectSegment(name string, f vfs.File, cfg Config, opts ODirectOptions, written int64,
+	newExec func(s *directSegment) (directIO, error)) (*directSegment, error) {
+	s := &directSegment{name: name, f: f, path: cfg.Path, capacity: cfg.Capacity, opts: opts}
+	s.ring = appendRing{buf: alignedBytes(opts.BufferSize)}
+	s.io.stage = alignedBytes(opts.StageSize)
+	if opts.ZeroAhead > 0 {
+		s.zeros = alignedBytes(int(min(opts.ZeroAhead, 1<<20)))
+	}
+	s.scratch.New = func() any { b := alignedBytes(readChunk); return &b }
+	a := alignDown(written)
+	if written > a {
+		blk := s.io.stage[:blockSize]
+		if n, err := f.ReadAt(blk, a); int64(n) < written-a {
+			f.Close()
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("backend: %s open %s: reload tail block at %d: %w", name, cfg.Path, a, err)
+		}
+		s.ring.copyIn(a, blk[:written-a])
+	}
+	s.written.Store(written)
+	s.onDisk.Store(a)
+	s.io.hwm = alignUp(written)
+	// durable starts at 0: the first Flush after Open syncs what recovery
+	// found (it may be in a device cache only).
+	exec, err := newExec(s)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.io.exec = exec
+	return s, nil
+}
+
+func (s *directSegment) Append(p []byte) error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	if s.closed.Load() {
+		return errSegmentClosed
+	}
+	w := s.written.Load()
+	if int64(len(p)) > s.capacity-w {
+		return ErrSegmentFull
+	}
+	staged, saved := w, false
+	for len(p) > 0 {
+		room := s.onDisk.Load() + s.ring.size() - staged
+		if room <= 0 {
+			if !saved {
+				s.saveTailBlock(w)
+				saved = true
+			}
+			if err := s.spill(staged); err != nil {
+				s.restore(w)
+				return fmt.Errorf("backend: %s %s: append at %d: write out full buffer: %w", s.name, s.path, w, err)
+			}
+			continue
+		}
+		n := min(room, int64(len(p)))
+		s.ring.copyIn(staged, p[:n])
+		staged += n
+		p = p[n:]
+	}
+	s.written.Store(staged)
+	return nil
+}
+
+// saveTailBlock keeps the bytes [alignDown(w), w) before a spill may let
+// the appender reuse their ring slot.
+func (s *directSegment) saveTailBlock(w int64) {
+	if s.saved == nil {
+		s.saved = make([]byte, blockSize)
+	}
+	a := alignDown(w)
+	s.ring.copyOut(s.saved[:w-a], a)
+}
+
+// spill writes the ring's full blocks below staged (bytes copied but not
+// yet published as Written count: they are garbage past the tail until
+// the Append succeeds) without a sync, freeing ring room.
+func (s *directSegment) spill(staged int64) error {
+	s.io.Lock()
+	defer s.io.Unlock()
+	d, end := s.onDisk.Load(), alignDown(staged)
+	if end <= d {
+		return nil // the flusher freed room meanwhile
+	}
+	ws := s.ring.writes(s.io.ws[:0], d, end)
+	s.io.ws = ws[:0]
+	if err := s.io.exec.write(ws, false); err != nil {
+		return err
+	}
+	s.io.hwm = max(s.io.hwm, end)
+	s.moveOnDisk(end)
+	return nil
+}
+
+// restore undoes a failed spilling Append whose earlier spills moved
+// onDisk past the block holding w: it puts that block's bytes back into
+// the ring and onDisk back to its start, so the ring holds [onDisk, w)
+// again. The file's blocks from there on hold w's bytes below w and
+// garbage above, which the next Flush rewrites.
+func (s *directSegment) restore(w int64) {
+	a := alignDown(w)
+	s.io.Lock()
+	defer s.io.Unlock()
+	if s.onDisk.Load() <= a {
+		return // the block's slot was never reused
+	}
+	s.ringMu.Lock()
+	s.ring.copyIn(a, s.saved[:w-a])
+	s.onDisk.Store(a)
+	s.ringMu.Unlock()
+}
+
+// moveOnDisk raises onDisk (io held), waiting for readers of the ring
+// slots it frees.
+func (s *directSegment) moveOnDisk(to int64) {
+	if to <= s.onDisk.Load() {
+		return
+	}
+	s.ringMu.Lock()
+	s.onDisk.Store(to)
+	s.ringMu.Unlock()
+}
+
+func (s *directSegment) Flush() (int64, error) {
+	if s.closed.Load() {
+		return 0, errSegmentClosed
+	}
+	s.io.Lock()
+	defer s.io.Unlock()
+	if s.io.err != nil {
+		return s.io.durable, s.io.err
+	}
+	// Load the tail before planning: every byte below it is in the ring
+	// or the file, and the flush covers exactly that.
+	w := s.written.Load()
+	if w == s.io.durable {
+		return w, nil
+	}
+	s.c.flushBatches.Add(1)
+	ws, onDisk := s.planFlushLocked(w)
+	ws, hwm := s.zeroAheadLocked(ws, w)
+	s.io.ws = ws[:0]
+	if err := s.io.exec.write(ws, true); err != nil {
+		s.io.err = fmt.Errorf("backend: %s flush %s to %d: %w", s.name, s.path, w, err)
+		return s.io.durable, s.io.err
+	}
+	s.io.hwm = hwm
+	s.moveOnDisk(onDisk)
+	s.io.durable = w
+	return w, nil
+}
+
+// planFlushLocked returns the writes that put every byte below w in the
+// file, and the onDisk that holds once they succeed.
+func (s *directSegment) planFlushLocked(w int64) ([]blockWrite, int64) {
+	ws := s.io.ws[:0]
+	d, a := s.onDisk.Load(), alignDown(w)
+	if d > a || d == w {
+		return ws, d // spills already wrote every block below w
+	}
+	stage := s.io.stage
+	if span := alignUp(w) - d; span <= int64(len(stage)) {
+		s.ring.copyOut(stage[:w-d], d)
+		clear(stage[w-d : span])
+		return append(ws, blockWrite{buf: stage[:span:span], off: d}), a
+	}
+	ws = s.ring.writes(ws, d, a)
+	if w > a {
+		s.ring.copyOut(stage[:w-a], a)
+		clear(stage[w-a : blockSize])
+		ws = append(ws, blockWrite{buf: stage[:blockSize:blockSize], off: a})
+	}
+	return ws, a
+}
+
+// zeroAheadLocked appends the zero writes that keep ZeroAhead bytes past
+// the tail written, when fewer than half are, and returns the high-water
+// mark after the batch.
+func (s *directSegment) zeroAheadLocked(ws []blockWrite, w int64) ([]blockWrite, int64) {
+	from := max(s.io.hwm, alignUp(w), s.onDisk.Load())
+	if s.zeros == nil || from-alignUp(w) >= s.opts.ZeroAhead/2 || from >= s.capacity {
+		return ws, from
+	}
+	to := min(s.capacity, alignUp(w)+s.opts.ZeroAhead)
+	for off := from; off < to; {
+		n := min(to-off, int64(len(s.zeros)))
+		ws = append(ws, blockWrite{buf: s.zeros[:n:n], off: off})
+		off += n
+	}
+	return ws, to
+}
+
+func (s *directSegment) ReadAt(p []byte, off int64) (int, error) {
+	if s.closed.Load() {
+		return 0, errSegmentClosed
+	}
+	limit := s.written.Load()
+	if off < 0 {
+		return 0, fmt.Errorf("backend: read at negative offset %d", off)
+	}
+	if off >= limit {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	var eof error
+	if int64(len(p)) > limit-off {
+		p, eof = p[:limit-off], io.EOF
+	}
+	end := off + int64(len(p))
+	s.ringMu.RLock()
+	d := s.onDisk.Load()
+	if end > d {
+		lo := max(off, d)
+		s.ring.copyOut(p[lo-off:], lo)
+	}
+	s.ringMu.RUnlock()
+	if off < d {
+		// Blocks below onDisk are never written again (but for the one a
+		// failed spill gives back, whose bytes below the tail do not
+		// change), so reading them outside the lock is safe.
+		if n, err := s.readDisk(p[:min(end, d)-off], off); err != nil {
+			return n, fmt.Errorf("backend: %s read %s at %d: %w", s.name, s.path, off+int64(n), err)
+		}
+	}
+	return len(p), eof
+}
+
+// readDisk fills p from the file at off with aligned reads through a
+// scratch buffer.
+func (s *directSegment) readDisk(p []byte, off int64) (int, error) {
+	bp := s.scratch.Get().(*[]byte)
+	defer s.scratch.Put(bp)
+	buf, done := *bp, 0
+	for done < len(p) {
+		at := off + int64(done)
+		start := alignDown(at)
+		skip := at - start
+		n := min(int64(len(buf)), alignUp(off+int64(len(p)))-start)
+		k, err := s.f.ReadAt(buf[:n], start)
+		want := min(n, skip+int64(len(p)-done))
+		if int64(k) < want {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return done, err
+		}
+		done += copy(p[done:], buf[skip:want])
+	}
+	return done, nil
+}
+
+func (s *directSegment) Written() int64  { return s.written.Load() }
+func (s *directSegment) Capacity() int64 { return s.capacity }
+func (s *directSegment) Stats() Stats    { return s.c.stats() }
+
+func (s *directSegment) Close() error {
+	if s.closed.Swap(true) {
+		return errSegmentClosed
+	}
+	s.io.Lock()
+	defer s.io.Unlock()
+	return errors.Join(s.io.exec.close(), s.f.Close())
+}
+
+// pwriteIO is the odirect executor: one File.WriteAt per write, then
+// File.Sync.
+type pwriteIO struct {
+	f vfs.File
+	c *segCounters
+}
+
+func newPwriteIO(s *directSegment) (directIO, error) { return &pwriteIO{f: s.f, c: &s.c}, nil }
+
+func (x *pwriteIO) write(ws []blockWrite, sync bool) error {
+	for _, w := range ws {
+		n, err := x.f.WriteAt(w.buf, w.off)
+		x.c.writeCalls.Add(1)
+		x.c.bytesWritten.Add(int64(n))
+		if err != nil {
+			return fmt.Errorf("pwrite %v: %w", w, err)
+		}
+		if n != len(w.buf) {
+			return fmt.Errorf("pwrite %v: short write of %d: %w", w, n, io.ErrShortWrite)
+		}
+	}
+	if sync {
+		x.c.fsyncs.Add(1)
+		if err := x.f.Sync(); err != nil {
+			return fmt.Errorf("fdatasync: %w", err)
+		}
+	}
+	return nil
+}
+
+func (x *pwriteIO) close() error { return nil }
