@@ -1,0 +1,369 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// FlushDiskType is RocketMQ's flushDiskType.
+type FlushDiskType string
+
+// Flush types.
+const (
+	AsyncFlush FlushDiskType = "ASYNC_FLUSH"
+	SyncFlush  FlushDiskType = "SYNC_FLUSH"
+)
+
+// BrokerRole is RocketMQ's brokerRole.
+type BrokerRole string
+
+// Roles. Replication is not part of this package yet: a SYNC_MASTER stores
+// and answers SLAVE_NOT_AVAILABLE (as RocketMQ does with no slave
+// attached), and Validate refuses SLAVE.
+const (
+	AsyncMaster BrokerRole = "ASYNC_MASTER"
+	SyncMaster  BrokerRole = "SYNC_MASTER"
+	Slave       BrokerRole = "SLAVE"
+)
+
+// Config configures a Broker. Property names (the broker.conf keys, see
+// ParseProperties) are RocketMQ's where RocketMQ has the setting. Every
+// field is fixed once the Broker starts: no request changes a path, a host
+// or anything else in it.
+type Config struct {
+	// BrokerClusterName (brokerClusterName). Default "DefaultCluster".
+	BrokerClusterName string
+	// BrokerName (brokerName). Default "broker-a".
+	BrokerName string
+	// BrokerID (brokerId): 0 is the master. Default 0.
+	BrokerID int64
+	// NamesrvAddrs (namesrvAddr, ";"-separated host:port list). Empty means
+	// the broker registers nowhere (clients must be given its address).
+	NamesrvAddrs []string
+	// ListenAddr (listenAddr) is the host the remoting listener binds.
+	// Default "127.0.0.1": Samsa listens on loopback unless told.
+	ListenAddr string
+	// ListenPort (listenPort). Default 10911; 0 picks a free port (tests).
+	ListenPort int
+	// BrokerIP1 (brokerIP1) is the address advertised to name servers and
+	// clients. Default: ListenAddr, or 127.0.0.1 when that is a wildcard.
+	BrokerIP1 string
+	// StorePathRootDir (storePathRootDir): the store's root; topics and
+	// offsets live in its config/ folder. Required.
+	StorePathRootDir string
+	// FlushDiskType (flushDiskType). Default ASYNC_FLUSH. SYNC_FLUSH answers
+	// a send only when its record is durable (group commit).
+	FlushDiskType FlushDiskType
+	// BrokerRole (brokerRole). Default ASYNC_MASTER.
+	BrokerRole BrokerRole
+	// AutoCreateTopicEnable (autoCreateTopicEnable): a send to an unknown
+	// topic creates it from TBW102's settings. Default true.
+	AutoCreateTopicEnable bool
+	// DefaultTopicQueueNums (defaultTopicQueueNums): queues of TBW102 and of
+	// auto-created topics. Default 8.
+	DefaultTopicQueueNums int
+	// MappedFileSizeCommitLog (mappedFileSizeCommitLog, or RocketMQ 4's
+	// older spelling mapedFileSizeCommitLog): CommitLog segment bytes.
+	// Default 1 GiB.
+	MappedFileSizeCommitLog int64
+	// FileReservedTime (fileReservedTime, hours): segments older are
+	// deleted. Default 72; 0 keeps everything.
+	FileReservedTime int
+	// DiskMaxUsedSpaceRatio (diskMaxUsedSpaceRatio, percent): above it the
+	// oldest segments go. Default 75; 0 turns it off.
+	DiskMaxUsedSpaceRatio int
+	// FlushIntervalCommitLog (flushIntervalCommitLog, ms): async flush
+	// period. Default 500 ms.
+	FlushIntervalCommitLog time.Duration
+	// FlushCommitLogLeastPages (flushCommitLogLeastPages): async flush when
+	// this many 4 KiB pages are dirty. Default 4.
+	FlushCommitLogLeastPages int
+	// FlushCommitLogThoroughInterval (flushCommitLogThoroughInterval, ms): a
+	// full async flush at least this often. Default 10 s.
+	FlushCommitLogThoroughInterval time.Duration
+	// SyncFlushTimeout (syncFlushTimeout, ms): how long a SYNC_FLUSH send
+	// waits before FLUSH_DISK_TIMEOUT. Default 5 s.
+	SyncFlushTimeout time.Duration
+	// MaxMessageSize (maxMessageSize): the largest message body accepted.
+	// Default 4 MiB.
+	MaxMessageSize int
+	// LongPollingEnable (longPollingEnable): hold a suspending pull until a
+	// message arrives. Default true; false holds ShortPollingTime instead.
+	LongPollingEnable bool
+	// ShortPollingTime (shortPollingTimeMills, ms). Default 1 s.
+	ShortPollingTime time.Duration
+	// LongPollingMaxHold (longPollingMaxHoldMillis, ours, ms) caps the
+	// hold a client asks for in suspendTimeoutMillis. Default 30 s.
+	LongPollingMaxHold time.Duration
+	// ClientChannelMaxIdle (channelExpiredTimeout, ms): a client silent
+	// this long is dropped from its groups. Default 120 s.
+	ClientChannelMaxIdle time.Duration
+	// RegisterNameServerPeriod (registerNameServerPeriod, ms). Default 30 s.
+	RegisterNameServerPeriod time.Duration
+	// RegisterBrokerTimeout (registerBrokerTimeoutMills, ms). Default 6 s.
+	RegisterBrokerTimeout time.Duration
+	// FlushConsumerOffsetInterval (flushConsumerOffsetInterval, ms).
+	// Default 5 s.
+	FlushConsumerOffsetInterval time.Duration
+	// MaxReconsumeTimes (maxReconsumeTimes, ours as a broker default; a
+	// client's header value wins): retries before the dead-letter queue.
+	// Default 16.
+	MaxReconsumeTimes int
+	// StoreBackend (storeBackend, ours): "pwrite" (default), "mmap",
+	// "odirect" or "uring".
+	StoreBackend string
+	// GroupCommitMaxBatchBytes (groupCommitMaxBatchBytes, ours): SYNC_FLUSH
+	// stops a group at this many bytes; 0 is unbounded (default).
+	GroupCommitMaxBatchBytes int64
+	// GroupCommitMinInterval (groupCommitMinInterval, ours, a Go duration
+	// or ms): least time between fsyncs; 0 (default) lets a lone writer
+	// wait for no timer.
+	GroupCommitMinInterval time.Duration
+	// AdminListen (adminListen, ours): the admin HTTP listener (/metrics,
+	// /debug/pprof). Default "127.0.0.1:0"; "off" disables it.
+	AdminListen string
+	// TextProtocolEnable (textProtocolEnable, ours): answer text commands
+	// on the remoting port. Default true.
+	TextProtocolEnable bool
+	// MaxFrameSize (maxFrameSize, ours): the largest remoting frame
+	// accepted; a larger one closes the connection. Default 16 MiB.
+	MaxFrameSize int
+	// MaxConcurrentRequests (maxConcurrentRequests, ours): requests in
+	// processing at once across connections. Default 1024.
+	MaxConcurrentRequests int
+
+	// FS is the file system of the store and the config files (not a
+	// property). Default vfs.Default.
+	FS vfs.FS
+	// Logger (not a property). Default slog.Default().
+	Logger *slog.Logger
+	// Clock (not a property): timestamps, expiry, holds. Default time.Now.
+	Clock func() time.Time
+
+	// setFlags records which boolean properties were given, so
+	// EnsureDefaults does not overwrite an explicit false.
+	setFlags map[string]bool
+}
+
+// Defaults.
+const (
+	DefaultCluster       = "DefaultCluster"
+	DefaultBrokerName    = "broker-a"
+	DefaultListenPort    = 10911
+	DefaultTopicQueues   = 8
+	DefaultSegmentSize   = 1 << 30
+	DefaultMaxMessage    = 4 << 20
+	DefaultMaxFrame      = 16 << 20
+	DefaultAdminListen   = "127.0.0.1:0"
+	DefaultMaxReconsume  = 16
+	DefaultMaxConcurrent = 1024
+)
+
+func (c *Config) boolDefault(key string, p *bool, def bool) {
+	if !c.setFlags[key] {
+		*p = def
+	}
+}
+
+// EnsureDefaults fills zero fields with their defaults. Booleans default to
+// true only when not set explicitly (through ParseProperties or SetBool).
+func (c *Config) EnsureDefaults() {
+	if c.BrokerClusterName == "" {
+		c.BrokerClusterName = DefaultCluster
+	}
+	if c.BrokerName == "" {
+		c.BrokerName = DefaultBrokerName
+	}
+	if c.ListenAddr == "" {
+		c.ListenAddr = "127.0.0.1"
+	}
+	if c.ListenPort == 0 && !c.setFlags["listenPort"] {
+		c.ListenPort = DefaultListenPort
+	}
+	if c.BrokerIP1 == "" {
+		c.BrokerIP1 = c.ListenAddr
+		if ip, err := netip.ParseAddr(c.ListenAddr); err == nil && ip.IsUnspecified() {
+			c.BrokerIP1 = "127.0.0.1"
+		}
+	}
+	if c.FlushDiskType == "" {
+		c.FlushDiskType = AsyncFlush
+	}
+	if c.BrokerRole == "" {
+		c.BrokerRole = AsyncMaster
+	}
+	c.boolDefault("autoCreateTopicEnable", &c.AutoCreateTopicEnable, true)
+	c.boolDefault("longPollingEnable", &c.LongPollingEnable, true)
+	c.boolDefault("textProtocolEnable", &c.TextProtocolEnable, true)
+	setInt(&c.DefaultTopicQueueNums, DefaultTopicQueues)
+	setInt64(&c.MappedFileSizeCommitLog, DefaultSegmentSize)
+	if c.FileReservedTime == 0 && !c.setFlags["fileReservedTime"] {
+		c.FileReservedTime = 72
+	}
+	if c.DiskMaxUsedSpaceRatio == 0 && !c.setFlags["diskMaxUsedSpaceRatio"] {
+		c.DiskMaxUsedSpaceRatio = 75
+	}
+	setDur(&c.FlushIntervalCommitLog, 500*time.Millisecond)
+	setInt(&c.FlushCommitLogLeastPages, 4)
+	setDur(&c.FlushCommitLogThoroughInterval, 10*time.Second)
+	setDur(&c.SyncFlushTimeout, 5*time.Second)
+	setInt(&c.MaxMessageSize, DefaultMaxMessage)
+	setDur(&c.ShortPollingTime, time.Second)
+	setDur(&c.LongPollingMaxHold, 30*time.Second)
+	setDur(&c.ClientChannelMaxIdle, 120*time.Second)
+	setDur(&c.RegisterNameServerPeriod, 30*time.Second)
+	setDur(&c.RegisterBrokerTimeout, 6*time.Second)
+	setDur(&c.FlushConsumerOffsetInterval, 5*time.Second)
+	setInt(&c.MaxReconsumeTimes, DefaultMaxReconsume)
+	if c.StoreBackend == "" {
+		c.StoreBackend = "pwrite"
+	}
+	if c.AdminListen == "" {
+		c.AdminListen = DefaultAdminListen
+	}
+	setInt(&c.MaxFrameSize, DefaultMaxFrame)
+	setInt(&c.MaxConcurrentRequests, DefaultMaxConcurrent)
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+}
+
+func setInt(p *int, d int) {
+	if *p == 0 {
+		*p = d
+	}
+}
+
+func setInt64(p *int64, d int64) {
+	if *p == 0 {
+		*p = d
+	}
+}
+
+func setDur(p *time.Duration, d time.Duration) {
+	if *p == 0 {
+		*p = d
+	}
+}
+
+// Validate reports every invalid field at once.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("broker: "+format, a...)) }
+	if c.StorePathRootDir == "" {
+		bad("storePathRootDir is required")
+	}
+	if c.BrokerName == "" || strings.ContainsAny(c.BrokerName, " \t\r\n%@") {
+		bad("brokerName %q is empty or holds a space, %% or @", c.BrokerName)
+	}
+	if c.BrokerClusterName == "" {
+		bad("brokerClusterName is empty")
+	}
+	if c.BrokerID < 0 {
+		bad("brokerId %d is negative", c.BrokerID)
+	}
+	for _, a := range c.NamesrvAddrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			bad("namesrvAddr %q is not host:port: %v", a, err)
+		}
+	}
+	if net.ParseIP(c.ListenAddr) == nil && c.ListenAddr != "localhost" {
+		bad("listenAddr %q is not an IP address", c.ListenAddr)
+	}
+	if c.ListenPort < 0 || c.ListenPort > 65535 {
+		bad("listenPort %d out of [0, 65535]", c.ListenPort)
+	}
+	if ip, err := netip.ParseAddr(c.BrokerIP1); err != nil || !ip.Is4() {
+		bad("brokerIP1 %q is not an IPv4 address (RocketMQ's store host is IPv4 here)", c.BrokerIP1)
+	}
+	switch c.FlushDiskType {
+	case AsyncFlush, SyncFlush:
+	default:
+		bad("flushDiskType %q is not ASYNC_FLUSH or SYNC_FLUSH", c.FlushDiskType)
+	}
+	switch c.BrokerRole {
+	case AsyncMaster, SyncMaster:
+	case Slave:
+		bad("brokerRole SLAVE: replication is not implemented yet; run a master")
+	default:
+		bad("brokerRole %q is not ASYNC_MASTER, SYNC_MASTER or SLAVE", c.BrokerRole)
+	}
+	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
+		bad("defaultTopicQueueNums %d out of [1, 1024]", c.DefaultTopicQueueNums)
+	}
+	if c.MappedFileSizeCommitLog < 64<<10 {
+		bad("mappedFileSizeCommitLog %d below 64 KiB", c.MappedFileSizeCommitLog)
+	}
+	if c.FileReservedTime < 0 {
+		bad("fileReservedTime %d is negative", c.FileReservedTime)
+	}
+	if c.DiskMaxUsedSpaceRatio < 0 || c.DiskMaxUsedSpaceRatio > 95 {
+		bad("diskMaxUsedSpaceRatio %d out of [0, 95]", c.DiskMaxUsedSpaceRatio)
+	}
+	for name, d := range map[string]time.Duration{
+		"flushIntervalCommitLog": c.FlushIntervalCommitLog, "flushCommitLogThoroughInterval": c.FlushCommitLogThoroughInterval,
+		"syncFlushTimeout": c.SyncFlushTimeout, "shortPollingTimeMills": c.ShortPollingTime,
+		"longPollingMaxHoldMillis": c.LongPollingMaxHold, "channelExpiredTimeout": c.ClientChannelMaxIdle,
+		"registerNameServerPeriod": c.RegisterNameServerPeriod, "registerBrokerTimeoutMills": c.RegisterBrokerTimeout,
+		"flushConsumerOffsetInterval": c.FlushConsumerOffsetInterval,
+	} {
+		if d <= 0 {
+			bad("%s %v must be positive", name, d)
+		}
+	}
+	if c.GroupCommitMinInterval < 0 {
+		bad("groupCommitMinInterval %v is negative", c.GroupCommitMinInterval)
+	}
+	if c.GroupCommitMaxBatchBytes < 0 {
+		bad("groupCommitMaxBatchBytes %d is negative", c.GroupCommitMaxBatchBytes)
+	}
+	if c.MaxMessageSize < 1 || c.MaxMessageSize > c.MaxFrameSize {
+		bad("maxMessageSize %d out of [1, maxFrameSize %d]", c.MaxMessageSize, c.MaxFrameSize)
+	}
+	if c.MaxFrameSize < 1<<10 || c.MaxFrameSize > 1<<30 {
+		bad("maxFrameSize %d out of [1 KiB, 1 GiB]", c.MaxFrameSize)
+	}
+	if c.MaxReconsumeTimes < 0 {
+		bad("maxReconsumeTimes %d is negative", c.MaxReconsumeTimes)
+	}
+	if c.MaxConcurrentRequests < 1 {
+		bad("maxConcurrentRequests %d must be positive", c.MaxConcurrentRequests)
+	}
+	switch c.StoreBackend {
+	case "pwrite", "mmap", "odirect", "uring":
+	default:
+		bad("storeBackend %q is not pwrite, mmap, odirect or uring", c.StoreBackend)
+	}
+	if c.AdminListen != "off" {
+		if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
+			bad("adminListen %q is not host:port or off: %v", c.AdminListen, err)
+		}
+	}
+	if c.FS == nil || c.Logger == nil || c.Clock == nil {
+		bad("FS, Logger or Clock is nil (call EnsureDefaults)")
+	}
+	return errors.Join(errs...)
+}
+
+// ConfigDir is where topics.json and consumerOffset.json live.
+func (c *Config) ConfigDir() string { return filepath.Join(c.StorePathRootDir, "config") }
+
+// String is a stable, sorted key=value form of every property, for logs
+// and result files.
+func (c Config) String() string {
+	return "broker.Config{" + strings.Join(c.propertyLines(), ", ") + "}"
+}

@@ -1,0 +1,43 @@
+// Package broker is Samsa's broker: the server that stores messages in a
+// storage.Store and speaks RocketMQ 4.x's remoting protocol, so the official
+// RocketMQ clients produce and consume against it unmodified.
+//
+// # Shape
+//
+// A Broker (New, Start, Addr, AdminAddr, Close) owns one listener, one
+// storage.Store, the name-server registrar and the admin HTTP listener. Each
+// accepted connection gets one reader goroutine (frames in) and one writer
+// goroutine (frames out, batched through a bufio.Writer); each request runs
+// on its own goroutine bounded by a per-broker semaphore, so a send waiting
+// for a sync flush never stops the pipeline behind it. A first byte that is
+// an ASCII letter turns the connection into a text connection (stats,
+// version, quit; see text.go).
+//
+// Request codes map to processors, one small file each (proc_*.go). A code
+// without a processor gets REQUEST_CODE_NOT_SUPPORTED; a frame that cannot be
+// decoded closes only its own connection.
+//
+// # State
+//
+// The managers are plain state holders, safe for concurrent use and free of
+// goroutines, driven by the Broker's loops with an injected clock:
+//   - topicManager: topic configs, auto-creation, topics.json;
+//   - offsetManager: committed consumer offsets, consumerOffset.json;
+//   - clientManager: producer and consumer groups learned from heartbeats,
+//     channel expiry after ClientChannelMaxIdle;
+//   - lockManager: the orderly consumer's queue locks (LOCK_BATCH_MQ);
+//   - holder: long-poll pulls waiting for a message, woken from
+//     Store.OnDispatch and expired by deadline.
+//
+// Files under StorePathRootDir/config/ are written atomically (temp file,
+// fsync, rename, fsync the directory) through storage/vfs.
+//
+// # Long-lived goroutines
+//
+// accept loop (one; ends when the listener closes), per connection a reader
+// and a writer (end when the connection closes), the long-poll timer (woken
+// by the earliest hold deadline or a new earlier one), the registrar (every
+// RegisterNameServerPeriod or on a topic change), the offset flusher (every
+// FlushConsumerOffsetInterval), the client scanner (every 10 s) and the
+// admin HTTP server. Close stops them in that order of dependency.
+package broker

@@ -1,0 +1,75 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// jsonFile is one JSON file written atomically: the bytes go to name.tmp,
+// which is synced, renamed over name, and the directory synced, so a crash
+// leaves either the old file or the new one, never a torn mix.
+type jsonFile struct {
+	fs   vfs.FS
+	path string
+}
+
+// save writes v as indented JSON.
+func (f jsonFile) save(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("broker: encode %s: %w", f.path, err)
+	}
+	dir := filepath.Dir(f.path)
+	if err := f.fs.MkdirAll(dir); err != nil {
+		return err
+	}
+	tmp := f.path + ".tmp"
+	w, err := f.fs.Create(tmp, vfs.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteAt(b, 0); err != nil {
+		w.Close()
+		return fmt.Errorf("broker: write %s: %w", tmp, err)
+	}
+	if err := w.Sync(); err != nil {
+		w.Close()
+		return fmt.Errorf("broker: sync %s: %w", tmp, err)
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := f.fs.Rename(tmp, f.path); err != nil {
+		return err
+	}
+	return f.fs.SyncDir(dir)
+}
+
+// load reads the file into v; found is false when there is no file.
+func (f jsonFile) load(v any) (found bool, err error) {
+	r, err := f.fs.Open(f.path, vfs.OpenOptions{ReadOnly: true})
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	n, err := r.Size()
+	if err != nil {
+		return false, err
+	}
+	b := make([]byte, n)
+	if m, err := r.ReadAt(b, 0); m < len(b) {
+		return false, fmt.Errorf("broker: read %s: %w", f.path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return true, fmt.Errorf("broker: decode %s: %w", f.path, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,279 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// Permission bits of a topic (RocketMQ's PermName).
+const (
+	PermPriority = 0x1 << 3
+	PermRead     = 0x1 << 2
+	PermWrite    = 0x1 << 1
+	PermInherit  = 0x1 << 0
+)
+
+// System topic names (RocketMQ's TopicValidator and MixAll).
+const (
+	// AutoCreateTopicKey is TBW102: its config is the template a send to
+	// an unknown topic is created from, when its perm has PermInherit.
+	AutoCreateTopicKey = "TBW102"
+	SelfTestTopic      = "SELF_TEST_TOPIC"
+	OffsetMovedTopic   = "OFFSET_MOVED_EVENT"
+	RetryGroupPrefix   = "%RETRY%"
+	DLQGroupPrefix     = "%DLQ%"
+	// MaxTopicLength is the stored record's limit (a one-byte length).
+	MaxTopicLength = 127
+)
+
+// TopicConfig is one topic's settings, in RocketMQ's JSON field names (the
+// same object the name server receives in REGISTER_BROKER).
+type TopicConfig struct {
+	TopicName       string `json:"topicName"`
+	ReadQueueNums   int    `json:"readQueueNums"`
+	WriteQueueNums  int    `json:"writeQueueNums"`
+	Perm            int    `json:"perm"`
+	TopicFilterType string `json:"topicFilterType"`
+	TopicSysFlag    int    `json:"topicSysFlag"`
+	Order           bool   `json:"order"`
+}
+
+func newTopicConfig(name string, queues, perm int) TopicConfig {
+	return TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm, TopicFilterType: "SINGLE_TAG"}
+}
+
+// DataVersion is RocketMQ's DataVersion: bumped on every topic change, so
+// a name server can tell a changed registration from a repeat.
+type DataVersion struct {
+	Timestamp int64 `json:"timestamp"`
+	Counter   int64 `json:"counter"`
+}
+
+// topicsFile is topics.json, RocketMQ's TopicConfigSerializeWrapper.
+type topicsFile struct {
+	TopicConfigTable map[string]TopicConfig `json:"topicConfigTable"`
+	DataVersion      DataVersion            `json:"dataVersion"`
+}
+
+// ErrBadTopic is wrapped by errors about a topic name or settings.
+var ErrBadTopic = errors.New("broker: bad topic")
+
+// ValidateTopic checks a topic name the way RocketMQ's TopicValidator
+// does: 1 to 127 characters of [%|a-zA-Z0-9_-].
+func ValidateTopic(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty name", ErrBadTopic)
+	}
+	if len(name) > MaxTopicLength {
+		return fmt.Errorf("%w: %q is longer than %d", ErrBadTopic, name[:16]+"...", MaxTopicLength)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '%' || c == '|' || c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return fmt.Errorf("%w: %q holds %q (allowed: %%|a-zA-Z0-9_-)", ErrBadTopic, name, c)
+		}
+	}
+	return nil
+}
+
+// topicManager holds the topic table and persists it to topics.json. It is
+// safe for concurrent use and starts no goroutines; after a change the
+// caller re-registers with the name servers.
+type topicManager struct {
+	file  jsonFile
+	clock func() time.Time
+	// system names the topics the broker made itself.
+	system map[string]bool
+	// saveMu serialises writes of the file, outside mu.
+	saveMu sync.Mutex
+	mu     struct {
+		sync.RWMutex
+		table   map[string]TopicConfig
+		version DataVersion
+	}
+}
+
+func newTopicManager(fs vfs.FS, cfg *Config) *topicManager {
+	m := &topicManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "topics.json")},
+		clock: cfg.Clock, system: make(map[string]bool)}
+	m.mu.table = make(map[string]TopicConfig)
+	add := func(tc TopicConfig) {
+		m.mu.table[tc.TopicName] = tc
+		m.system[tc.TopicName] = true
+	}
+	add(newTopicConfig(SelfTestTopic, 1, PermRead|PermWrite))
+	if cfg.AutoCreateTopicEnable {
+		add(newTopicConfig(AutoCreateTopicKey, cfg.DefaultTopicQueueNums, PermInherit|PermRead|PermWrite))
+	}
+	add(newTopicConfig(cfg.BrokerClusterName, 16, PermInherit|PermRead|PermWrite))
+	add(newTopicConfig(cfg.BrokerName, 1, PermInherit|PermRead|PermWrite))
+	add(newTopicConfig(OffsetMovedTopic, 1, PermRead|PermWrite))
+	m.mu.version = DataVersion{Timestamp: cfg.Clock().UnixMilli()}
+	return m
+}
+
+// load merges topics.json over the built-in topics.
+func (m *topicManager) load() error {
+	var f topicsFile
+	found, err := m.file.load(&f)
+	if err != nil || !found {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, tc := range f.TopicConfigTable {
+		if ValidateTopic(name) != nil || tc.ReadQueueNums < 0 || tc.WriteQueueNums < 0 {
+			return fmt.Errorf("%w: topics.json holds %q with %d/%d queues", ErrBadTopic, name, tc.ReadQueueNums, tc.WriteQueueNums)
+		}
+		if name == AutoCreateTopicKey && !m.system[name] {
+			continue // autoCreateTopicEnable was turned off since
+		}
+		tc.TopicName = name
+		m.mu.table[name] = tc
+	}
+	if f.DataVersion.Counter > m.mu.version.Counter {
+		m.mu.version = f.DataVersion
+	}
+	return nil
+}
+
+// save writes topics.json with the current table.
+func (m *topicManager) save() error {
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	m.mu.RLock()
+	f := topicsFile{TopicConfigTable: maps.Clone(m.mu.table), DataVersion: m.mu.version}
+	m.mu.RUnlock()
+	return m.file.save(f)
+}
+
+// get returns a topic's config.
+func (m *topicManager) get(name string) (TopicConfig, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	tc, ok := m.mu.table[name]
+	return tc, ok
+}
+
+// snapshot returns a copy of the table and its version.
+func (m *topicManager) snapshot() (map[string]TopicConfig, DataVersion) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return maps.Clone(m.mu.table), m.mu.version
+}
+
+// names returns every topic name, sorted.
+func (m *topicManager) names() []string {
+	m.mu.RLock()
+	out := make([]string, 0, len(m.mu.table))
+	for n := range m.mu.table {
+		out = append(out, n)
+	}
+	m.mu.RUnlock()
+	sort.Strings(out)
+	return out
+}
+
+func (m *topicManager) bumpLocked() {
+	m.mu.version.Counter++
+	m.mu.version.Timestamp = m.clock().UnixMilli()
+}
+
+// update creates or replaces a topic (UPDATE_AND_CREATE_TOPIC). changed is
+// false when the stored config was already equal.
+func (m *topicManager) update(tc TopicConfig) (changed bool, err error) {
+	if err := ValidateTopic(tc.TopicName); err != nil {
+		return false, err
+	}
+	if tc.ReadQueueNums < 1 || tc.WriteQueueNums < 1 || tc.ReadQueueNums > 1024 || tc.WriteQueueNums > 1024 {
+		return false, fmt.Errorf("%w: %q queues read %d write %d, want 1..1024", ErrBadTopic, tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums)
+	}
+	if tc.TopicFilterType == "" {
+		tc.TopicFilterType = "SINGLE_TAG"
+	}
+	m.mu.Lock()
+	if old, ok := m.mu.table[tc.TopicName]; ok && old == tc {
+		m.mu.Unlock()
+		return false, nil
+	}
+	m.mu.table[tc.TopicName] = tc
+	m.bumpLocked()
+	m.mu.Unlock()
+	return true, m.save()
+}
+
+// createInSend returns topic's config, creating it from defaultTopic's when
+// that template exists and has PermInherit (RocketMQ's
+// createTopicInSendMessageMethod): min(clientQueues, the template's write
+// queues) queues, the template's perm without PermInherit.
+func (m *topicManager) createInSend(topic, defaultTopic string, clientQueues, sysFlag int) (tc TopicConfig, created bool, err error) {
+	if tc, ok := m.get(topic); ok {
+		return tc, false, nil
+	}
+	if err := ValidateTopic(topic); err != nil {
+		return TopicConfig{}, false, err
+	}
+	m.mu.Lock()
+	if tc, ok := m.mu.table[topic]; ok {
+		m.mu.Unlock()
+		return tc, false, nil
+	}
+	def, ok := m.mu.table[defaultTopic]
+	if !ok || def.Perm&PermInherit == 0 {
+		m.mu.Unlock()
+		return TopicConfig{}, false, fmt.Errorf("%w: topic %q does not exist and default topic %q cannot create it (auto-creation disabled)", ErrBadTopic, topic, defaultTopic)
+	}
+	q := min(clientQueues, def.WriteQueueNums)
+	if q < 1 {
+		q = 1
+	}
+	tc = newTopicConfig(topic, q, def.Perm&^PermInherit)
+	tc.TopicSysFlag = sysFlag
+	tc.TopicFilterType = def.TopicFilterType
+	m.mu.table[topic] = tc
+	m.bumpLocked()
+	m.mu.Unlock()
+	return tc, true, m.save()
+}
+
+// createIfMissing returns topic's config, creating it with queues and perm
+// when absent (retry and dead-letter topics: RocketMQ's
+// createTopicInSendMessageBackMethod).
+func (m *topicManager) createIfMissing(topic string, queues, perm int) (tc TopicConfig, created bool, err error) {
+	if tc, ok := m.get(topic); ok {
+		return tc, false, nil
+	}
+	if err := ValidateTopic(topic); err != nil {
+		return TopicConfig{}, false, err
+	}
+	m.mu.Lock()
+	if tc, ok := m.mu.table[topic]; ok {
+		m.mu.Unlock()
+		return tc, false, nil
+	}
+	tc = newTopicConfig(topic, queues, perm)
+	m.mu.table[topic] = tc
+	m.bumpLocked()
+	m.mu.Unlock()
+	return tc, true, m.save()
+}
+
+// remove deletes a topic; it reports whether it existed.
+func (m *topicManager) remove(topic string) (bool, error) {
+	m.mu.Lock()
+	if _, ok := m.mu.table[topic]; !ok || m.system[topic] {
+		m.mu.Unlock()
+		return false, nil
+	}
+	delete(m.mu.table, topic)
+	m.bumpLocked()
+	m.mu.Unlock()
+	return true, m.save()
+}
