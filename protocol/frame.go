@@ -1,0 +1,167 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// DefaultMaxFrame is the default limit on a frame's total length field
+// (RocketMQ's NettyDecoder uses the same 16 MiB).
+const DefaultMaxFrame = 16 << 20
+
+// maxHeaderLength is what the mark field's 24 bits can say.
+const maxHeaderLength = 1<<24 - 1
+
+// Errors, matchable with errors.Is. Each is wrapped with the detail.
+var (
+	// ErrFrameTooLarge: the total length field exceeds the limit (or is negative).
+	ErrFrameTooLarge = errors.New("protocol: frame too large")
+	// ErrBadHeaderLength: the header length runs past the frame, or the frame
+	// is too short to hold the mark field.
+	ErrBadHeaderLength = errors.New("protocol: bad header length")
+	// ErrBadHeader: the header does not decode (bad JSON, truncated binary,
+	// unknown serialize type, a value out of range).
+	ErrBadHeader = errors.New("protocol: bad header")
+)
+
+// ReadFrame reads one frame from r into buf (grown when too small) and
+// returns the frame without its length prefix: mark, header, body. The total
+// length is checked against maxFrame (DefaultMaxFrame when <= 0) before
+// anything is allocated. A clean EOF before the first byte is io.EOF; a frame
+// cut short is io.ErrUnexpectedEOF.
+func ReadFrame(r io.Reader, maxFrame int, buf []byte) ([]byte, error) {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrame
+	}
+	var lenBuf []byte
+	if cap(buf) >= 4 {
+		lenBuf = buf[:4]
+	} else {
+		lenBuf = make([]byte, 4)
+	}
+	if _, err := io.ReadFull(r, lenBuf); err != nil {
+		return nil, err
+	}
+	n := int64(int32(binary.BigEndian.Uint32(lenBuf)))
+	if n < 0 || n > int64(maxFrame) {
+		return nil, fmt.Errorf("%w: total length %d, limit %d", ErrFrameTooLarge, n, maxFrame)
+	}
+	if n < 4 {
+		return nil, fmt.Errorf("%w: total length %d leaves no room for the mark", ErrBadHeaderLength, n)
+	}
+	var frame []byte
+	if int64(cap(buf)) >= n {
+		frame = buf[:n]
+	} else {
+		frame = make([]byte, n)
+	}
+	if _, err := io.ReadFull(r, frame); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return frame, nil
+}
+
+// DecodeFrame decodes a frame as ReadFrame returns it (mark, header, body).
+// The Command's Body aliases frame; its strings do not.
+func DecodeFrame(frame []byte) (*Command, error) {
+	if len(frame) < 4 {
+		return nil, fmt.Errorf("%w: frame of %d bytes has no mark", ErrBadHeaderLength, len(frame))
+	}
+	mark := binary.BigEndian.Uint32(frame)
+	hl := int(mark & maxHeaderLength)
+	if hl > len(frame)-4 {
+		return nil, fmt.Errorf("%w: header length %d, frame holds %d", ErrBadHeaderLength, hl, len(frame)-4)
+	}
+	st := SerializeType(mark >> 24)
+	c := &Command{}
+	if err := DecodeHeader(st, frame[4:4+hl], c); err != nil {
+		return nil, err
+	}
+	if body := frame[4+hl:]; len(body) > 0 {
+		c.Body = body
+	}
+	return c, nil
+}
+
+// ReadCommand reads and decodes one frame. buf is scratch the caller may
+// reuse at once: the Command never aliases it (when the frame fits buf, the
+// body is copied out; when it does not, the frame gets its own allocation and
+// the body aliases that). Errors: those of ReadFrame and DecodeFrame.
+func ReadCommand(r io.Reader, maxFrame int, buf []byte) (*Command, error) {
+	frame, err := ReadFrame(r, maxFrame, buf)
+	if err != nil {
+		return nil, err
+	}
+	c, err := DecodeFrame(frame)
+	if err != nil {
+		return nil, err
+	}
+	if c.Body != nil && cap(buf) >= len(frame) {
+		c.Body = append([]byte(nil), c.Body...)
+	}
+	return c, nil
+}
+
+// DecodeHeader decodes a header of the given serialization into c's header
+// fields (not Body) and sets c.Serialize.
+func DecodeHeader(st SerializeType, h []byte, c *Command) error {
+	c.Serialize = st
+	switch st {
+	case SerializeJSON:
+		return decodeJSONHeader(h, c)
+	case SerializeRocketMQ:
+		return decodeBinaryHeader(h, c)
+	}
+	return fmt.Errorf("%w: unknown serialize type %d", ErrBadHeader, uint8(st))
+}
+
+// AppendHeader appends c's header, serialized as c.Serialize says.
+func AppendHeader(dst []byte, c *Command) ([]byte, error) {
+	switch c.Serialize {
+	case SerializeJSON:
+		return appendJSONHeader(dst, c), nil
+	case SerializeRocketMQ:
+		return appendBinaryHeader(dst, c)
+	}
+	return dst, fmt.Errorf("%w: unknown serialize type %d", ErrBadHeader, uint8(c.Serialize))
+}
+
+// AppendCommand encodes one whole frame of c onto dst (length prefix, mark,
+// header, body). On error dst is returned as it was.
+func AppendCommand(dst []byte, c *Command) ([]byte, error) {
+	out, err := AppendFrameHead(dst, c, len(c.Body))
+	if err != nil {
+		return dst, err
+	}
+	return append(out, c.Body...), nil
+}
+
+// AppendFrameHead encodes a frame of c without its body: the length prefix
+// counts bodyLen bytes the caller writes after it (from a file, a second
+// buffer with writev, ...). c.Body is ignored. On error dst is returned as it
+// was.
+func AppendFrameHead(dst []byte, c *Command, bodyLen int) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
+	out, err := AppendHeader(dst, c)
+	if err != nil {
+		return dst[:start], err
+	}
+	hl := len(out) - start - 8
+	if hl > maxHeaderLength {
+		return dst[:start], fmt.Errorf("%w: header of %d bytes exceeds the 24-bit field", ErrBadHeaderLength, hl)
+	}
+	total := int64(4) + int64(hl) + int64(bodyLen)
+	if bodyLen < 0 || total > math.MaxInt32 {
+		return dst[:start], fmt.Errorf("%w: total length %d", ErrFrameTooLarge, total)
+	}
+	binary.BigEndian.PutUint32(out[start:], uint32(total))
+	binary.BigEndian.PutUint32(out[start+4:], uint32(c.Serialize)<<24|uint32(hl))
+	return out, nil
+}

@@ -1,0 +1,448 @@
+package protocol
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// appendJSONHeader writes the header as fastjson writes RemotingCommand:
+// keys in alphabetical order, remark and extFields omitted when empty, ext
+// fields in key order.
+func appendJSONHeader(dst []byte, c *Command) []byte {
+	dst = append(dst, `{"code":`...)
+	dst = strconv.AppendInt(dst, int64(c.Code), 10)
+	if len(c.ExtFields) > 0 {
+		dst = append(dst, `,"extFields":{`...)
+		first := true
+		forEachSorted(c.ExtFields, func(k, v string) {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			dst = appendJSONString(dst, v)
+		})
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"flag":`...)
+	dst = strconv.AppendInt(dst, int64(c.Flag), 10)
+	dst = append(dst, `,"language":`...)
+	lang := c.Language
+	if lang == "" {
+		lang = LanguageGo
+	}
+	dst = appendJSONString(dst, lang)
+	dst = append(dst, `,"opaque":`...)
+	dst = strconv.AppendInt(dst, int64(c.Opaque), 10)
+	if c.Remark != "" {
+		dst = append(dst, `,"remark":`...)
+		dst = appendJSONString(dst, c.Remark)
+	}
+	dst = append(dst, `,"serializeTypeCurrentRPC":"JSON","version":`...)
+	dst = strconv.AppendInt(dst, int64(c.Version), 10)
+	return append(dst, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString quotes s: quote, backslash and control characters are
+// escaped; other bytes (UTF-8 or not) pass through as they are.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b >= 0x20 && b != '"' && b != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch b {
+		case '"', '\\':
+			dst = append(dst, '\\', b)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// maxJSONDepth bounds the nesting skipValue follows, so hostile input
+// cannot exhaust the stack.
+const maxJSONDepth = 64
+
+// jsonScanner is a minimal JSON reader over one header.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+func (s *jsonScanner) errf(format string, args ...any) error {
+	return fmt.Errorf("%w: json at byte %d: %s", ErrBadHeader, s.i, fmt.Sprintf(format, args...))
+}
+
+func (s *jsonScanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, 0 at the end.
+func (s *jsonScanner) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *jsonScanner) consume(c byte) bool {
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *jsonScanner) literal(lit string) bool {
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// str reads a string; the scanner is at its opening quote.
+func (s *jsonScanner) str() (string, error) {
+	if !s.consume('"') {
+		return "", s.errf("want a string")
+	}
+	start := s.i
+	for s.i < len(s.b) { // fast path: no escapes
+		b := s.b[s.i]
+		if b == '"' {
+			v := string(s.b[start:s.i])
+			s.i++
+			return v, nil
+		}
+		if b == '\\' || b < 0x20 {
+			break
+		}
+		s.i++
+	}
+	out := append([]byte(nil), s.b[start:s.i]...)
+	for s.i < len(s.b) {
+		b := s.b[s.i]
+		switch {
+		case b == '"':
+			s.i++
+			return string(out), nil
+		case b < 0x20:
+			return "", s.errf("control character in string")
+		case b != '\\':
+			out = append(out, b)
+			s.i++
+			continue
+		}
+		s.i++
+		if s.i >= len(s.b) {
+			break
+		}
+		e := s.b[s.i]
+		s.i++
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := s.hex4()
+			if !ok {
+				return "", s.errf("bad \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				r2 := utf8.RuneError
+				save := s.i
+				if s.literal(`\u`) {
+					if x, ok := s.hex4(); ok {
+						r2 = x
+					}
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					r = dec
+				} else {
+					s.i = save
+					r = utf8.RuneError
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return "", s.errf("bad escape \\%c", e)
+		}
+	}
+	return "", s.errf("unterminated string")
+}
+
+func (s *jsonScanner) hex4() (rune, bool) {
+	if len(s.b)-s.i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s.b[s.i : s.i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	s.i += 4
+	return r, true
+}
+
+// numberText reads a JSON number and returns its text.
+func (s *jsonScanner) numberText() ([]byte, error) {
+	s.ws()
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	digits := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		if (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' {
+			s.i++
+			continue
+		}
+		break
+	}
+	if s.i == digits {
+		return nil, s.errf("want a number")
+	}
+	return s.b[start:s.i], nil
+}
+
+// integer reads an integer within [lo, hi].
+func (s *jsonScanner) integer(field string, lo, hi int64) (int64, error) {
+	t, err := s.numberText()
+	if err != nil {
+		return 0, err
+	}
+	v, perr := strconv.ParseInt(string(t), 10, 64)
+	if perr != nil || v < lo || v > hi {
+		return 0, s.errf("%s: %q is not an integer in [%d, %d]", field, t, lo, hi)
+	}
+	return v, nil
+}
+
+// skipValue skips any JSON value.
+func (s *jsonScanner) skipValue(depth int) error {
+	if depth > maxJSONDepth {
+		return s.errf("nested deeper than %d", maxJSONDepth)
+	}
+	switch c := s.peek(); {
+	case c == '"':
+		_, err := s.str()
+		return err
+	case c == '{' || c == '[':
+		s.i++
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		if s.consume(end) {
+			return nil
+		}
+		for {
+			if c == '{' {
+				if _, err := s.str(); err != nil {
+					return err
+				}
+				if !s.consume(':') {
+					return s.errf("want ':'")
+				}
+			}
+			if err := s.skipValue(depth + 1); err != nil {
+				return err
+			}
+			if s.consume(end) {
+				return nil
+			}
+			if !s.consume(',') {
+				return s.errf("want ',' or '%c'", end)
+			}
+		}
+	case c == 't':
+		if s.literal("true") {
+			return nil
+		}
+	case c == 'f':
+		if s.literal("false") {
+			return nil
+		}
+	case c == 'n':
+		if s.literal("null") {
+			return nil
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, err := s.numberText()
+		return err
+	}
+	return s.errf("want a value")
+}
+
+// null consumes a null literal if one is next.
+func (s *jsonScanner) null() bool {
+	return s.peek() == 'n' && s.literal("null")
+}
+
+// decodeJSONHeader parses a RemotingCommand JSON header. Unknown keys are
+// skipped; null is accepted wherever Java could write one; the language may
+// be a name or a LanguageCode number; ext values that are numbers or
+// booleans keep their literal text.
+func decodeJSONHeader(h []byte, c *Command) error {
+	s := &jsonScanner{b: h}
+	if !s.consume('{') {
+		return s.errf("want '{'")
+	}
+	if !s.consume('}') {
+		for {
+			key, err := s.str()
+			if err != nil {
+				return err
+			}
+			if !s.consume(':') {
+				return s.errf("want ':'")
+			}
+			if err := decodeJSONField(s, key, c); err != nil {
+				return err
+			}
+			if s.consume('}') {
+				break
+			}
+			if !s.consume(',') {
+				return s.errf("want ',' or '}'")
+			}
+		}
+	}
+	if s.peek() != 0 {
+		return s.errf("trailing data")
+	}
+	return nil
+}
+
+func decodeJSONField(s *jsonScanner, key string, c *Command) error {
+	var err error
+	var v int64
+	switch key {
+	case "code":
+		v, err = s.integer(key, -1<<15, 1<<15-1)
+		c.Code = int16(v)
+	case "version":
+		v, err = s.integer(key, -1<<15, 1<<15-1)
+		c.Version = int16(v)
+	case "opaque":
+		v, err = s.integer(key, -1<<31, 1<<31-1)
+		c.Opaque = int32(v)
+	case "flag":
+		v, err = s.integer(key, -1<<31, 1<<31-1)
+		c.Flag = int32(v)
+	case "language":
+		switch p := s.peek(); {
+		case p == 'n' && s.null():
+			c.Language = ""
+		case p == '"':
+			c.Language, err = s.str()
+		default:
+			v, err = s.integer(key, 0, 255)
+			c.Language = LanguageName(byte(v))
+		}
+	case "remark":
+		if s.null() {
+			c.Remark = ""
+			return nil
+		}
+		c.Remark, err = s.str()
+	case "extFields":
+		if s.null() {
+			return nil
+		}
+		err = decodeJSONExt(s, c)
+	default:
+		err = s.skipValue(0)
+	}
+	return err
+}
+
+func decodeJSONExt(s *jsonScanner, c *Command) error {
+	if !s.consume('{') {
+		return s.errf("extFields: want an object")
+	}
+	if c.ExtFields == nil {
+		c.ExtFields = make(map[string]string, 8)
+	}
+	if s.consume('}') {
+		return nil
+	}
+	for {
+		k, err := s.str()
+		if err != nil {
+			return err
+		}
+		if !s.consume(':') {
+			return s.errf("want ':'")
+		}
+		switch p := s.peek(); {
+		case p == '"':
+			v, err := s.str()
+			if err != nil {
+				return err
+			}
+			c.ExtFields[k] = v
+		case p == 'n' && s.null():
+		case p == 't' && s.literal("true"):
+			c.ExtFields[k] = "true"
+		case p == 'f' && s.literal("false"):
+			c.ExtFields[k] = "false"
+		default:
+			t, err := s.numberText()
+			if err != nil {
+				return err
+			}
+			c.ExtFields[k] = string(t)
+		}
+		if s.consume('}') {
+			return nil
+		}
+		if !s.consume(',') {
+			return s.errf("want ',' or '}'")
+		}
+	}
+}
