@@ -1,0 +1,68 @@
+package storage
+
+import "fmt"
+
+// runDispatcher is the dispatcher goroutine: it takes the records appended
+// since its last round (in log order, from the append lock's queue), adds
+// their ConsumeQueue entries, then runs the OnDispatch callbacks. It owns
+// dispatched and dispatchOK. Woken by each append's kick; exits when Close
+// closes stop.dispatcher, after indexing everything written.
+func (s *Store) runDispatcher() {
+	defer s.wg.Done()
+	var spare []dispatchReq
+	for {
+		select {
+		case <-s.dispatchKick:
+			s.dispatchRound(&spare)
+		case <-s.stop.dispatcher:
+			s.dispatchRound(&spare)
+			return
+		}
+	}
+}
+
+func (s *Store) dispatchRound(spare *[]dispatchReq) {
+	s.mu.Lock()
+	batch := s.mu.dispatch
+	s.mu.dispatch = (*spare)[:0]
+	upTo := s.written.Load() // everything below is in batch or earlier ones
+	s.mu.Unlock()
+	var cbs []func(string, int32, int64)
+	if p := s.callbacks.Load(); p != nil {
+		cbs = *p
+	}
+	ok := !s.dispatchFailed
+	for i := range batch {
+		r := &batch[i]
+		if r.indexed {
+			if err := s.index(r); err != nil {
+				if ok {
+					s.log.Error("storage: consume queue append failed; the queue stops here until a restart re-indexes it",
+						"topic", r.topic, "queue", r.qid, "offset", r.qoff, "err", err)
+				}
+				s.m.dispatchErrors.Add(1)
+				ok, s.dispatchFailed = false, true
+			}
+			for _, fn := range cbs {
+				fn(r.topic, r.qid, r.qoff)
+			}
+		}
+		if ok {
+			s.dispatchOK.Store(r.phys + int64(r.size))
+		}
+		*r = dispatchReq{}
+	}
+	if ok {
+		s.dispatchOK.Store(upTo)
+	}
+	s.dispatched.Store(upTo)
+	*spare = batch[:0]
+}
+
+// index appends r's ConsumeQueue entry.
+func (s *Store) index(r *dispatchReq) error {
+	if err := s.cq.Queue(r.topic, r.qid).Append(r.qoff, r.phys, r.size, r.tags); err != nil {
+		return fmt.Errorf("storage: index %s/%d offset %d: %w", r.topic, r.qid, r.qoff, err)
+	}
+	return nil
+}

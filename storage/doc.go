@@ -1,0 +1,49 @@
+// Package storage is Samsa's message store: one CommitLog of fixed-size
+// segments for all topics (RocketMQ's layout: appends stay sequential
+// however many queues exist), a ConsumeQueue per (topic, queue) indexing
+// it, group commit, crash recovery and retention.
+//
+// # Contract
+//
+//   - Open(opts) recovers and starts the store; Close stops it cleanly.
+//   - Append and AppendBatch may be called from any number of goroutines.
+//     Each takes one short lock (the append lock: assign queue offsets,
+//     physical offset and store time, seal the record's CRC, copy it into
+//     the segment); encoding happens before it. Queue offsets of a queue
+//     follow the log order.
+//   - With FlushSync an Append returns only once its record is durable.
+//     The flusher goroutine does group commit (see flush.go): waiters are
+//     released by the fsync that covers them, a lone writer waits for no
+//     timer, and an fsync failure is terminal: the store is broken
+//     (Err), every waiting and later Append fails with ErrBroken wrapping
+//     the cause, and nothing is acknowledged as durable again.
+//   - A write, allocate or create error refuses the append, writes
+//     nothing a reader or recovery could see, and leaves the store usable
+//     (ErrDiskFull wraps ENOSPC).
+//   - Readers (GetMessages, ReadAt, the offset queries) may run
+//     concurrently with everything. Records are readable once written
+//     (WrittenOffset), indexed in their queue shortly after by the
+//     dispatcher goroutine, which then calls the OnDispatch callbacks.
+//   - WrittenOffset >= DurableOffset; both only grow.
+//
+// # Files
+//
+//	Dir/LOCK                       advisory lock: one process per store
+//	Dir/abort                      present while open; after a crash, Open scans
+//	Dir/checkpoint                 durable and dispatched offsets (checkpoint.go)
+//	Dir/commitlog/<20-digit base>  segments; records as in package record
+//	Dir/consumequeue/<topic>/<q>/  package consumequeue
+//
+// A segment's records are followed by a blank record (record.MagicBlank)
+// covering the rest of its capacity once the next record does not fit;
+// the next record starts the next segment, named by its offset.
+//
+// # Goroutines
+//
+// The flusher (flush.go), the dispatcher (dispatch.go) and the background
+// jobs (checkpoints, retention: checkpoint.go) run from Open to Close;
+// each one's comment says what wakes it and what it owns.
+//
+// All file I/O goes through package vfs; the segment write path is a
+// backend.Segment chosen by name (Options.Backend).
+package storage

@@ -1,0 +1,80 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// Errors of the store; match them with errors.Is. Most come wrapped with
+// the underlying error and the offsets involved.
+var (
+	// ErrBroken: an fsync (or another write the store cannot take back)
+	// failed; the store acknowledges nothing as durable any more. Every
+	// waiting and later Append returns an error wrapping ErrBroken and
+	// the first underlying error. Reopen to recover.
+	ErrBroken = errors.New("storage: store is broken")
+	// ErrFlushTimeout: a sync Append's record was written but not known
+	// durable within Flush.Timeout. It may yet become durable.
+	ErrFlushTimeout = errors.New("storage: timed out waiting for durability")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("storage: closed")
+	// ErrMessageTooLarge: the body exceeds MaxMessageSize, or the record
+	// (or batch) does not fit one segment.
+	ErrMessageTooLarge = errors.New("storage: message too large")
+	// ErrDiskFull wraps ENOSPC: errors.Is(ErrDiskFull, syscall.ENOSPC)
+	// holds. An append refused with it wrote nothing; retry once space
+	// is freed.
+	ErrDiskFull = fmt.Errorf("storage: disk full: %w", syscall.ENOSPC)
+	// ErrCorrupt: the files on disk are damaged in a way a crash cannot
+	// explain (a bad record below the durable offset, a missing segment);
+	// Open refuses to cut acknowledged data. A *CorruptError gives the
+	// offset.
+	ErrCorrupt = errors.New("storage: corrupt")
+	// ErrNotFound: no record at that CommitLog offset (below the min
+	// offset, deleted, or past the written one).
+	ErrNotFound = errors.New("storage: no record there")
+	// ErrInvalidMessage: the message cannot be stored (empty or too long
+	// topic, properties too long, negative queue id).
+	ErrInvalidMessage = errors.New("storage: invalid message")
+)
+
+// CorruptError says where recovery found corruption. It matches ErrCorrupt.
+type CorruptError struct {
+	// Offset is the CommitLog offset of the first bad record.
+	Offset int64
+	// Resume is the offset of the next valid record found after it, or
+	// -1 if none was found.
+	Resume int64
+	// Durable is the offset below which the log was known durable.
+	Durable int64
+	// Segment is the file holding Offset.
+	Segment string
+	// Err is what was wrong with the record.
+	Err error
+}
+
+func (e *CorruptError) Error() string {
+	s := fmt.Sprintf("storage: corrupt commit log at offset %d (%s), below the durable offset %d: %v",
+		e.Offset, e.Segment, e.Durable, e.Err)
+	if e.Resume >= 0 {
+		s += fmt.Sprintf("; valid records resume at %d", e.Resume)
+	}
+	return s
+}
+
+func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
+
+// writeError classifies an error of a write, allocate or create: ENOSPC
+// becomes ErrDiskFull (wrapping err too).
+func writeError(op string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("%w: %s: %w", ErrDiskFull, op, err)
+	}
+	return fmt.Errorf("storage: %s: %w", op, err)
+}
+
+// brokenError wraps the first fatal error as the sticky one.
+func brokenError(err error) error {
+	return fmt.Errorf("%w: %w", ErrBroken, err)
+}

@@ -1,0 +1,199 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+)
+
+// runFlusher is the flusher goroutine. It is the only caller of
+// Segment.Flush and the only writer of durable while the store is open
+// (Open and Close flush when it is not running).
+//
+//   - sync: woken by every sync append's kick; runs group-commit rounds.
+//   - async: woken by a ticker every Flush.Interval.
+//   - none: does nothing until Close.
+//
+// It exits when Close closes stop.flusher, after a last round that
+// releases every waiter.
+func (s *Store) runFlusher() {
+	defer s.wg.Done()
+	switch s.policy {
+	case FlushSync:
+		s.syncFlusher()
+	case FlushAsync:
+		s.asyncFlusher()
+	default:
+		<-s.stop.flusher
+	}
+}
+
+// syncFlusher is group commit, pebble's way: appenders enqueue a waiter
+// under the append lock and kick; a round takes the queue *before* it
+// reads how far the log is written, flushes up to there (one fsync per
+// segment touched, usually one), and releases every waiter it took. What
+// is appended during the fsync waits for the next round, so groups grow
+// with load and a lone writer waits for no timer.
+func (s *Store) syncFlusher() {
+	var spare []*waiter
+	var lastEnd time.Time
+	var lingerTimer *time.Timer
+	if s.opts.Flush.MinInterval > 0 {
+		lingerTimer = time.NewTimer(time.Hour)
+		lingerTimer.Stop()
+	}
+	for {
+		select {
+		case <-s.flushKick:
+		case <-s.stop.flusher:
+			// Appends are closed: the queue is complete.
+			s.flushRound(&spare)
+			return
+		}
+		if lingerTimer != nil {
+			s.linger(lastEnd, lingerTimer)
+		}
+		s.flushRound(&spare)
+		lastEnd = time.Now()
+	}
+}
+
+// flushRound snapshots the waiters, flushes everything written, and
+// releases the snapshot with the result.
+func (s *Store) flushRound(spare *[]*waiter) {
+	s.mu.Lock()
+	batch := s.mu.pending
+	s.mu.pending = (*spare)[:0]
+	s.mu.Unlock()
+	if len(batch) == 0 {
+		*spare = batch
+		return
+	}
+	// Read after the snapshot: every waiter taken ends at or below w.
+	w := s.written.Load()
+	err := s.flushTo(w)
+	if err == nil {
+		s.m.groups.Add(1)
+		s.m.groupWaiters.Add(int64(len(batch)))
+	}
+	for i, wt := range batch {
+		if err == nil && wt.end > s.durable.Load() {
+			// Cannot happen: the snapshot precedes w. Refuse to lie.
+			s.release(wt, s.breakWith(fmt.Errorf("storage: internal: waiter for %d above durable %d", wt.end, s.durable.Load())))
+		} else {
+			s.release(wt, err)
+		}
+		batch[i] = nil
+	}
+	*spare = batch[:0]
+}
+
+// linger waits until MinInterval after the last fsync ended, or until
+// MaxBatchBytes bytes wait, or until Close.
+func (s *Store) linger(lastEnd time.Time, t *time.Timer) {
+	deadline := lastEnd.Add(s.opts.Flush.MinInterval)
+	maxBytes := s.opts.Flush.MaxBatchBytes
+	for {
+		d := time.Until(deadline)
+		if d <= 0 {
+			return
+		}
+		if maxBytes > 0 && s.written.Load()-s.durable.Load() >= maxBytes {
+			return
+		}
+		t.Reset(d)
+		select {
+		case <-t.C:
+			return
+		case <-s.flushKick: // more bytes: check MaxBatchBytes again
+			t.Stop()
+		case <-s.stop.flusher:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// asyncFlusher flushes every Interval if at least DirtyPages pages are
+// dirty, and whatever is dirty at least every FullInterval (RocketMQ's
+// FlushRealTimeService).
+func (s *Store) asyncFlusher() {
+	f := s.opts.Flush
+	t := time.NewTicker(f.Interval)
+	defer t.Stop()
+	lastFull := time.Now()
+	threshold := f.dirtyThreshold()
+	for {
+		select {
+		case <-t.C:
+		case <-s.stop.flusher:
+			return
+		}
+		w := s.written.Load()
+		dirty := w - s.durable.Load()
+		full := time.Since(lastFull) >= f.FullInterval
+		if (dirty > 0 && dirty >= threshold) || (full && (dirty > 0 || s.dirDirty.Load())) {
+			if err := s.flushTo(w); err != nil {
+				s.log.Error("storage: async flush failed", "err", err)
+			}
+		}
+		if full {
+			lastFull = time.Now()
+		}
+	}
+}
+
+// flushTo makes the log durable at least up to w (a value of written read
+// by the caller before the call): it syncs the commitlog directory if a
+// segment was created, then flushes every segment holding bytes in
+// [durable, w). An error is terminal: it becomes the sticky ErrBroken
+// error, and durable never moves again.
+func (s *Store) flushTo(w int64) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	d := s.durable.Load()
+	dirSync := s.dirDirty.Swap(false)
+	if w <= d && !dirSync {
+		return nil
+	}
+	start := time.Now()
+	if dirSync {
+		s.m.dirSyncs.Add(1)
+		if err := s.fs.SyncDir(s.clDir); err != nil {
+			return s.breakWith(fmt.Errorf("sync dir %s: %w", s.clDir, err))
+		}
+	}
+	if w > d {
+		newD := d
+		for _, g := range s.segmentsSnapshot() {
+			end := g.end(s.segSize)
+			if end <= d || g.base >= w {
+				continue
+			}
+			n, err := g.seg.Flush()
+			if err != nil {
+				return s.breakWith(fmt.Errorf("flush %s: %w", g.path, err))
+			}
+			if w >= end {
+				newD = end // sealed before w was read: the blank is covered
+			} else {
+				newD = max(newD, g.base+n)
+			}
+		}
+		if newD < w {
+			return s.breakWith(fmt.Errorf("storage: internal: flush reached %d, written %d", newD, w))
+		}
+		s.durable.Store(newD)
+		s.m.flushedBytes.Add(newD - d)
+	}
+	s.m.recordFlush(time.Since(start))
+	return nil
+}
+
+// finalFlush flushes everything written (Close, after the flusher stopped).
+func (s *Store) finalFlush() error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	return s.flushTo(s.written.Load())
+}

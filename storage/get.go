@@ -1,0 +1,233 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/samsamq/samsa/storage/consumequeue"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// maxFilterEntries is how many ConsumeQueue entries one GetMessages call
+// looks at at most while its tag filter rejects them (RocketMQ's
+// maxFilterMessageSize 16000 bytes / 20).
+const maxFilterEntries = 16000 / consumequeue.EntrySize
+
+// ReadAt returns a copy of the record of size bytes at physOffset.
+func (s *Store) ReadAt(physOffset int64, size int32) ([]byte, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("%w: size %d at %d", ErrNotFound, size, physOffset)
+	}
+	b := make([]byte, size)
+	if err := s.readInto(b, physOffset); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// readInto fills b with the log's bytes at phys (within one segment).
+func (s *Store) readInto(b []byte, phys int64) error {
+	if phys < 0 || phys+int64(len(b)) > s.written.Load() {
+		return fmt.Errorf("%w: [%d, %d) past the written offset %d", ErrNotFound, phys, phys+int64(len(b)), s.written.Load())
+	}
+	s.segs.RLock()
+	defer s.segs.RUnlock()
+	g := s.segmentAtLocked(phys)
+	if g == nil {
+		return fmt.Errorf("%w: offset %d (min offset %d)", ErrNotFound, phys, s.minOffsetLocked())
+	}
+	if phys+int64(len(b)) > g.end(s.segSize) {
+		return fmt.Errorf("%w: [%d, %d) crosses the end of segment %s", ErrNotFound, phys, phys+int64(len(b)), g.path)
+	}
+	if _, err := g.seg.ReadAt(b, phys-g.base); err != nil {
+		return fmt.Errorf("storage: read %d bytes at %d of %s: %w", len(b), phys-g.base, g.path, err)
+	}
+	return nil
+}
+
+func (s *Store) minOffsetLocked() int64 {
+	if len(s.segs.list) == 0 {
+		return s.written.Load()
+	}
+	return s.segs.list[0].base
+}
+
+// queue returns the ConsumeQueue of (topic, queueID).
+func (s *Store) queue(topic string, queueID int32) *consumequeue.Queue {
+	return s.cq.Queue(topic, queueID)
+}
+
+// MinQueueOffset returns the first readable offset of (topic, queueID).
+func (s *Store) MinQueueOffset(topic string, queueID int32) int64 {
+	return s.queue(topic, queueID).MinOffset()
+}
+
+// MaxQueueOffset returns the offset after the last indexed record of
+// (topic, queueID): the next offset to be assigned once the dispatcher has
+// indexed every written record (microseconds after Append returns;
+// OnDispatch says when). As RocketMQ, it counts readable offsets.
+func (s *Store) MaxQueueOffset(topic string, queueID int32) int64 {
+	return s.queue(topic, queueID).MaxOffset()
+}
+
+// storeTime reads a record's store timestamp.
+func (s *Store) storeTime(phys int64, size int32) (int64, error) {
+	n := min(int(size), record.StoreTimeOffset(record.FlagBornHostV6)+8)
+	var buf [128]byte
+	b := buf[:n]
+	if err := s.readInto(b, phys); err != nil {
+		return 0, err
+	}
+	if int(size) < record.MinSize || n < record.StoreTimeOffset(record.SysFlagOf(b))+8 {
+		return 0, fmt.Errorf("%w: record of %d bytes at %d", ErrCorrupt, size, phys)
+	}
+	return record.StoreTimestampOf(b), nil
+}
+
+// OffsetByTime returns the first queue offset of (topic, queueID) whose
+// record was stored at or after unixMs (ms): MinQueueOffset if all were,
+// MaxQueueOffset if none was. On a read error it returns MinQueueOffset.
+func (s *Store) OffsetByTime(topic string, queueID int32, unixMs int64) int64 {
+	q := s.queue(topic, queueID)
+	off, err := q.OffsetByTime(unixMs, s.storeTime)
+	if err != nil {
+		s.log.Warn("storage: offset by time", "topic", topic, "queue", queueID, "err", err)
+		return q.MinOffset()
+	}
+	return off
+}
+
+// EarliestStoreTime returns the store time (ms) of the first readable
+// record of (topic, queueID).
+func (s *Store) EarliestStoreTime(topic string, queueID int32) (int64, error) {
+	q := s.queue(topic, queueID)
+	e, err := q.Entry(q.MinOffset())
+	if err != nil {
+		return 0, fmt.Errorf("storage: earliest store time of %s/%d: %w", topic, queueID, err)
+	}
+	return s.storeTime(e.PhysOffset, e.Size)
+}
+
+// GetMessages reads up to maxMsgs records and about maxBytes (the first
+// record is taken whatever its size; maxBytes <= 0 means no limit) from
+// (topic, queueID) starting at queue offset offset, as RocketMQ's
+// DefaultMessageStore.getMessage: tagFilter (nil = all) is checked against
+// the ConsumeQueue tag hash, and the status says what happened.
+func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
+	tagFilter func(tagsCode int64) bool) (GetResult, error) {
+	q := s.queue(topic, queueID)
+	minOff, maxOff := q.MinOffset(), q.MaxOffset()
+	res := GetResult{MinOffset: minOff, MaxOffset: maxOff, NextOffset: offset}
+	switch {
+	case maxOff == 0:
+		res.Status, res.NextOffset = NoMessageInQueue, 0
+		return res, nil
+	case offset < minOff:
+		res.Status, res.NextOffset = OffsetTooSmall, minOff
+		return res, nil
+	case offset == maxOff:
+		res.Status = OffsetOverflowOne
+		return res, nil
+	case offset > maxOff:
+		res.Status, res.NextOffset = OffsetOverflowBadly, maxOff
+		return res, nil
+	}
+	maxMsgs = max(maxMsgs, 1)
+	if maxBytes <= 0 {
+		maxBytes = math.MaxInt
+	}
+	budget := max(maxFilterEntries, maxMsgs)
+	clMin := s.CommitLogMinOffset()
+	res.Status = NoMatchedMessage
+	var picked []consumequeue.Entry
+	var offsets []int64
+	next, bytes := offset, 0
+	var dst []consumequeue.Entry
+scan:
+	for next < maxOff && budget > 0 && len(picked) < maxMsgs {
+		es, err := q.Entries(next, min(budget, max(maxMsgs-len(picked), 32)), dst)
+		if err != nil {
+			if errors.Is(err, consumequeue.ErrOffsetTooSmall) { // retention moved on
+				if len(picked) == 0 {
+					res.Status = OffsetFoundNull
+				}
+				next = max(next, q.MinOffset())
+				break
+			}
+			return res, fmt.Errorf("storage: read consume queue %s/%d at %d: %w", topic, queueID, next, err)
+		}
+		if len(es) == 0 {
+			break
+		}
+		dst = es
+		for _, e := range es {
+			if len(picked) > 0 && (len(picked) >= maxMsgs || bytes+int(e.Size) > maxBytes) {
+				break scan
+			}
+			budget--
+			next++
+			if e.PhysOffset < clMin {
+				if len(picked) == 0 {
+					res.Status = MessageWasRemoving
+				}
+				continue
+			}
+			if tagFilter != nil && !tagFilter(e.TagsCode) {
+				continue
+			}
+			picked = append(picked, e)
+			offsets = append(offsets, next-1)
+			bytes += int(e.Size)
+		}
+	}
+	res.NextOffset = next
+	if len(picked) == 0 {
+		return res, nil
+	}
+	if err := s.readRecords(&res, picked, offsets, bytes); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// readRecords reads the picked records into one buffer, one ReadAt per run
+// of adjacent records.
+func (s *Store) readRecords(res *GetResult, picked []consumequeue.Entry, offsets []int64, total int) error {
+	buf := make([]byte, total)
+	res.Records = make([][]byte, 0, len(picked))
+	res.QueueOffsets = make([]int64, 0, len(picked))
+	off := 0
+	for i := 0; i < len(picked); {
+		j, end := i+1, picked[i].PhysOffset+int64(picked[i].Size)
+		for j < len(picked) && picked[j].PhysOffset == end && s.sameSegment(picked[i].PhysOffset, end+int64(picked[j].Size)-1) {
+			end += int64(picked[j].Size)
+			j++
+		}
+		run := buf[off : off+int(end-picked[i].PhysOffset)]
+		if err := s.readInto(run, picked[i].PhysOffset); err != nil {
+			if errors.Is(err, ErrNotFound) && len(res.Records) > 0 {
+				break // retention got there first: return what we have
+			}
+			if errors.Is(err, ErrNotFound) {
+				res.Status = MessageWasRemoving
+				return nil
+			}
+			return err
+		}
+		for k := i; k < j; k++ {
+			n := int(picked[k].Size)
+			res.Records = append(res.Records, buf[off:off+n:off+n])
+			res.QueueOffsets = append(res.QueueOffsets, offsets[k])
+			res.Bytes += n
+			off += n
+		}
+		i = j
+	}
+	if len(res.Records) > 0 {
+		res.Status = Found
+	}
+	return nil
+}
+
+func (s *Store) sameSegment(a, b int64) bool { return a/s.segSize == b/s.segSize }

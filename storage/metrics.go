@@ -1,0 +1,127 @@
+package storage
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/samsamq/samsa/storage/backend"
+)
+
+// Metrics is a snapshot of the store's counters.
+type Metrics struct {
+	Appends     int64 // records appended
+	AppendBytes int64 // their bytes
+	// Fsyncs and FlushBatches are the backends' counters (Backend), summed
+	// over every segment, deleted ones included.
+	Fsyncs       int64
+	FlushBatches int64
+	// AvgBatch is appends per fsync (0 before the first fsync).
+	AvgBatch float64
+	// Flushes are flusher rounds that made something durable; each is a
+	// FlushLatency sample (directory sync and every segment's flush).
+	Flushes int64
+	// SyncGroups are group-commit rounds (FlushSync) and AvgGroup the
+	// appends each released on average.
+	SyncGroups int64
+	AvgGroup   float64
+	// FlushLatency is a copy of the flush-round latency histogram, in
+	// microseconds.
+	FlushLatency                 *hdrhistogram.Histogram
+	FlushP50, FlushP99, FlushMax time.Duration
+	Backend                      backend.Stats
+	DirSyncs                     int64 // commitlog directory syncs after segment creation
+	FlushedBytes                 int64 // bytes made durable
+	WrittenOffset                int64
+	DurableOffset                int64
+	DispatchedOffset             int64
+	MinOffset                    int64 // CommitLogMinOffset
+	Segments                     int
+	Rolls                        int64 // segments created by appends
+	SegmentsDeleted              int64 // by retention
+	WriteErrors                  int64 // appends refused by a write, seal or create error
+	DispatchErrors               int64 // ConsumeQueue appends that failed
+	PendingFull                  int64 // sync appends that waited for a MaxPending slot
+	WaitAbandoned                int64 // sync appends that stopped waiting (timeout, context)
+	Broken                       bool
+}
+
+// metrics are the live counters behind Metrics.
+type metrics struct {
+	appends, appendBytes, writeErrors, rolls, pendingFull, waitAbandoned atomic.Int64
+	groups, groupWaiters, dirSyncs, flushedBytes, flushes                atomic.Int64
+	dispatchErrors, segmentsDeleted                                      atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		hist    *hdrhistogram.Histogram // flush latency, µs
+		deleted backend.Stats           // counters of segments retention closed
+	}
+}
+
+func (m *metrics) init() {
+	m.mu.hist = hdrhistogram.New(1, 60_000_000, 3)
+}
+
+func (m *metrics) recordFlush(d time.Duration) {
+	m.flushes.Add(1)
+	m.mu.Lock()
+	m.mu.hist.RecordValue(max(d.Microseconds(), 1))
+	m.mu.Unlock()
+}
+
+func (m *metrics) addDeleted(st backend.Stats) {
+	m.mu.Lock()
+	m.mu.deleted = m.mu.deleted.Add(st)
+	m.mu.Unlock()
+}
+
+// Metrics returns a snapshot of the store's counters.
+func (s *Store) Metrics() Metrics {
+	m := &s.m
+	out := Metrics{
+		Appends:          m.appends.Load(),
+		AppendBytes:      m.appendBytes.Load(),
+		Flushes:          m.flushes.Load(),
+		SyncGroups:       m.groups.Load(),
+		DirSyncs:         m.dirSyncs.Load(),
+		FlushedBytes:     m.flushedBytes.Load(),
+		WrittenOffset:    s.written.Load(),
+		DurableOffset:    s.durable.Load(),
+		DispatchedOffset: s.dispatched.Load(),
+		MinOffset:        s.CommitLogMinOffset(),
+		Rolls:            m.rolls.Load(),
+		SegmentsDeleted:  m.segmentsDeleted.Load(),
+		WriteErrors:      m.writeErrors.Load(),
+		DispatchErrors:   m.dispatchErrors.Load(),
+		PendingFull:      m.pendingFull.Load(),
+		WaitAbandoned:    m.waitAbandoned.Load(),
+		Broken:           s.Err() != nil,
+	}
+	if out.SyncGroups > 0 {
+		out.AvgGroup = float64(m.groupWaiters.Load()) / float64(out.SyncGroups)
+	}
+	m.mu.Lock()
+	st := m.mu.deleted
+	out.FlushLatency = hdrhistogram.Import(m.mu.hist.Export())
+	m.mu.Unlock()
+	s.segs.RLock()
+	for _, g := range s.segs.list {
+		st = st.Add(g.seg.Stats())
+	}
+	out.Segments = len(s.segs.list)
+	s.segs.RUnlock()
+	out.Backend = st
+	out.Fsyncs = st.Fsyncs
+	out.FlushBatches = st.FlushBatches
+	if st.Fsyncs > 0 {
+		out.AvgBatch = float64(out.Appends) / float64(st.Fsyncs)
+	}
+	h := out.FlushLatency
+	out.FlushP50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
+	out.FlushP99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond
+	out.FlushMax = time.Duration(h.Max()) * time.Microsecond
+	return out
+}

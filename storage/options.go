@@ -1,0 +1,306 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/samsamq/samsa/storage/backend"
+	"github.com/samsamq/samsa/storage/consumequeue"
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// FlushPolicy says when appended bytes are made durable.
+type FlushPolicy int
+
+const (
+	// FlushAsync flushes every Interval when DirtyPages pages are dirty,
+	// and everything at least every FullInterval (RocketMQ's
+	// ASYNC_FLUSH). Append returns once the bytes are written. The
+	// default.
+	FlushAsync FlushPolicy = iota
+	// FlushSync is group commit: Append returns once its record is
+	// durable; one flusher makes every pending record durable with one
+	// fsync per segment touched (RocketMQ's SYNC_FLUSH).
+	FlushSync
+	// FlushNone never flushes while open (the OS writes back when it
+	// likes); Close flushes.
+	FlushNone
+)
+
+var flushPolicyNames = [...]string{FlushAsync: "async", FlushSync: "sync", FlushNone: "none"}
+
+func (p FlushPolicy) String() string {
+	if p < 0 || int(p) >= len(flushPolicyNames) {
+		return fmt.Sprintf("FlushPolicy(%d)", int(p))
+	}
+	return flushPolicyNames[p]
+}
+
+// ParseFlushPolicy parses "sync", "async" or "none".
+func ParseFlushPolicy(s string) (FlushPolicy, error) {
+	for i, n := range flushPolicyNames {
+		if s == n {
+			return FlushPolicy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("storage: unknown flush policy %q (have sync, async, none)", s)
+}
+
+// Defaults and limits.
+const (
+	DefaultBackend             = "pwrite"
+	DefaultSegmentSize         = 1 << 30
+	MinSegmentSize             = 4 << 10
+	MaxSegmentSize             = 1<<31 - pageSize // a blank record's int32 size spans the rest of a segment
+	DefaultMaxMessageSize      = 4 << 20
+	DefaultMaxPending          = 16384
+	DefaultFlushTimeout        = 5 * time.Second
+	DefaultFlushInterval       = 500 * time.Millisecond
+	DefaultDirtyPages          = 4
+	DefaultFullFlushInterval   = 10 * time.Second
+	DefaultCheckpointInterval  = time.Second
+	DefaultRetentionMaxAge     = 72 * time.Hour
+	DefaultRetentionDiskRatio  = 0.75
+	DefaultRetentionCheckEvery = 10 * time.Second
+	pageSize                   = 4096
+)
+
+// Options configure a Store. The zero value of every field but Dir means
+// its default; call EnsureDefaults to see them, Validate to check.
+type Options struct {
+	// Dir is the store's root directory (required). Layout:
+	// Dir/commitlog/<20-digit start offset>, Dir/consumequeue/<topic>/<queue>/,
+	// Dir/checkpoint, Dir/abort (present while open), Dir/LOCK.
+	Dir string
+	// FS is the file system every byte goes through. Default vfs.Default.
+	FS vfs.FS
+	// Backend names the segment write path (backend.Names()): "pwrite"
+	// (default: buffered writes, fdatasync), "mmap", "odirect", "uring".
+	Backend string
+	// SegmentSize is the bytes of one CommitLog file. Default 1 GiB;
+	// a multiple of 4 KiB in [4 KiB, 2 GiB - 4 KiB] (a blank record's
+	// 32-bit size must span a segment's tail). Larger segments mean fewer
+	// files and coarser retention; a store keeps its segment size for
+	// life (Open refuses a different one).
+	SegmentSize int64
+	// Preallocate reserves each new segment with fallocate at creation
+	// (default false): no ENOSPC mid-segment and cheaper fdatasyncs, at
+	// the price of disk space up front. mmap and odirect always reserve.
+	Preallocate bool
+	// MaxMessageSize bounds a message's body in bytes. Default 4 MiB
+	// (RocketMQ's maxMessageSize). A record must also fit a segment.
+	MaxMessageSize int
+	// Flush says when appends become durable.
+	Flush FlushOptions
+	// ConsumeQueueEntries is the entries per ConsumeQueue file. Default
+	// 300,000 (6 MB files, RocketMQ's).
+	ConsumeQueueEntries int
+	// CheckpointInterval is how often the ConsumeQueues are flushed and
+	// the checkpoint written. Default 1s (RocketMQ's
+	// flushIntervalConsumeQueue). Recovery after a crash scans from the
+	// segment the checkpoint names, and corruption below its durable
+	// offset is an error rather than a torn tail: shorter means less to
+	// scan and tighter corruption detection, for three small fsyncs a
+	// time.
+	CheckpointInterval time.Duration
+	// Retention deletes old segments.
+	Retention RetentionOptions
+	// Logger receives recovery, retention and error notes. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// Clock gives store timestamps and retention's notion of now.
+	// Default time.Now.
+	Clock func() time.Time
+}
+
+// FlushOptions tune the flush policy. Fields not used by the chosen
+// policy are ignored (but still validated).
+type FlushOptions struct {
+	// Policy: FlushAsync (default), FlushSync or FlushNone.
+	Policy FlushPolicy
+	// MaxBatchBytes (sync) ends a group's linger (MinInterval) early once
+	// this many bytes wait. 0 (default) = no bound: linger the whole
+	// MinInterval. Without MinInterval there is no linger and no effect:
+	// a group is whatever was appended during the previous fsync.
+	MaxBatchBytes int64
+	// MinInterval (sync) is the least time between the end of one fsync
+	// and the start of the next: a linger that trades latency for bigger
+	// groups. 0 (default) = none; a lone writer waits for no timer.
+	MinInterval time.Duration
+	// MaxPending (sync) bounds the appends waiting for durability; an
+	// Append blocks (honouring its context) while the queue is full.
+	// Default 16384.
+	MaxPending int
+	// Timeout (sync) is how long Append waits for durability before it
+	// returns ErrFlushTimeout (the record is written and may yet become
+	// durable). Default 5s.
+	Timeout time.Duration
+	// Interval (async) is how often the flusher looks at the dirty bytes.
+	// Default 500ms (RocketMQ's flushIntervalCommitLog).
+	Interval time.Duration
+	// DirtyPages (async): a look flushes only when at least this many
+	// 4 KiB pages are dirty. Default 4 (RocketMQ's flushCommitLogLeastPages);
+	// a negative value means 0 (flush whatever is dirty at every look).
+	DirtyPages int
+	// FullInterval (async) forces a flush of everything dirty at least
+	// this often. Default 10s (RocketMQ's flushCommitLogThoroughInterval).
+	FullInterval time.Duration
+}
+
+// RetentionOptions say when whole segments are deleted, oldest first. The
+// active segment and any segment not yet durable or dispatched are never
+// deleted.
+type RetentionOptions struct {
+	// MaxAge deletes segments whose newest record is older. Default 72h
+	// (RocketMQ's fileReservedTime); negative = keep forever.
+	MaxAge time.Duration
+	// DiskRatio deletes segments while the file system's used share is
+	// above it. Default 0.75 (RocketMQ's diskMaxUsedSpaceRatio); negative
+	// = off.
+	DiskRatio float64
+	// CheckInterval is how often retention runs. Default 10s.
+	CheckInterval time.Duration
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Backend == "" {
+		o.Backend = DefaultBackend
+	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.ConsumeQueueEntries == 0 {
+		o.ConsumeQueueEntries = consumequeue.DefaultEntriesPerFile
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	f := &o.Flush
+	if f.MaxPending == 0 {
+		f.MaxPending = DefaultMaxPending
+	}
+	if f.Timeout == 0 {
+		f.Timeout = DefaultFlushTimeout
+	}
+	if f.Interval == 0 {
+		f.Interval = DefaultFlushInterval
+	}
+	if f.DirtyPages == 0 {
+		f.DirtyPages = DefaultDirtyPages
+	}
+	if f.FullInterval == 0 {
+		f.FullInterval = DefaultFullFlushInterval
+	}
+	r := &o.Retention
+	if r.MaxAge == 0 {
+		r.MaxAge = DefaultRetentionMaxAge
+	}
+	if r.DiskRatio == 0 {
+		r.DiskRatio = DefaultRetentionDiskRatio
+	}
+	if r.CheckInterval == 0 {
+		r.CheckInterval = DefaultRetentionCheckEvery
+	}
+}
+
+// Validate reports every invalid field at once (call EnsureDefaults first:
+// zero values are invalid here).
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("storage: Options."+format, args...))
+	}
+	if o.Dir == "" {
+		bad("Dir is required")
+	}
+	if o.FS == nil {
+		bad("FS is nil")
+	}
+	if _, err := backend.Get(o.Backend); err != nil {
+		bad("Backend: %v", err)
+	}
+	if o.SegmentSize < MinSegmentSize || o.SegmentSize > MaxSegmentSize || o.SegmentSize%pageSize != 0 {
+		bad("SegmentSize %d: want a multiple of 4096 in [%d, %d]", o.SegmentSize, int64(MinSegmentSize), int64(MaxSegmentSize))
+	}
+	if o.MaxMessageSize <= 0 {
+		bad("MaxMessageSize %d must be positive", o.MaxMessageSize)
+	}
+	if o.ConsumeQueueEntries < 1 || o.ConsumeQueueEntries > consumequeue.MaxEntriesPerFile {
+		bad("ConsumeQueueEntries %d out of [1, %d]", o.ConsumeQueueEntries, consumequeue.MaxEntriesPerFile)
+	}
+	if o.CheckpointInterval <= 0 {
+		bad("CheckpointInterval %v must be positive", o.CheckpointInterval)
+	}
+	if o.Logger == nil {
+		bad("Logger is nil")
+	}
+	if o.Clock == nil {
+		bad("Clock is nil")
+	}
+	f := o.Flush
+	if f.Policy < FlushAsync || f.Policy > FlushNone {
+		bad("Flush.Policy %d unknown", int(f.Policy))
+	}
+	if f.MaxBatchBytes < 0 {
+		bad("Flush.MaxBatchBytes %d is negative", f.MaxBatchBytes)
+	}
+	if f.MinInterval < 0 {
+		bad("Flush.MinInterval %v is negative", f.MinInterval)
+	}
+	if f.MaxPending < 1 {
+		bad("Flush.MaxPending %d must be at least 1", f.MaxPending)
+	}
+	if f.Timeout <= 0 {
+		bad("Flush.Timeout %v must be positive", f.Timeout)
+	}
+	if f.Interval <= 0 {
+		bad("Flush.Interval %v must be positive", f.Interval)
+	}
+	if f.FullInterval <= 0 {
+		bad("Flush.FullInterval %v must be positive", f.FullInterval)
+	}
+	r := o.Retention
+	if r.DiskRatio >= 1 {
+		bad("Retention.DiskRatio %v must be below 1", r.DiskRatio)
+	}
+	if r.CheckInterval <= 0 {
+		bad("Retention.CheckInterval %v must be positive", r.CheckInterval)
+	}
+	return errors.Join(errs...)
+}
+
+// String is a stable one-line form (fields in a fixed order, no pointers)
+// for result files and logs.
+func (o Options) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "storage.Options{Dir: %q, FS: %T, Backend: %s, SegmentSize: %d, Preallocate: %t, MaxMessageSize: %d, ",
+		o.Dir, o.FS, o.Backend, o.SegmentSize, o.Preallocate, o.MaxMessageSize)
+	f := o.Flush
+	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxPending: %d, Timeout: %v, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
+		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxPending, f.Timeout, f.Interval, f.DirtyPages, f.FullInterval)
+	fmt.Fprintf(&b, "ConsumeQueueEntries: %d, CheckpointInterval: %v, ", o.ConsumeQueueEntries, o.CheckpointInterval)
+	r := o.Retention
+	fmt.Fprintf(&b, "Retention: {MaxAge: %v, DiskRatio: %g, CheckInterval: %v}}", r.MaxAge, r.DiskRatio, r.CheckInterval)
+	return b.String()
+}
+
+// dirtyThreshold is the async flush's dirty-byte threshold.
+func (f FlushOptions) dirtyThreshold() int64 {
+	return int64(max(f.DirtyPages, 0)) * pageSize
+}

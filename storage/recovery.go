@@ -1,0 +1,412 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/samsamq/samsa/storage/backend"
+	"github.com/samsamq/samsa/storage/consumequeue"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// Recovery.
+//
+// A clean Close leaves a clean checkpoint and no abort marker: Open trusts
+// the checkpoint's offset as the end of the log and scans nothing.
+//
+// Otherwise (the abort marker is there: a crash, a kill, a failed Close)
+// Open scans the CommitLog from the start of the segment holding
+// min(checkpoint durable, checkpoint dispatched), record by record:
+// magic, size bounds, physical-offset identity, body and whole-record
+// CRCs. Segments end with a valid blank; the log ends at the first
+// position where no valid record or blank starts (the cut).
+//
+//   - A cut at or past the checkpoint's durable offset is a torn tail:
+//     those bytes were never acknowledged as durable, and after a power
+//     loss any mix of them may survive (valid records after a hole
+//     included), so nothing there is evidence. The segment is truncated at
+//     the cut and later segments removed, durably, so no stale record can
+//     resurrect after the next append.
+//   - A cut below it is corruption of acknowledged data: Open fails with a
+//     *CorruptError (ErrCorrupt) naming the offset and where valid records
+//     resume, and changes nothing.
+//
+// Then every ConsumeQueue is trimmed to the cut (TruncateFromPhys), the
+// records from the checkpoint's dispatched offset to the cut are indexed
+// again (appends of entries a queue already holds are no-ops), and the
+// per-queue offset counters are taken from the queues, checked against the
+// checkpoint's. Last, the recovered tail is fsynced and a new checkpoint
+// written.
+func (s *Store) recover() error {
+	ck, haveCk, err := s.readCheckpoint()
+	if err != nil {
+		return err
+	}
+	if haveCk && ck.segSize != s.segSize {
+		return fmt.Errorf("storage: %s was made with SegmentSize %d; Options say %d", s.dir, ck.segSize, s.segSize)
+	}
+	abort, err := exists(s.fs, s.abortPath())
+	if err != nil {
+		return fmt.Errorf("storage: stat %s: %w", s.abortPath(), err)
+	}
+	if !abort {
+		if err := s.createAbortMarker(); err != nil {
+			return err
+		}
+	}
+	if err := s.removeStaleTemp(); err != nil {
+		return err
+	}
+	cq, err := consumequeue.OpenTable(consumequeue.Options{
+		FS: s.fs, Dir: filepath.Join(s.dir, "consumequeue"), EntriesPerFile: s.opts.ConsumeQueueEntries, Logger: s.log,
+	})
+	if err != nil {
+		return fmt.Errorf("storage: open consume queues: %w", err)
+	}
+	s.cq = cq
+	files, err := s.listSegments()
+	if err != nil {
+		return err
+	}
+	clean := haveCk && ck.clean && !abort
+	var end, durable int64
+	if clean {
+		var ok bool
+		if end, ok, err = s.openClean(files, ck); err != nil {
+			return err
+		}
+		if !ok {
+			s.log.Warn("storage: clean checkpoint disagrees with the segments; scanning", "durable", ck.durable)
+			clean = false
+		}
+		durable = end
+	}
+	if !clean {
+		if !haveCk {
+			ck = checkpoint{segSize: s.segSize}
+		}
+		if end, durable, err = s.recoverScan(files, ck); err != nil {
+			return err
+		}
+	}
+	if err := s.rebuildCounters(ck, haveCk); err != nil {
+		return err
+	}
+	s.written.Store(end)
+	s.durable.Store(durable)
+	s.dispatched.Store(end)
+	s.dispatchOK.Store(end)
+	s.ckpt.last = ck
+	if err := s.flushTo(end); err != nil {
+		return fmt.Errorf("storage: flush the recovered log: %w", err)
+	}
+	if err := s.writeCheckpoint(false); err != nil {
+		return err
+	}
+	s.log.Info("storage: opened", "dir", s.dir, "clean", clean, "segments", len(s.segs.list),
+		"minOffset", s.CommitLogMinOffset(), "end", end)
+	return nil
+}
+
+// removeStaleTemp removes a checkpoint temp file a crash left behind.
+func (s *Store) removeStaleTemp() error {
+	tmp := s.checkpointPath() + ".tmp"
+	ok, err := exists(s.fs, tmp)
+	if err != nil || !ok {
+		return err
+	}
+	if err := s.fs.Remove(tmp); err != nil {
+		return fmt.Errorf("storage: remove %s: %w", tmp, err)
+	}
+	return nil
+}
+
+// openClean opens the segments as a clean Close left them: the log ends at
+// the checkpoint's offset. ok is false if the files disagree.
+func (s *Store) openClean(files []segmentFile, ck checkpoint) (end int64, ok bool, err error) {
+	end = ck.durable
+	if len(files) == 0 {
+		return 0, end == 0, nil
+	}
+	last := files[len(files)-1]
+	if end < last.base || end > last.base+s.segSize || (end < last.base+s.segSize && last.size < end-last.base) {
+		return 0, false, nil
+	}
+	for i, f := range files {
+		sealed := i < len(files)-1 || end == last.base+s.segSize
+		written := min(f.size, s.segSize)
+		if !sealed {
+			written = end - f.base
+		}
+		if err := s.openSegment(f, written, sealed, segScan{}); err != nil {
+			return 0, false, err
+		}
+	}
+	return end, true, nil
+}
+
+// openSegment opens a segment file with the backend and appends it to the
+// list (the last one opened is the active segment).
+func (s *Store) openSegment(f segmentFile, written int64, sealed bool, sc segScan) error {
+	sg, err := s.be.Open(backend.Config{FS: s.fs, Path: f.path, Capacity: s.segSize, Written: written, Preallocate: s.opts.Preallocate})
+	if err != nil {
+		return fmt.Errorf("storage: open segment: %w", err)
+	}
+	g := &segment{base: f.base, path: f.path, seg: sg}
+	g.sealed.Store(sealed)
+	if sc.hasRecords {
+		g.lastTs.Store(sc.lastTs)
+		g.hasRecords.Store(true)
+	}
+	s.segs.list = append(s.segs.list, g)
+	s.mu.active = g
+	return nil
+}
+
+// recoverScan is the unclean path (see the comment on recover). It
+// returns the end of the log and the offset known durable before any
+// flush (the start of the first scanned segment).
+func (s *Store) recoverScan(files []segmentFile, ck checkpoint) (end, durable int64, err error) {
+	k := ck.durable
+	if len(files) == 0 {
+		if k > 0 {
+			return 0, 0, &CorruptError{Offset: 0, Resume: -1, Durable: k, Segment: s.clDir,
+				Err: errors.New("no segment files")}
+		}
+		return 0, 0, nil
+	}
+	first, last := files[0].base, files[len(files)-1]
+	if k > last.base+s.segSize {
+		return 0, 0, &CorruptError{Offset: last.base + s.segSize, Resume: -1, Durable: k, Segment: last.path,
+			Err: errors.New("segment files missing at the end")}
+	}
+	startAt := max(min(k, ck.dispatched), first)
+	si := len(files) - 1
+	for i, f := range files {
+		if startAt < f.base+s.segSize {
+			si = i
+			break
+		}
+	}
+
+	// Pass 1: validate, find the cut.
+	scans := make([]segScan, len(files))
+	cutIdx := -1
+	for i := si; i < len(files); i++ {
+		r, err := openSegReader(s.fs, files[i].path)
+		if err != nil {
+			return 0, 0, err
+		}
+		sc, err := s.scanSegment(r, files[i].base)
+		r.Close()
+		if err != nil {
+			return 0, 0, err
+		}
+		scans[i] = sc
+		if !sc.sealed {
+			cutIdx = i
+			break
+		}
+	}
+	sealedEnd := cutIdx < 0
+	if sealedEnd {
+		cutIdx = len(files) - 1
+		end = last.base + s.segSize
+	} else {
+		end = files[cutIdx].base + scans[cutIdx].end
+	}
+	if end < k {
+		return 0, 0, s.corruptAt(files, cutIdx, scans[cutIdx], k)
+	}
+	if err := s.cutTail(files, cutIdx, scans[cutIdx], sealedEnd); err != nil {
+		return 0, 0, err
+	}
+	files = files[:cutIdx+1]
+	if !sealedEnd {
+		files[cutIdx].size = scans[cutIdx].end
+	}
+
+	// Open the segments.
+	for i, f := range files {
+		sealed := i < cutIdx || sealedEnd
+		written := min(f.size, s.segSize)
+		if i == cutIdx && !sealedEnd {
+			written = scans[i].end
+		}
+		if err := s.openSegment(f, written, sealed, scans[i]); err != nil {
+			return 0, 0, err
+		}
+	}
+
+	// The ConsumeQueues: trim to the cut, index what they may lack.
+	var errs []error
+	s.cq.Each(func(topic string, qid int32, q *consumequeue.Queue) {
+		if err := q.TruncateFromPhys(end); err != nil {
+			errs = append(errs, fmt.Errorf("storage: trim consume queue %s/%d to %d: %w", topic, qid, end, err))
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, err
+	}
+	if err := s.reindex(files, max(ck.dispatched, first), end); err != nil {
+		return 0, 0, err
+	}
+	return end, files[si].base, nil
+}
+
+// corruptAt builds the error for a cut below the durable offset k.
+func (s *Store) corruptAt(files []segmentFile, i int, sc segScan, k int64) error {
+	f := files[i]
+	resume := int64(-1)
+	for j := i; j < len(files) && resume < 0; j++ {
+		r, err := openSegReader(s.fs, files[j].path)
+		if err != nil {
+			break
+		}
+		from := int64(-1)
+		if j == i {
+			from = sc.end
+		}
+		resume, _ = s.findValid(r, files[j].base, from, s.segSize)
+		r.Close()
+	}
+	bad := sc.bad
+	if bad == nil {
+		bad = errors.New("segment ends early")
+	}
+	return &CorruptError{Offset: f.base + sc.end, Resume: resume, Durable: k, Segment: f.path, Err: bad}
+}
+
+// cutTail truncates segment i at the cut and removes the segments after
+// it, durably.
+func (s *Store) cutTail(files []segmentFile, i int, sc segScan, sealedEnd bool) error {
+	f := files[i]
+	var removed []string
+	for _, g := range files[i+1:] {
+		removed = append(removed, filepath.Base(g.path))
+	}
+	if !sealedEnd {
+		// Say whether valid-looking records lie past the cut: writes that
+		// were never acknowledged but survived the crash.
+		if r, err := openSegReader(s.fs, f.path); err == nil {
+			if at, _ := s.findValid(r, f.base, sc.end, sc.end+64<<20); at >= 0 {
+				s.log.Warn("storage: dropping unacknowledged records past a torn one", "cut", f.base+sc.end, "validAt", at)
+			}
+			r.Close()
+		}
+		if f.size > sc.end {
+			s.log.Warn("storage: cutting the torn tail of the commit log", "segment", f.path,
+				"at", f.base+sc.end, "droppedBytes", f.size-sc.end, "why", sc.bad)
+			if err := s.truncateFile(f.path, sc.end); err != nil {
+				return err
+			}
+		}
+	}
+	for _, g := range files[i+1:] {
+		if err := s.fs.Remove(g.path); err != nil {
+			return fmt.Errorf("storage: remove %s past the cut: %w", g.path, err)
+		}
+	}
+	if len(removed) > 0 {
+		s.log.Warn("storage: removed segments past the cut", "segments", removed)
+		if err := s.fs.SyncDir(s.clDir); err != nil {
+			return fmt.Errorf("storage: sync dir %s: %w", s.clDir, err)
+		}
+	}
+	return nil
+}
+
+// truncateFile cuts a segment file at size durably (re-reserving the rest
+// with Preallocate), so no old byte past the cut survives.
+func (s *Store) truncateFile(path string, size int64) error {
+	f, err := s.fs.Open(path, vfsOpts)
+	if err != nil {
+		return fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("storage: truncate %s at %d: %w", path, size, err)
+	}
+	if s.opts.Preallocate {
+		if err := f.Allocate(size, s.segSize-size); err != nil {
+			return writeError(fmt.Sprintf("re-reserve %s from %d", path, size), err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("storage: sync %s: %w", path, err)
+	}
+	return nil
+}
+
+// reindex appends the ConsumeQueue entries of the records in [from, end).
+func (s *Store) reindex(files []segmentFile, from, end int64) error {
+	n := 0
+	for _, f := range files {
+		segEnd := min(end-f.base, s.segSize)
+		if f.base+s.segSize <= from || segEnd <= 0 {
+			continue
+		}
+		r, err := openSegReader(s.fs, f.path)
+		if err != nil {
+			return err
+		}
+		var rec record.Record
+		err = s.walkSegment(r, min(segEnd, r.size), func(pos int64, b []byte) error {
+			if f.base+pos < from {
+				return nil
+			}
+			if err := record.DecodeUnchecked(b, &rec); err != nil {
+				return fmt.Errorf("storage: internal: re-decode at %d: %w", f.base+pos, err)
+			}
+			if !indexed(rec.SysFlag) {
+				return nil
+			}
+			n++
+			q := s.cq.Queue(string(rec.Topic), rec.QueueID)
+			err := q.Append(rec.QueueOffset, f.base+pos, rec.TotalSize, record.TagsCodeOf(rec.Properties))
+			if err != nil {
+				return fmt.Errorf("%w: re-index %s/%d offset %d (record at %d): %w",
+					ErrCorrupt, rec.Topic, rec.QueueID, rec.QueueOffset, f.base+pos, err)
+			}
+			return nil
+		})
+		r.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if n > 0 {
+		s.log.Info("storage: re-indexed records", "from", from, "to", end, "records", n)
+	}
+	return nil
+}
+
+// rebuildCounters sets the per-queue offset counters from the
+// ConsumeQueues, refusing queues that hold fewer offsets than the
+// checkpoint says were durable.
+func (s *Store) rebuildCounters(ck checkpoint, haveCk bool) error {
+	var errs []error
+	seen := map[queueKey]bool{}
+	s.cq.Each(func(topic string, qid int32, q *consumequeue.Queue) {
+		k := queueKey{topic, qid}
+		seen[k] = true
+		n := q.MaxOffset()
+		if want := ck.queues[k]; haveCk && n < want {
+			errs = append(errs, fmt.Errorf("%w: consume queue %s/%d ends at offset %d; the checkpoint had %d durable",
+				ErrCorrupt, topic, qid, n, want))
+		}
+		if n > 0 {
+			c := new(int64)
+			*c = n
+			s.mu.counters[k] = c
+		}
+	})
+	for k, want := range ck.queues {
+		if !seen[k] && want > 0 {
+			errs = append(errs, fmt.Errorf("%w: consume queue %s/%d is missing; the checkpoint had %d durable offsets",
+				ErrCorrupt, k.topic, k.qid, want))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,290 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/storage/backend"
+	"github.com/samsamq/samsa/storage/consumequeue"
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// Store is an open message store: one CommitLog, its ConsumeQueues, and
+// the goroutines that flush, index, checkpoint and expire them.
+type Store struct {
+	opts    Options
+	fs      vfs.FS
+	be      backend.Backend
+	log     *slog.Logger
+	clock   func() time.Time
+	segSize int64
+	dir     string
+	clDir   string
+	policy  FlushPolicy
+	maxRec  int // largest record (or batch) a segment takes
+
+	lock io.Closer // Dir/LOCK
+	cq   *consumequeue.Table
+
+	// written is the CommitLog offset up to which records are appended
+	// and readable; durable up to which they are fsynced. Both only grow,
+	// both are stored by one goroutine at a time (written under mu, durable
+	// by the flusher) and loaded by anyone.
+	written atomic.Int64
+	durable atomic.Int64
+	// dispatched: every record below it has its ConsumeQueue entry
+	// appended (or failed to: see dispatchOK). dispatchOK stops at the
+	// first record whose entry could not be appended.
+	dispatched atomic.Int64
+	dispatchOK atomic.Int64
+	// dispatchFailed is set (by the dispatcher, which alone reads it) at
+	// the first failed ConsumeQueue append.
+	dispatchFailed bool
+	// dirDirty says a segment was created since the commitlog directory
+	// was last synced: the flusher syncs it before it reports any byte of
+	// the new segment durable.
+	dirDirty atomic.Bool
+	// broken holds the sticky fatal error (wrapping ErrBroken), once set.
+	broken atomic.Pointer[error]
+
+	// segs is the segment list, oldest first. The slice is replaced, never
+	// changed in place. Readers that do I/O on a segment hold the lock
+	// shared so retention cannot close it under them.
+	segs struct {
+		sync.RWMutex
+		list []*segment
+	}
+
+	// mu is the append lock: one short critical section per Append or
+	// AppendBatch (assign offsets, seal, copy into the segment).
+	mu struct {
+		sync.Mutex
+		active   *segment // the segment appends go to (nil before the first)
+		poisoned bool     // a write into active failed: seal it before the next append
+		counters map[queueKey]*int64
+		lastTs   int64         // newest store timestamp handed out
+		pending  []*waiter     // sync appends waiting for durability, in offset order
+		dispatch []dispatchReq // written records not yet indexed, in offset order
+		closed   bool
+	}
+
+	waiters   sync.Pool // *waiter
+	bufs      sync.Pool // *encodeBuf
+	sem       chan struct{}
+	callbacks atomic.Pointer[[]func(topic string, queueID int32, queueOffset int64)]
+
+	flushKick    chan struct{}
+	dispatchKick chan struct{}
+	closing      chan struct{} // closed when Close starts
+	wg           sync.WaitGroup
+	stop         struct {
+		flusher, dispatcher, background chan struct{}
+	}
+
+	retainMu sync.Mutex // one ApplyRetention at a time
+
+	ckpt struct {
+		sync.Mutex
+		last checkpoint // the last one written or read
+	}
+	m metrics
+}
+
+type queueKey struct {
+	topic string
+	qid   int32
+}
+
+// Open opens the store in opts.Dir, creating it if needed. After an
+// unclean stop it recovers first: the CommitLog's tail is scanned record by
+// record and cut at the first torn record, the ConsumeQueues trimmed and
+// re-indexed to match (see recovery.go). It then starts the flusher, the
+// dispatcher, the checkpointer and retention.
+func Open(opts Options) (*Store, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	be, _ := backend.Get(opts.Backend)
+	s := &Store{
+		opts:         opts,
+		fs:           opts.FS,
+		be:           be,
+		log:          opts.Logger,
+		clock:        opts.Clock,
+		segSize:      opts.SegmentSize,
+		dir:          opts.Dir,
+		clDir:        filepath.Join(opts.Dir, "commitlog"),
+		policy:       opts.Flush.Policy,
+		flushKick:    make(chan struct{}, 1),
+		dispatchKick: make(chan struct{}, 1),
+		closing:      make(chan struct{}),
+	}
+	s.maxRec = int(min(opts.SegmentSize-blankReserve, 1<<31-1))
+	s.stop.flusher = make(chan struct{})
+	s.stop.dispatcher = make(chan struct{})
+	s.stop.background = make(chan struct{})
+	s.mu.counters = make(map[queueKey]*int64)
+	s.sem = make(chan struct{}, opts.Flush.MaxPending)
+	s.waiters.New = func() any { return newWaiter() }
+	s.bufs.New = func() any { return new(encodeBuf) }
+	s.m.init()
+	if err := s.open(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	s.start()
+	return s, nil
+}
+
+// open makes the directories, takes the lock and recovers.
+func (s *Store) open() error {
+	for _, d := range []string{s.dir, s.clDir} {
+		if err := s.fs.MkdirAll(d); err != nil {
+			return fmt.Errorf("storage: mkdir %s: %w", d, err)
+		}
+	}
+	for _, d := range []string{filepath.Dir(s.dir), s.dir} {
+		if err := s.fs.SyncDir(d); err != nil {
+			return fmt.Errorf("storage: sync dir %s: %w", d, err)
+		}
+	}
+	l, err := s.fs.Lock(filepath.Join(s.dir, "LOCK"))
+	if err != nil {
+		return fmt.Errorf("storage: lock %s (is another process using the store?): %w", s.dir, err)
+	}
+	s.lock = l
+	return s.recover()
+}
+
+// start launches the long-lived goroutines.
+func (s *Store) start() {
+	s.wg.Add(3)
+	go s.runFlusher()
+	go s.runDispatcher()
+	go s.runBackground()
+}
+
+// Close stops appends, flushes everything, writes a clean checkpoint and
+// removes the abort marker. After a fatal error it only releases the files
+// (the next Open recovers) and returns that error. Close is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.closed = true
+	s.mu.Unlock()
+	close(s.closing)
+
+	// Order: the flusher last flushes and releases every waiter; the
+	// dispatcher indexes what is written; then the background jobs stop.
+	close(s.stop.flusher)
+	close(s.stop.dispatcher)
+	close(s.stop.background)
+	s.wg.Wait()
+
+	var errs []error
+	if err := s.finalFlush(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.Err(); err == nil {
+		if err := s.writeCheckpoint(true); err != nil {
+			errs = append(errs, err)
+		} else if err := s.removeAbortMarker(); err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		errs = append(errs, err)
+	}
+	if err := s.closeFiles(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// closeFiles closes the segments, the ConsumeQueues and the lock.
+func (s *Store) closeFiles() error {
+	var errs []error
+	s.segs.Lock()
+	for _, g := range s.segs.list {
+		if err := g.seg.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("storage: close %s: %w", g.path, err))
+		}
+	}
+	s.segs.list = nil
+	s.segs.Unlock()
+	if s.cq != nil {
+		if err := s.cq.Close(); err != nil { // later reads get consumequeue.ErrClosed
+			errs = append(errs, err)
+		}
+	}
+	if s.lock != nil {
+		if err := s.lock.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		s.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Err returns the sticky fatal error (wrapping ErrBroken), or nil.
+func (s *Store) Err() error {
+	if p := s.broken.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// breakWith makes err the sticky fatal error unless one is set, and
+// returns the sticky one.
+func (s *Store) breakWith(err error) error {
+	be := brokenError(err)
+	if s.broken.CompareAndSwap(nil, &be) {
+		s.log.Error("storage: store broken; nothing more is acknowledged", "err", err)
+	}
+	return s.Err()
+}
+
+// Options returns the options the store runs with (defaults filled in).
+func (s *Store) Options() Options { return s.opts }
+
+// WrittenOffset is the CommitLog offset up to which records are visible.
+func (s *Store) WrittenOffset() int64 { return s.written.Load() }
+
+// DurableOffset is the CommitLog offset up to which records are fsynced.
+func (s *Store) DurableOffset() int64 { return s.durable.Load() }
+
+// CommitLogMinOffset is the first CommitLog offset still stored.
+func (s *Store) CommitLogMinOffset() int64 {
+	s.segs.RLock()
+	defer s.segs.RUnlock()
+	if len(s.segs.list) == 0 {
+		return s.written.Load()
+	}
+	return s.segs.list[0].base
+}
+
+// OnDispatch registers fn, run by the dispatcher after each record is
+// indexed in its ConsumeQueue (long-poll wakes on it). Register before
+// traffic; fn must not block.
+func (s *Store) OnDispatch(fn func(topic string, queueID int32, queueOffset int64)) {
+	for {
+		old := s.callbacks.Load()
+		var next []func(string, int32, int64)
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, fn)
+		if s.callbacks.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
