@@ -1,0 +1,238 @@
+package client
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// validateMessage checks what the broker would reject, before sending.
+func validateMessage(m *Message, maxBody int) error {
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: nil message", ErrMessageIllegal)
+	case m.Topic == "":
+		return fmt.Errorf("%w: empty topic", ErrMessageIllegal)
+	case len(m.Topic) > record.MaxTopicLen:
+		return fmt.Errorf("%w: topic of %d bytes, limit %d", ErrMessageIllegal, len(m.Topic), record.MaxTopicLen)
+	case len(m.Body) == 0:
+		return fmt.Errorf("%w: empty body", ErrMessageIllegal)
+	case maxBody > 0 && len(m.Body) > maxBody:
+		return fmt.Errorf("%w: body of %d bytes, limit %d", ErrMessageIllegal, len(m.Body), maxBody)
+	}
+	for k, v := range m.Properties {
+		if k == "" || !record.ValidProperty(k, v) {
+			return fmt.Errorf("%w: property %q holds a separator byte or is empty", ErrMessageIllegal, k)
+		}
+	}
+	if !record.ValidProperty(m.Tags, strings.Join(m.Keys, " ")) || !record.ValidProperty(m.ShardingKey, "") {
+		return fmt.Errorf("%w: tags or keys hold a separator byte", ErrMessageIllegal)
+	}
+	return nil
+}
+
+// appendProperties appends m's properties as "name\x01value\x02" pairs:
+// the user's, then TAGS, KEYS, DELAY, the sharding key and UNIQ_KEY
+// (uniq, when not empty), as RocketMQ's producers put them.
+func appendProperties(dst []byte, m *Message, uniq string) []byte {
+	for k, v := range m.Properties {
+		switch k {
+		case PropertyTags, PropertyKeys, PropertyUniqKey:
+			continue // the fields win
+		}
+		dst = record.AppendProperty(dst, k, v)
+	}
+	if m.Tags != "" {
+		dst = record.AppendProperty(dst, PropertyTags, m.Tags)
+	}
+	if len(m.Keys) > 0 {
+		dst = record.AppendProperty(dst, PropertyKeys, strings.Join(m.Keys, " "))
+	}
+	if m.DelayLevel > 0 {
+		dst = record.AppendProperty(dst, PropertyDelayLevel, strconv.Itoa(m.DelayLevel))
+	}
+	if m.ShardingKey != "" {
+		dst = record.AppendProperty(dst, PropertyShardingKey, m.ShardingKey)
+	}
+	if uniq != "" {
+		dst = record.AppendProperty(dst, PropertyUniqKey, uniq)
+	}
+	return dst
+}
+
+// appendBatchEntry appends one message of a SEND_BATCH_MESSAGE body in
+// RocketMQ's MessageDecoder.encodeMessage layout: total size, magic code
+// (0), body CRC (0), flag, body length and body, properties length
+// (int16) and properties.
+func appendBatchEntry(dst []byte, m *Message, uniq string) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, make([]byte, 20)...) // size, magic, crc, flag, body length
+	dst = append(dst, m.Body...)
+	dst = append(dst, 0, 0)
+	propStart := len(dst)
+	dst = appendProperties(dst, m, uniq)
+	propLen := len(dst) - propStart
+	if propLen > record.MaxPropertiesLen {
+		return dst[:start], fmt.Errorf("%w: properties of %d bytes", ErrMessageIllegal, propLen)
+	}
+	be := binary.BigEndian
+	be.PutUint32(dst[start:], uint32(len(dst)-start))
+	be.PutUint32(dst[start+12:], uint32(m.Flag))
+	be.PutUint32(dst[start+16:], uint32(len(m.Body)))
+	be.PutUint16(dst[propStart-2:], uint16(propLen))
+	return dst, nil
+}
+
+// decodeMessages decodes a pull response body: stored records back to
+// back, as the broker's log holds them. brokerName fills Queue.
+func decodeMessages(body []byte, brokerName string) ([]*MessageExt, error) {
+	var out []*MessageExt
+	for len(body) > 0 {
+		var r record.Record
+		if err := record.DecodeUnchecked(body, &r); err != nil {
+			return out, fmt.Errorf("client: pull body: %w", err)
+		}
+		m, err := messageFromRecord(&r, brokerName)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, m)
+		body = body[r.TotalSize:]
+	}
+	return out, nil
+}
+
+func messageFromRecord(r *record.Record, brokerName string) (*MessageExt, error) {
+	m := &MessageExt{
+		Queue:           MessageQueue{Topic: string(r.Topic), BrokerName: brokerName, QueueID: int(r.QueueID)},
+		QueueOffset:     r.QueueOffset,
+		CommitLogOffset: r.PhysOffset,
+		StoreSize:       r.TotalSize,
+		BodyCRC:         r.BodyCRC,
+		SysFlag:         r.SysFlag,
+		BornTime:        time.UnixMilli(r.BornTimestamp),
+		StoreTime:       time.UnixMilli(r.StoreTimestamp),
+		BornHost:        r.BornHost,
+		StoreHost:       r.StoreHost,
+		ReconsumeTimes:  r.ReconsumeTimes,
+	}
+	m.Topic = m.Queue.Topic
+	m.Flag = r.Flag
+	m.Body = r.Body
+	if r.SysFlag&record.FlagCompressed != 0 {
+		ct := (r.SysFlag & record.CompressionTypeMask) >> 8
+		if ct == 0 || ct == 3 { // RocketMQ 4.x zlib, or 5.x's ZLIB type
+			b, err := inflate(r.Body)
+			if err != nil {
+				return nil, fmt.Errorf("client: message at %v@%d: %w", m.Queue, m.QueueOffset, err)
+			}
+			m.Body = b
+			m.SysFlag &^= record.FlagCompressed
+		}
+	}
+	props := make(map[string]string, 4)
+	record.ForEachProperty(r.Properties, func(name, value []byte) bool {
+		props[string(name)] = string(value)
+		return true
+	})
+	delete(props, PropertyCRC32)
+	m.Properties = props
+	m.Tags = props[PropertyTags]
+	if k := props[PropertyKeys]; k != "" {
+		m.Keys = strings.Fields(k)
+	}
+	m.ShardingKey = props[PropertyShardingKey]
+	if d := props[PropertyDelayLevel]; d != "" {
+		m.DelayLevel, _ = strconv.Atoi(d)
+	}
+	m.OffsetMsgID = offsetMsgID(r.StoreHost, r.PhysOffset)
+	m.MsgID = props[PropertyUniqKey]
+	if m.MsgID == "" {
+		m.MsgID = m.OffsetMsgID
+	}
+	return m, nil
+}
+
+// offsetMsgID is RocketMQ's MessageDecoder.createMessageId: store host
+// address and port, then the commit-log offset, as upper-case hex.
+func offsetMsgID(host netip.AddrPort, phys int64) string {
+	var b [28]byte
+	n := 0
+	if host.Addr().Is4() {
+		a := host.Addr().As4()
+		n = copy(b[:], a[:])
+	} else {
+		a := host.Addr().As16()
+		n = copy(b[:], a[:])
+	}
+	binary.BigEndian.PutUint32(b[n:], uint32(host.Port()))
+	binary.BigEndian.PutUint64(b[n+4:], uint64(phys))
+	return strings.ToUpper(hex.EncodeToString(b[:n+12]))
+}
+
+func inflate(b []byte) ([]byte, error) {
+	zr, err := zlib.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("inflate: %w", err)
+	}
+	defer zr.Close()
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("inflate: %w", err)
+	}
+	return out, nil
+}
+
+// tagFilter matches a subscription expression: "*" (or empty) for every
+// message, else tags joined by "||".
+type tagFilter struct {
+	all  bool
+	tags []string
+}
+
+func parseTagFilter(expr string) tagFilter {
+	expr = strings.TrimSpace(expr)
+	if expr == "" || expr == "*" {
+		return tagFilter{all: true}
+	}
+	var f tagFilter
+	for _, t := range strings.Split(expr, "||") {
+		if t = strings.TrimSpace(t); t != "" {
+			f.tags = append(f.tags, t)
+		}
+	}
+	if len(f.tags) == 0 {
+		f.all = true
+	}
+	return f
+}
+
+func (f tagFilter) match(tags string) bool {
+	if f.all {
+		return true
+	}
+	for _, t := range f.tags {
+		if t == tags {
+			return true
+		}
+	}
+	return false
+}
+
+// codes returns the tag hash codes of the expression (for SubscriptionData).
+func (f tagFilter) codes() []int64 {
+	var out []int64
+	for _, t := range f.tags {
+		out = append(out, record.TagsCode(t))
+	}
+	return out
+}
