@@ -27,6 +27,8 @@ var conformanceRows = []struct {
 	{"mmap", "os"},
 	{"odirect", "mem"},
 	{"odirect", "os"},
+	{"uring", "mem"},
+	{"uring", "os"},
 }
 
 var fileSystems = map[string]func(t *testing.T) vfs.FS{

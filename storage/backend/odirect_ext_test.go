@@ -27,3 +27,23 @@ func TestODirectSmallBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestUringVariants runs the conformance suite over the uring options that
+// the registered default does not use.
+func TestUringVariants(t *testing.T) {
+	for _, o := range []backend.UringOptions{
+		{Buffered: true},
+		{NoFixedBuffers: true},
+		{ODirectOptions: backend.ODirectOptions{BufferSize: 8 << 10, StageSize: 4 << 10, ZeroAhead: 16 << 10}, Entries: 4},
+	} {
+		b, err := backend.NewUring(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fs := range []string{"mem", "os"} {
+			t.Run(fmt.Sprintf("%s/%s", o, fs), func(t *testing.T) {
+				backendtest.Run(t, b, fileSystems[fs])
+			})
+		}
+	}
+}
