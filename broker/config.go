@@ -140,6 +140,9 @@ type Config struct {
 	// processing at once across connections. Default 1024.
 	MaxConcurrentRequests int
 
+	// Version is what the text protocol's version command reports (not a
+	// property). Default DefaultVersion.
+	Version string
 	// FS is the file system of the store and the config files (not a
 	// property). Default vfs.Default.
 	FS vfs.FS

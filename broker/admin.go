@@ -1,0 +1,52 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// adminServer is the admin HTTP listener: Prometheus /metrics and
+// /debug/pprof, on its own mux (nothing registered globally).
+type adminServer struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+func startAdmin(b *Broker) (*adminServer, error) {
+	ln, err := net.Listen("tcp", b.cfg.AdminListen)
+	if err != nil {
+		return nil, fmt.Errorf("broker: admin listen %s: %w", b.cfg.AdminListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{ErrorLog: nil}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "samsa broker %s (%s)\n/metrics\n/debug/pprof/\n", b.cfg.BrokerName, b.Addr())
+	})
+	a := &adminServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	go func() {
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.log.Error("broker: admin server stopped", "err", err)
+		}
+	}()
+	return a, nil
+}
+
+func (a *adminServer) addr() string { return a.ln.Addr().String() }
+
+func (a *adminServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = a.srv.Shutdown(ctx)
+}

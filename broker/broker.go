@@ -1,0 +1,409 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage"
+)
+
+// DefaultVersion is what the text protocol's version command and the
+// stats report when Config.Version is empty.
+const DefaultVersion = "samsa-0.1.0-dev"
+
+// Broker is one broker: listener, store, managers and loops. New opens the
+// store (recovering it), Start listens and registers, Close shuts down
+// cleanly. Methods are safe for concurrent use.
+type Broker struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *storage.Store
+	topics  *topicManager
+	offsets *offsetManager
+	clients *clientManager
+	locks   *lockManager
+	poll    *longPoll
+	stats   stats
+	metrics *metrics
+	reg     *registrar
+	procs   map[int16]processor
+	sem     chan struct{}
+	pid     int
+	started time.Time
+	// storeHost is the address stamped in every record (BrokerIP1 and the
+	// listening port), set by Start before any request is read.
+	storeHost netip.AddrPort
+
+	ln      net.Listener
+	admin   *adminServer
+	stop    chan struct{}
+	closing atomic.Bool
+	loops   sync.WaitGroup // the broker's own goroutines
+	connWG  sync.WaitGroup // connection readers
+	mu      struct {
+		sync.Mutex
+		conns   map[*conn]struct{}
+		started bool
+		closed  bool
+	}
+	closeErr  error
+	closeOnce sync.Once
+}
+
+// ErrClosed is returned by Start after Close.
+var ErrClosed = errors.New("broker: closed")
+
+// New validates cfg, loads topics and offsets and opens the store (which
+// recovers after an unclean stop). Nothing listens until Start.
+func New(cfg Config) (*Broker, error) {
+	cfg.EnsureDefaults()
+	if cfg.Version == "" {
+		cfg.Version = DefaultVersion
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), sem: make(chan struct{}, cfg.MaxConcurrentRequests),
+		pid: os.Getpid()}
+	b.mu.conns = make(map[*conn]struct{})
+	b.topics = newTopicManager(cfg.FS, &b.cfg)
+	b.offsets = newOffsetManager(cfg.FS, &b.cfg)
+	b.clients = newClientManager(cfg.ClientChannelMaxIdle)
+	b.locks = newLockManager(DefaultLockMaxLive)
+	if err := cfg.FS.MkdirAll(cfg.ConfigDir()); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if err := b.topics.load(); err != nil {
+		return nil, err
+	}
+	if err := b.offsets.load(); err != nil {
+		return nil, err
+	}
+	st, err := storage.Open(b.storeOptions())
+	if err != nil {
+		return nil, fmt.Errorf("broker: open store: %w", err)
+	}
+	b.store = st
+	b.poll = newLongPoll(cfg.Clock, &b.stats, b.answerHeld)
+	st.OnDispatch(b.poll.onDispatch)
+	b.metrics = newMetrics(b)
+	b.reg = newRegistrar(b)
+	b.procs = b.processors()
+	return b, nil
+}
+
+// storeOptions maps the broker's configuration onto the store's.
+func (b *Broker) storeOptions() storage.Options {
+	c := &b.cfg
+	o := storage.Options{
+		Dir:            c.StorePathRootDir,
+		FS:             c.FS,
+		Backend:        c.StoreBackend,
+		SegmentSize:    c.MappedFileSizeCommitLog,
+		MaxMessageSize: c.MaxMessageSize,
+		Logger:         c.Logger,
+		Clock:          c.Clock,
+	}
+	o.Flush.Policy = storage.FlushAsync
+	if c.FlushDiskType == SyncFlush {
+		o.Flush.Policy = storage.FlushSync
+	}
+	o.Flush.MaxBatchBytes = c.GroupCommitMaxBatchBytes
+	o.Flush.MinInterval = c.GroupCommitMinInterval
+	o.Flush.Timeout = c.SyncFlushTimeout
+	o.Flush.Interval = c.FlushIntervalCommitLog
+	o.Flush.DirtyPages = c.FlushCommitLogLeastPages
+	o.Flush.FullInterval = c.FlushCommitLogThoroughInterval
+	o.Retention.MaxAge = time.Duration(c.FileReservedTime) * time.Hour
+	if c.FileReservedTime == 0 {
+		o.Retention.MaxAge = -1
+	}
+	o.Retention.DiskRatio = float64(c.DiskMaxUsedSpaceRatio) / 100
+	if c.DiskMaxUsedSpaceRatio == 0 {
+		o.Retention.DiskRatio = -1
+	}
+	return o
+}
+
+// Start listens on ListenAddr:ListenPort, starts the admin listener and the
+// loops, and registers with the name servers (the first registration is
+// tried once before Start returns, so a client can route at once).
+func (b *Broker) Start() error {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	if b.mu.started {
+		b.mu.Unlock()
+		return errors.New("broker: already started")
+	}
+	b.mu.started = true
+	b.mu.Unlock()
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(b.cfg.ListenAddr, strconv.Itoa(b.cfg.ListenPort)))
+	if err != nil {
+		return fmt.Errorf("broker: listen: %w", err)
+	}
+	b.ln = ln
+	port := ln.Addr().(*net.TCPAddr).Port
+	ip, _ := netip.ParseAddr(b.cfg.BrokerIP1)
+	b.storeHost = netip.AddrPortFrom(ip, uint16(port))
+	if b.cfg.AdminListen != "off" {
+		a, err := startAdmin(b)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		b.admin = a
+	}
+	b.started = b.cfg.Clock()
+	b.goLoop(func() { b.poll.run(b.stop) })
+	b.goLoop(b.acceptLoop)
+	b.goLoop(b.offsetFlushLoop)
+	b.goLoop(b.clientScanLoop)
+	b.reg.registerAll(true)
+	b.goLoop(b.reg.run)
+	b.log.Info("broker: started", "addr", b.Addr(), "admin", b.AdminAddr(), "name", b.cfg.BrokerName,
+		"cluster", b.cfg.BrokerClusterName, "namesrv", b.cfg.NamesrvAddrs, "store", b.cfg.StorePathRootDir,
+		"flush", b.cfg.FlushDiskType, "backend", b.cfg.StoreBackend)
+	return nil
+}
+
+func (b *Broker) goLoop(f func()) {
+	b.loops.Add(1)
+	go func() {
+		defer b.loops.Done()
+		f()
+	}()
+}
+
+// Addr is the advertised remoting address (BrokerIP1:port), "" before Start.
+func (b *Broker) Addr() string {
+	if !b.storeHost.IsValid() {
+		return ""
+	}
+	return b.storeHost.String()
+}
+
+// AdminAddr is the admin HTTP listener's address, "" when off or before
+// Start.
+func (b *Broker) AdminAddr() string {
+	if b.admin == nil {
+		return ""
+	}
+	return b.admin.addr()
+}
+
+// Config returns the broker's configuration (defaults filled in).
+func (b *Broker) Config() Config { return b.cfg }
+
+// Store returns the broker's store (for embedding tools and tests).
+func (b *Broker) Store() *storage.Store { return b.store }
+
+// acquire takes a processing slot, giving up when done closes.
+func (b *Broker) acquire(done <-chan struct{}) bool {
+	select {
+	case b.sem <- struct{}{}:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+func (b *Broker) release() { <-b.sem }
+
+// acceptLoop accepts connections until the listener closes.
+func (b *Broker) acceptLoop() {
+	var delay time.Duration
+	for {
+		nc, err := b.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || b.closing.Load() {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			b.log.Warn("broker: accept failed", "err", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+			case <-b.stop:
+				return
+			}
+			continue
+		}
+		delay = 0
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := newConn(b, nc)
+		b.mu.Lock()
+		if b.mu.closed {
+			b.mu.Unlock()
+			nc.Close()
+			return
+		}
+		b.mu.conns[c] = struct{}{}
+		b.connWG.Add(1)
+		b.mu.Unlock()
+		b.stats.currConns.Add(1)
+		b.stats.totalConns.Add(1)
+		go func() {
+			defer b.connWG.Done()
+			c.serve()
+		}()
+	}
+}
+
+// connClosed forgets a closed connection and tells its consumer groups.
+func (b *Broker) connClosed(c *conn) {
+	b.mu.Lock()
+	_, ok := b.mu.conns[c]
+	delete(b.mu.conns, c)
+	b.mu.Unlock()
+	if ok {
+		b.stats.currConns.Add(-1)
+	}
+	b.notifyGroups(b.clients.closed(c))
+}
+
+// notifyGroups sends NOTIFY_CONSUMER_IDS_CHANGED to every member of each
+// group (RocketMQ's DefaultConsumerIdsChangeListener, CHANGE event).
+func (b *Broker) notifyGroups(groups []string) {
+	for _, g := range groups {
+		for _, p := range b.clients.members(g) {
+			p.notifyConsumerIdsChanged(g)
+		}
+	}
+}
+
+// offsetFlushLoop persists consumer offsets every
+// FlushConsumerOffsetInterval until stop.
+func (b *Broker) offsetFlushLoop() {
+	t := time.NewTicker(b.cfg.FlushConsumerOffsetInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if err := b.offsets.save(false); err != nil {
+				b.log.Error("broker: persist consumer offsets", "err", err)
+			}
+		case <-b.stop:
+			return
+		}
+	}
+}
+
+// clientScanLoop drops clients silent for ClientChannelMaxIdle, every 10 s
+// (RocketMQ's ClientHousekeepingService).
+func (b *Broker) clientScanLoop() {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			b.expireClients()
+		case <-b.stop:
+			return
+		}
+	}
+}
+
+func (b *Broker) expireClients() {
+	dropped, changed := b.clients.expire(b.cfg.Clock())
+	for _, p := range dropped {
+		if c, ok := p.(*conn); ok {
+			c.close("client channel expired (no heartbeat for " + b.cfg.ClientChannelMaxIdle.String() + ")")
+		}
+	}
+	b.notifyGroups(changed)
+}
+
+// Close shuts down cleanly: stop accepting, answer held pulls, finish the
+// requests in flight, flush their answers, persist offsets and topics,
+// unregister from the name servers and close the store (its clean marker
+// lets the next Open skip recovery). It is safe to call more than once.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.shutdown() })
+	return b.closeErr
+}
+
+func (b *Broker) shutdown() error {
+	b.closing.Store(true)
+	b.mu.Lock()
+	b.mu.closed = true
+	started := b.mu.started
+	conns := make([]*conn, 0, len(b.mu.conns))
+	for c := range b.mu.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	var errs []error
+	if b.ln != nil {
+		b.ln.Close()
+	}
+	if !started {
+		b.poll.close()
+	}
+	close(b.stop) // the long poll answers every held pull as it stops
+	// Readers stop at once; each then waits for its requests in flight
+	// and lets its writer flush.
+	for _, c := range conns {
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+	b.loops.Wait()
+	waitTimeout(&b.connWG, 10*time.Second)
+	if b.admin != nil {
+		b.admin.close()
+	}
+	if err := b.offsets.save(true); err != nil {
+		errs = append(errs, err)
+	}
+	if err := b.topics.save(); err != nil {
+		errs = append(errs, err)
+	}
+	if started {
+		b.reg.unregisterAll()
+	}
+	b.reg.close()
+	if err := b.store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: close store: %w", err))
+	}
+	b.log.Info("broker: closed", "name", b.cfg.BrokerName)
+	return errors.Join(errs...)
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// processor answers one request; it returns nil for no answer (a one-way
+// request) or held when it keeps the request to answer later.
+type processor func(c *conn, req *protocol.Command) *protocol.Command
+
+// dispatch runs req's processor, or answers REQUEST_CODE_NOT_SUPPORTED.
+func (b *Broker) dispatch(c *conn, req *protocol.Command) *protocol.Command {
+	if p, ok := b.procs[req.Code]; ok {
+		return p(c, req)
+	}
+	return protocol.NewResponse(req, protocol.RequestCodeNotSupported,
+		fmt.Sprintf("request code %d (%s) is not supported by this broker", req.Code, protocol.RequestName(req.Code)))
+}

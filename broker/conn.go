@@ -1,0 +1,296 @@
+package broker
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// outFrame is one frame queued for the writer: cmd's header and either
+// cmd.Body or, when parts is set, the concatenation of parts (a pull's
+// records, written with writev without copying them together).
+type outFrame struct {
+	cmd   *protocol.Command
+	parts [][]byte
+}
+
+func (f outFrame) bodyLen() int {
+	if f.parts == nil {
+		return len(f.cmd.Body)
+	}
+	n := 0
+	for _, p := range f.parts {
+		n += len(p)
+	}
+	return n
+}
+
+// writeQueue is how many frames may wait for a connection's writer; a
+// processor answering a full queue blocks (backpressure on the client).
+const writeQueue = 1024
+
+// conn is one client connection: a reader goroutine (serve) that decodes
+// frames and hands each request to its own goroutine, and a writer
+// goroutine (writeLoop) that owns every write to the socket.
+type conn struct {
+	b      *Broker
+	nc     net.Conn
+	br     *bufio.Reader
+	addr   string
+	out    chan outFrame
+	closed chan struct{} // closed by close: everything stops
+	wdone  chan struct{} // closed when the writer has exited
+	once   sync.Once
+	// reqs counts this connection's requests not yet answered, held
+	// long-poll pulls included, so a graceful close can answer them all
+	// before the writer stops.
+	reqs   sync.WaitGroup
+	opaque atomic.Int32 // ids of requests the broker sends the client
+}
+
+func newConn(b *Broker, nc net.Conn) *conn {
+	return &conn{b: b, nc: nc, br: bufio.NewReaderSize(countingReader{nc, &b.stats.bytesRead}, 64<<10),
+		addr: nc.RemoteAddr().String(), out: make(chan outFrame, writeQueue), closed: make(chan struct{}), wdone: make(chan struct{})}
+}
+
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// serve runs the connection until it closes. It is the reader goroutine.
+// When the broker is shutting down (its read deadline passed) it finishes
+// the requests in flight and flushes their answers before closing.
+func (c *conn) serve() {
+	first, err := c.br.Peek(1)
+	if err != nil {
+		c.close("")
+		return
+	}
+	if isTextStart(first[0]) {
+		if !c.b.cfg.TextProtocolEnable {
+			c.b.log.Info("broker: text command on a remoting port with textProtocolEnable=false; closing", "remote", c.addr)
+			return
+		}
+		c.serveText()
+		c.close("")
+		return
+	}
+	go c.writeLoop()
+	for {
+		cmd, err := protocol.ReadCommand(c.br, c.b.cfg.MaxFrameSize, nil)
+		if err != nil {
+			if c.b.closing.Load() {
+				c.drain()
+				return
+			}
+			c.readFailed(err)
+			c.close("")
+			return
+		}
+		c.b.stats.requests.Add(1)
+		if cmd.IsResponse() {
+			// The broker's requests to clients are one-way; a stray
+			// response has no one waiting for it.
+			continue
+		}
+		if !c.b.acquire(c.closed) {
+			c.close("")
+			return
+		}
+		c.reqs.Add(1)
+		go c.handle(cmd)
+	}
+}
+
+func (c *conn) readFailed(err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, protocol.ErrFrameTooLarge), errors.Is(err, protocol.ErrBadHeaderLength),
+		errors.Is(err, protocol.ErrBadHeader), errors.Is(err, io.ErrUnexpectedEOF):
+		c.b.stats.badFrames.Add(1)
+		c.b.log.Warn("broker: closing connection on a bad frame", "remote", c.addr, "err", err)
+	default:
+		var ne net.Error
+		if !errors.As(err, &ne) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			c.b.log.Info("broker: connection read failed", "remote", c.addr, "err", err)
+		}
+	}
+}
+
+// drain finishes a connection gracefully: wait for the requests in flight
+// (the broker has answered its held pulls first), let the writer flush
+// what they queued, then close.
+func (c *conn) drain() {
+	c.reqs.Wait()
+	select {
+	case c.out <- outFrame{}: // the writer's signal to flush and exit
+		select {
+		case <-c.wdone:
+		case <-time.After(5 * time.Second):
+		}
+	case <-c.closed:
+	}
+	c.close("")
+}
+
+// held is what a processor returns when it kept the request to answer
+// later (a long-poll pull): handle then leaves the request counted in
+// c.reqs, and whoever answers it calls c.reqs.Done.
+var held = &protocol.Command{}
+
+// handle processes one request on its own goroutine.
+func (c *conn) handle(cmd *protocol.Command) {
+	var resp *protocol.Command
+	func() {
+		defer c.b.release()
+		defer func() {
+			if r := recover(); r != nil {
+				c.b.log.Error("broker: processor panicked", "code", cmd.Code, "remote", c.addr, "panic", r, "stack", string(debug.Stack()))
+				resp = protocol.NewResponse(cmd, protocol.SystemError, fmt.Sprintf("internal error processing request code %d", cmd.Code))
+			}
+		}()
+		resp = c.b.dispatch(c, cmd)
+	}()
+	if resp == held {
+		return
+	}
+	if resp != nil && !cmd.IsOneway() {
+		c.send(outFrame{cmd: resp})
+	}
+	c.reqs.Done()
+}
+
+// send queues a frame for the writer; it blocks while the queue is full
+// and gives up when the connection closes.
+func (c *conn) send(f outFrame) bool {
+	select {
+	case c.out <- f:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// trySend queues a frame unless the queue is full.
+func (c *conn) trySend(f outFrame) bool {
+	select {
+	case c.out <- f:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeLoop is the writer goroutine: it owns writes to the socket, takes
+// every frame queued, encodes the headers into one buffer and writes the
+// lot with one writev. It ends when the connection closes.
+func (c *conn) writeLoop() {
+	defer close(c.wdone)
+	var (
+		scratch []byte
+		batch   []outFrame
+		spans   [][2]int
+	)
+	for {
+		var f outFrame
+		select {
+		case f = <-c.out:
+		case <-c.closed:
+			return
+		}
+		batch = append(batch[:0], f)
+		last := f.cmd == nil
+	drain:
+		for len(batch) < 256 && !last {
+			select {
+			case f = <-c.out:
+				batch = append(batch, f)
+				last = f.cmd == nil
+			default:
+				break drain
+			}
+		}
+		if last {
+			batch = batch[:len(batch)-1]
+		}
+		scratch, spans = scratch[:0], spans[:0]
+		for _, f := range batch {
+			start := len(scratch)
+			var err error
+			scratch, err = protocol.AppendFrameHead(scratch, f.cmd, f.bodyLen())
+			if err != nil {
+				c.b.log.Error("broker: cannot encode a response; closing", "remote", c.addr, "err", err)
+				c.close("encode failed")
+				return
+			}
+			if f.parts == nil && len(f.cmd.Body) <= 4096 {
+				scratch = append(scratch, f.cmd.Body...)
+			}
+			spans = append(spans, [2]int{start, len(scratch)})
+		}
+		bufs := make(net.Buffers, 0, 2*len(batch))
+		for i, f := range batch {
+			bufs = append(bufs, scratch[spans[i][0]:spans[i][1]])
+			switch {
+			case f.parts != nil:
+				bufs = append(bufs, f.parts...)
+			case len(f.cmd.Body) > 4096:
+				bufs = append(bufs, f.cmd.Body)
+			}
+		}
+		_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		n, err := bufs.WriteTo(c.nc)
+		c.b.stats.bytesWritten.Add(n)
+		if err != nil {
+			c.close("write failed: " + err.Error())
+			return
+		}
+		if last {
+			return
+		}
+		if cap(scratch) > 1<<20 {
+			scratch = nil
+		}
+		clear(batch)
+	}
+}
+
+// close shuts the connection once: the socket, the writer, and its place in
+// the client manager. reason, when set, is logged.
+func (c *conn) close(reason string) {
+	c.once.Do(func() {
+		if reason != "" {
+			c.b.log.Info("broker: closing connection", "remote", c.addr, "reason", reason)
+		}
+		close(c.closed)
+		c.nc.Close()
+		c.b.connClosed(c)
+	})
+}
+
+// notifyConsumerIdsChanged implements peer.
+func (c *conn) notifyConsumerIdsChanged(group string) {
+	req := protocol.NewRequest(protocol.NotifyConsumerIdsChanged, map[string]string{"consumerGroup": group}, nil)
+	req.MarkOneway()
+	req.Opaque = c.opaque.Add(1)
+	c.trySend(outFrame{cmd: req})
+}
+
+// remote implements peer.
+func (c *conn) remote() string { return c.addr }

@@ -1,0 +1,137 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics is the broker's Prometheus registry: one collector that reads the
+// broker's counters and the store's Metrics at scrape time (nothing on the
+// hot path but the atomic adds stats already does), plus Go runtime and
+// process collectors. Each Broker has its own registry: no global state.
+type metrics struct {
+	reg *prometheus.Registry
+}
+
+func newMetrics(b *Broker) *metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&brokerCollector{b: b})
+	return &metrics{reg: reg}
+}
+
+type metricDesc struct {
+	d    *prometheus.Desc
+	kind prometheus.ValueType
+}
+
+func desc(name, help string, kind prometheus.ValueType, labels ...string) metricDesc {
+	return metricDesc{d: prometheus.NewDesc(name, help, labels, nil), kind: kind}
+}
+
+var (
+	mPuts        = desc("samsa_broker_messages_put_total", "Messages stored by sends.", prometheus.CounterValue)
+	mGets        = desc("samsa_broker_messages_get_total", "Messages returned by pulls.", prometheus.CounterValue)
+	mPutBytes    = desc("samsa_broker_put_body_bytes_total", "Message body bytes stored by sends.", prometheus.CounterValue)
+	mGetBytes    = desc("samsa_broker_get_bytes_total", "Record bytes returned by pulls.", prometheus.CounterValue)
+	mRead        = desc("samsa_broker_network_read_bytes_total", "Bytes read from client connections.", prometheus.CounterValue)
+	mWritten     = desc("samsa_broker_network_written_bytes_total", "Bytes written to client connections.", prometheus.CounterValue)
+	mConns       = desc("samsa_broker_connections", "Open client connections.", prometheus.GaugeValue)
+	mConnsTotal  = desc("samsa_broker_connections_total", "Client connections accepted.", prometheus.CounterValue)
+	mRequests    = desc("samsa_broker_requests_total", "Remoting frames received.", prometheus.CounterValue)
+	mBadFrames   = desc("samsa_broker_bad_frames_total", "Connections closed for a bad frame.", prometheus.CounterValue)
+	mSendErrors  = desc("samsa_broker_send_errors_total", "Sends answered with an error code.", prometheus.CounterValue)
+	mFlushTO     = desc("samsa_broker_flush_disk_timeouts_total", "Sends answered FLUSH_DISK_TIMEOUT.", prometheus.CounterValue)
+	mHeld        = desc("samsa_broker_longpoll_held", "Pulls held by long polling now.", prometheus.GaugeValue)
+	mHeldTotal   = desc("samsa_broker_longpoll_held_total", "Pulls held by long polling.", prometheus.CounterValue)
+	mWoken       = desc("samsa_broker_longpoll_woken_total", "Held pulls answered because a message arrived.", prometheus.CounterValue)
+	mExpired     = desc("samsa_broker_longpoll_expired_total", "Held pulls answered at the end of their hold.", prometheus.CounterValue)
+	mTopicPuts   = desc("samsa_broker_topic_messages_put_total", "Messages stored, by topic.", prometheus.CounterValue, "topic")
+	mTopicGets   = desc("samsa_broker_topic_messages_get_total", "Messages pulled, by topic.", prometheus.CounterValue, "topic")
+	mStoreOff    = desc("samsa_store_offset_bytes", "CommitLog offsets: written (visible), durable (fsynced), dispatched (indexed), min (oldest kept).", prometheus.GaugeValue, "kind")
+	mAppends     = desc("samsa_store_appends_total", "Records appended to the CommitLog.", prometheus.CounterValue)
+	mAppendBytes = desc("samsa_store_append_bytes_total", "Record bytes appended to the CommitLog.", prometheus.CounterValue)
+	mFsyncs      = desc("samsa_store_fsyncs_total", "Segment fsyncs (fdatasync/msync) issued.", prometheus.CounterValue)
+	mFlushes     = desc("samsa_store_flushes_total", "Flusher rounds that made data durable.", prometheus.CounterValue)
+	mSegments    = desc("samsa_store_segments", "CommitLog segments on disk.", prometheus.GaugeValue)
+	mBroken      = desc("samsa_store_broken", "1 once the store refused further writes after a failed write or fsync.", prometheus.GaugeValue)
+	mFlushLat    = desc("samsa_store_flush_latency_seconds", "Flush round latency (directory sync and segment flushes).", prometheus.UntypedValue)
+	allDescs     = []metricDesc{mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
+		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mStoreOff,
+		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mFlushLat}
+)
+
+// flushBuckets are the flush-latency histogram's upper bounds in seconds.
+var flushBuckets = []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1}
+
+type brokerCollector struct{ b *Broker }
+
+func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range allDescs {
+		ch <- d.d
+	}
+}
+
+func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
+	s := &c.b.stats
+	emit := func(d metricDesc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d.d, d.kind, float64(v), labels...)
+	}
+	emit(mPuts, s.cmdPut.Load())
+	emit(mGets, s.cmdGet.Load())
+	emit(mPutBytes, s.putBytes.Load())
+	emit(mGetBytes, s.getBytes.Load())
+	emit(mRead, s.bytesRead.Load())
+	emit(mWritten, s.bytesWritten.Load())
+	emit(mConns, s.currConns.Load())
+	emit(mConnsTotal, s.totalConns.Load())
+	emit(mRequests, s.requests.Load())
+	emit(mBadFrames, s.badFrames.Load())
+	emit(mSendErrors, s.sendErrors.Load())
+	emit(mFlushTO, s.flushTimeout.Load())
+	emit(mHeld, s.held.Load())
+	emit(mHeldTotal, s.heldTotal.Load())
+	emit(mWoken, s.wokenTotal.Load())
+	emit(mExpired, s.expiredTotal.Load())
+	for _, t := range s.topicSnapshot() {
+		emit(mTopicPuts, t.Puts, t.Topic)
+		emit(mTopicGets, t.Gets, t.Topic)
+	}
+	m := c.b.store.Metrics()
+	emit(mStoreOff, m.WrittenOffset, "written")
+	emit(mStoreOff, m.DurableOffset, "durable")
+	emit(mStoreOff, m.DispatchedOffset, "dispatched")
+	emit(mStoreOff, m.MinOffset, "min")
+	emit(mAppends, m.Appends)
+	emit(mAppendBytes, m.AppendBytes)
+	emit(mFsyncs, m.Fsyncs)
+	emit(mFlushes, m.Flushes)
+	emit(mSegments, int64(m.Segments))
+	broken := int64(0)
+	if m.Broken {
+		broken = 1
+	}
+	emit(mBroken, broken)
+	if h := m.FlushLatency; h != nil {
+		buckets := make(map[float64]uint64, len(flushBuckets))
+		var count uint64
+		var sum float64
+		for _, bar := range h.Distribution() {
+			if bar.Count == 0 {
+				continue
+			}
+			// A bar's values lie in [From, To] µs; count them at To.
+			upper := (time.Duration(bar.To) * time.Microsecond).Seconds()
+			count += uint64(bar.Count)
+			sum += float64(bar.Count) * (time.Duration(bar.From+bar.To) * time.Microsecond / 2).Seconds()
+			for _, ub := range flushBuckets {
+				if upper <= ub {
+					buckets[ub] += uint64(bar.Count)
+				}
+			}
+		}
+		ch <- prometheus.MustNewConstHistogram(mFlushLat.d, count, sum, buckets)
+	}
+}

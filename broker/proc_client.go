@@ -1,0 +1,127 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// processHeartbeat answers HEART_BEAT (34): it learns the client's
+// producer and consumer groups and subscriptions, creates each consumer
+// group's retry topic (%RETRY%group), and notifies a group's members when
+// its membership or subscriptions changed.
+func (b *Broker) processHeartbeat(c *conn, req *protocol.Command) *protocol.Command {
+	var hb protocol.HeartbeatData
+	if err := protocol.UnmarshalBody(req.Body, &hb); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "bad heartbeat body: "+err.Error())
+	}
+	h := Heartbeat{ClientID: hb.ClientID, Language: req.Language, Version: int(req.Version)}
+	for _, p := range hb.ProducerDataSet {
+		if p.GroupName != "" {
+			h.Producers = append(h.Producers, p.GroupName)
+		}
+	}
+	topicsChanged := false
+	for _, cd := range hb.ConsumerDataSet {
+		if cd.GroupName == "" {
+			continue
+		}
+		ch := ConsumerHeartbeat{Group: cd.GroupName, ConsumeType: cd.ConsumeType, MessageModel: cd.MessageModel,
+			FromWhere: cd.ConsumeFromWhere}
+		for _, sd := range cd.SubscriptionDataSet {
+			s := Subscription{Topic: sd.Topic, SubString: sd.SubString, ExpType: sd.ExpressionType, SubVersion: sd.SubVersion}
+			if s.ExpType == "" {
+				s.ExpType = ExpTag
+			}
+			f, err := parseSubscription(s.ExpType, s.SubString)
+			if err != nil && !errors.Is(err, ErrUnsupportedFilter) {
+				return protocol.NewResponse(req, protocol.SubscriptionParseFailed, "parse subscription: "+err.Error())
+			}
+			s.Tags = f
+			ch.Subscriptions = append(ch.Subscriptions, s)
+		}
+		h.Consumers = append(h.Consumers, ch)
+		retry := RetryGroupPrefix + cd.GroupName
+		if ValidateTopic(retry) == nil {
+			_, created, err := b.topics.createIfMissing(retry, 1, PermRead|PermWrite)
+			if err != nil {
+				b.log.Error("broker: create retry topic", "topic", retry, "err", err)
+			}
+			topicsChanged = topicsChanged || created
+		}
+	}
+	if topicsChanged {
+		b.reg.topicsChanged()
+	}
+	b.notifyGroups(b.clients.heartbeat(c, h, b.cfg.Clock()))
+	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// processUnregisterClient answers UNREGISTER_CLIENT (35).
+func (b *Broker) processUnregisterClient(c *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.UnregisterClientRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	b.notifyGroups(b.clients.unregister(c, h.ProducerGroup, h.ConsumerGroup))
+	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// processGetConsumerList answers GET_CONSUMER_LIST_BY_GROUP (38): the
+// client ids of the group's live members.
+func (b *Broker) processGetConsumerList(_ *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.GetConsumerListByGroupRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	ids := b.clients.consumerIDs(h.ConsumerGroup)
+	if len(ids) == 0 {
+		return protocol.NewResponse(req, protocol.SystemError, "no consumer for this group, "+h.ConsumerGroup)
+	}
+	body, err := protocol.MarshalBody(protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, err.Error())
+	}
+	r := protocol.NewResponse(req, protocol.Success, "")
+	r.Body = body
+	return r
+}
+
+// processLockBatch answers LOCK_BATCH_MQ (41): the orderly consumer asks
+// to own queues; the answer lists those it now holds.
+func (b *Broker) processLockBatch(_ *conn, req *protocol.Command) *protocol.Command {
+	var body protocol.LockBatchRequestBody
+	if err := protocol.UnmarshalBody(req.Body, &body); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "bad lock body: "+err.Error())
+	}
+	keys := make([]QueueKey, len(body.MQSet))
+	for i, mq := range body.MQSet {
+		keys[i] = QueueKey{mq.Topic, mq.QueueID}
+	}
+	locked := b.locks.tryLock(body.ConsumerGroup, body.ClientID, keys, b.cfg.Clock())
+	out := protocol.LockBatchResponseBody{LockOKMQSet: make([]protocol.MessageQueue, 0, len(locked))}
+	for _, k := range locked {
+		out.LockOKMQSet = append(out.LockOKMQSet, protocol.MessageQueue{Topic: k.Topic, BrokerName: b.cfg.BrokerName, QueueID: k.QueueID})
+	}
+	data, err := protocol.MarshalBody(out)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, err.Error())
+	}
+	r := protocol.NewResponse(req, protocol.Success, "")
+	r.Body = data
+	return r
+}
+
+// processUnlockBatch answers UNLOCK_BATCH_MQ (42).
+func (b *Broker) processUnlockBatch(_ *conn, req *protocol.Command) *protocol.Command {
+	var body protocol.UnlockBatchRequestBody
+	if err := protocol.UnmarshalBody(req.Body, &body); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "bad unlock body: "+err.Error())
+	}
+	keys := make([]QueueKey, len(body.MQSet))
+	for i, mq := range body.MQSet {
+		keys[i] = QueueKey{mq.Topic, mq.QueueID}
+	}
+	b.locks.unlock(body.ConsumerGroup, body.ClientID, keys)
+	return protocol.NewResponse(req, protocol.Success, "")
+}

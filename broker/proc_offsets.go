@@ -1,0 +1,85 @@
+package broker
+
+import (
+	"github.com/samsamq/samsa/protocol"
+)
+
+// processQueryConsumerOffset answers QUERY_CONSUMER_OFFSET (14): the
+// group's committed offset; for a group without one, 0 while the queue
+// still starts at 0 (RocketMQ: the group may read from the beginning),
+// else QUERY_NOT_FOUND so the client applies its consumeFromWhere.
+func (b *Broker) processQueryConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.QueryConsumerOffsetRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	if off, ok := b.offsets.query(h.ConsumerGroup, h.Topic, h.QueueID); ok && off >= 0 {
+		return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
+	}
+	zeroOK := !h.HasSetZeroIfNotFound || h.SetZeroIfNotFound
+	if zeroOK && b.store.MinQueueOffset(h.Topic, h.QueueID) <= 0 {
+		return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: 0}).Encode())
+	}
+	return protocol.NewResponse(req, protocol.QueryNotFound, "Not found, maybe this group consumer boot first")
+}
+
+// processUpdateConsumerOffset answers UPDATE_CONSUMER_OFFSET (15), usually
+// sent one-way. Offsets reach consumerOffset.json within
+// flushConsumerOffsetInterval and at shutdown.
+func (b *Broker) processUpdateConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.UpdateConsumerOffsetRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	if h.QueueID < 0 || h.CommitOffset < 0 {
+		return protocol.NewResponse(req, protocol.InvalidParameter, "negative queue id or offset")
+	}
+	b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// processGetMaxOffset answers GET_MAX_OFFSET (30): the next offset the
+// queue will assign.
+func (b *Broker) processGetMaxOffset(_ *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.GetMaxOffsetRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	off := b.store.MaxQueueOffset(h.Topic, h.QueueID)
+	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
+}
+
+// processGetMinOffset answers GET_MIN_OFFSET (31): the first offset still
+// stored.
+func (b *Broker) processGetMinOffset(_ *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.GetMinOffsetRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	off := b.store.MinQueueOffset(h.Topic, h.QueueID)
+	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
+}
+
+// processSearchOffset answers SEARCH_OFFSET_BY_TIMESTAMP (29): the first
+// offset stored at or after the timestamp.
+func (b *Broker) processSearchOffset(_ *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.SearchOffsetRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	off := b.store.OffsetByTime(h.Topic, h.QueueID, h.Timestamp)
+	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
+}
+
+// processEarliestMsgStoreTime answers GET_EARLIEST_MSG_STORETIME (32).
+func (b *Broker) processEarliestMsgStoreTime(_ *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.GetEarliestMsgStoretimeRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	ts, err := b.store.EarliestStoreTime(h.Topic, h.QueueID)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "no earliest message store time: "+err.Error())
+	}
+	return respond(req, protocol.Success, "", (&protocol.GetEarliestMsgStoretimeResponseHeader{Timestamp: ts}).Encode())
+}

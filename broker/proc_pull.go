@@ -1,0 +1,153 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage"
+)
+
+// Pull limits: a pull returns at most maxPullMsgs records and, past the
+// first record, at most maxPullBytes bytes.
+const (
+	maxPullMsgs  = 1024
+	maxPullBytes = 1 << 20
+)
+
+// pullCtx is what a held pull keeps to be answered later.
+type pullCtx struct {
+	c      *conn
+	req    *protocol.Command
+	h      *protocol.PullMessageRequestHeader
+	filter *tagFilter
+}
+
+// processPull answers PULL_MESSAGE (11) with RocketMQ's
+// PullMessageProcessor semantics. The body of a SUCCESS is the stored
+// records concatenated as they lie in the CommitLog (written with writev,
+// never copied together). A pull that finds nothing and carries the suspend
+// flag is held (long-poll) until a message for its queue is dispatched or
+// its hold ends.
+func (b *Broker) processPull(c *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.PullMessageRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	tc, ok := b.topics.get(h.Topic)
+	if !ok {
+		return protocol.NewResponse(req, protocol.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic))
+	}
+	if tc.Perm&PermRead == 0 {
+		return protocol.NewResponse(req, protocol.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.Topic))
+	}
+	if h.QueueID < 0 || int(h.QueueID) >= tc.ReadQueueNums {
+		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+			h.QueueID, h.Topic, tc.ReadQueueNums, c.addr))
+	}
+	var filter *tagFilter
+	if h.HasFlag(protocol.PullFlagSubscription) {
+		f, err := parseSubscription(h.ExpressionType, h.Subscription)
+		if errors.Is(err, ErrUnsupportedFilter) {
+			return protocol.NewResponse(req, protocol.SystemError, "The broker does not support consumer to filter message by "+h.ExpressionType)
+		}
+		filter = f
+	} else {
+		sub, ok := b.clients.subscription(h.ConsumerGroup, h.Topic)
+		if !ok {
+			return protocol.NewResponse(req, protocol.SubscriptionNotExist,
+				fmt.Sprintf("the consumer's subscription not exist: group %s has sent no heartbeat subscribing to %s", h.ConsumerGroup, h.Topic))
+		}
+		if sub.SubVersion < h.SubVersion {
+			return protocol.NewResponse(req, protocol.SubscriptionNotLatest, "the consumer's subscription not latest")
+		}
+		if sub.ExpType != "" && sub.ExpType != ExpTag {
+			return protocol.NewResponse(req, protocol.SystemError, "The broker does not support consumer to filter message by "+sub.ExpType)
+		}
+		filter = sub.Tags
+	}
+	pc := &pullCtx{c: c, req: req, h: h, filter: filter}
+	if h.HasFlag(protocol.PullFlagCommitOffset) {
+		b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	}
+	f, notFound := b.pullOnce(pc)
+	if notFound && h.HasFlag(protocol.PullFlagSuspend) && b.holdPull(pc) {
+		return held
+	}
+	c.send(f)
+	return nil
+}
+
+// holdPull suspends pc; false when the long poll is closed.
+func (b *Broker) holdPull(pc *pullCtx) bool {
+	hold := time.Duration(pc.h.SuspendTimeoutMillis) * time.Millisecond
+	if !b.cfg.LongPollingEnable {
+		hold = b.cfg.ShortPollingTime
+	}
+	hold = min(max(hold, 0), b.cfg.LongPollingMaxHold)
+	p := &heldPull{key: QueueKey{pc.h.Topic, pc.h.QueueID}, offset: pc.h.QueueOffset,
+		deadline: b.cfg.Clock().Add(hold), req: pc}
+	if !b.poll.hold(p) {
+		return false
+	}
+	b.poll.recheck(p, b.store.MaxQueueOffset(pc.h.Topic, pc.h.QueueID))
+	return true
+}
+
+// answerHeld answers a pull leaving the long poll: it pulls again (once,
+// without suspending) and sends whatever that finds.
+func (b *Broker) answerHeld(p *heldPull, _ bool) {
+	pc := p.req.(*pullCtx)
+	defer pc.c.reqs.Done()
+	f, _ := b.pullOnce(pc)
+	pc.c.send(f)
+}
+
+// pullOnce reads from the store and builds the answer; notFound reports a
+// PULL_NOT_FOUND (the case a suspending pull is held on).
+func (b *Broker) pullOnce(pc *pullCtx) (f outFrame, notFound bool) {
+	h, req := pc.h, pc.req
+	maxMsgs := int(min(max(h.MaxMsgNums, 1), maxPullMsgs))
+	maxBytes := maxPullBytes
+	if h.HasMaxMsgBytes && h.MaxMsgBytes > 0 {
+		maxBytes = min(int(h.MaxMsgBytes), maxPullBytes)
+	}
+	res, err := b.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes, pc.filter.fn())
+	if err != nil {
+		return outFrame{cmd: protocol.NewResponse(req, protocol.SystemError, "store getMessage failed: "+err.Error())}, false
+	}
+	rh := protocol.PullMessageResponseHeader{SuggestWhichBrokerID: 0, NextBeginOffset: res.NextOffset,
+		MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
+	code := pullCode(res.Status, h.QueueOffset)
+	resp := respond(req, code, res.Status.String(), rh.Encode())
+	if code == protocol.PullOffsetMoved {
+		b.log.Info("broker: pull offset moved", "group", h.ConsumerGroup, "topic", h.Topic, "queue", h.QueueID,
+			"requested", h.QueueOffset, "next", res.NextOffset, "min", res.MinOffset, "max", res.MaxOffset)
+	}
+	if code != protocol.Success {
+		return outFrame{cmd: resp}, code == protocol.PullNotFound
+	}
+	b.stats.get(h.Topic, len(res.Records), res.Bytes)
+	return outFrame{cmd: resp, parts: res.Records}, false
+}
+
+// pullCode maps a store status to RocketMQ's pull response code.
+func pullCode(s storage.GetStatus, requested int64) int16 {
+	switch s {
+	case storage.Found:
+		return protocol.Success
+	case storage.MessageWasRemoving, storage.NoMatchedMessage:
+		return protocol.PullRetryImmediately
+	case storage.NoMatchedLogicQueue, storage.NoMessageInQueue:
+		if requested != 0 {
+			return protocol.PullOffsetMoved
+		}
+		return protocol.PullNotFound
+	case storage.OffsetFoundNull, storage.OffsetOverflowOne:
+		return protocol.PullNotFound
+	case storage.OffsetOverflowBadly, storage.OffsetTooSmall:
+		return protocol.PullOffsetMoved
+	}
+	return protocol.PullRetryImmediately
+}

@@ -1,0 +1,100 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// processSend answers SEND_MESSAGE (10) and SEND_MESSAGE_V2 (310): one
+// message, appended to the store. With SYNC_FLUSH the answer waits until
+// the record is durable; FLUSH_DISK_TIMEOUT when that takes longer than
+// syncFlushTimeout (the record is stored and may yet become durable).
+func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
+	h, err := protocol.DecodeSendMessageRequest(req)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "bad send header: "+err.Error())
+	}
+	if h.Batch || req.Code == protocol.SendBatchMessage {
+		return b.processSendBatch(c, req)
+	}
+	if len(req.Body) > b.cfg.MaxMessageSize {
+		return protocol.NewResponse(req, protocol.MessageIllegal, "message body of "+itoa(len(req.Body))+
+			" bytes exceeds maxMessageSize "+itoa(b.cfg.MaxMessageSize))
+	}
+	topic, reconsume := h.Topic, h.ReconsumeTimes
+	if strings.HasPrefix(topic, RetryGroupPrefix) {
+		maxTimes := int32(b.cfg.MaxReconsumeTimes)
+		if h.HasMaxReconsumeTimes {
+			maxTimes = h.MaxReconsumeTimes
+		}
+		if reconsume >= maxTimes {
+			// Retried too often: to the group's dead-letter queue
+			// (RocketMQ's handleRetryAndDLQ).
+			group := strings.TrimPrefix(topic, RetryGroupPrefix)
+			dlq := DLQGroupPrefix + group
+			if _, created, err := b.topics.createIfMissing(dlq, 1, PermRead|PermWrite); err != nil {
+				return protocol.NewResponse(req, protocol.SystemError, "create dead-letter topic: "+err.Error())
+			} else if created {
+				b.reg.topicsChanged()
+			}
+			h.Topic, h.QueueID = dlq, 0
+		}
+	}
+	_, queue, refuse := b.sendTarget(req, h)
+	if refuse != nil {
+		b.stats.sendErrors.Add(1)
+		return refuse
+	}
+	props := []byte(h.Properties)
+	m := &storage.Message{
+		Topic:          h.Topic,
+		QueueID:        queue,
+		Flag:           h.Flag,
+		SysFlag:        h.SysFlag,
+		Body:           req.Body,
+		Properties:     props,
+		TagsCode:       record.TagsCodeOf(props),
+		BornTimestamp:  h.BornTimestamp,
+		BornHost:       c.bornHost(),
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: h.ReconsumeTimes,
+	}
+	res, err := b.store.Append(context.Background(), m)
+	return b.sendResponse(req, m.Topic, queue, len(req.Body), []storage.AppendResult{res}, err)
+}
+
+// sendResponse answers a stored single message or batch: SUCCESS,
+// FLUSH_DISK_TIMEOUT (stored, durability unknown), SLAVE_NOT_AVAILABLE
+// (SYNC_MASTER without a slave), or the store's refusal.
+func (b *Broker) sendResponse(req *protocol.Command, topic string, queue int32, bodyBytes int,
+	res []storage.AppendResult, err error) *protocol.Command {
+	code := protocol.Success
+	remark := ""
+	switch {
+	case err == nil:
+		if b.cfg.BrokerRole == SyncMaster {
+			code, remark = protocol.SlaveNotAvailable, "no slave attached to this SYNC_MASTER"
+		}
+	case errors.Is(err, storage.ErrFlushTimeout) && len(res) > 0 && res[0].Size > 0:
+		b.stats.flushTimeout.Add(1)
+		code, remark = protocol.FlushDiskTimeout, "stored, but not flushed to disk within syncFlushTimeout "+b.cfg.SyncFlushTimeout.String()
+	default:
+		b.stats.sendErrors.Add(1)
+		return errorResponse(req, err)
+	}
+	b.stats.put(topic, len(res), bodyBytes)
+	ids := make([]string, len(res))
+	for i, r := range res {
+		ids[i] = offsetMsgID(b.storeHost, r.PhysicalOffset)
+	}
+	rh := protocol.SendMessageResponseHeader{MsgID: strings.Join(ids, ","), QueueID: queue, QueueOffset: res[0].QueueOffset}
+	ext := rh.Encode()
+	ext["MSG_REGION"] = "DefaultRegion"
+	ext["TRACE_ON"] = "true"
+	return respond(req, code, remark, ext)
+}

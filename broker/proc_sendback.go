@@ -1,0 +1,102 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// Message properties the retry path reads and writes (RocketMQ's
+// MessageConst).
+const (
+	propRetryTopic      = "RETRY_TOPIC"
+	propOriginMessageID = "ORIGIN_MESSAGE_ID"
+)
+
+// processSendBack answers CONSUMER_SEND_MSG_BACK (36): a consumer could
+// not process the message at a commit-log offset, so a copy goes to the
+// group's retry topic %RETRY%group with its reconsume count raised, or to
+// the dead-letter topic %DLQ%group once it was retried maxReconsumeTimes
+// (or the client asked with a negative delay level). The broker has no
+// schedule service yet, so the delay level is not honoured: the retry is
+// consumable at once.
+func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.ConsumerSendMsgBackRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	rec, err := b.readRecord(h.Offset)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", h.Offset, err))
+	}
+	maxTimes := int32(b.cfg.MaxReconsumeTimes)
+	if h.HasMaxReconsumeTimes {
+		maxTimes = h.MaxReconsumeTimes
+	}
+	topic, queue := RetryGroupPrefix+h.Group, int32(0)
+	if rec.ReconsumeTimes >= maxTimes || h.DelayLevel < 0 {
+		topic = DLQGroupPrefix + h.Group
+	}
+	if _, created, err := b.topics.createIfMissing(topic, 1, PermRead|PermWrite); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "create "+topic+": "+err.Error())
+	} else if created {
+		b.reg.topicsChanged()
+	}
+	props := record.ParseProperties(rec.UserProperties())
+	if props[propRetryTopic] == "" {
+		props[propRetryTopic] = string(rec.Topic)
+	}
+	if props[propOriginMessageID] == "" {
+		props[propOriginMessageID] = offsetMsgID(rec.StoreHost, rec.PhysOffset)
+	}
+	enc, err := record.EncodeProperties(props)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "re-encode properties: "+err.Error())
+	}
+	m := &storage.Message{
+		Topic:          topic,
+		QueueID:        queue,
+		Flag:           rec.Flag,
+		SysFlag:        rec.SysFlag &^ (record.FlagBornHostV6 | record.FlagStoreHostV6),
+		Body:           rec.Body,
+		Properties:     enc,
+		TagsCode:       record.TagsCodeOf(enc),
+		BornTimestamp:  rec.BornTimestamp,
+		BornHost:       rec.BornHost,
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: rec.ReconsumeTimes + 1,
+	}
+	if _, err := b.store.Append(context.Background(), m); err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
+		return errorResponse(req, err)
+	}
+	b.stats.put(topic, 1, len(rec.Body))
+	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// readRecord reads and decodes the record at a commit-log offset.
+func (b *Broker) readRecord(phys int64) (*record.Record, error) {
+	if phys < b.store.CommitLogMinOffset() || phys >= b.store.WrittenOffset() {
+		return nil, fmt.Errorf("offset outside the stored log [%d, %d)", b.store.CommitLogMinOffset(), b.store.WrittenOffset())
+	}
+	head, err := b.store.ReadAt(phys, 8)
+	if err != nil {
+		return nil, err
+	}
+	size, _, err := record.Header(head)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := b.store.ReadAt(phys, size)
+	if err != nil {
+		return nil, err
+	}
+	r := new(record.Record)
+	if err := record.Decode(buf, phys, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}

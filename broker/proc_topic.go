@@ -1,0 +1,80 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// processUpdateAndCreateTopic answers UPDATE_AND_CREATE_TOPIC (17): it
+// stores the topic's config and re-registers with the name servers before
+// answering, so a client can route to the topic as soon as it has the
+// answer.
+func (b *Broker) processUpdateAndCreateTopic(_ *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.CreateTopicRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	if h.Topic == b.cfg.BrokerClusterName || h.Topic == AutoCreateTopicKey || b.topics.system[h.Topic] {
+		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("The topic[%s] is conflict with system topic.", h.Topic))
+	}
+	tc := TopicConfig{TopicName: h.Topic, ReadQueueNums: int(h.ReadQueueNums), WriteQueueNums: int(h.WriteQueueNums),
+		Perm: int(h.Perm), TopicFilterType: h.TopicFilterType, TopicSysFlag: int(h.TopicSysFlag), Order: h.Order}
+	changed, err := b.topics.update(tc)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, err.Error())
+	}
+	if changed {
+		b.log.Info("broker: topic created or updated", "topic", tc.TopicName, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm)
+		b.reg.registerAll(false)
+	}
+	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// processGetAllTopicConfig answers GET_ALL_TOPIC_CONFIG (21): the topic
+// table as a TopicConfigSerializeWrapper.
+func (b *Broker) processGetAllTopicConfig(_ *conn, req *protocol.Command) *protocol.Command {
+	w := b.topicWrapper()
+	body, err := protocol.MarshalBody(w)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, err.Error())
+	}
+	r := respond(req, protocol.Success, "", (&protocol.GetAllTopicConfigResponseHeader{TotalTopicNum: int32(len(w.TopicConfigTable))}).Encode())
+	r.Body = body
+	return r
+}
+
+// processDeleteTopic answers DELETE_TOPIC_IN_BROKER (215): the topic's
+// config and its groups' offsets go (its records stay until retention
+// deletes their segments).
+func (b *Broker) processDeleteTopic(_ *conn, req *protocol.Command) *protocol.Command {
+	topic := req.Ext("topic")
+	if err := ValidateTopic(topic); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, err.Error())
+	}
+	if b.topics.system[topic] {
+		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("The topic[%s] is a system topic and cannot be deleted.", topic))
+	}
+	removed, err := b.topics.remove(topic)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, err.Error())
+	}
+	if removed {
+		b.offsets.removeTopic(topic)
+		b.reg.registerAll(false)
+	}
+	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// topicWrapper converts the topic table to the wire form.
+func (b *Broker) topicWrapper() protocol.TopicConfigSerializeWrapper {
+	table, v := b.topics.snapshot()
+	w := protocol.TopicConfigSerializeWrapper{TopicConfigTable: make(map[string]protocol.TopicConfig, len(table)),
+		DataVersion: protocol.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}}
+	for name, tc := range table {
+		w.TopicConfigTable[name] = protocol.TopicConfig{TopicName: name, ReadQueueNums: int32(tc.ReadQueueNums),
+			WriteQueueNums: int32(tc.WriteQueueNums), Perm: int32(tc.Perm), TopicFilterType: tc.TopicFilterType,
+			TopicSysFlag: int32(tc.TopicSysFlag), Order: tc.Order}
+	}
+	return w
+}

@@ -1,0 +1,123 @@
+package broker
+
+import (
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// registrar keeps the broker registered with every configured name server:
+// REGISTER_BROKER with the whole topic table every RegisterNameServerPeriod
+// and at once after a topic change, UNREGISTER_BROKER on a clean shutdown.
+type registrar struct {
+	b   *Broker
+	rpc *rpcClient
+	// mu serialises registrations so name servers see data versions in
+	// order.
+	mu sync.Mutex
+}
+
+func newRegistrar(b *Broker) *registrar {
+	return &registrar{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize)}
+}
+
+// run is the registrar's goroutine: a registration every period until the
+// broker stops.
+func (r *registrar) run() {
+	if len(r.b.cfg.NamesrvAddrs) == 0 {
+		return
+	}
+	t := time.NewTicker(r.b.cfg.RegisterNameServerPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			r.registerAll(false)
+		case <-r.b.stop:
+			return
+		}
+	}
+}
+
+// topicsChanged re-registers now, so routes for a new topic exist when the
+// request that created it is answered (RocketMQ registers synchronously
+// too).
+func (r *registrar) topicsChanged() {
+	if r.b.ln != nil {
+		r.registerAll(false)
+	}
+}
+
+func (r *registrar) haAddr() string {
+	port := r.b.storeHost.Port()
+	return net.JoinHostPort(r.b.cfg.BrokerIP1, strconv.Itoa(int(port)+1))
+}
+
+// registerAll registers with every name server in parallel and waits for
+// them (each bounded by RegisterBrokerTimeout); failures are logged, the
+// next period retries. first logs successes too.
+func (r *registrar) registerAll(first bool) {
+	addrs := r.b.cfg.NamesrvAddrs
+	if len(addrs) == 0 || r.b.Addr() == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	body, err := protocol.MarshalBody(protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: r.b.topicWrapper()})
+	if err != nil {
+		r.b.log.Error("broker: encode registration", "err", err)
+		return
+	}
+	h := protocol.RegisterBrokerRequestHeader{BrokerName: r.b.cfg.BrokerName, BrokerAddr: r.b.Addr(),
+		ClusterName: r.b.cfg.BrokerClusterName, HAServerAddr: r.haAddr(), BrokerID: r.b.cfg.BrokerID,
+		BodyCrc32: protocol.BodyCRC32(body)}
+	var wg sync.WaitGroup
+	for _, a := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := protocol.NewRequest(protocol.RegisterBroker, h.Encode(), body)
+			resp, err := r.rpc.call(a, req, r.b.cfg.RegisterBrokerTimeout)
+			switch {
+			case err != nil:
+				r.b.log.Warn("broker: register with name server failed", "namesrv", a, "err", err)
+			case resp.Code != protocol.Success:
+				r.b.log.Warn("broker: name server refused registration", "namesrv", a, "code", resp.Code, "remark", resp.Remark)
+			case first:
+				r.b.log.Info("broker: registered with name server", "namesrv", a, "addr", r.b.Addr())
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// unregisterAll tells every name server the broker is leaving.
+func (r *registrar) unregisterAll() {
+	addrs := r.b.cfg.NamesrvAddrs
+	if len(addrs) == 0 || r.b.Addr() == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := protocol.UnregisterBrokerRequestHeader{BrokerName: r.b.cfg.BrokerName, BrokerAddr: r.b.Addr(),
+		ClusterName: r.b.cfg.BrokerClusterName, BrokerID: r.b.cfg.BrokerID}
+	var wg sync.WaitGroup
+	for _, a := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := protocol.NewRequest(protocol.UnregisterBroker, h.Encode(), nil)
+			if resp, err := r.rpc.call(a, req, r.b.cfg.RegisterBrokerTimeout); err != nil {
+				r.b.log.Warn("broker: unregister from name server failed", "namesrv", a, "err", err)
+			} else if resp.Code != protocol.Success {
+				r.b.log.Warn("broker: name server refused unregistration", "namesrv", a, "code", resp.Code, "remark", resp.Remark)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (r *registrar) close() { r.rpc.close() }

@@ -1,0 +1,115 @@
+package broker
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// rpcClient sends the broker's own requests (to name servers): one
+// connection per address, one request at a time on it (registration is
+// rare), reconnecting after any error. Safe for concurrent use.
+type rpcClient struct {
+	maxFrame int
+	mu       struct {
+		sync.Mutex
+		conns  map[string]*rpcConn
+		closed bool
+	}
+}
+
+type rpcConn struct {
+	mu     sync.Mutex
+	nc     net.Conn
+	br     *bufio.Reader
+	opaque int32
+}
+
+func newRPCClient(maxFrame int) *rpcClient {
+	r := &rpcClient{maxFrame: maxFrame}
+	r.mu.conns = make(map[string]*rpcConn)
+	return r
+}
+
+func (r *rpcClient) conn(addr string) (*rpcConn, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.closed {
+		return nil, ErrClosed
+	}
+	c := r.mu.conns[addr]
+	if c == nil {
+		c = &rpcConn{}
+		r.mu.conns[addr] = c
+	}
+	return c, nil
+}
+
+// call sends req to addr and waits up to timeout for its response.
+func (r *rpcClient) call(addr string, req *protocol.Command, timeout time.Duration) (*protocol.Command, error) {
+	c, err := r.conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	deadline := time.Now().Add(timeout)
+	if c.nc == nil {
+		nc, err := net.DialTimeout("tcp", addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c.nc, c.br = nc, bufio.NewReader(nc)
+	}
+	fail := func(err error) (*protocol.Command, error) {
+		c.nc.Close()
+		c.nc, c.br = nil, nil
+		return nil, err
+	}
+	c.opaque++
+	req.Opaque = c.opaque
+	frame, err := protocol.AppendCommand(nil, req)
+	if err != nil {
+		return nil, err
+	}
+	_ = c.nc.SetDeadline(deadline)
+	if _, err := c.nc.Write(frame); err != nil {
+		return fail(err)
+	}
+	if req.IsOneway() {
+		return nil, nil
+	}
+	for {
+		resp, err := protocol.ReadCommand(c.br, r.maxFrame, nil)
+		if err != nil {
+			return fail(err)
+		}
+		if resp.IsResponse() && resp.Opaque == req.Opaque {
+			return resp, nil
+		}
+		if !resp.IsResponse() {
+			return fail(fmt.Errorf("broker: %s sent a request (code %d) on a client connection", addr, resp.Code))
+		}
+	}
+}
+
+// close closes every connection; later calls fail with ErrClosed.
+func (r *rpcClient) close() {
+	r.mu.Lock()
+	r.mu.closed = true
+	conns := r.mu.conns
+	r.mu.conns = nil
+	r.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		if c.nc != nil {
+			c.nc.Close()
+			c.nc = nil
+		}
+		c.mu.Unlock()
+	}
+}

@@ -1,0 +1,181 @@
+package broker
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// The text protocol (MetaQ's, memcached-style) shares the remoting port: a
+// connection whose first byte is an ASCII letter sends lines ending "\r\n"
+// (a bare "\n" is accepted):
+//
+//	stats [item]   STAT <name> <value> lines, then END. Items: (none)
+//	               everything; "topics" per-topic counts; "store" the
+//	               store's offsets and flush figures.
+//	version        VERSION <version>
+//	quit           closes the connection
+//
+// Anything else gets ERROR. A line longer than maxTextLine closes the
+// connection.
+const maxTextLine = 1024
+
+// isTextStart reports whether a connection's first byte starts a text
+// command. A remoting frame starts with its length's high byte, which is
+// below 0x41 for every frame under 1 GiB.
+func isTextStart(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
+// serveText runs a text connection until quit, EOF or a bad line. It
+// writes synchronously: a text client waits for each answer.
+func (c *conn) serveText() {
+	w := bufio.NewWriter(countingWriter{c.nc, &c.b.stats.bytesWritten})
+	for {
+		_ = c.nc.SetReadDeadline(time.Now().Add(5 * time.Minute))
+		line, err := c.br.ReadSlice('\n')
+		if err != nil {
+			if err == bufio.ErrBufferFull || len(line) > maxTextLine {
+				fmt.Fprintf(w, "CLIENT_ERROR line too long\r\n")
+				w.Flush()
+			}
+			return
+		}
+		if len(line) > maxTextLine {
+			fmt.Fprintf(w, "CLIENT_ERROR line too long\r\n")
+			w.Flush()
+			return
+		}
+		fields := strings.Fields(string(line))
+		if len(fields) == 0 {
+			continue
+		}
+		switch strings.ToLower(fields[0]) {
+		case "quit":
+			return
+		case "version":
+			fmt.Fprintf(w, "VERSION %s\r\n", c.b.cfg.Version)
+		case "stats":
+			item := ""
+			if len(fields) > 1 {
+				item = strings.ToLower(fields[1])
+			}
+			if !c.b.writeStats(w, item) {
+				fmt.Fprintf(w, "CLIENT_ERROR unknown stats item %q\r\n", item)
+			}
+		default:
+			fmt.Fprintf(w, "ERROR\r\n")
+		}
+		if w.Flush() != nil {
+			return
+		}
+	}
+}
+
+// statLine is one STAT line.
+type statLine struct {
+	name  string
+	value any
+}
+
+// writeStats writes the STAT lines of item and END; false for an unknown
+// item (nothing written).
+func (b *Broker) writeStats(w *bufio.Writer, item string) bool {
+	var lines []statLine
+	switch item {
+	case "":
+		lines = append(b.generalStats(), b.topicStats()...)
+		lines = append(lines, b.storeStats()...)
+	case "topics":
+		lines = b.topicStats()
+	case "store":
+		lines = b.storeStats()
+	default:
+		return false
+	}
+	for _, l := range lines {
+		fmt.Fprintf(w, "STAT %s %v\r\n", l.name, l.value)
+	}
+	fmt.Fprintf(w, "END\r\n")
+	return true
+}
+
+func (b *Broker) generalStats() []statLine {
+	s := &b.stats
+	pg, cg, clients := b.clients.counts()
+	return []statLine{
+		{"pid", b.pid},
+		{"uptime", int64(b.cfg.Clock().Sub(b.started).Seconds())},
+		{"time", b.cfg.Clock().Unix()},
+		{"version", b.cfg.Version},
+		{"broker_name", b.cfg.BrokerName},
+		{"broker_id", b.cfg.BrokerID},
+		{"cluster", b.cfg.BrokerClusterName},
+		{"curr_connections", s.currConns.Load()},
+		{"total_connections", s.totalConns.Load()},
+		{"cmd_put", s.cmdPut.Load()},
+		{"cmd_get", s.cmdGet.Load()},
+		{"bytes_put", s.putBytes.Load()},
+		{"bytes_get", s.getBytes.Load()},
+		{"bytes_read", s.bytesRead.Load()},
+		{"bytes_written", s.bytesWritten.Load()},
+		{"requests", s.requests.Load()},
+		{"bad_frames", s.badFrames.Load()},
+		{"send_errors", s.sendErrors.Load()},
+		{"flush_timeouts", s.flushTimeout.Load()},
+		{"longpoll_held", s.held.Load()},
+		{"longpoll_woken", s.wokenTotal.Load()},
+		{"longpoll_expired", s.expiredTotal.Load()},
+		{"producer_groups", pg},
+		{"consumer_groups", cg},
+		{"clients", clients},
+		{"topics", len(b.topics.names())},
+	}
+}
+
+func (b *Broker) topicStats() []statLine {
+	var lines []statLine
+	for _, t := range b.stats.topicSnapshot() {
+		lines = append(lines,
+			statLine{"topic:" + t.Topic + ":put", t.Puts},
+			statLine{"topic:" + t.Topic + ":get", t.Gets},
+			statLine{"topic:" + t.Topic + ":put_bytes", t.PutBytes},
+			statLine{"topic:" + t.Topic + ":get_bytes", t.GetBytes})
+	}
+	return lines
+}
+
+func (b *Broker) storeStats() []statLine {
+	m := b.store.Metrics()
+	return []statLine{
+		{"store_written_offset", m.WrittenOffset},
+		{"store_durable_offset", m.DurableOffset},
+		{"store_dispatched_offset", m.DispatchedOffset},
+		{"store_min_offset", m.MinOffset},
+		{"store_appends", m.Appends},
+		{"store_append_bytes", m.AppendBytes},
+		{"store_fsyncs", m.Fsyncs},
+		{"store_avg_batch", fmt.Sprintf("%.2f", m.AvgBatch)},
+		{"store_flushes", m.Flushes},
+		{"store_flush_p50_us", m.FlushP50.Microseconds()},
+		{"store_flush_p99_us", m.FlushP99.Microseconds()},
+		{"store_flush_max_us", m.FlushMax.Microseconds()},
+		{"store_segments", m.Segments},
+		{"store_broken", m.Broken},
+		{"store_backend", b.cfg.StoreBackend},
+		{"store_flush_type", string(b.cfg.FlushDiskType)},
+	}
+}
+
+// countingWriter counts bytes written to w.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
