@@ -1,5 +1,7 @@
 package protocol
 
+import "hash/crc32"
+
 // GetRouteInfoRequestHeader is GET_ROUTEINFO_BY_TOPIC's header.
 type GetRouteInfoRequestHeader struct {
 	Topic                  string // required
@@ -205,3 +207,83 @@ func (h *TopicRequestHeader) Decode(m map[string]string) error {
 
 // DeleteTopicRequestHeader is the header of the delete-topic requests.
 type DeleteTopicRequestHeader = TopicRequestHeader
+
+// BodyCRC32 is RocketMQ's UtilAll.crc32 of a body: CRC-32 (IEEE) with the
+// sign bit cleared, as RegisterBrokerRequestHeader.BodyCrc32 carries it.
+func BodyCRC32(body []byte) int32 { return int32(crc32.ChecksumIEEE(body) & 0x7FFFFFFF) }
+
+// QueryDataVersionRequestHeader is QUERY_DATA_VERSION's header: a broker asks
+// whether the name server holds its current topic table (body: its
+// DataVersion). The answer also refreshes the broker's liveness.
+type QueryDataVersionRequestHeader struct {
+	BrokerName  string // required
+	BrokerAddr  string // required
+	ClusterName string // required
+	BrokerID    int64  // required
+}
+
+func (h *QueryDataVersionRequestHeader) Encode() map[string]string {
+	w := newFields(4)
+	w.str("brokerName", h.BrokerName)
+	w.str("brokerAddr", h.BrokerAddr)
+	w.str("clusterName", h.ClusterName)
+	w.i64("brokerId", h.BrokerID)
+	return w
+}
+
+func (h *QueryDataVersionRequestHeader) Decode(m map[string]string) error {
+	r := fieldReader{m: m}
+	h.BrokerName = r.reqStr("brokerName")
+	h.BrokerAddr = r.reqStr("brokerAddr")
+	h.ClusterName = r.reqStr("clusterName")
+	h.BrokerID = r.i64("brokerId", true)
+	return r.err()
+}
+
+// QueryDataVersionResponseHeader answers QUERY_DATA_VERSION (body: the name
+// server's DataVersion of that broker, when it has one).
+type QueryDataVersionResponseHeader struct {
+	Changed bool // required; the broker should register again
+}
+
+func (h *QueryDataVersionResponseHeader) Encode() map[string]string {
+	w := newFields(1)
+	w.boolean("changed", h.Changed)
+	return w
+}
+
+func (h *QueryDataVersionResponseHeader) Decode(m map[string]string) error {
+	r := fieldReader{m: m}
+	if !r.has("changed") {
+		r.fail("changed", "missing")
+	}
+	h.Changed = r.boolean("changed")
+	return r.err()
+}
+
+// BrokerHeartbeatRequestHeader is BROKER_HEARTBEAT's header: a lightweight
+// liveness refresh between full registrations.
+type BrokerHeartbeatRequestHeader struct {
+	ClusterName string // required
+	BrokerAddr  string // required
+	BrokerName  string // required
+	BrokerID    int64
+}
+
+func (h *BrokerHeartbeatRequestHeader) Encode() map[string]string {
+	w := newFields(4)
+	w.str("clusterName", h.ClusterName)
+	w.str("brokerAddr", h.BrokerAddr)
+	w.str("brokerName", h.BrokerName)
+	w.i64("brokerId", h.BrokerID)
+	return w
+}
+
+func (h *BrokerHeartbeatRequestHeader) Decode(m map[string]string) error {
+	r := fieldReader{m: m}
+	h.ClusterName = r.reqStr("clusterName")
+	h.BrokerAddr = r.reqStr("brokerAddr")
+	h.BrokerName = r.reqStr("brokerName")
+	h.BrokerID = r.i64("brokerId", false)
+	return r.err()
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/samsamq/samsa/namesrv"
+)
+
+func init() {
+	register(command{name: "namesrv", summary: "run a name server (RocketMQ remoting protocol)", run: runNamesrv})
+}
+
+func runNamesrv(args []string) error {
+	fs := flag.NewFlagSet("namesrv", flag.ContinueOnError)
+	var o namesrv.Options
+	fs.StringVar(&o.Listen, "listen", namesrv.DefaultListen, "TCP address to listen on")
+	fs.DurationVar(&o.ScanInterval, "scan-interval", namesrv.DefaultScanInterval, "how often silent brokers are looked for")
+	fs.DurationVar(&o.BrokerExpiry, "broker-expiry", namesrv.DefaultBrokerExpiry, "how long a broker may go without registering")
+	fs.IntVar(&o.MaxFrame, "max-frame", 0, "largest frame accepted, bytes (0: 16 MiB)")
+	fs.BoolVar(&o.KeepRegistrationOnClose, "keep-on-close", false, "keep a broker registered when its connection closes")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+
+	srv, err := namesrv.New(o)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	o.Logger.Info("stopping", "signal", s.String())
+	signal.Stop(sig)
+	return srv.Close()
+}
