@@ -48,6 +48,10 @@ import (
 //     Capacity must be a multiple of vfs.DirectAlignment. A file system
 //     that refuses O_DIRECT makes Create and Open fail with an error
 //     wrapping vfs.ErrDirectUnsupported; there is no buffered fallback.
+//   - Memory: an open segment holds BufferSize + StageSize (+ 1 MiB of
+//     zeros with ZeroAhead) until it is full and flushed; then it drops
+//     them, and a full segment opens without any, so the CommitLog's
+//     older segments, open for reads, cost no buffers.
 //   - ZeroAhead (off by default) keeps the file written with zeros some way
 //     past the tail, so the extents the log writes next are already
 //     "written" rather than fallocate's "unwritten" and fdatasync need not

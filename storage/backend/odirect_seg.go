@@ -18,6 +18,9 @@ type directIO interface {
 	// durable (fdatasync). It succeeds only if every write was whole and
 	// the sync succeeded; it counts its calls in the segment's counters.
 	write(ws []blockWrite, sync bool) error
+	// release forgets the segment's buffers (unregistering them from a
+	// ring): the segment is full and on disk and will not write again.
+	release()
 	// close releases what the executor holds (a ring); not the file.
 	close() error
 }
@@ -71,15 +74,19 @@ const readChunk = 128 << 10
 func newDirectSegment(name string, f vfs.File, cfg Config, opts ODirectOptions, written int64,
 	newExec func(s *directSegment) (directIO, error)) (*directSegment, error) {
 	s := &directSegment{name: name, f: f, path: cfg.Path, capacity: cfg.Capacity, opts: opts}
-	s.ring = appendRing{buf: alignedBytes(opts.BufferSize)}
-	s.io.stage = alignedBytes(opts.StageSize)
-	if opts.ZeroAhead > 0 {
-		s.zeros = alignedBytes(int(min(opts.ZeroAhead, 1<<20)))
+	if written < cfg.Capacity {
+		// A full segment (an older one, opened by recovery for reads)
+		// needs no buffers: it will not be written again.
+		s.ring = appendRing{buf: alignedBytes(opts.BufferSize)}
+		s.io.stage = alignedBytes(opts.StageSize)
+		if opts.ZeroAhead > 0 {
+			s.zeros = alignedBytes(int(min(opts.ZeroAhead, 1<<20)))
+		}
 	}
 	s.scratch.New = func() any { b := alignedBytes(readChunk); return &b }
 	a := alignDown(written)
 	if written > a {
-		blk := s.io.stage[:blockSize]
+		blk := alignedBytes(blockSize)
 		if n, err := f.ReadAt(blk, a); int64(n) < written-a {
 			f.Close()
 			if err == nil || errors.Is(err, io.EOF) {
@@ -185,14 +192,22 @@ func (s *directSegment) restore(w int64) {
 }
 
 // moveOnDisk raises onDisk (io held), waiting for readers of the ring
-// slots it frees.
+// slots it frees. Once the whole segment is on disk it drops the buffers:
+// nothing reads the ring at or past the capacity, and nothing appends.
 func (s *directSegment) moveOnDisk(to int64) {
 	if to <= s.onDisk.Load() {
 		return
 	}
 	s.ringMu.Lock()
 	s.onDisk.Store(to)
+	if to == s.capacity {
+		s.ring.buf = nil
+	}
 	s.ringMu.Unlock()
+	if to == s.capacity {
+		s.io.stage, s.zeros = nil, nil
+		s.io.exec.release()
+	}
 }
 
 func (s *directSegment) Flush() (int64, error) {
@@ -368,4 +383,5 @@ func (x *pwriteIO) write(ws []blockWrite, sync bool) error {
 	return nil
 }
 
+func (x *pwriteIO) release()     {}
 func (x *pwriteIO) close() error { return nil }

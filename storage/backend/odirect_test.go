@@ -450,3 +450,62 @@ func runDirectConcurrent(t *testing.T, s Segment, seed int64) {
 	flushD(t, s)
 	readD(t, s, 0, int(s.Written()))
 }
+
+// TestDirectReleaseWhenFull: once a segment is full and flushed it drops
+// its buffers (and a full segment opens without any), and still reads.
+func TestDirectReleaseWhenFull(t *testing.T) {
+	for _, name := range []string{"odirect", "uring"} {
+		t.Run(name, func(t *testing.T) {
+			for _, fsys := range []vfs.FS{vfs.NewMem(), vfs.Default} {
+				var s *directSegment
+				var cfg Config
+				var b Backend
+				if name == "odirect" {
+					b = odirectWith(t, ODirectOptions{ZeroAhead: 8192})
+					s, cfg = newDirectTest(t, fsys, ODirectOptions{ZeroAhead: 8192}, 64<<10)
+				} else {
+					b = uringWith(t, UringOptions{})
+					s, cfg = newUringTest(t, fsys, UringOptions{}, 64<<10)
+				}
+				appendD(t, s, 30000)
+				flushD(t, s)
+				appendD(t, s, int(s.Capacity()-s.Written()))
+				readD(t, s, 0, int(s.Capacity()))
+				if s.ring.buf == nil {
+					t.Fatal("buffers dropped before the flush")
+				}
+				flushD(t, s)
+				if s.ring.buf != nil || s.io.stage != nil || s.zeros != nil {
+					t.Fatal("a full, flushed segment keeps its buffers")
+				}
+				if x, ok := s.io.exec.(*uringIO); ok && (x.fixed || x.bufs != nil) {
+					t.Fatal("buffers still registered")
+				}
+				readD(t, s, 0, int(s.Capacity()))
+				if err := s.Append([]byte{1}); !errors.Is(err, ErrSegmentFull) {
+					t.Fatalf("append to a full segment: %v", err)
+				}
+				if err := s.Append(nil); err != nil {
+					t.Fatal(err)
+				}
+				flushD(t, s)
+				s.Close()
+				cfg.Written = cfg.Capacity
+				s2, err := b.Open(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ds := s2.(*directSegment)
+				if ds.ring.buf != nil {
+					t.Fatal("a full segment opened with buffers")
+				}
+				readD(t, s2, 0, int(cfg.Capacity))
+				flushD(t, s2)
+				if st := s2.Stats(); st.Fsyncs != 1 || st.WriteCalls > 2 {
+					t.Fatalf("first flush of a reopened full segment: %+v", st)
+				}
+				s2.Close()
+			}
+		})
+	}
+}

@@ -134,14 +134,16 @@ func (b uringBackend) Open(cfg Config) (Segment, error) {
 // newIO makes the segment's ring: a kernel one for an OS file, the
 // emulation for a file without a descriptor.
 func (b uringBackend) newIO(s *directSegment) (directIO, error) {
-	bufs := [][]byte{s.ring.buf, s.io.stage}
-	if s.zeros != nil {
-		bufs = append(bufs, s.zeros)
+	var bufs [][]byte
+	for _, b := range [][]byte{s.ring.buf, s.io.stage, s.zeros} {
+		if b != nil {
+			bufs = append(bufs, b)
+		}
 	}
 	x := &uringIO{c: &s.c, bufs: bufs}
 	if s.f.Fd() == vfs.InvalidFd {
 		x.ring = &emulRing{f: s.f, entries: b.opts.Entries, bufs: bufs}
-		x.fixed = !b.opts.NoFixedBuffers
+		x.fixed = !b.opts.NoFixedBuffers && len(bufs) > 0
 		return x, nil
 	}
 	r, err := b.setup(uint32(b.opts.Entries))
@@ -156,7 +158,7 @@ func (b uringBackend) newIO(s *directSegment) (directIO, error) {
 		r.Close()
 		return nil, fmt.Errorf("backend: uring %s: %w", s.path, err)
 	}
-	if !b.opts.NoFixedBuffers {
+	if !b.opts.NoFixedBuffers && len(bufs) > 0 {
 		// Registration can fail for want of locked memory; plain writes do
 		// the same job, pinning pages per write.
 		x.fixed = r.RegisterBuffers(bufs) == nil

@@ -112,4 +112,14 @@ func (x *uringIO) fixedIndex(b []byte) (uint16, bool) {
 	return 0, false
 }
 
+func (x *uringIO) release() {
+	if r, ok := x.ring.(*uring.Ring); ok && x.fixed {
+		r.UnregisterBuffers() // on failure the kernel keeps them pinned until Close
+	}
+	if e, ok := x.ring.(*emulRing); ok {
+		e.bufs = nil
+	}
+	x.bufs, x.fixed = nil, false
+}
+
 func (x *uringIO) close() error { return x.ring.Close() }
