@@ -35,13 +35,13 @@ func openQueue(sh *shared, topic string, qid int32) (q *Queue, err error) {
 				ErrCorrupt, q, fileName(s), fileName(starts[i-1]), sh.perFile)
 		}
 	}
-	defer func() {
+	defer func(q *Queue) { // q itself: a failing return sets the named result to nil
 		if err != nil {
 			for _, f := range q.mu.files {
 				f.f.Close()
 			}
 		}
-	}()
+	}(q)
 	for _, s := range starts {
 		path := filepath.Join(q.dir, fileName(s))
 		f, err := sh.fs.Open(path, vfs.OpenOptions{})
