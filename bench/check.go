@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Verdicts of a CheckRow.
+const (
+	VerdictOK         = "ok"         // within tolerance
+	VerdictImproved   = "improved"   // better by more than the tolerance
+	VerdictRegression = "REGRESSION" // worse by more than the tolerance
+	VerdictMissing    = "missing"    // the figure is in only one of the files
+)
+
+// CheckRow is one cell's figure compared with the baseline.
+type CheckRow struct {
+	Label  string
+	Metric string // "mb_ratio" (higher is better) or "p99_vs_fsync" (lower is better)
+	Base   float64
+	Cur    float64
+	// Change is Cur/Base - 1.
+	Change  float64
+	Verdict string
+	Note    string
+}
+
+// CheckReport is the outcome of Check.
+type CheckReport struct {
+	Tolerance float64
+	Rows      []CheckRow
+	// OnlyBaseline and OnlyCurrent list cells found in one file only,
+	// NotComparable cells that did not run (skipped, failed, no
+	// reference) in either: reported, never failed.
+	OnlyBaseline  []string
+	OnlyCurrent   []string
+	NotComparable []string
+	Notes         []string
+}
+
+// Regressions counts the rows that regressed.
+func (r *CheckReport) Regressions() int {
+	n := 0
+	for _, row := range r.Rows {
+		if row.Verdict == VerdictRegression {
+			n++
+		}
+	}
+	return n
+}
+
+// Check compares each cell's ratios to the raw disk (cell ÷ raw disk of
+// the same run) in cur with the same cell's in base. A ratio worse than
+// the baseline's by more than tolerance (0.15 = 15%) is a regression.
+// Ratios rather than raw figures are compared so a baseline taken on one
+// machine of a kind still means something on another.
+func Check(base, cur *ExperimentResult, tolerance float64) *CheckReport {
+	rep := &CheckReport{Tolerance: tolerance}
+	if base.Experiment != cur.Experiment {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("experiments differ: baseline %q, result %q", base.Experiment, cur.Experiment))
+	}
+	if bm, cm := base.Machine.CPUModel+"/"+base.Machine.DiskModel, cur.Machine.CPUModel+"/"+cur.Machine.DiskModel; bm != cm {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("machines differ: baseline %s, result %s", base.Machine, cur.Machine))
+	}
+	if base.Quick != cur.Quick {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("quick differs: baseline %t, result %t", base.Quick, cur.Quick))
+	}
+	for _, cc := range cur.Cells {
+		bc := base.Cell(cc.Label)
+		if bc == nil {
+			rep.OnlyCurrent = append(rep.OnlyCurrent, cc.Label)
+			continue
+		}
+		if bc.Status != StatusOK || cc.Status != StatusOK {
+			rep.NotComparable = append(rep.NotComparable, fmt.Sprintf("%s (baseline %s, result %s)", cc.Label, bc.Status, cc.Status))
+			continue
+		}
+		rep.compare(cc.Label, "mb_ratio", true, bc.Ratios.MB, cc.Ratios.MB)
+		rep.compare(cc.Label, "p99_vs_fsync", false, bc.Ratios.P99VsFsync, cc.Ratios.P99VsFsync)
+	}
+	for _, bc := range base.Cells {
+		if cur.Cell(bc.Label) == nil {
+			rep.OnlyBaseline = append(rep.OnlyBaseline, bc.Label)
+		}
+	}
+	return rep
+}
+
+func (rep *CheckReport) compare(label, metric string, higherBetter bool, b, c *Spread) {
+	switch {
+	case b == nil && c == nil:
+		return
+	case b == nil || c == nil:
+		row := CheckRow{Label: label, Metric: metric, Verdict: VerdictMissing}
+		if b != nil {
+			row.Base, row.Note = b.Median, "not in the result"
+		} else {
+			row.Cur, row.Note = c.Median, "not in the baseline"
+		}
+		rep.Rows = append(rep.Rows, row)
+		return
+	}
+	row := CheckRow{Label: label, Metric: metric, Base: b.Median, Cur: c.Median, Verdict: VerdictOK}
+	if b.Median == 0 {
+		row.Verdict, row.Note = VerdictMissing, "baseline ratio is zero"
+		rep.Rows = append(rep.Rows, row)
+		return
+	}
+	row.Change = c.Median/b.Median - 1
+	worse, better := row.Change < -rep.Tolerance, row.Change > rep.Tolerance
+	if !higherBetter {
+		worse, better = row.Change > rep.Tolerance, row.Change < -rep.Tolerance
+	}
+	switch {
+	case worse:
+		row.Verdict = VerdictRegression
+	case better:
+		row.Verdict = VerdictImproved
+	}
+	if s := c.RelSpread(); s > rep.Tolerance {
+		row.Note = fmt.Sprintf("noisy: repeats spread %.0f%%", 100*s)
+	}
+	rep.Rows = append(rep.Rows, row)
+}
+
+// Print writes the report as an aligned table and a summary line.
+func (rep *CheckReport) Print(w io.Writer) {
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "cell\tmetric\tbaseline\tresult\tchange\tverdict\tnote")
+	for _, r := range rep.Rows {
+		change := "–"
+		if r.Verdict != VerdictMissing {
+			change = fmt.Sprintf("%+.1f%%", 100*r.Change)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Label, r.Metric, fmtRatio(r.Base), fmtRatio(r.Cur), change, r.Verdict, r.Note)
+	}
+	tw.Flush()
+	for _, l := range rep.OnlyBaseline {
+		fmt.Fprintf(w, "only in the baseline: %s\n", l)
+	}
+	for _, l := range rep.OnlyCurrent {
+		fmt.Fprintf(w, "only in the result: %s\n", l)
+	}
+	for _, l := range rep.NotComparable {
+		fmt.Fprintf(w, "not comparable: %s\n", l)
+	}
+	fmt.Fprintf(w, "%d figures compared, %d regressions beyond ±%.0f%%\n", len(rep.Rows), rep.Regressions(), 100*rep.Tolerance)
+}
+
+func fmtRatio(v float64) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f×", v)
+}

@@ -1,0 +1,321 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Duration is a time.Duration written as "1.5s" in experiment files.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string like \"2s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Experiment is a storage experiment file (experiments/*.json, kind
+// "storage"): a matrix of engine configurations, fixed engine options, how
+// long and how often each cell runs, and the raw-disk reference.
+type Experiment struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"` // "storage"
+	Description string `json:"description,omitempty"`
+	// Repeats per cell; medians and spread are reported. Default 3.
+	Repeats int `json:"repeats,omitempty"`
+	// Duration is each run's measured time (default 5s), Warmup the
+	// unrecorded time before it (default 500ms).
+	Duration Duration `json:"duration,omitempty"`
+	Warmup   Duration `json:"warmup,omitempty"`
+	Matrix   Matrix   `json:"matrix"`
+	// Options are the engine settings every cell shares.
+	Options CellOptions `json:"options,omitempty"`
+	Disk    DiskRef     `json:"disk"`
+	// Quick replaces repeats and durations for --quick runs.
+	Quick *QuickOverrides `json:"quick,omitempty"`
+	// Targets are goals reports check the cells against.
+	Targets []Target `json:"targets,omitempty"`
+}
+
+// Matrix is the cartesian product of cells. Flush policies other than
+// sync ignore the group-commit limits (their cells are not repeated per
+// limit).
+type Matrix struct {
+	Backends []string `json:"backends"`
+	Flush    []string `json:"flush"`   // sync | async | none
+	Sizes    []int    `json:"sizes"`   // message body bytes
+	Writers  []int    `json:"writers"` // concurrent appenders
+	// MaxBatchBytes are group-commit limits (sync only); absent = [0],
+	// unbounded, and cell labels do not mention it.
+	MaxBatchBytes []int64 `json:"max_batch_bytes,omitempty"`
+	// MinIntervals are group-commit lingers (sync only); absent = the
+	// options' min_interval.
+	MinIntervals []Duration `json:"min_intervals,omitempty"`
+}
+
+// CellOptions are the storage options every cell of an experiment shares.
+// Zero means the storage engine's default.
+type CellOptions struct {
+	SegmentSize int64    `json:"segment_size,omitempty"`
+	Preallocate bool     `json:"preallocate,omitempty"`
+	MinInterval Duration `json:"min_interval,omitempty"`
+	MaxPending  int      `json:"max_pending,omitempty"`
+	Interval    Duration `json:"interval,omitempty"`    // async flush interval
+	DirtyPages  int      `json:"dirty_pages,omitempty"` // async flush threshold
+	Queues      int      `json:"queues,omitempty"`      // queues the writers spread over
+}
+
+// DiskRef says which raw-disk references run: one per distinct (block,
+// fsync policy) the cells need, in every round, plus the fsync probe.
+type DiskRef struct {
+	// Run turns the reference on (a result without it has no ratios).
+	Run bool `json:"run"`
+	// Block is the write size; 0 = each cell's stored record size, so
+	// the disk writes the same bytes per call as the store.
+	Block int `json:"block,omitempty"`
+	// Fsync maps a cell's flush policy to the reference's fsync policy;
+	// default sync→every, async→interval (the async flush interval),
+	// none→none.
+	Fsync map[string]FsyncPolicy `json:"fsync,omitempty"`
+	// Writers of the reference; default 1 (the disk's own sequential
+	// limit, whatever the cell's concurrency).
+	Writers  int   `json:"writers,omitempty"`
+	FileSize int64 `json:"file_size,omitempty"`
+	// Probe is how long the single-fsync probe runs; default 1s.
+	Probe Duration `json:"probe,omitempty"`
+}
+
+// QuickOverrides shorten an experiment for --quick.
+type QuickOverrides struct {
+	Repeats  int      `json:"repeats,omitempty"`
+	Duration Duration `json:"duration,omitempty"`
+	Warmup   Duration `json:"warmup,omitempty"`
+}
+
+// Cell is one configuration of the matrix.
+type Cell struct {
+	Label         string   `json:"label"`
+	Backend       string   `json:"backend"`
+	Flush         string   `json:"flush"`
+	Size          int      `json:"size"`
+	Writers       int      `json:"writers"`
+	MaxBatchBytes int64    `json:"max_batch_bytes"`
+	MinInterval   Duration `json:"min_interval"`
+}
+
+// LoadExperiment reads and checks an experiment file.
+func LoadExperiment(path string) (*Experiment, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	e, err := ParseExperiment(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return e, nil
+}
+
+// ParseExperiment decodes an experiment (unknown fields are errors), fills
+// defaults and validates it.
+func ParseExperiment(b []byte) (*Experiment, error) {
+	var e Experiment
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return nil, err
+	}
+	e.EnsureDefaults()
+	return &e, e.Validate()
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (e *Experiment) EnsureDefaults() {
+	if e.Repeats == 0 {
+		e.Repeats = 3
+	}
+	if e.Duration == 0 {
+		e.Duration = Duration(5 * time.Second)
+	}
+	if e.Warmup == 0 {
+		e.Warmup = Duration(500 * time.Millisecond)
+	}
+	if e.Disk.Writers == 0 {
+		e.Disk.Writers = 1
+	}
+	if e.Disk.Probe == 0 {
+		e.Disk.Probe = Duration(time.Second)
+	}
+}
+
+// Validate reports every problem at once.
+func (e *Experiment) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if e.Name == "" || strings.ContainsAny(e.Name, "/ ") {
+		bad("name %q: want a non-empty name without / or spaces", e.Name)
+	}
+	if e.Kind != "storage" {
+		bad("kind %q is not a storage experiment (end-to-end ones run with samsa loadgen --experiment)", e.Kind)
+	}
+	if e.Repeats < 1 || e.Duration <= 0 || e.Warmup < 0 {
+		bad("repeats %d, duration %s, warmup %s: want >= 1, > 0, >= 0", e.Repeats, time.Duration(e.Duration), time.Duration(e.Warmup))
+	}
+	m := e.Matrix
+	if len(m.Backends) == 0 || len(m.Flush) == 0 || len(m.Sizes) == 0 || len(m.Writers) == 0 {
+		bad("matrix needs backends, flush, sizes and writers")
+	}
+	for _, f := range m.Flush {
+		if f != "sync" && f != "async" && f != "none" {
+			bad("flush %q: want sync, async or none", f)
+		}
+	}
+	for _, s := range m.Sizes {
+		if s <= 0 {
+			bad("size %d must be > 0", s)
+		}
+	}
+	for _, w := range m.Writers {
+		if w <= 0 {
+			bad("writers %d must be > 0", w)
+		}
+	}
+	for _, b := range m.MaxBatchBytes {
+		if b < 0 {
+			bad("max_batch_bytes %d must be >= 0", b)
+		}
+	}
+	for k, v := range e.Disk.Fsync {
+		if k != "sync" && k != "async" && k != "none" {
+			bad("disk.fsync key %q: want a flush policy", k)
+		}
+		if v != FsyncEvery && v != FsyncInterval && v != FsyncNone {
+			bad("disk.fsync[%s] %q: want every, interval or none", k, v)
+		}
+	}
+	for _, t := range e.Targets {
+		if err := t.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if e.Disk.Block < 0 || e.Disk.Writers < 1 {
+		bad("disk block %d, writers %d: want >= 0, >= 1", e.Disk.Block, e.Disk.Writers)
+	}
+	return errors.Join(errs...)
+}
+
+// Plan is what one run of an experiment does: the cells, how often, how long.
+type Plan struct {
+	Cells    []Cell
+	Repeats  int
+	Duration time.Duration
+	Warmup   time.Duration
+}
+
+// Expand returns the cells in a stable order (backend, flush, size,
+// writers, min interval, max batch bytes) and the repeats and durations
+// (--quick's where quick is set).
+func (e *Experiment) Expand(quick bool) Plan {
+	p := Plan{Repeats: e.Repeats, Duration: time.Duration(e.Duration), Warmup: time.Duration(e.Warmup)}
+	if quick && e.Quick != nil {
+		if e.Quick.Repeats > 0 {
+			p.Repeats = e.Quick.Repeats
+		}
+		if e.Quick.Duration > 0 {
+			p.Duration = time.Duration(e.Quick.Duration)
+		}
+		if e.Quick.Warmup > 0 {
+			p.Warmup = time.Duration(e.Quick.Warmup)
+		}
+	}
+	m := e.Matrix
+	batches, labelBatch := m.MaxBatchBytes, len(m.MaxBatchBytes) > 0
+	if !labelBatch {
+		batches = []int64{0}
+	}
+	lingers, labelLinger := m.MinIntervals, len(m.MinIntervals) > 0
+	if !labelLinger {
+		lingers = []Duration{e.Options.MinInterval}
+	}
+	for _, be := range m.Backends {
+		for _, fl := range m.Flush {
+			for _, sz := range m.Sizes {
+				for _, w := range m.Writers {
+					for li, lg := range lingers {
+						for bi, mb := range batches {
+							if fl != "sync" && (li > 0 || bi > 0) {
+								continue // the limits mean nothing without group commit
+							}
+							c := Cell{Backend: be, Flush: fl, Size: sz, Writers: w}
+							parts := []string{be, fl, sizeLabel(int64(sz)), fmt.Sprintf("w%d", w)}
+							if fl == "sync" {
+								c.MaxBatchBytes, c.MinInterval = mb, lg
+								if labelLinger {
+									parts = append(parts, "linger="+time.Duration(lg).String())
+								}
+								if labelBatch {
+									parts = append(parts, "batch="+sizeLabel(mb))
+								}
+							}
+							c.Label = strings.Join(parts, "/")
+							p.Cells = append(p.Cells, c)
+						}
+					}
+				}
+			}
+		}
+	}
+	return p
+}
+
+// sizeLabel writes bytes as 512B, 1KiB, 64KiB, 4MiB (exact units only),
+// 0 as "unbounded".
+func sizeLabel(n int64) string {
+	switch {
+	case n == 0:
+		return "unbounded"
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// diskFsyncFor is the reference fsync policy for a cell's flush policy.
+func (r DiskRef) diskFsyncFor(flush string) FsyncPolicy {
+	if p, ok := r.Fsync[flush]; ok {
+		return p
+	}
+	switch flush {
+	case "sync":
+		return FsyncEvery
+	case "async":
+		return FsyncInterval
+	}
+	return FsyncNone
+}
+
+// isStorageKind reports whether an experiment file's kind is "storage".
+func isStorageKind(b []byte) bool {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(b, &k) == nil && k.Kind == "storage"
+}

@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ExperimentResult is what Run writes under results/<experiment>/.
+type ExperimentResult struct {
+	Experiment     string    `json:"experiment"`
+	Kind           string    `json:"kind"` // "storage"
+	Description    string    `json:"description,omitempty"`
+	Command        string    `json:"command,omitempty"`
+	Quick          bool      `json:"quick"`
+	Start          time.Time `json:"start"`
+	ElapsedSeconds float64   `json:"elapsed_seconds"`
+	Machine        Machine   `json:"machine"`
+	// Spec is the experiment as it ran (defaults filled in).
+	Spec     *Experiment `json:"spec"`
+	Repeats  int         `json:"repeats"`
+	Duration Duration    `json:"duration"`
+	Warmup   Duration    `json:"warmup"`
+	// DiskRefs are the raw-disk references, Probe the single-fsync probe,
+	// each run once per round.
+	DiskRefs []DiskRefResult `json:"disk_refs,omitempty"`
+	Probe    *ProbeResult    `json:"fsync_probe,omitempty"`
+	Cells    []CellResult    `json:"cells"`
+}
+
+// DiskRefResult is one raw-disk reference over the rounds.
+type DiskRefResult struct {
+	Key        string        `json:"key"`
+	Block      int           `json:"block"`
+	Fsync      FsyncPolicy   `json:"fsync"`
+	Config     string        `json:"config"`
+	Error      string        `json:"error,omitempty"`
+	Runs       []*DiskResult `json:"runs"`
+	MsgsPerSec Spread        `json:"msgs_per_sec"`
+	MBPerSec   Spread        `json:"mb_per_sec"`
+	P99Us      Spread        `json:"p99_us"`
+}
+
+// ProbeResult is the single-fsync probe over the rounds.
+type ProbeResult struct {
+	Block int       `json:"block"`
+	Error string    `json:"error,omitempty"`
+	Runs  []Latency `json:"runs"`
+	P50Us Spread    `json:"p50_us"`
+	P99Us Spread    `json:"p99_us"`
+}
+
+// Cell statuses.
+const (
+	StatusOK      = "ok"
+	StatusSkipped = "skipped" // the backend cannot run here
+	StatusFailed  = "failed"  // it ran and failed
+)
+
+// CellResult is one cell over the rounds: every run, the medians and
+// spreads, and the ratios to the raw disk of the same rounds.
+type CellResult struct {
+	Cell
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// DiskRef is the key of the reference the MB/s ratio is taken to.
+	DiskRef     string           `json:"disk_ref,omitempty"`
+	Config      string           `json:"config,omitempty"`
+	StoreConfig string           `json:"store_config,omitempty"`
+	Runs        []*StorageResult `json:"runs,omitempty"`
+	Summary     CellSummary      `json:"summary"`
+	Ratios      Ratios           `json:"ratios"`
+}
+
+// CellSummary spreads a cell's figures over its runs.
+type CellSummary struct {
+	MsgsPerSec      Spread `json:"msgs_per_sec"`
+	MBPerSec        Spread `json:"mb_per_sec"`
+	LogMBPerSec     Spread `json:"log_mb_per_sec"`
+	P50Us           Spread `json:"p50_us"`
+	P99Us           Spread `json:"p99_us"`
+	P999Us          Spread `json:"p999_us"`
+	MaxUs           Spread `json:"max_us"`
+	AvgBatch        Spread `json:"avg_batch"`
+	FsyncsPerSec    Spread `json:"fsyncs_per_sec"`
+	SyscallsPer1000 Spread `json:"syscalls_per_1000_appends"`
+	Errors          int64  `json:"errors"`
+}
+
+// Ratios compare a cell with the raw disk of the same run, round by round
+// (each round's cell run over that round's reference), so slow drift of
+// the machine cancels out.
+type Ratios struct {
+	// MB is stored bytes per second over the reference's (same bytes per
+	// write, the matching fsync policy). Higher is better.
+	MB *Spread `json:"mb,omitempty"`
+	// P99VsFsync (sync cells) is the append p99 over the probe's lone
+	// fdatasync p99. Lower is better.
+	P99VsFsync *Spread `json:"p99_vs_fsync,omitempty"`
+}
+
+func summarizeCell(runs []*StorageResult) CellSummary {
+	var s CellSummary
+	pick := func(f func(r *StorageResult) float64) Spread {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		return SpreadOf(v)
+	}
+	s.MsgsPerSec = pick(func(r *StorageResult) float64 { return r.MsgsPerSec })
+	s.MBPerSec = pick(func(r *StorageResult) float64 { return r.MBPerSec })
+	s.LogMBPerSec = pick(func(r *StorageResult) float64 { return r.LogMBPerSec })
+	s.P50Us = pick(func(r *StorageResult) float64 { return float64(r.LatencyUs.P50) })
+	s.P99Us = pick(func(r *StorageResult) float64 { return float64(r.LatencyUs.P99) })
+	s.P999Us = pick(func(r *StorageResult) float64 { return float64(r.LatencyUs.P999) })
+	s.MaxUs = pick(func(r *StorageResult) float64 { return float64(r.LatencyUs.Max) })
+	s.AvgBatch = pick(func(r *StorageResult) float64 { return r.AvgBatch })
+	s.FsyncsPerSec = pick(func(r *StorageResult) float64 { return float64(r.Fsyncs) / max(r.MeasuredSeconds, 1e-9) })
+	s.SyscallsPer1000 = pick(func(r *StorageResult) float64 { return r.SyscallsPer1000 })
+	for _, r := range runs {
+		s.Errors += r.Errors
+	}
+	return s
+}
+
+// Cell returns the result cell with the label, or nil.
+func (r *ExperimentResult) Cell(label string) *CellResult {
+	for i := range r.Cells {
+		if r.Cells[i].Label == label {
+			return &r.Cells[i]
+		}
+	}
+	return nil
+}
+
+// MachineLine is the machine's one-line description.
+func (r *ExperimentResult) MachineLine() string { return r.Machine.String() }
+
+// WriteResult writes res as <dir>/<experiment>/<host>-<UTC time>.json and
+// returns the path.
+func WriteResult(dir string, res *ExperimentResult) (string, error) {
+	host := res.Machine.Hostname
+	if host == "" {
+		host = "host"
+	}
+	host = strings.NewReplacer("/", "_", " ", "_").Replace(host)
+	d := filepath.Join(dir, res.Experiment)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(d, fmt.Sprintf("%s-%s.json", host, res.Start.UTC().Format("20060102T150405Z")))
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadResult reads a file written by WriteResult.
+func ReadResult(path string) (*ExperimentResult, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r ExperimentResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Kind != "storage" {
+		return nil, fmt.Errorf("%s: kind %q is not a storage result", path, r.Kind)
+	}
+	return &r, nil
+}
+
+// writeJSON writes v indented to path.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// WriteJSON writes the run as indented JSON (the --json flag).
+func (r *DiskResult) WriteJSON(path string) error { return writeJSON(path, r) }
+
+// WriteJSON writes the run as indented JSON (the --json flag).
+func (r *StorageResult) WriteJSON(path string) error { return writeJSON(path, r) }

@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/samsamq/samsa/bench"
+)
+
+func init() {
+	register(command{name: "bench", summary: "storage lab: raw disk, storage engine, experiments, reports, regression gate", run: runBench})
+}
+
+var benchSubs = []struct {
+	name, usage string
+	run         func(args []string) error
+}{
+	{"disk", "disk --dir DIR --block BYTES --duration D --fsync every|interval|none --writers N [--json FILE]", benchDisk},
+	{"storage", "storage --backend B --flush sync|async|none --size BYTES --writers N --duration D --dir DIR [--json FILE] [engine options]", benchStorage},
+	{"run", "run EXPERIMENT_FILE [--quick] [--dir DIR] [--out results/]", benchRun},
+	{"report", "report RESULT... [--out PERFORMANCE.md] [--svg-dir DIR]", benchReport},
+	{"check", "check --baseline FILE [--tolerance 0.15] RESULT", benchCheck},
+}
+
+func runBench(args []string) error {
+	if len(args) > 0 {
+		for _, s := range benchSubs {
+			if s.name == args[0] {
+				return s.run(args[1:])
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("usage:\n")
+	for _, s := range benchSubs {
+		fmt.Fprintf(&b, "  samsa bench %s\n", s.usage)
+	}
+	b.WriteString("every measuring subcommand takes --profile cpu|mem|block|mutex --profile-dir DIR")
+	return errors.New(b.String())
+}
+
+// parseInterspersed parses flags that may come after positional arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// bytesFlag takes 4096, 4k, 4KiB, 1m, 1MiB, 1g.
+type bytesFlag struct{ v *int64 }
+
+func (b bytesFlag) String() string {
+	if b.v == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*b.v, 10)
+}
+
+func (b bytesFlag) Set(s string) error {
+	n, err := parseBytes(s)
+	if err == nil {
+		*b.v = n
+	}
+	return err
+}
+
+func parseBytes(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"gib", 1 << 30}, {"mib", 1 << 20}, {"kib", 1 << 10}, {"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}, {"b", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad byte size %q (want e.g. 4096, 4KiB, 1MiB)", s)
+	}
+	return n * mult, nil
+}
+
+// profileFlags are --profile and --profile-dir.
+type profileFlags struct{ kind, dir string }
+
+func (p *profileFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.kind, "profile", "", "profile: cpu, mem, block or mutex (github.com/pkg/profile)")
+	fs.StringVar(&p.dir, "profile-dir", "profiles", "directory for profiles")
+}
+
+func (p *profileFlags) start() (func(), error) {
+	stop, err := bench.StartProfile(p.kind, p.dir)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if path := stop(); path != "" {
+			fmt.Fprintf(os.Stderr, "profile: %s\n", path)
+		}
+	}, nil
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func commandLine() string { return "samsa " + strings.Join(os.Args[1:], " ") }
+
+func writeJSONFile(path string, v interface{ WriteJSON(string) error }) error {
+	if path == "" {
+		return nil
+	}
+	if err := v.WriteJSON(path); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s\n", path)
+	return nil
+}
+
+func benchDisk(args []string) error {
+	fs := flag.NewFlagSet("bench disk", flag.ContinueOnError)
+	var o bench.DiskOptions
+	var block, fileSize int64 = 4096, 0
+	var fsync, jsonPath string
+	var prof profileFlags
+	fs.StringVar(&o.Dir, "dir", ".benchdata", "directory on the disk to measure")
+	fs.Var(bytesFlag{&block}, "block", "bytes per write")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time")
+	fs.DurationVar(&o.Warmup, "warmup", 0, "unrecorded time before measuring")
+	fs.StringVar(&fsync, "fsync", "every", "every | interval | none")
+	fs.DurationVar(&o.Interval, "interval", 500*time.Millisecond, "fsync interval (--fsync interval)")
+	fs.IntVar(&o.Writers, "writers", 1, "concurrent writers")
+	fs.Var(bytesFlag{&fileSize}, "file-size", "preallocated file size (default 2GiB)")
+	fs.DurationVar(&o.ProbeDuration, "probe", time.Second, "single-fsync probe duration (negative: none)")
+	fs.StringVar(&jsonPath, "json", "", "write the result as JSON here")
+	prof.register(fs)
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	o.Block, o.FileSize, o.Fsync = int(block), fileSize, bench.FsyncPolicy(fsync)
+	stop, err := prof.start()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	res, err := bench.RunDisk(ctx, o)
+	stop()
+	if err != nil {
+		return err
+	}
+	m := bench.CollectMachine(o.Dir)
+	res.Machine = &m
+	fmt.Printf("disk %s\n  %.0f writes/s  %.1f MB/s  p50 %dµs  p99 %dµs  p99.9 %dµs  max %dµs  fsyncs %d\n",
+		res.Config, res.MsgsPerSec, res.MBPerSec, res.LatencyUs.P50, res.LatencyUs.P99, res.LatencyUs.P999, res.LatencyUs.Max, res.Fsyncs)
+	if p := res.FsyncProbeUs; p != nil {
+		fmt.Printf("  single fdatasync: p50 %dµs  p99 %dµs  max %dµs (%d samples)\n", p.P50, p.P99, p.Max, p.Count)
+	}
+	fmt.Printf("  %s\n", m)
+	return writeJSONFile(jsonPath, res)
+}
+
+func benchStorage(args []string) error {
+	fs := flag.NewFlagSet("bench storage", flag.ContinueOnError)
+	var o bench.StorageOptions
+	var size int64 = 1024
+	var jsonPath string
+	var prof profileFlags
+	fs.StringVar(&o.Backend, "backend", "pwrite", "pwrite | mmap | odirect | uring")
+	fs.StringVar(&o.Flush, "flush", "async", "sync (group commit) | async | none")
+	fs.Var(bytesFlag{&size}, "size", "message body bytes")
+	fs.IntVar(&o.Writers, "writers", 1, "concurrent closed-loop appenders")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time")
+	fs.DurationVar(&o.Warmup, "warmup", time.Second, "unrecorded time before measuring")
+	fs.StringVar(&o.Dir, "dir", ".benchdata", "directory for the store (a fresh one is made inside)")
+	fs.IntVar(&o.Queues, "queues", 8, "queues the writers spread over")
+	fs.Var(bytesFlag{&o.SegmentSize}, "segment-size", "CommitLog segment bytes (0: engine default)")
+	fs.BoolVar(&o.Preallocate, "preallocate", false, "fallocate new segments")
+	fs.Var(bytesFlag{&o.MaxBatchBytes}, "max-batch-bytes", "sync: end a group's linger at this many bytes (0: unbounded)")
+	fs.DurationVar(&o.MinInterval, "min-interval", 0, "sync: least time between fsyncs (linger)")
+	fs.IntVar(&o.MaxPending, "max-pending", 0, "sync: bound on waiting appends (0: engine default)")
+	fs.DurationVar(&o.Interval, "interval", 0, "async: flush interval (0: engine default)")
+	fs.IntVar(&o.DirtyPages, "dirty-pages", 0, "async: flush at this many dirty pages (0: engine default)")
+	fs.StringVar(&jsonPath, "json", "", "write the result as JSON here")
+	prof.register(fs)
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	o.Size = int(size)
+	stop, err := prof.start()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	res, err := bench.RunStorage(ctx, o)
+	stop()
+	if err != nil {
+		return err
+	}
+	m := bench.CollectMachine(o.Dir)
+	res.Machine = &m
+	fmt.Printf("storage %s\n  %s\n", res.Config, res.Line())
+	if res.ProcIO != nil && res.Appends > 0 {
+		fmt.Printf("  process: %.0f write syscalls/1k appends, %.1f MB to the block layer\n",
+			float64(res.ProcIO.SysCW)*1000/float64(res.Appends), float64(res.ProcIO.WriteBytes)/1e6)
+	}
+	if res.FirstError != "" {
+		fmt.Printf("  first error: %s\n", res.FirstError)
+	}
+	fmt.Printf("  %s\n  %s\n", res.StoreConfig, m)
+	return writeJSONFile(jsonPath, res)
+}
+
+func benchRun(args []string) error {
+	fs := flag.NewFlagSet("bench run", flag.ContinueOnError)
+	var quick bool
+	var dir, out, last string
+	var prof profileFlags
+	fs.BoolVar(&quick, "quick", false, "use the experiment's quick settings")
+	fs.StringVar(&dir, "dir", ".benchdata", "data directory (on the disk to measure)")
+	fs.StringVar(&out, "out", "results", "results root: writes <out>/<experiment>/<host>-<UTC>.json")
+	fs.StringVar(&last, "last", "", "also write the result's path into this file (for scripts)")
+	prof.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: samsa bench run EXPERIMENT_FILE [flags]; --profile profiles each storage run into --profile-dir/<cell>_r<round>/")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("bench run: want one experiment file")
+	}
+	if err := bench.CheckProfileKind(prof.kind); err != nil {
+		return err
+	}
+	e, err := bench.LoadExperiment(pos[0])
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	opts := bench.RunOptions{Dir: dir, Quick: quick, Progress: os.Stdout, Command: commandLine()}
+	if prof.kind != "" {
+		opts.ProfileCell = func(name string) func() {
+			stop, err := bench.StartProfile(prof.kind, filepath.Join(prof.dir, e.Name, name))
+			if err != nil {
+				return func() {}
+			}
+			return func() { stop() }
+		}
+	}
+	res, err := bench.Run(ctx, e, opts)
+	if err != nil {
+		return err
+	}
+	path, err := bench.WriteResult(out, res)
+	if err != nil {
+		return err
+	}
+	for _, t := range bench.EvaluateTargets(res) {
+		verdict := t.Note
+		if t.Met != nil {
+			verdict = fmt.Sprintf("%.3g %s: %s", t.Value, t.Bound, map[bool]string{true: "met", false: "MISSED"}[*t.Met])
+		}
+		fmt.Printf("target %s [%s]: %s\n", t.Name, t.Cell, verdict)
+	}
+	fmt.Printf("result: %s (%.0fs)\n", path, res.ElapsedSeconds)
+	if last != "" {
+		return os.WriteFile(last, []byte(path+"\n"), 0o644)
+	}
+	return nil
+}
+
+func benchReport(args []string) error {
+	fs := flag.NewFlagSet("bench report", flag.ContinueOnError)
+	var o bench.ReportOptions
+	fs.StringVar(&o.Out, "out", "", "Markdown file whose generated sections to rewrite (e.g. PERFORMANCE.md); empty: stdout")
+	fs.StringVar(&o.SVGDir, "svg-dir", "", "directory for SVG charts (default: each result file's directory)")
+	fs.BoolVar(&o.NoCharts, "no-charts", false, "skip the SVG charts")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return errors.New("bench report: want one or more result files")
+	}
+	o.Command = commandLine()
+	var in []bench.ReportInput
+	for _, p := range pos {
+		r, err := bench.ReadResult(p)
+		if err != nil {
+			return err
+		}
+		in = append(in, bench.ReportInput{Path: p, Result: r})
+	}
+	order, sections, err := bench.Report(in, o)
+	if err != nil {
+		return err
+	}
+	if o.Out == "" {
+		for _, n := range order {
+			fmt.Println(sections[n])
+		}
+		return nil
+	}
+	fmt.Printf("updated %s: %s\n", o.Out, strings.Join(order, ", "))
+	return nil
+}
+
+func benchCheck(args []string) error {
+	fs := flag.NewFlagSet("bench check", flag.ContinueOnError)
+	var baseline string
+	var tol float64
+	fs.StringVar(&baseline, "baseline", "", "baseline result file (required)")
+	fs.Float64Var(&tol, "tolerance", 0.15, "allowed relative change of a ratio before it counts as a regression")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if baseline == "" || len(pos) != 1 {
+		return errors.New("bench check: want --baseline FILE and one result file")
+	}
+	base, err := bench.ReadResult(baseline)
+	if err != nil {
+		return err
+	}
+	cur, err := bench.ReadResult(pos[0])
+	if err != nil {
+		return err
+	}
+	rep := bench.Check(base, cur, tol)
+	fmt.Printf("check %s against %s\n", pos[0], baseline)
+	rep.Print(os.Stdout)
+	if n := rep.Regressions(); n > 0 {
+		return fmt.Errorf("%d regressions beyond %.0f%%", n, 100*tol)
+	}
+	return nil
+}
