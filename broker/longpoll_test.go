@@ -1,0 +1,117 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// TestLongPollWakesOnArrival: a held pull is answered within 50 ms of a
+// message arriving (generous slack for a loaded 2-core machine: the path is
+// dispatch callback → goroutine → write, microseconds when idle).
+func TestLongPollWakesOnArrival(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("lp", 1))
+	for round := 0; round < 5; round++ {
+		pending := c.start(pullReq("g", "lp", 0, int64(round), 32, 10*time.Second, "*"))
+		waitFor(t, func() bool { return b.stats.held.Load() == 1 }, "pull held")
+		select {
+		case r := <-pending:
+			t.Fatalf("answered before any message: %s", r)
+		default:
+		}
+		sent := time.Now()
+		if r := c.call(sendReq("lp", 0, []byte("wake"), nil)); r.Code != protocol.Success {
+			t.Fatal(r)
+		}
+		select {
+		case r := <-pending:
+			took := time.Since(sent)
+			if r.Code != protocol.Success || len(decodeRecords(t, r.Body)) != 1 {
+				t.Fatalf("woken pull: %s", r)
+			}
+			if took > 50*time.Millisecond {
+				t.Fatalf("round %d: answered %v after the send, want < 50ms", round, took)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("held pull not woken by the message")
+		}
+	}
+	if b.stats.wokenTotal.Load() < 5 {
+		t.Fatalf("woken %d", b.stats.wokenTotal.Load())
+	}
+}
+
+// TestLongPollHoldsForRequestedTime: with nothing arriving the pull is
+// answered PULL_NOT_FOUND after its suspendTimeoutMillis, not before.
+func TestLongPollHoldsForRequestedTime(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("lp2", 2))
+	// Traffic on another queue must not wake it.
+	c.call(sendReq("lp2", 1, []byte("other"), nil))
+	const hold = 400 * time.Millisecond
+	start := time.Now()
+	pending := c.start(pullReq("g", "lp2", 0, 0, 32, hold, "*"))
+	waitFor(t, func() bool { return b.stats.held.Load() == 1 }, "pull held")
+	c.call(sendReq("lp2", 1, []byte("other"), nil))
+	select {
+	case r := <-pending:
+		took := time.Since(start)
+		if r.Code != protocol.PullNotFound {
+			t.Fatalf("expired pull: %s", r)
+		}
+		if took < hold || took > hold+2*time.Second {
+			t.Fatalf("held %v, asked %v", took, hold)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("held pull never answered")
+	}
+}
+
+// TestLongPollCapAndClose: holds are capped by longPollingMaxHold, and Close
+// answers every held pull before the connection goes.
+func TestLongPollCapAndClose(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) { c.LongPollingMaxHold = 200 * time.Millisecond })
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("lp3", 1))
+	start := time.Now()
+	r := c.call(pullReq("g", "lp3", 0, 0, 32, time.Hour, "*"))
+	if r.Code != protocol.PullNotFound || time.Since(start) > 5*time.Second {
+		t.Fatalf("capped hold: %s after %v", r, time.Since(start))
+	}
+	b2 := startBroker(t, "", nil)
+	c2 := dialRaw(t, b2.Addr())
+	c2.call(createTopicReq("lp4", 1))
+	pending := c2.start(pullReq("g", "lp4", 0, 0, 32, time.Minute, "*"))
+	waitFor(t, func() bool { return b2.stats.held.Load() == 1 }, "pull held")
+	closed := make(chan error)
+	go func() { closed <- b2.Close() }()
+	select {
+	case r := <-pending:
+		if r.Code != protocol.PullNotFound {
+			t.Fatalf("held pull at close: %s", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close left a held pull unanswered")
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
