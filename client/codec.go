@@ -179,6 +179,16 @@ func offsetMsgID(host netip.AddrPort, phys int64) string {
 	return strings.ToUpper(hex.EncodeToString(b[:n+12]))
 }
 
+// deflate compresses a body as RocketMQ 4.x producers do (zlib).
+func deflate(b []byte) []byte {
+	var out bytes.Buffer
+	out.Grow(len(b) / 2)
+	zw := zlib.NewWriter(&out)
+	zw.Write(b)
+	zw.Close()
+	return out.Bytes()
+}
+
 func inflate(b []byte) ([]byte, error) {
 	zr, err := zlib.NewReader(bytes.NewReader(b))
 	if err != nil {

@@ -1,9 +1,11 @@
 package client
 
 import (
-	"context"
 	"errors"
 	"fmt"
+
+	"github.com/samsamq/samsa/client/internal/remoting"
+	"github.com/samsamq/samsa/protocol"
 )
 
 // Errors of the client, matchable with errors.Is. Errors returned carry
@@ -14,7 +16,7 @@ var (
 	ErrNoRoute = errors.New("client: no route for topic")
 	// ErrTimeout: a request got no answer in time. Errors carrying it
 	// also match context.DeadlineExceeded.
-	ErrTimeout = errors.New("client: request timed out")
+	ErrTimeout = remoting.ErrTimeout
 	// ErrBrokerBusy: the broker refused the request for load
 	// (SYSTEM_BUSY); retry later or elsewhere.
 	ErrBrokerBusy = errors.New("client: broker busy")
@@ -37,9 +39,9 @@ var (
 	ErrNotSupported = errors.New("client: request not supported by peer")
 	// ErrConnection: the connection to the peer failed or was lost before
 	// the answer came; the request may or may not have been applied.
-	ErrConnection = errors.New("client: connection failed")
+	ErrConnection = remoting.ErrConnection
 	// ErrClosed: the producer or consumer was closed.
-	ErrClosed = errors.New("client: closed")
+	ErrClosed = remoting.ErrClosed
 	// ErrNoOffset: an OffsetStore holds no offset for the queue.
 	ErrNoOffset = errors.New("client: no stored offset")
 	// ErrBrokerError: any other error answer of a broker or name server;
@@ -66,10 +68,41 @@ func (e *ResponseError) Is(target error) bool {
 	return target == ErrBrokerError || (e.kind != nil && target == e.kind)
 }
 
-// timeoutError wraps ErrTimeout so it also matches context.DeadlineExceeded.
-type timeoutError struct{ msg string }
+// responseError turns an error answer into a *ResponseError.
+func responseError(addr string, c *protocol.Command) error {
+	e := &ResponseError{Addr: addr, Code: c.Code, Remark: c.Remark}
+	switch c.Code {
+	case protocol.SystemBusy, protocol.FlowControl, protocol.PollingFull:
+		e.kind = ErrBrokerBusy
+	case protocol.FlushDiskTimeout:
+		e.kind = ErrFlushDiskTimeout
+	case protocol.FlushSlaveTimeout:
+		e.kind = ErrFlushSlaveTimeout
+	case protocol.SlaveNotAvailable:
+		e.kind = ErrSlaveNotAvailable
+	case protocol.TopicNotExist:
+		e.kind = ErrTopicNotExist
+	case protocol.MessageIllegal:
+		e.kind = ErrMessageIllegal
+	case protocol.RequestCodeNotSupported:
+		e.kind = ErrNotSupported
+	}
+	return e
+}
 
-func (e *timeoutError) Error() string { return "client: " + e.msg + ": request timed out" }
-func (e *timeoutError) Is(target error) bool {
-	return target == ErrTimeout || target == context.DeadlineExceeded
+// retriable reports whether a failed send may succeed on another broker
+// (RocketMQ's retryResponseCodes, plus connection failures).
+func retriable(err error) bool {
+	if errors.Is(err, ErrConnection) {
+		return true
+	}
+	var re *ResponseError
+	if errors.As(err, &re) {
+		switch re.Code {
+		case protocol.TopicNotExist, protocol.ServiceNotAvailable, protocol.SystemError, protocol.SystemBusy,
+			protocol.NoPermission, protocol.NoBuyerID, protocol.NotInCurrentUnit, protocol.GoAway:
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,111 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+func newTestProducer(t testing.TB, c *testCluster, mutate func(*ProducerOptions)) *Producer {
+	t.Helper()
+	o := ProducerOptions{ClientOptions: c.clientOptions()}
+	if mutate != nil {
+		mutate(&o)
+	}
+	p, err := NewProducer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func TestProducerSendSyncSpreadsOverQueues(t *testing.T) {
+	c := startCluster(t, 2, nil)
+	c.createTopic("orders", 4)
+	p := newTestProducer(t, c, nil)
+	ctx := context.Background()
+	seen := map[MessageQueue]int{}
+	for i := 0; i < 40; i++ {
+		res, err := p.Send(ctx, &Message{Topic: "orders", Body: []byte(fmt.Sprintf("m%d", i)), Tags: "t", Keys: []string{"k"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != SendOK || len(res.MsgID) != 32 || res.OffsetMsgID == "" {
+			t.Fatalf("result %v", res)
+		}
+		seen[res.Queue]++
+	}
+	if len(seen) != 8 {
+		t.Fatalf("round robin over 2×4 queues reached %d: %v", len(seen), seen)
+	}
+	c.waitMessages("orders", 40)
+}
+
+func TestProducerNoRoute(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	p := newTestProducer(t, c, nil)
+	_, err := p.Send(context.Background(), &Message{Topic: "nope", Body: []byte("x")})
+	if !errors.Is(err, ErrNoRoute) {
+		t.Fatalf("send to an unknown topic: %v", err)
+	}
+}
+
+func TestProducerAsyncBatchedAndOneway(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	c.createTopic("batched", 4)
+	p := newTestProducer(t, c, func(o *ProducerOptions) {
+		o.Batch = BatchOptions{MaxMessages: 32, Linger: 2 * time.Millisecond}
+	})
+	const n = 1000
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	offsets := map[MessageQueue]map[int64]bool{}
+	var firstErr error
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		p.SendAsync(context.Background(), &Message{Topic: "batched", Body: []byte(fmt.Sprintf("m%d", i))}, func(r *SendResult, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				firstErr = err
+				return
+			}
+			if offsets[r.Queue] == nil {
+				offsets[r.Queue] = map[int64]bool{}
+			}
+			if offsets[r.Queue][r.QueueOffset] {
+				t.Errorf("offset %d of %v given twice", r.QueueOffset, r.Queue)
+			}
+			offsets[r.Queue][r.QueueOffset] = true
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	total := 0
+	for _, m := range offsets {
+		total += len(m)
+	}
+	if total != n {
+		t.Fatalf("%d distinct offsets for %d messages", total, n)
+	}
+	// Explicit batch.
+	var msgs []*Message
+	for i := 0; i < 10; i++ {
+		msgs = append(msgs, &Message{Topic: "batched", Body: []byte("b"), ShardingKey: "k"})
+	}
+	res, err := p.SendBatch(context.Background(), msgs)
+	if err != nil || len(res) != 10 || res[9].QueueOffset != res[0].QueueOffset+9 {
+		t.Fatalf("SendBatch: %v %v", res, err)
+	}
+	if err := p.SendOneway(context.Background(), &Message{Topic: "batched", Body: []byte("one")}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitMessages("batched", n+10+1)
+}
