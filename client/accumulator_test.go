@@ -59,7 +59,9 @@ func (l *flushLog) flush(b *openBatch) {
 	l.mu.Unlock()
 }
 
-func send(n int) pendingSend { return pendingSend{msg: &Message{Topic: "t", Body: []byte("x")}, size: n} }
+func send(n int) pendingSend {
+	return pendingSend{msg: &Message{Topic: "t", Body: []byte("x")}, size: n}
+}
 
 func TestAccumulatorCountAndBytes(t *testing.T) {
 	var ft fakeTimers

@@ -31,7 +31,7 @@ type instance struct {
 		closed     bool
 		refreshing map[string]bool // topics with a refreshSoon under way
 		routes     map[string]*routeEntry
-		brokers map[string]protocol.BrokerData // every broker of every route, by name
+		brokers    map[string]protocol.BrokerData // every broker of every route, by name
 	}
 }
 

@@ -140,4 +140,3 @@ func (s *brokerOffsetStore) Commit(ctx context.Context, offsets map[MessageQueue
 	}
 	return errors.Join(all...)
 }
-
