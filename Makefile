@@ -33,11 +33,53 @@ fuzz:
 	    echo "fuzz $$spec $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$spec || exit 1; \
 	  done; done
 
+# The lab. Each experiment runs in-process on a data dir on the repo's disk;
+# storage experiments ("kind": "storage") run with `samsa bench run`, others
+# with $(BENCH_E2E_RUN) when it is set (the end-to-end runner appends itself
+# there). Every result is rendered into PERFORMANCE.md's generated sections;
+# storage-quick results are checked against the committed baseline: a
+# regression is printed, and fails the target only with BENCH_GATE=1.
+# BENCH_FLAGS passes flags to every run (e.g. BENCH_FLAGS=--quick).
+BENCH_EXPERIMENTS         ?= experiments/storage-quick.json
+BENCH_STORAGE_EXPERIMENTS ?= experiments/storage-quick.json
+BENCH_FULL_EXPERIMENTS    ?= experiments/storage-quick.json experiments/storage-backends.json \
+                             experiments/group-commit.json experiments/flush-policies.json
+BENCH_BASELINE  ?= results/baseline/storage-quick.json
+BENCH_TOLERANCE ?= 0.15
+BENCH_GATE      ?= 0
+BENCH_FLAGS     ?=
+BENCH_E2E_RUN   ?=
+
+# $(call bench_run,experiment files)
+define bench_run
+	@set -e; mkdir -p $(BENCH_DIR); : > $(BENCH_DIR)/results.list; \
+	for e in $(1); do \
+	  if grep -q '"kind": *"storage"' $$e; then \
+	    $(BIN) bench run $$e --dir $(BENCH_DIR) --out results --last $(BENCH_DIR)/last $(BENCH_FLAGS); \
+	    cat $(BENCH_DIR)/last >> $(BENCH_DIR)/results.list; \
+	  elif [ -n "$(BENCH_E2E_RUN)" ]; then $(BENCH_E2E_RUN) $$e; \
+	  else echo "bench: $$e is not a storage experiment and BENCH_E2E_RUN is not set: skipped"; fi; \
+	done; \
+	res=$$(cat $(BENCH_DIR)/results.list); \
+	if [ -n "$$res" ]; then $(BIN) bench report $$res --out PERFORMANCE.md; fi; \
+	for r in $$res; do case $$r in */storage-quick/*) \
+	  if [ ! -f $(BENCH_BASELINE) ]; then echo "bench: no baseline $(BENCH_BASELINE)"; \
+	  elif $(BIN) bench check --baseline $(BENCH_BASELINE) --tolerance $(BENCH_TOLERANCE) $$r; then :; \
+	  elif [ "$(BENCH_GATE)" = 1 ]; then exit 1; \
+	  else echo "bench: regression noted above (BENCH_GATE=1 makes it fail the build)"; fi;; \
+	esac; done
+endef
+
+.PHONY: bench-storage
+
 bench: build
-	@echo "bench: not wired yet"
+	$(call bench_run,$(BENCH_EXPERIMENTS))
+
+bench-storage: build
+	$(call bench_run,$(BENCH_STORAGE_EXPERIMENTS))
 
 bench-full: build
-	@echo "bench-full: not wired yet"
+	$(call bench_run,$(BENCH_FULL_EXPERIMENTS))
 
 clean:
 	rm -rf bin $(BENCH_DIR)

@@ -139,8 +139,9 @@ type StorageResult struct {
 	AvgBatch     float64 `json:"avg_batch"`
 	WriteCalls   int64   `json:"write_syscalls"`
 	BytesWritten int64   `json:"bytes_written"`
-	// SyscallsPer1000 is (write syscalls + fsyncs) per 1,000 appends, as
-	// the backend counts them (an io_uring submit counts once).
+	// SyscallsPer1000 is (write syscalls + fsync syscalls) per 1,000
+	// appends, as the backend counts them: an io_uring submit counts once,
+	// with the fsync linked into it; mmap's msync counts as an fsync.
 	SyscallsPer1000 float64 `json:"syscalls_per_1000_appends"`
 	// FlushP99Us is the engine's own flush latency p99, if it keeps one.
 	FlushP99Us float64 `json:"flush_p99_us,omitempty"`

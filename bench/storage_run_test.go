@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/backend"
 )
 
 // TestRunEndToEnd runs a two-cell experiment for real: the raw disk, the
@@ -99,4 +102,19 @@ func TestRunDiskEveryPolicy(t *testing.T) {
 	}
 	left, _ := os.ReadDir(dir)
 	require.Empty(t, left)
+}
+
+func TestFillStoreCountersCountsRingFsyncsOnce(t *testing.T) {
+	m0 := storage.Metrics{Appends: 100, Fsyncs: 10}
+	m1 := storage.Metrics{Appends: 1100, Fsyncs: 60, FlushBatches: 50,
+		Backend: backend.Stats{WriteCalls: 50, BytesWritten: 1 << 20, Fsyncs: 60}}
+	m0.Backend.Fsyncs = 10
+	var r StorageResult
+	fillStoreCounters(&r, m0, m1, false)
+	require.Equal(t, int64(50), r.Fsyncs)
+	require.Equal(t, 20.0, r.AvgBatch)
+	require.Equal(t, 100.0, r.SyscallsPer1000) // 50 writes + 50 fsyncs per 1000 appends
+	require.Equal(t, int64(1<<20), r.BytesWritten)
+	fillStoreCounters(&r, m0, m1, true)
+	require.Equal(t, 50.0, r.SyscallsPer1000, "a linked fsync rides in its submit")
 }
