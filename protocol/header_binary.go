@@ -18,7 +18,11 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 		return dst, fmt.Errorf("%w: remark of %d bytes", ErrBadHeader, len(c.Remark))
 	}
 	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Code))
-	dst = append(dst, LanguageCode(c.Language))
+	lang := c.Language
+	if lang == "" {
+		lang = LanguageGo
+	}
+	dst = append(dst, LanguageCode(lang))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Version))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Opaque))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Flag))

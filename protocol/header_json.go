@@ -227,24 +227,40 @@ func (s *jsonScanner) hex4() (rune, bool) {
 	return r, true
 }
 
-// numberText reads a JSON number and returns its text.
+// numberText reads a JSON number (RFC 8259 grammar) and returns its text.
 func (s *jsonScanner) numberText() ([]byte, error) {
 	s.ws()
 	start := s.i
+	digits := func() int {
+		n := 0
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		return n
+	}
 	if s.i < len(s.b) && s.b[s.i] == '-' {
 		s.i++
 	}
-	digits := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		if (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' {
-			s.i++
-			continue
-		}
-		break
-	}
-	if s.i == digits {
+	if s.i < len(s.b) && s.b[s.i] == '0' {
+		s.i++
+	} else if digits() == 0 {
 		return nil, s.errf("want a number")
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if digits() == 0 {
+			return nil, s.errf("want digits after '.'")
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if digits() == 0 {
+			return nil, s.errf("want an exponent")
+		}
 	}
 	return s.b[start:s.i], nil
 }
