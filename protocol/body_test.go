@@ -28,11 +28,11 @@ func TestRouteFromFastjson(t *testing.T) {
 
 func TestQuoteBareKeys(t *testing.T) {
 	cases := map[string]string{
-		`{0:"a"}`:                        `{"0":"a"}`,
-		`{ -1 : "a" , 22:"b"}`:           `{ "-1" : "a" , "22":"b"}`,
+		`{0:"a"}`:                         `{"0":"a"}`,
+		`{ -1 : "a" , 22:"b"}`:            `{ "-1" : "a" , "22":"b"}`,
 		`{"k":"{0:\"x\"}","m":{3:[1,2]}}`: `{"k":"{0:\"x\"}","m":{"3":[1,2]}}`,
-		`[1,{2:3},"4"]`:                  `[1,{"2":3},"4"]`,
-		`{"plain":1}`:                    `{"plain":1}`,
+		`[1,{2:3},"4"]`:                   `[1,{"2":3},"4"]`,
+		`{"plain":1}`:                     `{"plain":1}`,
 	}
 	for in, want := range cases {
 		if got := string(quoteBareKeys([]byte(in))); got != want {
@@ -92,7 +92,7 @@ func TestHeartbeatFromGoClient(t *testing.T) {
 func TestBodiesRoundTrip(t *testing.T) {
 	bodies := []any{
 		&TopicRouteData{OrderTopicConf: "b:4", QueueDatas: []QueueData{{BrokerName: "b", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6, TopicSysFlag: 1}},
-			BrokerDatas: []BrokerData{{Cluster: "c", BrokerName: "b", BrokerAddrs: map[int64]string{0: "a:1"}, ZoneName: "z", EnableActingMaster: true}},
+			BrokerDatas:       []BrokerData{{Cluster: "c", BrokerName: "b", BrokerAddrs: map[int64]string{0: "a:1"}, ZoneName: "z", EnableActingMaster: true}},
 			FilterServerTable: map[string][]string{"a:1": {"f:1"}}},
 		&ClusterInfo{BrokerAddrTable: map[string]BrokerData{"b": {Cluster: "c", BrokerName: "b", BrokerAddrs: map[int64]string{0: "a:1"}}},
 			ClusterAddrTable: map[string][]string{"c": {"b"}}},

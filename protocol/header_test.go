@@ -39,7 +39,7 @@ func TestJSONHeaderFromGoClient(t *testing.T) {
 
 func TestJSONHeaderTolerance(t *testing.T) {
 	cases := map[string]Command{
-		`{"code":1,"remark":null,"extFields":null,"language":null}`:                    {Code: 1},
+		`{"code":1,"remark":null,"extFields":null,"language":null}`:                        {Code: 1},
 		` { "code" : -3 , "language" : 9 , "unknown" : {"x":[1,2,{"y":null}],"z":true} } `: {Code: -3, Language: "GO"},
 		`{"extFields":{"n":12,"t":true,"f":false,"z":null,"e":"\u00e9\ud83d\ude00\n\"\\/"}}`: {ExtFields: map[string]string{
 			"n": "12", "t": "true", "f": "false", "e": "é😀\n\"\\/"}},
@@ -73,7 +73,7 @@ func TestJSONHeaderRejects(t *testing.T) {
 
 func TestJSONHeaderEncodeIsJSON(t *testing.T) {
 	c := &Command{Code: 310, Language: "GO", Version: 317, Opaque: -5, Flag: 3,
-		Remark: "tab\tnl\nctl\x01quote\"back\\é",
+		Remark:    "tab\tnl\nctl\x01quote\"back\\é",
 		ExtFields: map[string]string{"b": "2", "a": "1\x00", "é": "ü"}, Serialize: SerializeJSON}
 	h := appendJSONHeader(nil, c)
 	var generic map[string]any
