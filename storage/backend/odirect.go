@@ -75,13 +75,13 @@ func init() { Register(mustDirectBackend(NewODirect(ODirectOptions{}))) }
 type ODirectOptions struct {
 	// BufferSize is the append buffer per segment: the most appended bytes
 	// held in memory beyond the last full block on disk. Default 4 MiB; a
-	// multiple of vfs.DirectAlignment, at least two blocks. Larger: more
+	// multiple of vfs.DirectAlignment, two blocks to 1 GiB. Larger: more
 	// appends between flushes without the appender writing, and more recent
 	// bytes read from memory; smaller: less memory per open segment.
 	BufferSize int
 	// StageSize is the largest flush copied into one staging buffer and
 	// written with one call. Default 64 KiB; a multiple of
-	// vfs.DirectAlignment. Larger: fewer write calls for mid-size flushes,
+	// vfs.DirectAlignment up to 1 GiB. Larger: fewer write calls for mid-size flushes,
 	// at the cost of a second memcpy of the flushed bytes.
 	StageSize int
 	// ZeroAhead, if positive, keeps the file written with zeros this many
@@ -94,6 +94,7 @@ type ODirectOptions struct {
 const (
 	defaultDirectBufferSize = 4 << 20
 	defaultDirectStageSize  = 64 << 10
+	maxDirectBuffer         = 1 << 30 // one write call or io_uring op must stay below 2 GiB
 )
 
 // EnsureDefaults fills in zero fields.
@@ -110,11 +111,11 @@ func (o *ODirectOptions) EnsureDefaults() {
 func (o ODirectOptions) Validate() error {
 	var errs []string
 	const a = vfs.DirectAlignment
-	if o.BufferSize < 2*a || o.BufferSize%a != 0 {
-		errs = append(errs, fmt.Sprintf("BufferSize %d must be a multiple of %d and at least %d", o.BufferSize, a, 2*a))
+	if o.BufferSize < 2*a || o.BufferSize > maxDirectBuffer || o.BufferSize%a != 0 {
+		errs = append(errs, fmt.Sprintf("BufferSize %d must be a multiple of %d in [%d, %d]", o.BufferSize, a, 2*a, maxDirectBuffer))
 	}
-	if o.StageSize < a || o.StageSize%a != 0 {
-		errs = append(errs, fmt.Sprintf("StageSize %d must be a positive multiple of %d", o.StageSize, a))
+	if o.StageSize < a || o.StageSize > maxDirectBuffer || o.StageSize%a != 0 {
+		errs = append(errs, fmt.Sprintf("StageSize %d must be a multiple of %d in [%d, %d]", o.StageSize, a, a, maxDirectBuffer))
 	}
 	if o.ZeroAhead < 0 || o.ZeroAhead%a != 0 {
 		errs = append(errs, fmt.Sprintf("ZeroAhead %d must be a non-negative multiple of %d", o.ZeroAhead, a))
