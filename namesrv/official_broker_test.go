@@ -28,7 +28,7 @@ type fakeBroker struct {
 
 	mu struct {
 		sync.Mutex
-		conns map[net.Conn]struct{}
+		conns      map[net.Conn]struct{}
 		seen       map[int16]int
 		decodeErrs []string
 		sends      []*protocol.SendMessageRequestHeader
