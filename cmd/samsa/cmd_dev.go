@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/samsamq/samsa/broker"
+)
+
+func init() {
+	register(command{name: "dev", summary: "run a name server and a broker in one process, on loopback (data in a temp dir)", run: runDev})
+}
+
+func runDev(args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	var f brokerFlags
+	f.register(fs, false)
+	dir := fs.String("dir", "", "data directory (default: a temporary one, removed on exit)")
+	keep := fs.Bool("keep", false, "keep the temporary data directory on exit")
+	nsListen := fs.String("namesrv", "127.0.0.1:9876", "name server address (127.0.0.1:0 picks a free port)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: samsa dev [flags]\n\nA name server and a broker in one process, both on loopback.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, log, err := f.config(fs)
+	if err != nil {
+		return err
+	}
+	portGiven := false
+	fs.Visit(func(fl *flag.Flag) { portGiven = portGiven || fl.Name == "port" })
+	if !portGiven {
+		_ = cfg.Set("listenPort", "10911")
+	}
+	opts := broker.DevOptions{Dir: *dir, Keep: *keep, NamesrvListen: *nsListen, Broker: cfg, Logger: log}
+	dev, err := broker.StartDev(opts)
+	if err != nil && !portGiven && isAddrInUse(err) {
+		// The well-known ports are taken (another cluster runs): pick
+		// free ones rather than fail.
+		log.Warn("dev: default ports in use; using free ones", "err", err)
+		_ = opts.Broker.Set("listenPort", "0")
+		opts.NamesrvListen = "127.0.0.1:0"
+		dev, err = broker.StartDev(opts)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("samsa dev: name server %s  broker %s (%s)  metrics http://%s/metrics  data %s\n",
+		dev.NamesrvAddr(), dev.BrokerAddr(), dev.Broker.Config().BrokerName, dev.Broker.AdminAddr(), dev.Dir)
+	fmt.Printf("try: printf 'stats\\r\\n' | nc %s   (clients: name server %s)\n",
+		hostPortSpace(dev.BrokerAddr()), dev.NamesrvAddr())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	signal.Stop(sig)
+	log.Info("dev: stopping", "signal", s.String())
+	return dev.Close()
+}
+
+func isAddrInUse(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }
+
+// hostPortSpace turns "h:p" into "h p" for nc.
+func hostPortSpace(addr string) string {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[:i] + " " + addr[i+1:]
+		}
+	}
+	return addr
+}
