@@ -92,7 +92,7 @@ func decodeBinaryHeader(h []byte, c *Command) error {
 		if kl < 0 || kl > len(ext) {
 			return fmt.Errorf("%w: ext key length %d, %d bytes left", ErrBadHeader, kl, len(ext))
 		}
-		k := string(ext[:kl])
+		k := intern(ext[:kl])
 		ext = ext[kl:]
 		if len(ext) < 4 {
 			return fmt.Errorf("%w: ext value length of %q cut short", ErrBadHeader, k)
@@ -102,7 +102,7 @@ func decodeBinaryHeader(h []byte, c *Command) error {
 		if vl < 0 || vl > int64(len(ext)) {
 			return fmt.Errorf("%w: ext value length %d of %q, %d bytes left", ErrBadHeader, vl, k, len(ext))
 		}
-		c.ExtFields[k] = string(ext[:vl])
+		c.ExtFields[k] = intern(ext[:vl])
 		ext = ext[vl:]
 	}
 	return nil

@@ -136,7 +136,7 @@ func (s *jsonScanner) str() (string, error) {
 	for s.i < len(s.b) { // fast path: no escapes
 		b := s.b[s.i]
 		if b == '"' {
-			v := string(s.b[start:s.i])
+			v := intern(s.b[start:s.i])
 			s.i++
 			return v, nil
 		}
