@@ -1,0 +1,237 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// PullStatus is what a pull found (RocketMQ's PullStatus).
+type PullStatus int
+
+const (
+	// PullFound: messages (possibly none left after tag filtering).
+	PullFound PullStatus = iota
+	// PullNoNewMessage: nothing at or after the offset (yet).
+	PullNoNewMessage
+	// PullNoMatchedMessage: messages there, none matching the expression;
+	// continue from NextOffset.
+	PullNoMatchedMessage
+	// PullOffsetIllegal: the offset is outside the queue; continue from
+	// NextOffset (the broker's correction).
+	PullOffsetIllegal
+)
+
+func (s PullStatus) String() string {
+	switch s {
+	case PullFound:
+		return "FOUND"
+	case PullNoNewMessage:
+		return "NO_NEW_MSG"
+	case PullNoMatchedMessage:
+		return "NO_MATCHED_MSG"
+	case PullOffsetIllegal:
+		return "OFFSET_ILLEGAL"
+	}
+	return fmt.Sprintf("PullStatus(%d)", int(s))
+}
+
+// PullResult is one pull's answer.
+type PullResult struct {
+	Status PullStatus
+	// NextOffset is where the next pull of the queue starts.
+	NextOffset int64
+	// MinOffset and MaxOffset bound the queue as the broker holds it.
+	MinOffset, MaxOffset int64
+	// Messages are the messages found that match the expression, in
+	// queue order.
+	Messages []*MessageExt
+	// Bytes is the size of the stored records received (before tag
+	// filtering), for flow control.
+	Bytes int
+}
+
+// PullOptions shape one pull.
+type PullOptions struct {
+	// MaxMessages is the most messages returned (default 32, RocketMQ's
+	// pullBatchSize; the broker caps it).
+	MaxMessages int
+	// Expression selects messages by tag: "*" (default) or "TagA || TagB".
+	Expression string
+	// Wait is how long the broker may hold a pull that finds nothing,
+	// answering as soon as a message arrives (long polling). 0: answer at
+	// once.
+	Wait time.Duration
+}
+
+// pull reads q from offset for group.
+func (in *instance) pull(ctx context.Context, group string, q MessageQueue, offset int64, o PullOptions, f tagFilter, commit int64) (*PullResult, error) {
+	if o.MaxMessages <= 0 {
+		o.MaxMessages = 32
+	}
+	if o.Expression == "" {
+		o.Expression = protocol.SubAll
+	}
+	addr, err := in.queueAddr(ctx, q, true)
+	if err != nil {
+		return nil, err
+	}
+	h := protocol.PullMessageRequestHeader{
+		ConsumerGroup: group, Topic: q.Topic, QueueID: int32(q.QueueID), QueueOffset: offset,
+		MaxMsgNums: int32(o.MaxMessages), SysFlag: protocol.BuildPullSysFlag(commit >= 0, o.Wait > 0, true, false),
+		CommitOffset: max(commit, 0), SuspendTimeoutMillis: o.Wait.Milliseconds(), Subscription: o.Expression,
+		SubVersion: 0, ExpressionType: protocol.ExpressionTag, BrokerName: q.BrokerName,
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Wait+in.opts.RequestTimeout)
+		defer cancel()
+	}
+	resp, err := in.rc.Invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, h.Encode(), nil))
+	if err != nil {
+		return nil, fmt.Errorf("client: pull %v@%d: %w", q, offset, err)
+	}
+	var status PullStatus
+	switch resp.Code {
+	case protocol.Success:
+		status = PullFound
+	case protocol.PullNotFound:
+		status = PullNoNewMessage
+	case protocol.PullRetryImmediately:
+		status = PullNoMatchedMessage
+	case protocol.PullOffsetMoved:
+		status = PullOffsetIllegal
+	default:
+		return nil, fmt.Errorf("client: pull %v@%d: %w", q, offset, responseError(addr, resp))
+	}
+	var rh protocol.PullMessageResponseHeader
+	if err := rh.Decode(resp.ExtFields); err != nil {
+		return nil, fmt.Errorf("client: pull answer from %s: %w", addr, err)
+	}
+	res := &PullResult{Status: status, NextOffset: rh.NextBeginOffset, MinOffset: rh.MinOffset, MaxOffset: rh.MaxOffset}
+	if status != PullFound {
+		return res, nil
+	}
+	res.Bytes = len(resp.Body)
+	msgs, err := decodeMessages(resp.Body, q.BrokerName)
+	if err != nil {
+		return nil, err
+	}
+	res.Messages = msgs[:0]
+	for _, m := range msgs {
+		if f.match(m.Tags) {
+			m.Queue = q
+			res.Messages = append(res.Messages, m)
+		}
+	}
+	return res, nil
+}
+
+// PullConsumerOptions configure a PullConsumer.
+type PullConsumerOptions struct {
+	ClientOptions
+	// Group is the consumer group offsets are kept for. Required.
+	Group string
+	// OffsetStore keeps committed offsets (default: on the brokers).
+	OffsetStore OffsetStore
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *PullConsumerOptions) EnsureDefaults() { o.ClientOptions.EnsureDefaults() }
+
+// Validate reports every invalid field at once.
+func (o *PullConsumerOptions) Validate() error {
+	err := o.ClientOptions.Validate()
+	if o.Group == "" {
+		err = joinErr(err, fmt.Errorf("Group: empty"))
+	}
+	return err
+}
+
+// String renders the settings stably.
+func (o PullConsumerOptions) String() string {
+	return fmt.Sprintf("%s group=%s offset-store=%T", o.ClientOptions.String(), o.Group, o.OffsetStore)
+}
+
+// PullConsumer reads queues at offsets the caller chooses: the building
+// block for custom consumption. Safe for concurrent use (pulls of
+// different queues may run at once).
+type PullConsumer struct {
+	opts  PullConsumerOptions
+	in    *instance
+	store OffsetStore
+}
+
+// NewPullConsumer returns a PullConsumer; it connects on the first call.
+func NewPullConsumer(opts PullConsumerOptions) (*PullConsumer, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("client: pull consumer options: %w", err)
+	}
+	c := &PullConsumer{opts: opts, in: newInstance(opts.ClientOptions, nil)}
+	c.store = opts.OffsetStore
+	if c.store == nil {
+		c.store = &brokerOffsetStore{in: c.in, group: opts.Group}
+	}
+	c.in.every(opts.RouteRefresh, false, c.in.refreshRoutes)
+	return c, nil
+}
+
+// Queues returns topic's readable queues, sorted.
+func (c *PullConsumer) Queues(ctx context.Context, topic string) ([]MessageQueue, error) {
+	r, err := c.in.route(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.read) == 0 {
+		return nil, fmt.Errorf("%w: %s has no readable queue", ErrNoRoute, topic)
+	}
+	return append([]MessageQueue(nil), r.read...), nil
+}
+
+// Pull reads q from offset. Messages not matching o.Expression are
+// dropped from the result (the broker filters by tag hash; this checks
+// the tag itself).
+func (c *PullConsumer) Pull(ctx context.Context, q MessageQueue, offset int64, o PullOptions) (*PullResult, error) {
+	return c.in.pull(ctx, c.opts.Group, q, offset, o, parseTagFilter(o.Expression), -1)
+}
+
+// MinOffset returns q's first offset still stored.
+func (c *PullConsumer) MinOffset(ctx context.Context, q MessageQueue) (int64, error) {
+	return c.in.minOffset(ctx, q)
+}
+
+// MaxOffset returns the offset after q's last message.
+func (c *PullConsumer) MaxOffset(ctx context.Context, q MessageQueue) (int64, error) {
+	return c.in.maxOffset(ctx, q)
+}
+
+// OffsetAt returns q's first offset stored at or after t.
+func (c *PullConsumer) OffsetAt(ctx context.Context, q MessageQueue, t time.Time) (int64, error) {
+	return c.in.searchOffset(ctx, q, t)
+}
+
+// Committed returns the group's committed offset of q (ErrNoOffset if none).
+func (c *PullConsumer) Committed(ctx context.Context, q MessageQueue) (int64, error) {
+	return c.store.Read(ctx, q)
+}
+
+// Commit stores the group's offsets (the next offset to read per queue).
+func (c *PullConsumer) Commit(ctx context.Context, offsets map[MessageQueue]int64) error {
+	return c.store.Commit(ctx, offsets)
+}
+
+// Close closes the connections.
+func (c *PullConsumer) Close() error {
+	c.in.close()
+	return nil
+}
+
+func joinErr(a, b error) error {
+	if a == nil {
+		return b
+	}
+	return fmt.Errorf("%w\n%w", a, b)
+}

@@ -1,0 +1,96 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestPullConsumer(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	c.createTopic("pulled", 2)
+	p := newTestProducer(t, c, nil)
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		tag := "even"
+		if i%2 == 1 {
+			tag = "odd"
+		}
+		if _, err := p.Send(ctx, &Message{Topic: "pulled", Body: []byte(fmt.Sprint(i)), Tags: tag, ShardingKey: "same"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitMessages("pulled", 20)
+	pc, err := NewPullConsumer(PullConsumerOptions{ClientOptions: c.clientOptions(), Group: "pull-group"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	qs, err := pc.Queues(ctx, "pulled")
+	if err != nil || len(qs) != 2 {
+		t.Fatalf("queues %v %v", qs, err)
+	}
+	total, odd := 0, 0
+	for _, q := range qs {
+		off := int64(0)
+		for {
+			res, err := pc.Pull(ctx, q, off, PullOptions{MaxMessages: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status == PullNoNewMessage {
+				break
+			}
+			total += len(res.Messages)
+			off = res.NextOffset
+		}
+		res, err := pc.Pull(ctx, q, 0, PullOptions{Expression: "odd", MaxMessages: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Messages {
+			if m.Tags != "odd" {
+				t.Fatalf("filter let %q through", m.Tags)
+			}
+		}
+		odd += len(res.Messages)
+		if err := pc.Commit(ctx, map[MessageQueue]int64{q: off}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := pc.Committed(ctx, q); err != nil || got != off {
+			t.Fatalf("committed %d %v, want %d", got, err, off)
+		}
+	}
+	if total != 20 || odd != 10 {
+		t.Fatalf("pulled %d messages, %d odd", total, odd)
+	}
+	// Long poll: a waiting pull returns when a message arrives.
+	q := qs[0]
+	max, _ := pc.MaxOffset(ctx, q)
+	done := make(chan *PullResult, 1)
+	go func() {
+		res, err := pc.Pull(ctx, q, max, PullOptions{Wait: 5 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	for i := 0; i < 2; i++ { // one of the two lands in q
+		p.Send(ctx, &Message{Topic: "pulled", Body: []byte("late")})
+	}
+	select {
+	case res := <-done:
+		if res == nil || len(res.Messages) != 1 || time.Since(start) > 3*time.Second {
+			t.Fatalf("long poll: %+v after %v", res, time.Since(start))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("long poll never answered")
+	}
+	if _, err := pc.Committed(ctx, MessageQueue{"pulled", "broker-a", 7}); !errors.Is(err, ErrNoOffset) && err == nil {
+		t.Fatalf("uncommitted queue: %v", err)
+	}
+}

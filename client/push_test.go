@@ -1,0 +1,184 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// received records what consumers got, by message body.
+type received struct {
+	mu    sync.Mutex
+	count map[string]int
+	by    map[string]map[string]bool // consumer → bodies
+	total atomic.Int64
+}
+
+func newReceived() *received {
+	return &received{count: map[string]int{}, by: map[string]map[string]bool{}}
+}
+
+func (r *received) handler(name string) Handler {
+	return func(_ context.Context, m *MessageExt) error {
+		r.mu.Lock()
+		r.count[string(m.Body)]++
+		if r.by[name] == nil {
+			r.by[name] = map[string]bool{}
+		}
+		r.by[name][string(m.Body)] = true
+		r.mu.Unlock()
+		r.total.Add(1)
+		return nil
+	}
+}
+
+// waitDistinct polls until n distinct bodies arrived.
+func (r *received) waitDistinct(t testing.TB, n int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		r.mu.Lock()
+		got := len(r.count)
+		r.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d distinct messages after %v", got, n, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (r *received) duplicates() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := 0
+	for _, n := range r.count {
+		d += n - 1
+	}
+	return d
+}
+
+func newTestPushConsumer(t testing.TB, c *testCluster, group string, h Handler, mutate func(*PushConsumerOptions)) *PushConsumer {
+	t.Helper()
+	o := PushConsumerOptions{ClientOptions: c.clientOptions(), Group: group, Start: StartEarliest,
+		PollWait: 2 * time.Second, CommitInterval: 200 * time.Millisecond, RebalanceInterval: 2 * time.Second}
+	if mutate != nil {
+		mutate(&o)
+	}
+	pc, err := NewPushConsumer(o, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	return pc
+}
+
+func produce(t testing.TB, p *Producer, topic string, from, to int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for i := from; i < to; i++ {
+		wg.Add(1)
+		p.SendAsync(context.Background(), &Message{Topic: topic, Body: []byte(strconv.Itoa(i))}, func(_ *SendResult, err error) {
+			if err != nil {
+				failed.Store(err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPushConsumerReceivesAll(t *testing.T) {
+	c := startCluster(t, 2, nil)
+	c.createTopic("push", 4)
+	p := newTestProducer(t, c, nil)
+	produce(t, p, "push", 0, 500)
+	r := newReceived()
+	pc := newTestPushConsumer(t, c, "g-push", r.handler("a"), nil)
+	if err := pc.Subscribe("push", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, p, "push", 500, 1000)
+	r.waitDistinct(t, 1000, 20*time.Second)
+	if n := countTopic(pc.Queues(), "push"); n != 8 {
+		t.Fatalf("a lone member owns %d of 8 queues", n)
+	}
+	if err := pc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The offsets were committed: the group's lag is nothing.
+	st, err := c.admin.TopicStatus(context.Background(), "push", "g-push")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		if s.Lag != 0 {
+			t.Fatalf("lag after close: %+v", s)
+		}
+	}
+	if d := r.duplicates(); d != 0 {
+		t.Fatalf("%d duplicates with one member and no failure", d)
+	}
+}
+
+func TestPushConsumerRetriesFailures(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	c.createTopic("flaky", 2)
+	p := newTestProducer(t, c, nil)
+	produce(t, p, "flaky", 0, 20)
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	done := make(chan string, 100)
+	pc := newTestPushConsumer(t, c, "g-flaky", func(_ context.Context, m *MessageExt) error {
+		mu.Lock()
+		attempts[string(m.Body)]++
+		n := attempts[string(m.Body)]
+		mu.Unlock()
+		if n == 1 && m.Body[0]%2 == 0 {
+			return errors.New("first attempt fails")
+		}
+		if m.Topic != "flaky" {
+			return fmt.Errorf("retried message has topic %q", m.Topic)
+		}
+		done <- string(m.Body)
+		return nil
+	}, nil)
+	pc.Subscribe("flaky", "*")
+	if err := pc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	timeout := time.After(30 * time.Second)
+	for len(got) < 20 {
+		select {
+		case b := <-done:
+			got[b] = true
+		case <-timeout:
+			t.Fatalf("%d of 20 consumed; attempts %v", len(got), attempts)
+		}
+	}
+}
+
+func countTopic(qs []MessageQueue, topic string) int {
+	n := 0
+	for _, q := range qs {
+		if q.Topic == topic {
+			n++
+		}
+	}
+	return n
+}
