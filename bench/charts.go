@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -125,6 +126,39 @@ func log2Axis(a *plot.Axis, vals []float64, label func(float64) string) {
 	a.Tick.Marker = ticks
 }
 
+// logTicks marks 1, 2 and 5 of every decade within the axis range, with
+// compact labels (gonum's LogTicks marks whole decades, some outside the
+// range, which throws the layout off).
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	if lo <= 0 {
+		lo = 1
+	}
+	for dec := math.Pow(10, math.Floor(math.Log10(lo))); dec <= hi; dec *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * dec; v >= lo && v <= hi {
+				out = append(out, plot.Tick{Value: v, Label: compact(v)})
+			}
+		}
+	}
+	return out
+}
+
+// compact writes 2000 as 2k, 5e6 as 5M.
+func compact(v float64) string {
+	switch {
+	case v >= 1e9:
+		return strconv.FormatFloat(v/1e9, 'g', 3, 64) + "G"
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+	case v >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
 // addLine draws one series with points and min–max error bars.
 func addLine(p *plot.Plot, i int, name string, xy medianXY) error {
 	l, s, err := plotter.NewLinePoints(xy)
@@ -151,7 +185,14 @@ func throughputCharts(r *ExperimentResult) ([]chartFile, error) {
 		return nil, nil
 	}
 	keys, groups := group(cells, func(c *CellResult) string {
-		return fmt.Sprintf("%s-%s-linger%s-batch%s", c.Flush, sizeLabel(int64(c.Size)), time.Duration(c.MinInterval), sizeLabel(c.MaxBatchBytes))
+		k := c.Flush + "-" + sizeLabel(int64(c.Size))
+		if c.MinInterval > 0 {
+			k += "-linger" + time.Duration(c.MinInterval).String()
+		}
+		if c.MaxBatchBytes > 0 {
+			k += "-batch" + sizeLabel(c.MaxBatchBytes)
+		}
+		return k
 	})
 	var out []chartFile
 	for _, k := range keys {
@@ -172,6 +213,16 @@ func throughputCharts(r *ExperimentResult) ([]chartFile, error) {
 		}
 		sort.Float64s(ws)
 		log2Axis(&p.X, ws, func(v float64) string { return strconv.Itoa(int(v)) })
+		lo, hi := g[0].Summary.MsgsPerSec.Median, g[0].Summary.MsgsPerSec.Median
+		for _, c := range g {
+			lo, hi = min(lo, c.Summary.MsgsPerSec.Min), max(hi, c.Summary.MsgsPerSec.Max)
+		}
+		logY := lo > 0 && hi/lo > 20
+		if logY {
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Tick.Marker = logTicks{}
+			p.Y.Label.Text = "appends/s (log; median, min–max)"
+		}
 		bkeys, byBackend := group(g, func(c *CellResult) string { return c.Backend })
 		for i, be := range bkeys {
 			bc := byBackend[be]
@@ -185,7 +236,10 @@ func throughputCharts(r *ExperimentResult) ([]chartFile, error) {
 				return nil, err
 			}
 		}
-		p.Y.Min = 0
+		if !logY {
+			p.Y.Min = 0
+			p.Y.Max *= 1.3 // room for the legend
+		}
 		out = append(out, chartFile{name: r.Experiment + "-throughput-" + k, title: title, p: p})
 	}
 	return out, nil
@@ -204,7 +258,11 @@ func batchCharts(r *ExperimentResult) ([]chartFile, error) {
 		return nil, nil
 	}
 	keys, groups := group(cells, func(c *CellResult) string {
-		return fmt.Sprintf("%s-%s-linger%s", c.Backend, sizeLabel(int64(c.Size)), time.Duration(c.MinInterval))
+		k := c.Backend + "-" + sizeLabel(int64(c.Size))
+		if c.MinInterval > 0 {
+			k += "-linger" + time.Duration(c.MinInterval).String()
+		}
+		return k
 	})
 	var out []chartFile
 	for _, k := range keys {
@@ -226,14 +284,12 @@ func batchCharts(r *ExperimentResult) ([]chartFile, error) {
 		c0 := at[0]
 		title := fmt.Sprintf("%s: %s sync, %s messages, %d writers, linger %s", r.Experiment, c0.Backend,
 			sizeLabel(int64(c0.Size)), maxW, time.Duration(c0.MinInterval))
-		p := newPlot(title, "max batch bytes", "append latency, µs (median, min–max)")
+		p := newPlot(title, "max batch bytes", "append latency, ms (median, min–max)")
 		var xs []float64
 		for _, c := range at {
 			xs = append(xs, float64(c.MaxBatchBytes))
 		}
 		log2Axis(&p.X, xs, func(v float64) string { return sizeLabel(int64(v)) })
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		series := []struct {
 			name string
 			get  func(*CellResult) Spread
@@ -246,21 +302,26 @@ func batchCharts(r *ExperimentResult) ([]chartFile, error) {
 			xy := medianXY{x: xs}
 			for _, c := range at {
 				v := s.get(c)
-				v.Min, v.Median, v.Max = max(v.Min, 1), max(v.Median, 1), max(v.Max, 1) // log scale
+				v.Min, v.Median, v.Max = v.Min/1000, v.Median/1000, v.Max/1000
 				xy.s = append(xy.s, v)
 			}
 			if err := addLine(p, i, s.name, xy); err != nil {
 				return nil, err
 			}
 		}
+		p.Y.Min = 0
+		p.Y.Max *= 1.3 // room for the legend
 		out = append(out, chartFile{name: r.Experiment + "-latency-vs-batch-" + k, title: title, p: p})
 	}
 	return out, nil
 }
 
-// backendCharts: bars of appends/s per backend, grouped by the rest of the
-// cell's configuration, one chart per flush policy.
+// backendCharts: bars of each backend's appends/s relative to the fastest
+// backend of its group (same size, writers and limits), one chart per
+// flush policy: groups differ by orders of magnitude, backends within one
+// are what the chart compares. The tables have the absolute figures.
 func backendCharts(r *ExperimentResult) ([]chartFile, error) {
+	const maxBarGroups = 8
 	cells := okCells(r)
 	backends := distinct(cells, func(c *CellResult) string { return c.Backend })
 	if len(backends) < 2 {
@@ -269,7 +330,6 @@ func backendCharts(r *ExperimentResult) ([]chartFile, error) {
 	fkeys, byFlush := group(cells, func(c *CellResult) string { return c.Flush })
 	var out []chartFile
 	for _, fl := range fkeys {
-		g := byFlush[fl]
 		rest := func(c *CellResult) string {
 			s := fmt.Sprintf("%s w%d", sizeLabel(int64(c.Size)), c.Writers)
 			if c.MaxBatchBytes > 0 {
@@ -277,16 +337,38 @@ func backendCharts(r *ExperimentResult) ([]chartFile, error) {
 			}
 			return s
 		}
-		gkeys, _ := group(g, rest)
+		fc := byFlush[fl]
+		gkeys, byGroup := group(fc, rest)
+		if len(gkeys) > maxBarGroups { // keep the largest group-commit limit only
+			top := int64(0)
+			for _, c := range fc {
+				top = max(top, c.MaxBatchBytes)
+			}
+			var keep []*CellResult
+			for _, c := range fc {
+				if c.MaxBatchBytes == top {
+					keep = append(keep, c)
+				}
+			}
+			if gkeys, byGroup = group(keep, rest); len(gkeys) > maxBarGroups {
+				continue
+			}
+		}
+		best := map[string]float64{}
+		for _, gk := range gkeys {
+			for _, c := range byGroup[gk] {
+				best[gk] = max(best[gk], c.Summary.MsgsPerSec.Median)
+			}
+		}
 		title := fmt.Sprintf("%s: backends, %s flush", r.Experiment, fl)
-		p := newPlot(title, "", "appends/s (median)")
-		w := vg.Points(min(60/float64(len(backends)), 14))
+		p := newPlot(title, "", "appends/s ÷ the fastest backend's (medians)")
+		w := vg.Points(min(380/float64(len(gkeys)*len(backends)), 36))
 		for i, be := range backends {
 			vals := make(plotter.Values, len(gkeys))
 			for j, gk := range gkeys {
-				for _, c := range g {
-					if c.Backend == be && rest(c) == gk {
-						vals[j] = c.Summary.MsgsPerSec.Median
+				for _, c := range byGroup[gk] {
+					if c.Backend == be && best[gk] > 0 {
+						vals[j] = c.Summary.MsgsPerSec.Median / best[gk]
 					}
 				}
 			}
@@ -301,7 +383,8 @@ func backendCharts(r *ExperimentResult) ([]chartFile, error) {
 			p.Legend.Add(be, bar)
 		}
 		p.NominalX(gkeys...)
-		p.Legend.Left = false
+		p.Y.Min, p.Y.Max = 0, 1.35 // room for the legend above the tallest bar
+		p.Legend.Left = true
 		out = append(out, chartFile{name: r.Experiment + "-backends-" + fl, title: title, p: p})
 	}
 	return out, nil

@@ -114,8 +114,8 @@ func TestChartsForBatchAndBackends(t *testing.T) {
 		links = append(links, c.Link)
 	}
 	require.ElementsMatch(t, []string{
-		"gc-throughput-sync-1KiB-linger0s-batch64KiB.svg", "gc-throughput-sync-1KiB-linger0s-batch1MiB.svg",
-		"gc-latency-vs-batch-pwrite-1KiB-linger0s.svg", "gc-latency-vs-batch-uring-1KiB-linger0s.svg",
+		"gc-throughput-sync-1KiB-batch64KiB.svg", "gc-throughput-sync-1KiB-batch1MiB.svg",
+		"gc-latency-vs-batch-pwrite-1KiB.svg", "gc-latency-vs-batch-uring-1KiB.svg",
 		"gc-backends-sync.svg",
 	}, links)
 }
