@@ -152,15 +152,22 @@ type SendMessageResponseHeader struct {
 	QueueOffset   int64  // required
 	TransactionID string
 	BatchUniqID   string
+	// MsgRegion and TraceOn are not header fields in RocketMQ but ext fields
+	// its broker adds to a send answer (MSG_REGION, TRACE_ON); the Go client
+	// reads them. Sent when not empty.
+	MsgRegion string
+	TraceOn   string
 }
 
 func (h *SendMessageResponseHeader) Encode() map[string]string {
-	w := newFields(5)
+	w := newFields(7)
 	w.str("msgId", h.MsgID)
 	w.i32("queueId", h.QueueID)
 	w.i64("queueOffset", h.QueueOffset)
 	w.optStr("transactionId", h.TransactionID)
 	w.optStr("batchUniqId", h.BatchUniqID)
+	w.optStr("MSG_REGION", h.MsgRegion)
+	w.optStr("TRACE_ON", h.TraceOn)
 	return w
 }
 
@@ -171,6 +178,8 @@ func (h *SendMessageResponseHeader) Decode(m map[string]string) error {
 	h.QueueOffset = r.i64("queueOffset", true)
 	h.TransactionID = r.str("transactionId")
 	h.BatchUniqID = r.str("batchUniqId")
+	h.MsgRegion = r.str("MSG_REGION")
+	h.TraceOn = r.str("TRACE_ON")
 	return r.err()
 }
 

@@ -15,7 +15,7 @@ func fullHeaders() map[string]CustomHeader {
 	return map[string]CustomHeader{
 		"SendMessageRequestHeader":              &send,
 		"SendMessageRequestHeaderV2":            send.V2(),
-		"SendMessageResponseHeader":             &SendMessageResponseHeader{MsgID: "0A000001000027F700000000000003E8", QueueID: 2, QueueOffset: 99, TransactionID: "tx", BatchUniqID: "b"},
+		"SendMessageResponseHeader":             &SendMessageResponseHeader{MsgID: "0A000001000027F700000000000003E8", QueueID: 2, QueueOffset: 99, TransactionID: "tx", BatchUniqID: "b", MsgRegion: "DefaultRegion", TraceOn: "true"},
 		"ConsumerSendMsgBackRequestHeader":      &ConsumerSendMsgBackRequestHeader{Offset: 1000, Group: "cg", DelayLevel: 3, OriginMsgID: "m", OriginTopic: "T", UnitMode: true, MaxReconsumeTimes: 5, HasMaxReconsumeTimes: true, BrokerName: "b"},
 		"EndTransactionRequestHeader":           &EndTransactionRequestHeader{Topic: "T", ProducerGroup: "pg", TranStateTableOffset: 5, CommitLogOffset: 6, CommitOrRollback: TransactionCommit, FromTransactionCheck: true, MsgID: "m", TransactionID: "t", BrokerName: "b"},
 		"CheckTransactionStateRequestHeader":    &CheckTransactionStateRequestHeader{Topic: "T", TranStateTableOffset: 1, CommitLogOffset: 2, MsgID: "m", TransactionID: "t", OffsetMsgID: "o", BrokerName: "b"},
