@@ -50,4 +50,10 @@
 // numbers without quotes ({0:"127.0.0.1:10911"}), which is not JSON; the
 // Unmarshal functions here accept both forms, and the Marshal functions emit
 // standard JSON (quoted keys), which the Java and the Go clients both parse.
+//
+// # Text
+//
+// The broker port also answers a line of text (IsTextStart tells the two
+// apart by the first byte): text.go has the line reader, the parser and the
+// memcached-style STAT ... END writer.
 package protocol
