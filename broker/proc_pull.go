@@ -100,6 +100,11 @@ func (b *Broker) holdPull(pc *pullCtx) bool {
 func (b *Broker) answerHeld(p *heldPull, _ bool) {
 	pc := p.req.(*pullCtx)
 	defer pc.c.reqs.Done()
+	select {
+	case <-pc.c.closed:
+		return // the client went away while its pull was held
+	default:
+	}
 	f, _ := b.pullOnce(pc)
 	pc.c.send(f)
 }

@@ -1,0 +1,148 @@
+package broker
+
+import (
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage/vfs"
+	"github.com/samsamq/samsa/storage/vfs/errorfs"
+)
+
+// TestBrokenStoreNeverSendOK: once an fsync fails the store is broken and
+// every send is answered with an error code and a remark saying so.
+func TestBrokenStoreNeverSendOK(t *testing.T) {
+	efs := errorfs.Wrap(vfs.NewMem())
+	b := startBroker(t, "/store", func(c *Config) { c.FS = efs; c.FlushDiskType = SyncFlush })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("br", 1))
+	if r := c.call(sendReq("br", 0, []byte("before"), nil)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	efs.AddRule(errorfs.Rule{Op: errorfs.OpSync, Path: "commitlog", Sticky: true})
+	for i := 0; i < 5; i++ {
+		r := c.call(sendReq("br", 0, []byte("after"), nil))
+		if r.Code == protocol.Success || r.Code == protocol.FlushDiskTimeout {
+			t.Fatalf("send %d after a failed fsync answered %s", i, r)
+		}
+		if !strings.Contains(r.Remark, "broken") {
+			t.Fatalf("remark %q does not say the store is broken", r.Remark)
+		}
+	}
+}
+
+// TestDiskFullRefused: ENOSPC on the CommitLog answers an error code with a
+// clear remark, not SEND_OK.
+func TestDiskFullRefused(t *testing.T) {
+	efs := errorfs.Wrap(vfs.NewMem())
+	b := startBroker(t, "/store", func(c *Config) { c.FS = efs; c.FlushDiskType = SyncFlush })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("full", 1))
+	efs.AddRule(errorfs.Rule{Op: errorfs.OpWrite, Path: "commitlog", Sticky: true, Err: syscall.ENOSPC})
+	efs.AddRule(errorfs.Rule{Op: errorfs.OpAllocate, Path: "commitlog", Sticky: true, Err: syscall.ENOSPC})
+	efs.AddRule(errorfs.Rule{Op: errorfs.OpCreate, Path: "commitlog", Sticky: true, Err: syscall.ENOSPC})
+	r := c.call(sendReq("full", 0, []byte("x"), nil))
+	if r.Code == protocol.Success || r.Code == protocol.FlushDiskTimeout {
+		t.Fatalf("send on a full disk answered %s", r)
+	}
+	if !strings.Contains(r.Remark, "disk is full") && !strings.Contains(r.Remark, "broken") {
+		t.Fatalf("remark %q", r.Remark)
+	}
+}
+
+// gateFS blocks every Sync of a file whose path contains "commitlog" while
+// the gate is closed.
+type gateFS struct {
+	vfs.FS
+	mu   sync.Mutex
+	open chan struct{} // closed: syncs pass
+}
+
+func (g *gateFS) wait() {
+	g.mu.Lock()
+	ch := g.open
+	g.mu.Unlock()
+	<-ch
+}
+
+func (g *gateFS) block() {
+	g.mu.Lock()
+	g.open = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gateFS) release() {
+	g.mu.Lock()
+	close(g.open)
+	g.mu.Unlock()
+}
+
+type gateFile struct {
+	vfs.File
+	g *gateFS
+}
+
+func (f gateFile) Sync() error { f.g.wait(); return f.File.Sync() }
+
+func (g *gateFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !strings.Contains(name, "commitlog") {
+		return f, err
+	}
+	return gateFile{f, g}, nil
+}
+
+func (g *gateFS) Create(name string, o vfs.OpenOptions) (vfs.File, error) {
+	f, err := g.FS.Create(name, o)
+	return g.wrap(name, f, err)
+}
+
+func (g *gateFS) Open(name string, o vfs.OpenOptions) (vfs.File, error) {
+	f, err := g.FS.Open(name, o)
+	return g.wrap(name, f, err)
+}
+
+// TestSyncFlushTimeout: with SYNC_FLUSH a send is answered only once its
+// record is durable; a flush slower than syncFlushTimeout answers
+// FLUSH_DISK_TIMEOUT (stored, durability unknown), and once the disk
+// catches up sends succeed again.
+func TestSyncFlushTimeout(t *testing.T) {
+	g := &gateFS{FS: vfs.NewMem(), open: make(chan struct{})}
+	close(g.open)
+	b := startBroker(t, "/store", func(c *Config) {
+		c.FS = g
+		c.FlushDiskType = SyncFlush
+		c.SyncFlushTimeout = 200 * time.Millisecond
+	})
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("slow", 1))
+	if r := c.call(sendReq("slow", 0, []byte("fast"), nil)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	g.block()
+	start := time.Now()
+	pending := c.start(sendReq("slow", 0, []byte("slow"), nil))
+	select {
+	case r := <-pending:
+		if r.Code != protocol.FlushDiskTimeout {
+			t.Fatalf("blocked fsync: %s", r)
+		}
+		if took := time.Since(start); took < 200*time.Millisecond {
+			t.Fatalf("answered after %v, before the flush timeout", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer while the fsync hangs")
+	}
+	g.release()
+	if r := c.call(sendReq("slow", 0, []byte("again"), nil)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	if b.stats.flushTimeout.Load() != 1 {
+		t.Fatalf("flush timeouts %d", b.stats.flushTimeout.Load())
+	}
+}
