@@ -39,6 +39,10 @@ type ProducerOptions struct {
 type ConsumerOptions struct {
 	Mode         ConsumeMode
 	PullInterval time.Duration // pull mode: the wait after an empty pull
+	// Member is this consumer's index among the Members consumers of its
+	// group in this run; a driver without server-side group balancing
+	// uses them to split the queues.
+	Member, Members int
 }
 
 // Producer sends messages.

@@ -93,6 +93,7 @@ func (r *run) startConsumers(ctx context.Context) ([]Consumer, error) {
 		for g := 0; g < r.w.ConsumerGroups; g++ {
 			group := fmt.Sprintf("%s-g%d", r.w.TopicPrefix, g)
 			for i := 0; i < r.w.Consumers; i++ {
+				copts.Member, copts.Members = i, r.w.Consumers
 				c, err := r.d.NewConsumer(ctx, r.w.topicName(t), group, copts, handler)
 				if err != nil {
 					return out, fmt.Errorf("loadgen: consumer %s/%s: %w", r.w.topicName(t), group, err)

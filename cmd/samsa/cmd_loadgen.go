@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/loadgen"
+)
+
+func init() {
+	register(command{name: "loadgen", summary: "drive a cluster with a workload (or run an e2e experiment file)", run: runLoadgen})
+}
+
+func runLoadgen(args []string) error {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	var w loadgen.Workload
+	namesrv := fs.String("namesrv", "", "name server address(es), ;-separated; empty starts an embedded cluster (samsa dev)")
+	embedded := fs.Bool("embedded", false, "start an embedded name server + broker on loopback (the default when --namesrv is empty)")
+	brokerAddr := fs.String("broker", "", "broker address for topic creation (default: from the cluster's route)")
+	driver := fs.String("driver", "samsa", "driver: samsa (our client), rocketmq (the official Go client), nats (NATS JetStream)")
+	flush := fs.String("flush", "async", "embedded cluster flush policy: sync (group commit) or async; for nats, sync = sync_interval always")
+	backendName := fs.String("backend", "", "embedded broker store backend (pwrite, mmap, odirect, uring)")
+	natsURL := fs.String("nats-url", "", "nats driver: a running server's URL (default: start one in-process)")
+	dataDir := fs.String("dir", "", "embedded cluster data dir (default: a temp dir, removed after)")
+	fs.StringVar(&w.TopicPrefix, "topic", "loadgen", "topic name prefix (topics are <prefix>-<i>)")
+	fs.IntVar(&w.Topics, "topics", 1, "number of topics")
+	fs.IntVar(&w.QueuesPerTopic, "queues", 8, "queues per topic")
+	fs.IntVar(&w.MessageSize, "size", 1024, "message size in bytes (>= 8)")
+	fs.StringVar(&w.PayloadFile, "payload-file", "", "payload bytes from this file (cut or repeated to --size)")
+	fs.IntVar(&w.Producers, "producers", 1, "producers per topic")
+	fs.IntVar(&w.Consumers, "consumers", 1, "consumers per group per topic (0 = produce only)")
+	fs.IntVar(&w.ConsumerGroups, "groups", 1, "consumer groups per topic")
+	fs.Float64Var(&w.Rate, "rate", 0, "target total rate in msg/s; 0 = as fast as it goes (closed loop)")
+	fs.DurationVar(&w.Warmup, "warmup", 5*time.Second, "warm-up, not measured")
+	fs.DurationVar(&w.Duration, "duration", 30*time.Second, "measured duration")
+	send := fs.String("send", "sync", "send mode: sync, async or batch")
+	fs.IntVar(&w.BatchSize, "batch-size", 32, "batch mode: messages per batch")
+	fs.DurationVar(&w.BatchLinger, "linger", time.Millisecond, "batch mode: how long a batch waits to fill")
+	fs.IntVar(&w.MaxInFlight, "inflight", 1024, "async/batch: unacknowledged sends per producer")
+	consume := fs.String("consume", "long-poll", "consume mode: long-poll or pull")
+	fs.DurationVar(&w.PullInterval, "pull-interval", 100*time.Millisecond, "pull mode: wait after an empty pull")
+	fs.IntVar(&w.KeyCount, "keys", 0, "give messages keys cycling over this many values (0 = none)")
+	fs.DurationVar(&w.ReportInterval, "report-interval", 5*time.Second, "progress line interval")
+	fs.DurationVar(&w.Drain, "drain", 10*time.Second, "after producing, wait this long at most for consumers to catch up")
+	jsonOut := fs.String("json", "", "write the result as JSON to this file")
+	hdrOut := fs.String("hdr", "", "write the interval histograms (HdrHistogram log format) to this file")
+	experiment := fs.String("experiment", "", "run an e2e experiment file (experiments/*.json) instead of one workload")
+	quick := fs.Bool("quick", false, "with --experiment: the quick durations")
+	out := fs.String("out", "results", "with --experiment: results directory")
+	perf := fs.String("performance", "", "with --experiment: also rewrite this file's generated section (e.g. PERFORMANCE.md)")
+	var prof profileFlags
+	prof.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	stop, err := prof.start()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ctx, cancel := signalContext()
+	defer cancel()
+
+	lab := labSettings{namesrv: *namesrv, embedded: *embedded || *namesrv == "", brokerAddr: *brokerAddr,
+		natsURL: *natsURL, dataDir: *dataDir, backend: *backendName}
+	if *experiment != "" {
+		return runExperimentFile(ctx, lab, *experiment, *quick, *out, *perf, commandLine())
+	}
+	w.SendMode, w.ConsumeMode = loadgen.SendMode(*send), loadgen.ConsumeMode(*consume)
+	if w.Consumers == 0 {
+		w.NoConsumers = true
+	}
+	cell := loadgen.Cell{Label: "cli", Driver: *driver, Cluster: loadgen.Cluster{Flush: *flush, Backend: *backendName}, Workload: w}
+	d, err := lab.driver(ctx, cell)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	opts := loadgen.Options{Out: os.Stdout}
+	if *hdrOut != "" {
+		f, err := os.Create(*hdrOut)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		opts.HDRLog = f
+	}
+	fmt.Printf("loadgen: driver %s, %s\n", d.Name(), w.String())
+	res, err := loadgen.Run(ctx, d, w, opts)
+	if err != nil {
+		return err
+	}
+	res.Machine = bench.CollectMachine(lab.benchDir())
+	if *jsonOut != "" {
+		if err := res.WriteJSON(*jsonOut); err != nil {
+			return err
+		}
+	}
+	if res.Errors > 0 {
+		return fmt.Errorf("%d sends failed", res.Errors)
+	}
+	return nil
+}
+
+// runExperimentFile runs an e2e experiment, writes its result file and
+// prints its tables.
+func runExperimentFile(ctx context.Context, lab labSettings, path string, quick bool, outDir, perfFile, command string) error {
+	e, err := loadgen.LoadExperiment(path)
+	if err != nil {
+		return err
+	}
+	res, err := loadgen.RunExperiment(ctx, e, quick, lab.driver, os.Stdout)
+	if err != nil {
+		return err
+	}
+	res.Command = command
+	res.Machine = bench.CollectMachine(lab.benchDir())
+	p, err := loadgen.WriteResult(outDir, res)
+	if err != nil {
+		return err
+	}
+	md := res.Markdown()
+	fmt.Println(md)
+	fmt.Printf("result: %s\n", p)
+	if perfFile != "" {
+		section := fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", md, res.Machine, p)
+		if err := bench.UpdateSections(perfFile, []string{res.Experiment}, map[string]string{res.Experiment: section}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/loadgen"
+	"github.com/samsamq/samsa/loadgen/natsdriver"
+	"github.com/samsamq/samsa/loadgen/rmqdriver"
+	"github.com/samsamq/samsa/loadgen/samsadriver"
+)
+
+// labSettings say where loadgen's drivers find (or start) their cluster.
+type labSettings struct {
+	namesrv    string // live cluster's name server(s), ;-separated
+	embedded   bool   // start an embedded cluster per cell (samsa dev)
+	brokerAddr string
+	natsURL    string
+	dataDir    string // parent of embedded clusters' data dirs; default a temp dir
+	backend    string
+}
+
+// benchDir is the directory whose disk the run measures.
+func (l labSettings) benchDir() string {
+	if l.dataDir != "" {
+		return l.dataDir
+	}
+	return os.TempDir()
+}
+
+// driver makes the driver a cell names, with its cluster: it is a
+// loadgen.DriverFactory.
+func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver, error) {
+	switch c.Driver {
+	case "nats":
+		return natsdriver.New(natsdriver.Options{URL: l.natsURL, Sync: c.Cluster.Flush == "sync",
+			StoreDir: l.cellDir("nats")})
+	case "samsa", "rocketmq":
+	default:
+		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats)", c.Driver)
+	}
+	var dev *broker.Dev
+	nameServers := client.ParseNameServers(l.namesrv)
+	brokerAddr := l.brokerAddr
+	if l.embedded {
+		cfg := broker.Config{}
+		switch c.Cluster.Flush {
+		case "sync":
+			cfg.FlushDiskType = broker.SyncFlush
+		case "async", "":
+			cfg.FlushDiskType = broker.AsyncFlush
+		default:
+			return nil, fmt.Errorf("cluster flush %q: want sync or async", c.Cluster.Flush)
+		}
+		cfg.StoreBackend = c.Cluster.Backend
+		if cfg.StoreBackend == "" {
+			cfg.StoreBackend = l.backend
+		}
+		cfg.GroupCommitMaxBatchBytes = c.Cluster.MaxBatchBytes
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		var err error
+		dev, err = broker.StartDev(broker.DevOptions{Dir: l.cellDir("samsa"), Broker: cfg, Logger: quiet})
+		if err != nil {
+			return nil, fmt.Errorf("embedded cluster: %w", err)
+		}
+		nameServers, brokerAddr = []string{dev.NamesrvAddr()}, dev.BrokerAddr()
+	} else if !l.embedded && c.Cluster.Flush != "" {
+		fmt.Fprintf(os.Stderr, "loadgen: live cluster: the cell's flush %q is the cluster's business, not set here\n", c.Cluster.Flush)
+	}
+	var d loadgen.Driver
+	var err error
+	if c.Driver == "samsa" {
+		d, err = samsadriver.New(samsadriver.Options{NameServers: nameServers})
+	} else {
+		if brokerAddr == "" {
+			err = errors.New("the rocketmq driver creates topics on --broker ADDR")
+		} else {
+			d, err = rmqdriver.New(rmqdriver.Options{NameServers: nameServers, BrokerAddr: brokerAddr})
+		}
+	}
+	if err != nil {
+		if dev != nil {
+			dev.Close()
+		}
+		return nil, err
+	}
+	if dev == nil {
+		return d, nil
+	}
+	return &withCluster{Driver: d, dev: dev}, nil
+}
+
+// cellDir is a fresh data dir for one cell's cluster under dataDir, or ""
+// (a temp dir of the server's own) when no dataDir was given.
+func (l labSettings) cellDir(kind string) string {
+	if l.dataDir == "" {
+		return ""
+	}
+	if err := os.MkdirAll(l.dataDir, 0o755); err != nil {
+		return ""
+	}
+	d, err := os.MkdirTemp(l.dataDir, kind+"-")
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+// withCluster closes the embedded cluster with the driver.
+type withCluster struct {
+	loadgen.Driver
+	dev *broker.Dev
+}
+
+func (w *withCluster) Describe() map[string]any {
+	m := w.Driver.Describe()
+	m["cluster"] = "embedded (samsa dev): " + strings.TrimSpace(w.dev.Broker.Config().String())
+	return m
+}
+
+func (w *withCluster) Close() error {
+	err := w.Driver.Close()
+	dir := w.dev.Dir
+	err = errors.Join(err, w.dev.Close())
+	if strings.HasPrefix(filepath.Base(dir), "samsa-") {
+		_ = os.RemoveAll(dir)
+	}
+	return err
+}
