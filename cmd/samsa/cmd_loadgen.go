@@ -137,4 +137,3 @@ func runExperimentFile(ctx context.Context, lab labSettings, path string, quick 
 	}
 	return nil
 }
-
