@@ -65,6 +65,7 @@ var ErrClosed = errors.New("broker: closed")
 // New validates cfg, loads topics and offsets and opens the store (which
 // recovers after an unclean stop). Nothing listens until Start.
 func New(cfg Config) (*Broker, error) {
+	cfg = cfg.clone()
 	cfg.EnsureDefaults()
 	if cfg.Version == "" {
 		cfg.Version = DefaultVersion
@@ -221,111 +222,6 @@ func (b *Broker) acquire(done <-chan struct{}) bool {
 }
 
 func (b *Broker) release() { <-b.sem }
-
-// acceptLoop accepts connections until the listener closes.
-func (b *Broker) acceptLoop() {
-	var delay time.Duration
-	for {
-		nc, err := b.ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) || b.closing.Load() {
-				return
-			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			b.log.Warn("broker: accept failed", "err", err, "retry_in", delay)
-			select {
-			case <-time.After(delay):
-			case <-b.stop:
-				return
-			}
-			continue
-		}
-		delay = 0
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		c := newConn(b, nc)
-		b.mu.Lock()
-		if b.mu.closed {
-			b.mu.Unlock()
-			nc.Close()
-			return
-		}
-		b.mu.conns[c] = struct{}{}
-		b.connWG.Add(1)
-		b.mu.Unlock()
-		b.stats.currConns.Add(1)
-		b.stats.totalConns.Add(1)
-		go func() {
-			defer b.connWG.Done()
-			c.serve()
-		}()
-	}
-}
-
-// connClosed forgets a closed connection and tells its consumer groups.
-func (b *Broker) connClosed(c *conn) {
-	b.mu.Lock()
-	_, ok := b.mu.conns[c]
-	delete(b.mu.conns, c)
-	b.mu.Unlock()
-	if ok {
-		b.stats.currConns.Add(-1)
-	}
-	b.notifyGroups(b.clients.closed(c))
-}
-
-// notifyGroups sends NOTIFY_CONSUMER_IDS_CHANGED to every member of each
-// group (RocketMQ's DefaultConsumerIdsChangeListener, CHANGE event).
-func (b *Broker) notifyGroups(groups []string) {
-	for _, g := range groups {
-		for _, p := range b.clients.members(g) {
-			p.notifyConsumerIdsChanged(g)
-		}
-	}
-}
-
-// offsetFlushLoop persists consumer offsets every
-// FlushConsumerOffsetInterval until stop.
-func (b *Broker) offsetFlushLoop() {
-	t := time.NewTicker(b.cfg.FlushConsumerOffsetInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			if err := b.offsets.save(false); err != nil {
-				b.log.Error("broker: persist consumer offsets", "err", err)
-			}
-		case <-b.stop:
-			return
-		}
-	}
-}
-
-// clientScanLoop drops clients silent for ClientChannelMaxIdle, every 10 s
-// (RocketMQ's ClientHousekeepingService).
-func (b *Broker) clientScanLoop() {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			b.expireClients()
-		case <-b.stop:
-			return
-		}
-	}
-}
-
-func (b *Broker) expireClients() {
-	dropped, changed := b.clients.expire(b.cfg.Clock())
-	for _, p := range dropped {
-		if c, ok := p.(*conn); ok {
-			c.close("client channel expired (no heartbeat for " + b.cfg.ClientChannelMaxIdle.String() + ")")
-		}
-	}
-	b.notifyGroups(changed)
-}
 
 // Close shuts down cleanly: stop accepting, answer held pulls, finish the
 // requests in flight, flush their answers, persist offsets and topics,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -296,6 +298,14 @@ func (c *Config) propertyLines() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// clone returns c with its own copies of the slices and maps it holds, so a
+// template Config can be reused.
+func (c Config) clone() Config {
+	c.NamesrvAddrs = slices.Clone(c.NamesrvAddrs)
+	c.setFlags = maps.Clone(c.setFlags)
+	return c
 }
 
 // PropertyNames lists every broker.conf key the broker knows, sorted.

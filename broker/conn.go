@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -46,6 +47,7 @@ type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
 	addr   string
+	born   netip.AddrPort // the client's address, stamped as each record's born host
 	out    chan outFrame
 	closed chan struct{} // closed by close: everything stops
 	wdone  chan struct{} // closed when the writer has exited
@@ -59,7 +61,8 @@ type conn struct {
 
 func newConn(b *Broker, nc net.Conn) *conn {
 	return &conn{b: b, nc: nc, br: bufio.NewReaderSize(countingReader{nc, &b.stats.bytesRead}, 64<<10),
-		addr: nc.RemoteAddr().String(), out: make(chan outFrame, writeQueue), closed: make(chan struct{}), wdone: make(chan struct{})}
+		addr: nc.RemoteAddr().String(), born: ipv4AddrPort(nc.RemoteAddr()), out: make(chan outFrame, writeQueue),
+		closed: make(chan struct{}), wdone: make(chan struct{})}
 }
 
 type countingReader struct {

@@ -68,7 +68,7 @@ func StartDev(opts DevOptions) (*Dev, error) {
 		return nil, err
 	}
 	d.Namesrv = ns
-	cfg := opts.Broker
+	cfg := opts.Broker.clone()
 	cfg.StorePathRootDir = d.Dir
 	cfg.NamesrvAddrs = []string{ns.Addr()}
 	if cfg.ListenPort == 0 {

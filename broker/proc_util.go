@@ -76,10 +76,13 @@ func parseOffsetMsgID(id string) (netip.AddrPort, int64, error) {
 	return netip.AddrPortFrom(ip, uint16(binary.BigEndian.Uint32(b[4:]))), int64(binary.BigEndian.Uint64(b[8:])), nil
 }
 
-// bornHost is a connection's remote address as an IPv4 AddrPort (the
-// record layout here stores IPv4 hosts; an IPv6 peer maps to 0.0.0.0).
-func (c *conn) bornHost() netip.AddrPort {
-	if ta, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+// bornHost is the connection's remote address.
+func (c *conn) bornHost() netip.AddrPort { return c.born }
+
+// ipv4AddrPort is an address as an IPv4 AddrPort (the record layout here
+// stores IPv4 hosts; an IPv6 peer maps to 0.0.0.0).
+func ipv4AddrPort(addr net.Addr) netip.AddrPort {
+	if ta, ok := addr.(*net.TCPAddr); ok {
 		ap := ta.AddrPort()
 		a := ap.Addr().Unmap()
 		if a.Is4() {
