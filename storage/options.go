@@ -80,6 +80,10 @@ type Options struct {
 	// Backend names the segment write path (backend.Names()): "pwrite"
 	// (default: buffered writes, fdatasync), "mmap", "odirect", "uring".
 	Backend string
+	// SegmentBackend, if set, is used instead of the backend named by
+	// Backend: a configured instance (backend.NewODirect with other buffer
+	// sizes, say). Default nil.
+	SegmentBackend backend.Backend
 	// SegmentSize is the bytes of one CommitLog file. Default 1 GiB;
 	// a multiple of 4 KiB in [4 KiB, 2 GiB - 4 KiB] (a blank record's
 	// 32-bit size must span a segment's tail). Larger segments mean fewer
@@ -172,6 +176,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Backend == "" {
 		o.Backend = DefaultBackend
+		if o.SegmentBackend != nil {
+			o.Backend = o.SegmentBackend.Name()
+		}
 	}
 	if o.SegmentSize == 0 {
 		o.SegmentSize = DefaultSegmentSize
@@ -232,8 +239,10 @@ func (o *Options) Validate() error {
 	if o.FS == nil {
 		bad("FS is nil")
 	}
-	if _, err := backend.Get(o.Backend); err != nil {
-		bad("Backend: %v", err)
+	if o.SegmentBackend == nil {
+		if _, err := backend.Get(o.Backend); err != nil {
+			bad("Backend: %v", err)
+		}
 	}
 	if o.SegmentSize < MinSegmentSize || o.SegmentSize > MaxSegmentSize || o.SegmentSize%pageSize != 0 {
 		bad("SegmentSize %d: want a multiple of 4096 in [%d, %d]", o.SegmentSize, int64(MinSegmentSize), int64(MaxSegmentSize))
@@ -290,7 +299,7 @@ func (o *Options) Validate() error {
 func (o Options) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "storage.Options{Dir: %q, FS: %T, Backend: %s, SegmentSize: %d, Preallocate: %t, MaxMessageSize: %d, ",
-		o.Dir, o.FS, o.Backend, o.SegmentSize, o.Preallocate, o.MaxMessageSize)
+		o.Dir, o.FS, o.backendName(), o.SegmentSize, o.Preallocate, o.MaxMessageSize)
 	f := o.Flush
 	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxPending: %d, Timeout: %v, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
 		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxPending, f.Timeout, f.Interval, f.DirtyPages, f.FullInterval)
@@ -298,6 +307,14 @@ func (o Options) String() string {
 	r := o.Retention
 	fmt.Fprintf(&b, "Retention: {MaxAge: %v, DiskRatio: %g, CheckInterval: %v}}", r.MaxAge, r.DiskRatio, r.CheckInterval)
 	return b.String()
+}
+
+// backendName is Backend, marked when SegmentBackend overrides it.
+func (o Options) backendName() string {
+	if o.SegmentBackend != nil {
+		return o.SegmentBackend.Name() + "(custom)"
+	}
+	return o.Backend
 }
 
 // dirtyThreshold is the async flush's dirty-byte threshold.

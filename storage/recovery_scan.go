@@ -163,7 +163,7 @@ func (s *Store) findValid(r *segReader, base, from, limit int64) (int64, error) 
 }
 
 // walkSegment calls fn for every record of a segment already validated,
-// from its start up to end (an offset in the segment).
+// from its start up to end (an offset in the segment) or its blank.
 func (s *Store) walkSegment(r *segReader, end int64, fn func(pos int64, rec []byte) error) error {
 	pos := int64(0)
 	for pos < end {
@@ -172,6 +172,9 @@ func (s *Store) walkSegment(r *segReader, end int64, fn func(pos int64, rec []by
 			return err
 		}
 		size, magic, err := record.Header(h)
+		if err == nil && magic == record.MagicBlank {
+			return nil
+		}
 		if err != nil || magic != record.MagicMessage || int64(size) > end-pos {
 			return fmt.Errorf("storage: internal: record at %d of a validated segment: size %d magic %#x (%v)", pos, size, uint32(magic), err)
 		}

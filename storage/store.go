@@ -111,7 +111,10 @@ func Open(opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	be, _ := backend.Get(opts.Backend)
+	be := opts.SegmentBackend
+	if be == nil {
+		be, _ = backend.Get(opts.Backend)
+	}
 	s := &Store{
 		opts:         opts,
 		fs:           opts.FS,
