@@ -128,11 +128,15 @@ func (f *crashFile) WriteAt(p []byte, off int64) (n int, err error) {
 	return
 }
 
-func (f *crashFile) Sync() error                 { return f.c.op(f.f.Sync) }
-func (f *crashFile) Allocate(off, n int64) error { return f.c.op(func() error { return f.f.Allocate(off, n) }) }
-func (f *crashFile) Truncate(size int64) error   { return f.c.op(func() error { return f.f.Truncate(size) }) }
-func (f *crashFile) Close() error                { return f.f.Close() }
-func (f *crashFile) Fd() uintptr                 { return f.f.Fd() }
+func (f *crashFile) Sync() error { return f.c.op(f.f.Sync) }
+func (f *crashFile) Allocate(off, n int64) error {
+	return f.c.op(func() error { return f.f.Allocate(off, n) })
+}
+func (f *crashFile) Truncate(size int64) error {
+	return f.c.op(func() error { return f.f.Truncate(size) })
+}
+func (f *crashFile) Close() error { return f.f.Close() }
+func (f *crashFile) Fd() uintptr  { return f.f.Fd() }
 
 func (f *crashFile) Size() (n int64, err error) {
 	err = f.c.op(func() (err error) { n, err = f.f.Size(); return })
