@@ -11,6 +11,9 @@ type heldPull struct {
 	key      QueueKey
 	offset   int64
 	deadline time.Time
+	// timerOnly pulls wait for their deadline only, whatever arrives
+	// (RocketMQ's short polling, longPollingEnable=false).
+	timerOnly bool
 	// req is the caller's (the request and its connection); the holder
 	// never looks at it.
 	req any
@@ -32,7 +35,9 @@ func newHolder() *holder { return &holder{byQueue: make(map[QueueKey][]*heldPull
 // hold adds p. It reports whether p's deadline is now the earliest (the
 // driver then re-arms its timer).
 func (h *holder) hold(p *heldPull) (earliest bool) {
-	h.byQueue[p.key] = append(h.byQueue[p.key], p)
+	if !p.timerOnly {
+		h.byQueue[p.key] = append(h.byQueue[p.key], p)
+	}
 	heap.Push(&h.byTime, p)
 	return p.idx == 0
 }
@@ -89,6 +94,9 @@ func (h *holder) remove(p *heldPull) bool {
 }
 
 func (h *holder) unlinkQueue(p *heldPull) {
+	if p.timerOnly {
+		return
+	}
 	list := h.byQueue[p.key]
 	for i, q := range list {
 		if q == p {

@@ -115,3 +115,30 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestShortPolling: with longPollingEnable=false a suspending pull waits
+// shortPollingTimeMills, not woken by arrivals, then finds what came.
+func TestShortPolling(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) {
+		_ = c.Set("longPollingEnable", "false")
+		c.ShortPollingTime = 300 * time.Millisecond
+	})
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("sp", 1))
+	start := time.Now()
+	pending := c.start(pullReq("g", "sp", 0, 0, 32, 10*time.Second, "*"))
+	waitFor(t, func() bool { return b.stats.held.Load() == 1 }, "pull held")
+	c.call(sendReq("sp", 0, []byte("m"), nil))
+	select {
+	case r := <-pending:
+		if took := time.Since(start); took < 300*time.Millisecond {
+			t.Fatalf("short poll answered after %v", took)
+		}
+		if r.Code != protocol.Success {
+			t.Fatalf("short poll: %s", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("short poll never answered")
+	}
+}

@@ -82,16 +82,21 @@ func (b *Broker) processPull(c *conn, req *protocol.Command) *protocol.Command {
 // holdPull suspends pc; false when the long poll is closed.
 func (b *Broker) holdPull(pc *pullCtx) bool {
 	hold := time.Duration(pc.h.SuspendTimeoutMillis) * time.Millisecond
-	if !b.cfg.LongPollingEnable {
+	short := !b.cfg.LongPollingEnable
+	if short {
+		// RocketMQ's short polling: hold shortPollingTimeMills, woken by
+		// nothing but the timer.
 		hold = b.cfg.ShortPollingTime
 	}
 	hold = min(max(hold, 0), b.cfg.LongPollingMaxHold)
 	p := &heldPull{key: QueueKey{pc.h.Topic, pc.h.QueueID}, offset: pc.h.QueueOffset,
-		deadline: b.cfg.Clock().Add(hold), req: pc}
+		deadline: b.cfg.Clock().Add(hold), timerOnly: short, req: pc}
 	if !b.poll.hold(p) {
 		return false
 	}
-	b.poll.recheck(p, b.store.MaxQueueOffset(pc.h.Topic, pc.h.QueueID))
+	if !short {
+		b.poll.recheck(p, b.store.MaxQueueOffset(pc.h.Topic, pc.h.QueueID))
+	}
 	return true
 }
 
