@@ -40,15 +40,22 @@ fuzz:
 # storage-quick results are checked against the committed baseline: a
 # regression is printed, and fails the target only with BENCH_GATE=1.
 # BENCH_FLAGS passes flags to every run (e.g. BENCH_FLAGS=--quick).
-BENCH_EXPERIMENTS         ?= experiments/storage-quick.json
+# End-to-end experiments ("kind": "e2e") run with samsa loadgen on an
+# embedded cluster per run; make bench runs their quick form.
+BENCH_E2E_EXPERIMENTS     ?= experiments/consume-pull-vs-longpoll.json experiments/flush-e2e.json \
+                             experiments/group-commit-e2e.json experiments/peer-nats.json \
+                             experiments/client-vs-official.json
+BENCH_EXPERIMENTS         ?= experiments/storage-quick.json $(BENCH_E2E_EXPERIMENTS)
 BENCH_STORAGE_EXPERIMENTS ?= experiments/storage-quick.json
 BENCH_FULL_EXPERIMENTS    ?= experiments/storage-quick.json experiments/storage-backends.json \
-                             experiments/group-commit.json experiments/flush-policies.json
+                             experiments/group-commit.json experiments/flush-policies.json \
+                             $(BENCH_E2E_EXPERIMENTS)
 BENCH_BASELINE  ?= results/baseline/storage-quick.json
 BENCH_TOLERANCE ?= 0.15
 BENCH_GATE      ?= 0
 BENCH_FLAGS     ?=
-BENCH_E2E_RUN   ?=
+BENCH_E2E_FLAGS ?= --quick
+BENCH_E2E_RUN   ?= $(BIN) loadgen --dir $(BENCH_DIR)/e2e --out results --performance PERFORMANCE.md $(BENCH_E2E_FLAGS) --experiment
 
 # $(call bench_run,experiment files)
 define bench_run
@@ -78,6 +85,7 @@ bench: build
 bench-storage: build
 	$(call bench_run,$(BENCH_STORAGE_EXPERIMENTS))
 
+bench-full: BENCH_E2E_FLAGS =
 bench-full: build
 	$(call bench_run,$(BENCH_FULL_EXPERIMENTS))
 

@@ -92,6 +92,7 @@ func runLoadgen(args []string) error {
 		defer f.Close()
 		opts.HDRLog = f
 	}
+	w.EnsureDefaults()
 	fmt.Printf("loadgen: driver %s, %s\n", d.Name(), w.String())
 	res, err := loadgen.Run(ctx, d, w, opts)
 	if err != nil {
