@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/samsamq/samsa/client"
+)
+
+// clientFlags are the flags every client command shares.
+type clientFlags struct {
+	namesrv string
+	json    bool
+	timeout time.Duration
+}
+
+func addClientFlags(fs *flag.FlagSet) *clientFlags {
+	f := &clientFlags{}
+	fs.StringVar(&f.namesrv, "namesrv", client.DefaultNameServer, "name server address(es), ';'-separated (default: samsa dev's)")
+	fs.BoolVar(&f.json, "json", false, "print JSON (for scripts) instead of text")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the cluster's answers")
+	return f
+}
+
+func (f *clientFlags) options() client.ClientOptions {
+	return client.ClientOptions{NameServers: client.ParseNameServers(f.namesrv), RequestTimeout: f.timeout}
+}
+
+func (f *clientFlags) admin() (*client.Admin, error) { return client.NewAdmin(f.options()) }
+
+// context bounds a one-shot command by --timeout.
+func (f *clientFlags) context() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), f.timeout)
+}
+
+// interruptContext ends on SIGINT or SIGTERM (long-running commands).
+func interruptContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table writes aligned columns to stdout.
+func table(header ...string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	return tw
+}
+
+func row(w io.Writer, cols ...any) {
+	s := make([]string, len(cols))
+	for i, c := range cols {
+		s[i] = fmt.Sprint(c)
+	}
+	fmt.Fprintln(w, strings.Join(s, "\t"))
+}
+
+// parseFlags parses args allowing flags after positional arguments
+// ("topic create T --queues 4"); it returns the positional ones.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// topicArg takes the topic from --topic or the first argument.
+func topicArg(flagTopic string, rest []string) (string, error) {
+	if flagTopic != "" {
+		return flagTopic, nil
+	}
+	if len(rest) > 0 {
+		return rest[0], nil
+	}
+	return "", fmt.Errorf("a topic is required (--topic T)")
+}
+
+// parseTime reads --from TIME: RFC 3339, "2006-01-02 15:04:05",
+// "2006-01-02", Unix milliseconds, or a negative duration from now ("-10m").
+func parseTime(s string) (time.Time, error) {
+	if strings.HasPrefix(s, "-") {
+		d, err := time.ParseDuration(s[1:])
+		if err == nil {
+			return time.Now().Add(-d), nil
+		}
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("cannot read %q as a time (RFC 3339, 2006-01-02 15:04:05, Unix ms, or -10m)", s)
+}
+
+// balancer names the producer balancers for --balancer.
+func balancer(name string) (client.Balancer, error) {
+	switch name {
+	case "", "rr", "roundrobin", "round-robin":
+		return &client.RoundRobin{}, nil
+	case "random":
+		return client.Random{}, nil
+	case "hash", "modulo":
+		return &client.HashModulo{}, nil
+	case "consistent", "consistent-hash":
+		return &client.ConsistentHash{}, nil
+	case "slots", "hash-slots":
+		return &client.HashSlots{}, nil
+	}
+	return nil, fmt.Errorf("unknown balancer %q (rr, random, hash, consistent, slots)", name)
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/samsamq/samsa/client"
+)
+
+func init() {
+	register(command{name: "consume", summary: "receive a topic's messages as a consumer group member", run: runConsume})
+}
+
+func runConsume(args []string) error {
+	fs := flag.NewFlagSet("consume", flag.ContinueOnError)
+	cf := addClientFlags(fs)
+	topic := fs.String("topic", "", "topic (required)")
+	group := fs.String("group", "samsa-cli-consumer", "consumer group")
+	from := fs.String("from", "latest", "where to start in queues the group has no offset for: earliest, latest, or a time (RFC 3339, 2006-01-02 15:04:05, Unix ms, -10m)")
+	broadcast := fs.Bool("broadcast", false, "broadcasting: get every message, whatever the group's other members get")
+	tags := fs.String("tags", "*", "tag expression: * or TagA || TagB")
+	orderly := fs.Bool("orderly", false, "handle each queue in order, one message at a time")
+	count := fs.Int("count", 0, "stop after this many messages (default: run until interrupted)")
+	idle := fs.Duration("idle", 0, "stop after no message for this long (default: never)")
+	quiet := fs.Bool("quiet", false, "print no messages, only the summary")
+	if rest, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments %q", rest)
+	}
+	if *topic == "" {
+		return fmt.Errorf("--topic T is required")
+	}
+	o := client.PushConsumerOptions{ClientOptions: cf.options(), Group: *group, Broadcast: *broadcast, Orderly: *orderly}
+	if *count > 0 {
+		o.Concurrency = 1 // in queue order, so stopping at the count leaves little to redeliver
+	}
+	switch *from {
+	case "earliest", "first":
+		o.Start = client.StartEarliest
+	case "latest", "last":
+		o.Start = client.StartLatest
+	default:
+		t, err := parseTime(*from)
+		if err != nil {
+			return fmt.Errorf("--from: %w", err)
+		}
+		o.Start, o.StartTime = client.StartTimestamp, t
+	}
+	ctx, cancel := interruptContext()
+	defer cancel()
+	var n atomic.Int64
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	var outMu sync.Mutex
+	handler := func(hctx context.Context, m *client.MessageExt) error {
+		k := n.Add(1)
+		last.Store(time.Now().UnixNano())
+		if *count > 0 && k > int64(*count) {
+			// Over the count: left unconsumed (the group gets it next
+			// time) by failing once the consumer closes.
+			<-hctx.Done()
+			return hctx.Err()
+		}
+		if !*quiet {
+			outMu.Lock()
+			printMessage(m, cf.json)
+			outMu.Unlock()
+		}
+		if *count > 0 && k == int64(*count) {
+			cancel()
+		}
+		return nil
+	}
+	c, err := client.NewPushConsumer(o, handler)
+	if err != nil {
+		return err
+	}
+	if err := c.Subscribe(*topic, *tags); err != nil {
+		return err
+	}
+	sctx, scancel := cf.context()
+	err = c.Start(sctx)
+	scancel()
+	if err != nil {
+		c.Close()
+		return err
+	}
+	start := time.Now()
+	if *idle > 0 {
+		t := time.NewTicker(*idle / 10)
+		defer t.Stop()
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				break wait
+			case <-t.C:
+				if time.Since(time.Unix(0, last.Load())) >= *idle {
+					break wait
+				}
+			}
+		}
+	} else {
+		<-ctx.Done()
+	}
+	err = c.Close()
+	got := min(n.Load(), int64(max(*count, 0)))
+	if *count == 0 {
+		got = n.Load()
+	}
+	fmt.Fprintf(os.Stderr, "received %d messages from %s in %v\n", got, *topic, time.Since(start).Round(time.Millisecond))
+	return err
+}
+
+// printMessage writes one message: a text line, or a JSON line.
+func printMessage(m *client.MessageExt, asJSON bool) {
+	body := string(m.Body)
+	if !utf8.Valid(m.Body) {
+		body = fmt.Sprintf("%q", m.Body)
+	}
+	if asJSON {
+		keys := m.Keys
+		if keys == nil {
+			keys = []string{}
+		}
+		printJSONLine(map[string]any{"topic": m.Topic, "broker": m.Queue.BrokerName, "queue": m.Queue.QueueID,
+			"queueOffset": m.QueueOffset, "msgId": m.MsgID, "tags": m.Tags, "keys": keys, "properties": m.Properties,
+			"bornTime": m.BornTime.Format(time.RFC3339Nano), "storeTime": m.StoreTime.Format(time.RFC3339Nano),
+			"reconsumeTimes": m.ReconsumeTimes, "body": body})
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%d@%d", m.Queue.BrokerName, m.Queue.QueueID, m.QueueOffset)
+	if m.Tags != "" {
+		fmt.Fprintf(&b, " tags=%s", m.Tags)
+	}
+	if len(m.Keys) > 0 {
+		fmt.Fprintf(&b, " keys=%s", strings.Join(m.Keys, ","))
+	}
+	fmt.Fprintf(&b, " %s", body)
+	fmt.Println(b.String())
+}
+
+// printJSONLine writes v as one line of JSON.
+func printJSONLine(v any) {
+	b, _ := json.Marshal(v)
+	os.Stdout.Write(append(b, '\n'))
+}

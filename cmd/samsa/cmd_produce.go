@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/client"
+)
+
+func init() {
+	register(command{name: "produce", summary: "send messages: lines from stdin, or --count generated ones", run: runProduce})
+}
+
+// userProps collects repeated --property name=value flags.
+type userProps map[string]string
+
+func (p userProps) String() string { return fmt.Sprint(map[string]string(p)) }
+func (p userProps) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want name=value, got %q", s)
+	}
+	p[k] = v
+	return nil
+}
+
+func runProduce(args []string) error {
+	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
+	cf := addClientFlags(fs)
+	topic := fs.String("topic", "", "topic (required)")
+	count := fs.Int("count", 0, "send this many generated messages (default: one per line of stdin)")
+	size := fs.Int("size", 128, "generated message body size, bytes")
+	tags := fs.String("tags", "", "message tag")
+	key := fs.String("key", "", "sharding key (keeps order with a keyed --balancer); {i} is replaced by the message number")
+	keys := fs.String("keys", "", "business keys (KEYS property), space-separated")
+	mode := fs.String("mode", "sync", "send mode: sync, async or oneway")
+	batch := fs.Int("batch", 0, "async: gather up to this many messages per request (SEND_BATCH_MESSAGE)")
+	bal := fs.String("balancer", "rr", "queue choice: rr, random, hash, consistent, slots")
+	group := fs.String("group", "samsa-cli-producer", "producer group")
+	verbose := fs.Bool("v", false, "print every message's result")
+	props := userProps{}
+	fs.Var(props, "property", "user property name=value (repeatable)")
+	if rest, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments %q", rest)
+	}
+	if *topic == "" {
+		return errors.New("--topic T is required")
+	}
+	b, err := balancer(*bal)
+	if err != nil {
+		return err
+	}
+	o := client.ProducerOptions{ClientOptions: cf.options(), Group: *group, Balancer: b, SendTimeout: cf.timeout}
+	if *batch > 1 {
+		o.Batch = client.BatchOptions{MaxMessages: *batch}
+		if *mode == "sync" {
+			*mode = "async"
+		}
+	}
+	p, err := client.NewProducer(o)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	ctx, cancel := interruptContext()
+	defer cancel()
+
+	var sent, failed, bytes atomic.Int64
+	var firstErr atomic.Value
+	var outMu sync.Mutex
+	report := func(i int, m *client.Message, r *client.SendResult, err error) {
+		if err != nil {
+			failed.Add(1)
+			firstErr.CompareAndSwap(nil, err)
+		} else {
+			sent.Add(1)
+			bytes.Add(int64(len(m.Body)))
+		}
+		if !*verbose {
+			return
+		}
+		outMu.Lock()
+		defer outMu.Unlock()
+		switch {
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "message %d: %v\n", i, err)
+		case cf.json:
+			printJSONLine(map[string]any{"n": i, "msgId": r.MsgID, "offsetMsgId": r.OffsetMsgID, "broker": r.Queue.BrokerName,
+				"queue": r.Queue.QueueID, "queueOffset": r.QueueOffset, "status": r.Status.String()})
+		case r != nil:
+			fmt.Printf("%d %s %s/%d@%d %s\n", i, r.Status, r.Queue.BrokerName, r.Queue.QueueID, r.QueueOffset, r.MsgID)
+		default:
+			fmt.Printf("%d sent one-way\n", i)
+		}
+	}
+	message := func(i int, body []byte) *client.Message {
+		m := &client.Message{Topic: *topic, Body: body, Tags: *tags}
+		if *key != "" {
+			m.ShardingKey = strings.ReplaceAll(*key, "{i}", fmt.Sprint(i))
+		}
+		if *keys != "" {
+			m.Keys = strings.Fields(*keys)
+		}
+		if len(props) > 0 {
+			m.Properties = props
+		}
+		return m
+	}
+	var wg sync.WaitGroup
+	send := func(i int, m *client.Message) error {
+		switch *mode {
+		case "sync":
+			r, err := p.Send(ctx, m)
+			report(i, m, r, err)
+		case "async":
+			wg.Add(1)
+			p.SendAsync(ctx, m, func(r *client.SendResult, err error) {
+				report(i, m, r, err)
+				wg.Done()
+			})
+		case "oneway":
+			report(i, m, nil, p.SendOneway(ctx, m))
+		default:
+			return fmt.Errorf("unknown --mode %q (sync, async, oneway)", *mode)
+		}
+		return nil
+	}
+	start := time.Now()
+	n := 0
+	if *count > 0 {
+		for ; n < *count && ctx.Err() == nil; n++ {
+			if err := send(n, message(n, generated(n, *size))); err != nil {
+				return err
+			}
+		}
+	} else {
+		sc := bufio.NewScanner(os.Stdin)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() && ctx.Err() == nil {
+			line := append([]byte(nil), sc.Bytes()...)
+			if len(line) == 0 {
+				continue
+			}
+			if err := send(n, message(n, line)); err != nil {
+				return err
+			}
+			n++
+		}
+		if err := sc.Err(); err != nil {
+			return err
+		}
+	}
+	wg.Wait()
+	if err := p.Flush(context.Background()); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	rate := float64(sent.Load()) / elapsed.Seconds()
+	if cf.json {
+		printJSON(map[string]any{"topic": *topic, "sent": sent.Load(), "failed": failed.Load(), "bytes": bytes.Load(),
+			"seconds": elapsed.Seconds(), "msgsPerSec": rate, "mode": *mode})
+	} else {
+		fmt.Fprintf(os.Stderr, "sent %d messages (%d bytes) to %s in %v: %.0f msg/s; %d failed\n",
+			sent.Load(), bytes.Load(), *topic, elapsed.Round(time.Millisecond), rate, failed.Load())
+	}
+	if err, _ := firstErr.Load().(error); err != nil {
+		return fmt.Errorf("%d of %d sends failed, the first: %w", failed.Load(), n, err)
+	}
+	return nil
+}
+
+// generated is message i's body of size bytes: its number, then filler.
+func generated(i, size int) []byte {
+	b := make([]byte, size)
+	head := fmt.Sprintf("%d ", i)
+	for j := range b {
+		if j < len(head) {
+			b[j] = head[j]
+		} else {
+			b[j] = 'a' + byte((i+j)%26)
+		}
+	}
+	return b
+}
