@@ -236,13 +236,47 @@ func (in *instance) refreshRoute(ctx context.Context, topic string) {
 		return
 	}
 	if err != nil {
-		if errors.Is(err, ErrNoRoute) {
+		if errors.Is(err, ErrNoRoute) && !e.route.auto {
 			e.route = &topicRoute{topic: topic}
 		}
 		in.opts.Logger.Debug("client: route refresh failed", "topic", topic, "err", err)
 		return
 	}
 	e.route = e.route.merge(r)
+}
+
+// autoRoute caches, for a topic the name servers do not know, a route
+// through the brokers that auto-create topics (those of TBW102's route),
+// with up to queues queues on each: RocketMQ's producers do the same. The
+// first send creates the topic; a refresh then finds its real route.
+func (in *instance) autoRoute(ctx context.Context, topic string, queues int) (*topicRoute, error) {
+	def, err := in.fetchRoute(ctx, AutoCreateTopicKey)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s, and no auto-create route (%s): %w", ErrNoRoute, topic, AutoCreateTopicKey, err)
+	}
+	r := &topicRoute{topic: topic, brokers: def.brokers, auto: true}
+	counts := map[string]int{}
+	for _, q := range def.write {
+		counts[q.BrokerName]++
+	}
+	for b, n := range counts {
+		for i := 0; i < min(n, queues); i++ {
+			r.write = append(r.write, MessageQueue{Topic: topic, BrokerName: b, QueueID: i})
+		}
+	}
+	SortQueues(r.write)
+	if len(r.write) == 0 {
+		return nil, fmt.Errorf("%w: %s: no broker auto-creates topics", ErrNoRoute, topic)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if e := in.mu.routes[topic]; e != nil && e.route != nil && !e.route.auto {
+		return e.route, nil // found meanwhile
+	}
+	e := &routeEntry{ready: make(chan struct{}), route: r}
+	close(e.ready)
+	in.mu.routes[topic] = e
+	return r, nil
 }
 
 // refreshRoutes refreshes every cached route (the RouteRefresh loop).

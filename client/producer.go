@@ -74,6 +74,9 @@ func (p *Producer) sendContext(ctx context.Context) (context.Context, context.Ca
 // writeRoute returns the writable queues of topic.
 func (p *Producer) writeRoute(ctx context.Context, topic string) (*topicRoute, error) {
 	r, err := p.in.route(ctx, topic)
+	if errors.Is(err, ErrNoRoute) && p.opts.AutoCreateTopic {
+		r, err = p.in.autoRoute(ctx, topic, p.opts.AutoCreateQueues)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +138,7 @@ func (p *Producer) uniqID(m *Message) string {
 
 func (p *Producer) header(topic string, q MessageQueue, sysFlag int32, flag int32, props string, batch bool) map[string]string {
 	h := protocol.SendMessageRequestHeaderV2{SendMessageRequestHeader: protocol.SendMessageRequestHeader{
-		ProducerGroup: p.opts.Group, Topic: topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
+		ProducerGroup: p.opts.Group, Topic: topic, DefaultTopic: AutoCreateTopicKey, DefaultTopicQueueNums: int32(p.opts.AutoCreateQueues),
 		QueueID: int32(q.QueueID), SysFlag: sysFlag, BornTimestamp: p.opts.Clock().UnixMilli(), Flag: flag,
 		Properties: props, Batch: batch, BrokerName: q.BrokerName,
 	}}

@@ -37,6 +37,15 @@ type ProducerOptions struct {
 	// Batch gathers asynchronous sends into SEND_BATCH_MESSAGE requests
 	// (default off).
 	Batch BatchOptions
+	// AutoCreateTopic sends to a topic the name servers do not know
+	// through the brokers that create topics on first use (those routing
+	// TBW102, when their autoCreateTopicEnable is on), as RocketMQ's
+	// producers do. Default false: such a send fails with ErrNoRoute, so a
+	// misspelt topic is not created.
+	AutoCreateTopic bool
+	// AutoCreateQueues is the queues per broker of an auto-created topic
+	// (default 4, RocketMQ's defaultTopicQueueNums).
+	AutoCreateQueues int
 	// MaxInFlight bounds asynchronous sends not yet answered (batched
 	// messages included); SendAsync waits for room (default 10000).
 	MaxInFlight int
@@ -79,6 +88,9 @@ func (o *ProducerOptions) EnsureDefaults() {
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 10000
 	}
+	if o.AutoCreateQueues <= 0 {
+		o.AutoCreateQueues = 4
+	}
 	if o.Batch.Enabled() {
 		if o.Batch.MaxBytes <= 0 {
 			o.Batch.MaxBytes = 1 << 20
@@ -118,7 +130,7 @@ func (o *ProducerOptions) Validate() error {
 
 // String renders the settings stably, for logs and result files.
 func (o ProducerOptions) String() string {
-	return fmt.Sprintf("%s group=%s send-timeout=%v retries=%d balancer=%T fault-avoidance=%v max-body=%d compress-over=%d batch=%d/%dB/%v max-in-flight=%d",
+	return fmt.Sprintf("%s group=%s send-timeout=%v retries=%d balancer=%T fault-avoidance=%v max-body=%d compress-over=%d batch=%d/%dB/%v max-in-flight=%d auto-create=%v/%d",
 		o.ClientOptions.String(), o.Group, o.SendTimeout, o.Retries, o.Balancer, !o.DisableFaultAvoidance, o.MaxBodySize,
-		o.CompressOver, o.Batch.MaxMessages, o.Batch.MaxBytes, o.Batch.Linger, o.MaxInFlight)
+		o.CompressOver, o.Batch.MaxMessages, o.Batch.MaxBytes, o.Batch.Linger, o.MaxInFlight, o.AutoCreateTopic, o.AutoCreateQueues)
 }

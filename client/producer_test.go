@@ -109,3 +109,57 @@ func TestProducerAsyncBatchedAndOneway(t *testing.T) {
 	}
 	c.waitMessages("batched", n+10+1)
 }
+
+func TestProducerAutoCreateTopic(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	p := newTestProducer(t, c, func(o *ProducerOptions) { o.AutoCreateTopic = true; o.AutoCreateQueues = 2 })
+	seen := map[int]bool{}
+	for i := 0; i < 10; i++ {
+		res, err := p.Send(context.Background(), &Message{Topic: "fresh", Body: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[res.Queue.QueueID] = true
+	}
+	if len(seen) != 2 {
+		t.Fatalf("auto-created topic used queues %v, want 2", seen)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := c.admin.Route(context.Background(), "fresh"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("auto-created topic never routed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestProducerRetriesOnAnotherBroker: a broker goes away; sends move to
+// the other at once (a retry, then fault avoidance), none fails.
+func TestProducerRetriesOnAnotherBroker(t *testing.T) {
+	c := startCluster(t, 2, nil)
+	c.createTopic("failover", 2)
+	p := newTestProducer(t, c, nil)
+	ctx := context.Background()
+	for i := 0; i < 8; i++ { // warm the route: both brokers in use
+		if _, err := p.Send(ctx, &Message{Topic: "failover", Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.stopBroker(0) // broker-a
+	for i := 0; i < 50; i++ {
+		res, err := p.Send(ctx, &Message{Topic: "failover", Body: []byte("y")})
+		if err != nil {
+			t.Fatalf("send %d after broker-a stopped: %v", i, err)
+		}
+		if res.Queue.BrokerName != "broker-b" {
+			t.Fatalf("send %d went to %s", i, res.Queue.BrokerName)
+		}
+	}
+	if !p.faults.avoided("broker-a") {
+		t.Fatal("broker-a not avoided after failing")
+	}
+}
+

@@ -43,7 +43,7 @@ func newQueueWorker(c *PushConsumer, q MessageQueue, s *subscription, offset int
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &queueWorker{c: c, q: q, sub: s, tr: newTracker(offset, l), ctx: ctx, stop: cancel,
-		work: make(chan workItem, c.opts.PullBatchSize), done: make(chan struct{})}
+		work: make(chan workItem, max(c.opts.PullBatchSize, min(c.opts.MaxInFlight, 1024))), done: make(chan struct{})}
 	w.mu.lastCommit = -1
 	return w
 }

@@ -14,7 +14,12 @@ type topicRoute struct {
 	read    []MessageQueue // readable queues
 	brokers map[string]protocol.BrokerData
 	order   string // OrderTopicConf, when the topic is ordered
+	auto    bool   // made by autoRoute: kept until the real route appears
 }
+
+// AutoCreateTopicKey is the topic whose route names the brokers that
+// create topics on first use (RocketMQ's TBW102).
+const AutoCreateTopicKey = "TBW102"
 
 func newTopicRoute(topic string, d *protocol.TopicRouteData) *topicRoute {
 	r := &topicRoute{topic: topic, brokers: map[string]protocol.BrokerData{}, order: d.OrderTopicConf}
