@@ -162,4 +162,3 @@ func TestProducerRetriesOnAnotherBroker(t *testing.T) {
 		t.Fatal("broker-a not avoided after failing")
 	}
 }
-
