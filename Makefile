@@ -35,8 +35,10 @@ fuzz:
 
 # The lab. Each experiment runs in-process on a data dir on the repo's disk;
 # storage experiments ("kind": "storage") run with `samsa bench run`, others
-# with $(BENCH_E2E_RUN) when it is set (the end-to-end runner appends itself
-# there). Every result is rendered into PERFORMANCE.md's generated sections;
+# as `$(BENCH_E2E_RUN) FILE` when it is set (the end-to-end runner hooks in
+# there; a result path it appends to $(BENCH_DIR)/results.list is rendered
+# too: `bench report` takes loadgen's e2e results as well). Every result is
+# rendered into PERFORMANCE.md's generated sections;
 # storage-quick results are checked against the committed baseline: a
 # regression is printed, and fails the target only with BENCH_GATE=1.
 # BENCH_FLAGS passes flags to every run (e.g. BENCH_FLAGS=--quick).

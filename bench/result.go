@@ -190,3 +190,19 @@ func (r *DiskResult) WriteJSON(path string) error { return writeJSON(path, r) }
 
 // WriteJSON writes the run as indented JSON (the --json flag).
 func (r *StorageResult) WriteJSON(path string) error { return writeJSON(path, r) }
+
+// ResultKind returns the "kind" of a result file ("storage" for this
+// package's, "e2e" for loadgen's), so a caller can route mixed files.
+func ResultKind(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(b, &k); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return k.Kind, nil
+}

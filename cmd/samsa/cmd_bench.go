@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/loadgen"
 )
 
 func init() {
@@ -310,7 +311,24 @@ func benchReport(args []string) error {
 	}
 	o.Command = commandLine()
 	var in []bench.ReportInput
+	var e2eOrder []string
+	e2e := map[string]string{}
 	for _, p := range pos {
+		kind, err := bench.ResultKind(p)
+		if err != nil {
+			return err
+		}
+		if kind == "e2e" { // loadgen's end-to-end results get sections of their own
+			r, err := loadgen.ReadResult(p)
+			if err != nil {
+				return err
+			}
+			if _, seen := e2e[r.Experiment]; !seen {
+				e2eOrder = append(e2eOrder, r.Experiment)
+			}
+			e2e[r.Experiment] = r.Markdown() + fmt.Sprintf("\nRendered by `%s`.\n", o.Command)
+			continue
+		}
 		r, err := bench.ReadResult(p)
 		if err != nil {
 			return err
@@ -320,6 +338,14 @@ func benchReport(args []string) error {
 	order, sections, err := bench.Report(in, o)
 	if err != nil {
 		return err
+	}
+	for _, n := range e2eOrder {
+		order, sections[n] = append(order, n), e2e[n]
+	}
+	if o.Out != "" && len(e2eOrder) > 0 {
+		if err := bench.UpdateSections(o.Out, e2eOrder, e2e); err != nil {
+			return err
+		}
 	}
 	if o.Out == "" {
 		for _, n := range order {
