@@ -281,5 +281,8 @@ func (s *Store) Checkpoint() error {
 	if err := s.Err(); err != nil {
 		return err
 	}
+	if s.isClosed() {
+		return ErrClosed
+	}
 	return s.writeCheckpoint(false)
 }

@@ -184,3 +184,28 @@ func TestDirSyncErrorIsTerminal(t *testing.T) {
 	e.efs.ClearRules()
 	e.reopenAfterPowerLoss()
 }
+
+// TestRefusedBatchThenCleanClose: a write that put all its bytes on disk
+// but failed leaves whole, valid records past the tail. A clean Close must
+// not let a later append overwrite them in place (a record of the same
+// size would line the stale ones up with their physical offsets, and a
+// crash would bring them back): Close seals the segment first.
+func TestRefusedBatchThenCleanClose(t *testing.T) {
+	e := newFaultEnv(t, "pwrite", false)
+	e.mustAppend(2, 300)
+	var batch []*Message
+	for i := 0; i < 3; i++ {
+		batch = append(batch, testMessage("T", 0, 300))
+	}
+	e.efs.AddRule(errorfs.Rule{Op: errorfs.OpWrite, Path: "commitlog", Tear: true, TearAt: 1 << 20})
+	if _, err := e.s.AppendBatch(context.Background(), batch); err == nil {
+		t.Fatal("batch acknowledged despite the write error")
+	}
+	e.efs.ClearRules()
+	if err := e.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.s = mustOpen(t, e.opts)
+	e.mustAppend(1, 300) // the size of the first refused record: the others line up
+	e.reopenAfterPowerLoss()
+}

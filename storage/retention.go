@@ -19,6 +19,9 @@ import (
 func (s *Store) ApplyRetention() (int, error) {
 	s.retainMu.Lock()
 	defer s.retainMu.Unlock()
+	if s.isClosed() {
+		return 0, ErrClosed
+	}
 	r := s.opts.Retention
 	deleted := 0
 	for {

@@ -186,6 +186,15 @@ func (s *Store) Close() error {
 	s.mu.closed = true
 	s.mu.Unlock()
 	close(s.closing)
+	var errs []error
+	clean := true
+	if err := s.sealPoisoned(); err != nil {
+		// The tail may hold bytes of a refused append: leave the abort
+		// marker so the next Open scans and cuts them off.
+		errs = append(errs, err)
+		clean = false
+	}
+	kick(s.dispatchKick) // the dispatcher moves past the blank
 
 	// Order: the flusher last flushes and releases every waiter; the
 	// dispatcher indexes what is written; then the background jobs stop.
@@ -194,23 +203,42 @@ func (s *Store) Close() error {
 	close(s.stop.background)
 	s.wg.Wait()
 
-	var errs []error
 	if err := s.finalFlush(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := s.Err(); err == nil {
+	if err := s.Err(); err == nil && clean {
 		if err := s.writeCheckpoint(true); err != nil {
 			errs = append(errs, err)
 		} else if err := s.removeAbortMarker(); err != nil {
 			errs = append(errs, err)
 		}
-	} else {
+	} else if err != nil {
 		errs = append(errs, err)
 	}
+	s.retainMu.Lock() // an ApplyRetention call may still be walking a segment
+	defer s.retainMu.Unlock()
 	if err := s.closeFiles(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// sealPoisoned seals the active segment if a refused append may have left
+// bytes past its tail (appends would otherwise overwrite them in place
+// after a clean restart, and a later crash could find a stale record).
+func (s *Store) sealPoisoned() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.mu.poisoned || s.mu.active == nil || s.mu.active.sealed.Load() {
+		return nil
+	}
+	return s.sealLocked(s.mu.active)
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.closed
 }
 
 // closeFiles closes the segments, the ConsumeQueues and the lock.
