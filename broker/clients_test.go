@@ -143,6 +143,11 @@ func TestSendBackRetryAndDLQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	vh := protocol.ViewMessageRequestHeader{Offset: phys}
+	if vr := c.call(protocol.NewRequest(protocol.ViewMessageByID, vh.Encode(), nil)); vr.Code != protocol.Success ||
+		string(decodeRecords(t, vr.Body)[0].Body) != "payload" {
+		t.Fatalf("view message: %s", vr)
+	}
 	back := func(offset int64, maxTimes int32) *protocol.Command {
 		h := protocol.ConsumerSendMsgBackRequestHeader{Offset: offset, Group: "cg", DelayLevel: 0, OriginTopic: "sb",
 			MaxReconsumeTimes: maxTimes, HasMaxReconsumeTimes: true}

@@ -29,7 +29,7 @@ func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Comma
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	rec, err := b.readRecord(h.Offset)
+	rec, _, err := b.readRecord(h.Offset)
 	if err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", h.Offset, err))
 	}
@@ -77,26 +77,27 @@ func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Comma
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 
-// readRecord reads and decodes the record at a commit-log offset.
-func (b *Broker) readRecord(phys int64) (*record.Record, error) {
+// readRecord reads and decodes the record at a commit-log offset; raw is
+// the record as stored (r aliases it).
+func (b *Broker) readRecord(phys int64) (r *record.Record, raw []byte, err error) {
 	if phys < b.store.CommitLogMinOffset() || phys >= b.store.WrittenOffset() {
-		return nil, fmt.Errorf("offset outside the stored log [%d, %d)", b.store.CommitLogMinOffset(), b.store.WrittenOffset())
+		return nil, nil, fmt.Errorf("offset outside the stored log [%d, %d)", b.store.CommitLogMinOffset(), b.store.WrittenOffset())
 	}
 	head, err := b.store.ReadAt(phys, 8)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	size, _, err := record.Header(head)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	buf, err := b.store.ReadAt(phys, size)
+	raw, err = b.store.ReadAt(phys, size)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r := new(record.Record)
-	if err := record.Decode(buf, phys, r); err != nil {
-		return nil, err
+	r = new(record.Record)
+	if err := record.Decode(raw, phys, r); err != nil {
+		return nil, nil, err
 	}
-	return r, nil
+	return r, raw, nil
 }

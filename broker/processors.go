@@ -27,5 +27,6 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.LockBatchMQ:             b.processLockBatch,
 		protocol.UnlockBatchMQ:           b.processUnlockBatch,
 		protocol.ConsumerSendMsgBack:     b.processSendBack,
+		protocol.ViewMessageByID:         b.processViewMessage,
 	}
 }
