@@ -7,8 +7,9 @@
 // A Broker (New, Start, Addr, AdminAddr, Close) owns one listener, one
 // storage.Store, the name-server registrar and the admin HTTP listener. Each
 // accepted connection gets one reader goroutine (frames in) and one writer
-// goroutine (frames out, batched through a bufio.Writer); each request runs
-// on its own goroutine bounded by a per-broker semaphore, so a send waiting
+// goroutine (frames out: every queued frame's header encoded into one
+// buffer, pull bodies left where the store read them, one writev per
+// batch); each request runs on its own goroutine bounded by a per-broker semaphore, so a send waiting
 // for a sync flush never stops the pipeline behind it. A first byte that is
 // an ASCII letter turns the connection into a text connection (stats,
 // version, quit; see text.go).
