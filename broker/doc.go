@@ -9,10 +9,10 @@
 // accepted connection gets one reader goroutine (frames in) and one writer
 // goroutine (frames out: every queued frame's header encoded into one
 // buffer, pull bodies left where the store read them, one writev per
-// batch); each request runs on its own goroutine bounded by a per-broker semaphore, so a send waiting
-// for a sync flush never stops the pipeline behind it. A first byte that is
-// an ASCII letter turns the connection into a text connection (stats,
-// version, quit; see text.go).
+// batch). Each request runs on its own goroutine, bounded by a per-broker
+// semaphore, so a send waiting for a sync flush never stops the pipeline
+// behind it. A first byte that is an ASCII letter turns the connection into
+// a text connection (stats, version, quit; see text.go).
 //
 // Request codes map to processors, one small file each (proc_*.go). A code
 // without a processor gets REQUEST_CODE_NOT_SUPPORTED; a frame that cannot be
