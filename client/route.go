@@ -1,6 +1,10 @@
 package client
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -70,4 +74,135 @@ func (r *topicRoute) readAddr(broker string) string {
 		return ""
 	}
 	return pickAddr(b, true)
+}
+
+// route returns topic's route from the cache, fetching it the first time.
+func (in *instance) route(ctx context.Context, topic string) (*topicRoute, error) {
+	in.mu.Lock()
+	e := in.mu.routes[topic]
+	if e == nil {
+		e = &routeEntry{ready: make(chan struct{})}
+		in.mu.routes[topic] = e
+		in.mu.Unlock()
+		r, err := in.fetchRoute(ctx, topic)
+		in.mu.Lock()
+		if err != nil {
+			delete(in.mu.routes, topic) // the next caller tries again
+			e.err = err
+		} else {
+			e.route = r
+		}
+		in.mu.Unlock()
+		close(e.ready)
+		return r, err
+	}
+	in.mu.Unlock()
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return nil, ctxErr(ctx, "route of "+topic)
+	}
+	in.mu.Lock()
+	r, err := e.route, e.err
+	in.mu.Unlock()
+	return r, err
+}
+
+// refreshRoute fetches topic's route again and, if it changed, replaces
+// the cached one. A route that vanished (no topic) is dropped.
+func (in *instance) refreshRoute(ctx context.Context, topic string) {
+	r, err := in.fetchRoute(ctx, topic)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	e := in.mu.routes[topic]
+	if e == nil || e.route == nil {
+		return
+	}
+	if err != nil {
+		if errors.Is(err, ErrNoRoute) && !e.route.auto {
+			e.route = &topicRoute{topic: topic}
+		}
+		in.opts.Logger.Debug("client: route refresh failed", "topic", topic, "err", err)
+		return
+	}
+	e.route = e.route.merge(r)
+}
+
+// autoRoute caches, for a topic the name servers do not know, a route
+// through the brokers that auto-create topics (those of TBW102's route),
+// with up to queues queues on each: RocketMQ's producers do the same. The
+// first send creates the topic; a refresh then finds its real route.
+func (in *instance) autoRoute(ctx context.Context, topic string, queues int) (*topicRoute, error) {
+	def, err := in.fetchRoute(ctx, AutoCreateTopicKey)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s, and no auto-create route (%s): %w", ErrNoRoute, topic, AutoCreateTopicKey, err)
+	}
+	r := &topicRoute{topic: topic, brokers: def.brokers, auto: true}
+	counts := map[string]int{}
+	for _, q := range def.write {
+		counts[q.BrokerName]++
+	}
+	for b, n := range counts {
+		for i := 0; i < min(n, queues); i++ {
+			r.write = append(r.write, MessageQueue{Topic: topic, BrokerName: b, QueueID: i})
+		}
+	}
+	SortQueues(r.write)
+	if len(r.write) == 0 {
+		return nil, fmt.Errorf("%w: %s: no broker auto-creates topics", ErrNoRoute, topic)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if e := in.mu.routes[topic]; e != nil && e.route != nil && !e.route.auto {
+		return e.route, nil // found meanwhile
+	}
+	e := &routeEntry{ready: make(chan struct{}), route: r}
+	close(e.ready)
+	in.mu.routes[topic] = e
+	return r, nil
+}
+
+// refreshRoutes refreshes every cached route (the RouteRefresh loop).
+func (in *instance) refreshRoutes(ctx context.Context) {
+	in.mu.Lock()
+	topics := make([]string, 0, len(in.mu.routes))
+	for t, e := range in.mu.routes {
+		if e.route != nil {
+			topics = append(topics, t)
+		}
+	}
+	in.mu.Unlock()
+	for _, t := range topics {
+		if ctx.Err() != nil {
+			return
+		}
+		rctx, cancel := in.ctxTimeout(ctx)
+		in.refreshRoute(rctx, t)
+		cancel()
+	}
+}
+
+// fetchRoute asks the name servers for topic's route.
+func (in *instance) fetchRoute(ctx context.Context, topic string) (*topicRoute, error) {
+	ctx, cancel := in.ctxTimeout(ctx)
+	defer cancel()
+	h := protocol.GetRouteInfoRequestHeader{Topic: topic}
+	resp, err := in.invokeNameServer(ctx, protocol.NewRequest(protocol.GetRouteInfoByTopic, h.Encode(), nil))
+	if err != nil {
+		if errors.Is(err, ErrTopicNotExist) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNoRoute, topic, err)
+		}
+		return nil, err
+	}
+	var data protocol.TopicRouteData
+	if err := protocol.UnmarshalBody(resp.Body, &data); err != nil {
+		return nil, fmt.Errorf("client: route of %s: %w", topic, err)
+	}
+	r := newTopicRoute(topic, &data)
+	in.mu.Lock()
+	for _, b := range data.BrokerDatas {
+		in.mu.brokers[b.BrokerName] = b.Clone()
+	}
+	in.mu.Unlock()
+	return r, nil
 }
