@@ -80,8 +80,9 @@ func memBackends(t *testing.T) []string {
 //   - every ConsumeQueue indexes exactly its queue's records, offsets
 //     0..n-1 in log order.
 //
-// On failure it prints the seed; -seed replays (the concurrent parts
-// interleave differently, the single-appender cycles do not).
+// On failure it prints the seed; -seed replays the same operations and
+// crash draws (the interleaving of appenders, flusher and checkpoints is
+// the scheduler's, so a replay may take another path).
 func TestCrash(t *testing.T) {
 	backends := memBackends(t)
 	points := max(500, (*crashPoints+len(backends)-1)/len(backends))

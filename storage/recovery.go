@@ -22,12 +22,16 @@ import (
 // CRCs. Segments end with a valid blank; the log ends at the first
 // position where no valid record or blank starts (the cut).
 //
-//   - A cut at or past the checkpoint's durable offset is a torn tail:
-//     those bytes were never acknowledged as durable, and after a power
-//     loss any mix of them may survive (valid records after a hole
-//     included), so nothing there is evidence. The segment is truncated at
-//     the cut and later segments removed, durably, so no stale record can
-//     resurrect after the next append.
+//   - A cut at or past the checkpoint's durable offset is taken for a
+//     torn tail. A power loss can leave any mix of the bytes written
+//     after the last checkpoint (unsynced blocks survive at random, valid
+//     records after a hole included), so a bad record there cannot be told
+//     from a torn write. The segment is truncated at the cut and later
+//     segments removed, durably, so no stale record can resurrect after
+//     the next append; the cut and any valid-looking record past it are
+//     logged. Records acknowledged after the last checkpoint are lost
+//     this way only to real corruption, not to a crash; CheckpointInterval
+//     bounds that window.
 //   - A cut below it is corruption of acknowledged data: Open fails with a
 //     *CorruptError (ErrCorrupt) naming the offset and where valid records
 //     resume, and changes nothing.
