@@ -35,7 +35,9 @@ func TestRunAgainstEmbeddedJetStream(t *testing.T) {
 			res, err := loadgen.Run(context.Background(), d, w, loadgen.Options{Out: &out})
 			require.NoError(t, err, out.String())
 			require.Zero(t, res.Errors)
-			require.Greater(t, res.Acked, int64(1000))
+			// With fsync before every ack one sync producer gets one
+			// fsync's worth per message: how many is the disk's business.
+			require.Greater(t, res.Acked, int64(20))
 			require.True(t, res.Drained, "consumers caught up: %d of %d", res.Received, res.Acked)
 			require.GreaterOrEqual(t, res.Received, res.Acked)
 			if tc.sync {
