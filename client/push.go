@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/samsamq/samsa/protocol"
 )
@@ -38,7 +39,9 @@ type PushConsumer struct {
 	started atomic.Bool
 	closed  atomic.Bool
 
-	rebalanceNow chan struct{} // cap 1: a membership change was reported
+	rebalanceNow  chan struct{} // cap 1: a membership change was reported
+	rebalanceStop chan struct{} // closed by Close: the rebalancer ends
+	rebalanceDone chan struct{} // closed by the rebalancer when it ends
 
 	mu struct {
 		sync.Mutex
@@ -67,7 +70,8 @@ func NewPushConsumer(opts PushConsumerOptions, h Handler) (*PushConsumer, error)
 	if h == nil {
 		return nil, errors.New("client: push consumer: nil handler")
 	}
-	c := &PushConsumer{opts: opts, handler: h, rebalanceNow: make(chan struct{}, 1)}
+	c := &PushConsumer{opts: opts, handler: h, rebalanceNow: make(chan struct{}, 1),
+		rebalanceStop: make(chan struct{}), rebalanceDone: make(chan struct{})}
 	c.mu.subs = map[string]*subscription{}
 	c.mu.workers = map[MessageQueue]*queueWorker{}
 	c.in = newInstance(opts.ClientOptions, c.serve)
@@ -133,9 +137,7 @@ func (c *PushConsumer) Start(ctx context.Context) error {
 	c.in.every(c.opts.RouteRefresh, false, c.in.refreshRoutes)
 	c.in.every(c.opts.HeartbeatInterval, false, c.heartbeat)
 	c.in.every(c.opts.CommitInterval, false, func(ctx context.Context) { c.commit(ctx, nil) })
-	if c.in.goAdd() {
-		go c.rebalanceLoop()
-	}
+	go c.rebalanceLoop()
 	return nil
 }
 
@@ -267,6 +269,13 @@ func (c *PushConsumer) Close() error {
 	if !c.started.Load() {
 		c.in.close()
 		return nil
+	}
+	// First the rebalancer, so no queue starts or stops behind our back.
+	close(c.rebalanceStop)
+	select {
+	case <-c.rebalanceDone:
+	case <-time.After(c.opts.DrainTimeout + c.opts.RequestTimeout):
+		c.opts.Logger.Warn("client: rebalancer slow to stop", "group", c.opts.Group)
 	}
 	c.mu.Lock()
 	ws := make([]*queueWorker, 0, len(c.mu.workers))

@@ -13,20 +13,17 @@ import (
 
 // rebalanceLoop is the rebalancer goroutine: it divides the queues again
 // every RebalanceInterval and whenever a broker reports a membership
-// change. It owns the starting and stopping of queue workers after Start.
+// change. It owns the starting and stopping of queue workers after Start;
+// Close stops it (rebalanceStop) and waits for it before its own cleanup.
 func (c *PushConsumer) rebalanceLoop() {
-	defer c.in.wg.Done()
+	defer close(c.rebalanceDone)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		<-c.in.stop
-		cancel()
-	}()
 	t := time.NewTicker(c.opts.RebalanceInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-c.in.stop:
+		case <-c.rebalanceStop:
 			return
 		case <-t.C:
 		case <-c.rebalanceNow:
