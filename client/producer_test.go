@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -160,5 +161,54 @@ func TestProducerRetriesOnAnotherBroker(t *testing.T) {
 	}
 	if !p.faults.avoided("broker-a") {
 		t.Fatal("broker-a not avoided after failing")
+	}
+}
+
+func TestProducerNameServerFailoverAndChannel(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	c.createTopic("ns-failover", 2)
+	dead := "127.0.0.1:1" // nothing listens there
+	p := newTestProducer(t, c, func(o *ProducerOptions) { o.NameServers = []string{dead, c.ns.Addr()} })
+	results := make(chan AsyncResult, 10)
+	for i := 0; i < 10; i++ {
+		p.SendAsyncChan(context.Background(), &Message{Topic: "ns-failover", Body: []byte("x")}, results)
+	}
+	for i := 0; i < 10; i++ {
+		r := <-results
+		if r.Err != nil || r.Result.Status != SendOK || r.Message == nil {
+			t.Fatalf("async result %+v", r)
+		}
+	}
+}
+
+func TestOptionsValidateAndString(t *testing.T) {
+	o := ProducerOptions{ClientOptions: ClientOptions{NameServers: []string{"nohost"}, InstanceName: "a@b"}, CompressOver: -1}
+	o.EnsureDefaults()
+	err := o.Validate()
+	if err == nil {
+		t.Fatal("bad options accepted")
+	}
+	for _, want := range []string{"NameServers", "InstanceName", "CompressOver"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s: %v", want, err)
+		}
+	}
+	var po PushConsumerOptions
+	po.EnsureDefaults()
+	if err := po.Validate(); err == nil || !strings.Contains(err.Error(), "Group") {
+		t.Fatalf("push options without a group: %v", err)
+	}
+	po.Group = "g"
+	if err := po.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := po.String()
+	for _, want := range []string{"group=g", "allocate=AVG", "poll-wait=15s", "commit=5s", "rebalance=20s"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("String() lacks %q: %s", want, s)
+		}
+	}
+	if _, err := NewPushConsumer(po, nil); err == nil {
+		t.Fatal("nil handler accepted")
 	}
 }
