@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +26,7 @@ type Producer struct {
 	acc    *accumulator // nil unless batching
 
 	inflight chan struct{} // a token per unanswered asynchronous message
-	pending  sync.WaitGroup
+	pending  waitCount
 	closed   atomic.Bool
 }
 
@@ -362,13 +361,8 @@ func (p *Producer) Flush(ctx context.Context) error {
 	if p.acc != nil {
 		p.acc.flushAll()
 	}
-	done := make(chan struct{})
-	go func() {
-		p.pending.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-p.pending.idle():
 		return nil
 	case <-ctx.Done():
 		return ctxErr(ctx, "flush")

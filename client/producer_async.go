@@ -38,11 +38,11 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message, done func(*SendRes
 		done(nil, ctxErr(ctx, "wait for an in-flight slot"))
 		return
 	}
-	p.pending.Add(1)
+	p.pending.add()
 	finish := func(res *SendResult, err error) {
 		<-p.inflight
 		done(res, err)
-		p.pending.Done()
+		p.pending.done()
 	}
 	r, err := p.writeRoute(ctx, m.Topic)
 	if err != nil {

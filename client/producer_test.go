@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -210,5 +211,39 @@ func TestOptionsValidateAndString(t *testing.T) {
 	}
 	if _, err := NewPushConsumer(po, nil); err == nil {
 		t.Fatal("nil handler accepted")
+	}
+}
+
+// TestProducerCloseRacesSends: sends racing Close end with a result or
+// ErrClosed, never a hang or a panic.
+func TestProducerCloseRacesSends(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	c.createTopic("closing", 2)
+	p := newTestProducer(t, c, func(o *ProducerOptions) { o.Batch = BatchOptions{MaxMessages: 16} })
+	var wg sync.WaitGroup
+	var calls atomic.Int64
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				p.SendAsync(context.Background(), &Message{Topic: "closing", Body: []byte("x")}, func(_ *SendResult, err error) {
+					if err != nil && !errors.Is(err, ErrClosed) {
+						t.Errorf("send: %v", err)
+					}
+					calls.Add(1)
+				})
+			}
+		}()
+	}
+	time.Sleep(5 * time.Millisecond)
+	p.Close()
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for calls.Load() < 2000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2000 callbacks", calls.Load())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
