@@ -178,7 +178,9 @@ func (s *Store) recoverScan(files []segmentFile, ck checkpoint) (end, durable in
 			return 0, 0, &CorruptError{Offset: 0, Resume: -1, Durable: k, Segment: s.clDir,
 				Err: errors.New("no segment files")}
 		}
-		return 0, 0, nil
+		// Nothing durable, and the first segment's name was lost: the
+		// queues may still hold entries for its records.
+		return 0, 0, s.trimQueues(0)
 	}
 	first, last := files[0].base, files[len(files)-1]
 	if k > last.base+s.segSize {
@@ -244,19 +246,24 @@ func (s *Store) recoverScan(files []segmentFile, ck checkpoint) (end, durable in
 	}
 
 	// The ConsumeQueues: trim to the cut, index what they may lack.
-	var errs []error
-	s.cq.Each(func(topic string, qid int32, q *consumequeue.Queue) {
-		if err := q.TruncateFromPhys(end); err != nil {
-			errs = append(errs, fmt.Errorf("storage: trim consume queue %s/%d to %d: %w", topic, qid, end, err))
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
+	if err := s.trimQueues(end); err != nil {
 		return 0, 0, err
 	}
 	if err := s.reindex(files, max(ck.dispatched, first), end); err != nil {
 		return 0, 0, err
 	}
 	return end, files[si].base, nil
+}
+
+// trimQueues drops every ConsumeQueue entry at or past end.
+func (s *Store) trimQueues(end int64) error {
+	var errs []error
+	s.cq.Each(func(topic string, qid int32, q *consumequeue.Queue) {
+		if err := q.TruncateFromPhys(end); err != nil {
+			errs = append(errs, fmt.Errorf("storage: trim consume queue %s/%d to %d: %w", topic, qid, end, err))
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // corruptAt builds the error for a cut below the durable offset k.
