@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -19,7 +20,9 @@ type testCluster struct {
 	t       testing.TB
 	ns      *namesrv.Server
 	brokers []*broker.Broker
-	admin   *Admin
+	configs    []broker.Config
+	brokerAddr []string
+	admin      *Admin
 }
 
 func quietLogger() *slog.Logger {
@@ -63,6 +66,8 @@ func startCluster(t testing.TB, n int, mutate func(*broker.Config)) *testCluster
 			t.Fatal(err)
 		}
 		c.brokers = append(c.brokers, b)
+		c.configs = append(c.configs, cfg)
+		c.brokerAddr = append(c.brokerAddr, b.Addr())
 	}
 	c.admin, err = NewAdmin(c.clientOptions())
 	if err != nil {
@@ -123,6 +128,28 @@ func (c *testCluster) waitMessages(topic string, n int64) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// restartBroker starts broker i again on its old port and directory.
+func (c *testCluster) restartBroker(i int) {
+	c.t.Helper()
+	if c.brokers[i] != nil {
+		c.t.Fatalf("broker %d is running", i)
+	}
+	cfg := c.configs[i]
+	_, port, _ := net.SplitHostPort(c.brokerAddr[i])
+	if err := cfg.Set("listenPort", port); err != nil {
+		c.t.Fatal(err)
+	}
+	b, err := broker.New(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		b.Close()
+		c.t.Fatal(err)
+	}
+	c.brokers[i] = b
 }
 
 func (c *testCluster) close() {
