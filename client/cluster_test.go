@@ -17,9 +17,9 @@ import (
 // testCluster is a name server and brokers on loopback, for end-to-end
 // tests of this package.
 type testCluster struct {
-	t       testing.TB
-	ns      *namesrv.Server
-	brokers []*broker.Broker
+	t          testing.TB
+	ns         *namesrv.Server
+	brokers    []*broker.Broker
 	configs    []broker.Config
 	brokerAddr []string
 	admin      *Admin
