@@ -150,3 +150,40 @@ func TestGroupChurnAtLeastOnce(t *testing.T) {
 	}
 	_ = fmt.Sprint()
 }
+
+// TestRebalanceOnNotify: with the periodic rebalance out of the way, a
+// member joining and leaving moves queues at once, through the brokers'
+// NOTIFY_CONSUMER_IDS_CHANGED.
+func TestRebalanceOnNotify(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	c.createTopic("notify", 8)
+	noop := func(context.Context, *MessageExt) error { return nil }
+	start := func(name string) *PushConsumer {
+		pc := newTestPushConsumer(t, c, "g-notify", noop, func(o *PushConsumerOptions) {
+			o.InstanceName = name
+			o.RebalanceInterval = time.Hour
+		})
+		pc.Subscribe("notify", "*")
+		if err := pc.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return pc
+	}
+	waitQueues := func(pc *PushConsumer, n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for countTopic(pc.Queues(), "notify") != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s owns %d queues, want %d", pc.opts.InstanceName, countTopic(pc.Queues(), "notify"), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	a := start("a")
+	waitQueues(a, 8)
+	b := start("b")
+	waitQueues(a, 4)
+	waitQueues(b, 4)
+	b.Close()
+	waitQueues(a, 8)
+}
