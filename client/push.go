@@ -183,9 +183,10 @@ func (c *PushConsumer) consumerData() protocol.ConsumerData {
 	}
 	for _, s := range c.subscriptions() {
 		sd := protocol.SubscriptionData{Topic: s.topic, SubString: s.expr, ExpressionType: protocol.ExpressionTag}
+		codes := s.filter.codes()
 		for i, t := range s.filter.tags {
 			sd.TagsSet = append(sd.TagsSet, t)
-			sd.CodeSet = append(sd.CodeSet, int32(s.filter.codes()[i]))
+			sd.CodeSet = append(sd.CodeSet, int32(codes[i]))
 		}
 		if s.filter.all {
 			sd.SubString = protocol.SubAll

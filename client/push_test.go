@@ -182,3 +182,46 @@ func countTopic(qs []MessageQueue, topic string) int {
 	}
 	return n
 }
+
+func TestPushConsumerTagFilter(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	c.createTopic("tagged", 2)
+	p := newTestProducer(t, c, nil)
+	for i := 0; i < 30; i++ {
+		tag := []string{"red", "green", "blue"}[i%3]
+		if _, err := p.Send(context.Background(), &Message{Topic: "tagged", Tags: tag, Body: []byte(tag + strconv.Itoa(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	tags := map[string]int{}
+	pc := newTestPushConsumer(t, c, "g-tags", func(_ context.Context, m *MessageExt) error {
+		mu.Lock()
+		tags[m.Tags]++
+		mu.Unlock()
+		return nil
+	}, nil)
+	pc.Subscribe("tagged", "red || blue")
+	if err := pc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := tags["red"] + tags["blue"]
+		mu.Unlock()
+		if n == 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %v", tags)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if tags["green"] != 0 || tags["red"] != 10 || tags["blue"] != 10 {
+		t.Fatalf("filter red || blue delivered %v", tags)
+	}
+}
