@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
@@ -32,12 +33,15 @@ type Record struct {
 	Properties []byte
 }
 
-// UserProperties returns the properties without the trailing CRC property.
+// UserProperties returns the properties without the trailing CRC property,
+// or all of them when the record has none (a record stored by another
+// RocketMQ broker, which does not write it).
 func (r *Record) UserProperties() []byte {
-	if len(r.Properties) < CRCReservedLen {
+	n := len(r.Properties) - CRCReservedLen
+	if n < 0 || !bytes.HasPrefix(r.Properties[n:], crcPairStart) {
 		return r.Properties
 	}
-	return r.Properties[:len(r.Properties)-CRCReservedLen]
+	return r.Properties[:n]
 }
 
 // Fields returns the record's contents as encoder input (Topic copied to a
