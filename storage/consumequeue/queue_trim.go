@@ -200,6 +200,9 @@ func (q *Queue) raiseMinLocked(phys int64) error {
 		return nil
 	}
 	first := q.mu.files[0]
+	// Entries below the first file are gone whatever the search below
+	// finds (or fails to: a read error must not leave min under it).
+	q.mu.min = max64(q.mu.min, first.start)
 	lo := max64(q.mu.min, first.start)
 	hi := min(q.mu.max, first.start+q.sh.perFile)
 	for lo < hi {
