@@ -13,7 +13,8 @@ import (
 // oldest is older than Retention.MaxAge (its newest record; a segment
 // with no record counts as old) or the disk is fuller than
 // Retention.DiskRatio. It never deletes the active segment or one holding
-// bytes not yet durable or not yet indexed. The ConsumeQueues then drop
+// bytes not yet durable or whose ConsumeQueue entries are not yet durable
+// (the last checkpoint's dispatched offset). The ConsumeQueues then drop
 // their files below the new min offset. It returns how many segments went.
 // The background job runs it every Retention.CheckInterval.
 func (s *Store) ApplyRetention() (int, error) {
@@ -23,6 +24,13 @@ func (s *Store) ApplyRetention() (int, error) {
 		return 0, ErrClosed
 	}
 	r := s.opts.Retention
+	if list := s.segmentsSnapshot(); len(list) > 1 &&
+		list[0].end(s.segSize) <= min(s.durable.Load(), s.dispatched.Load()) {
+		// Make the queues' entries for the oldest segment durable first.
+		if err := s.writeCheckpoint(false); err != nil {
+			return 0, err
+		}
+	}
 	deleted := 0
 	for {
 		list := s.segmentsSnapshot()
@@ -30,7 +38,7 @@ func (s *Store) ApplyRetention() (int, error) {
 			break
 		}
 		g := list[0]
-		if g.end(s.segSize) > min(s.durable.Load(), s.dispatched.Load()) {
+		if g.end(s.segSize) > s.retainable() {
 			break
 		}
 		why, err := s.expired(g, r)
@@ -56,6 +64,18 @@ func (s *Store) ApplyRetention() (int, error) {
 		}
 	})
 	return deleted, errors.Join(errs...)
+}
+
+// retainable is how far segments may be deleted: everything below it is
+// durable and its ConsumeQueue entries are durable too (the last
+// checkpoint's dispatched offset). Deleting past that, a crash could leave
+// queues missing entries for records that no longer exist, and recovery
+// could not re-index the records after them.
+func (s *Store) retainable() int64 {
+	s.ckpt.Lock()
+	x := s.ckpt.last.dispatched
+	s.ckpt.Unlock()
+	return min(s.durable.Load(), s.dispatched.Load(), x)
 }
 
 // expired says why g should go ("" if it should stay).
