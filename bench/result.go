@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // ExperimentResult is what Run writes under results/<experiment>/.
@@ -143,21 +143,7 @@ func (r *ExperimentResult) MachineLine() string { return r.Machine.String() }
 // WriteResult writes res as <dir>/<experiment>/<host>-<UTC time>.json and
 // returns the path.
 func WriteResult(dir string, res *ExperimentResult) (string, error) {
-	host := res.Machine.Hostname
-	if host == "" {
-		host = "host"
-	}
-	host = strings.NewReplacer("/", "_", " ", "_").Replace(host)
-	d := filepath.Join(dir, res.Experiment)
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return "", err
-	}
-	path := filepath.Join(d, fmt.Sprintf("%s-%s.json", host, res.Start.UTC().Format("20060102T150405Z")))
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+	return resultfile.Write(dir, res.Experiment, res.Machine.Hostname, res.Start, res)
 }
 
 // ReadResult reads a file written by WriteResult.

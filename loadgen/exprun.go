@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // DriverFactory makes a fresh driver (and whatever cluster it needs) for
@@ -212,19 +213,7 @@ func compare(cs []Comparison, cells []CellResult) []ComparisonResult {
 // under dir and returns the path.
 func WriteResult(dir string, res *ExperimentResult) (string, error) {
 	host, _ := os.Hostname()
-	if host == "" {
-		host = "host"
-	}
-	d := filepath.Join(dir, res.Experiment)
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return "", err
-	}
-	path := filepath.Join(d, fmt.Sprintf("%s-%s.json", host, res.Start.Format("20060102T150405Z")))
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+	return resultfile.Write(dir, res.Experiment, host, res.Start, res)
 }
 
 // ReadResult reads a file written by WriteResult.

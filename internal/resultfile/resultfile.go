@@ -1,0 +1,32 @@
+// Package resultfile names and writes the lab's result files, so the
+// storage lab (bench) and the end-to-end lab (loadgen) lay results out the
+// same way: <dir>/<experiment>/<host>-<UTC start time>.json, indented JSON.
+package resultfile
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Write marshals v into <dir>/<experiment>/<host>-<start>.json, creating
+// the directory, and returns the path. An empty host becomes "host".
+func Write(dir, experiment, host string, start time.Time, v any) (string, error) {
+	if host == "" {
+		host = "host"
+	}
+	host = strings.NewReplacer("/", "_", " ", "_").Replace(host)
+	d := filepath.Join(dir, experiment)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(d, fmt.Sprintf("%s-%s.json", host, start.UTC().Format("20060102T150405Z")))
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+}
