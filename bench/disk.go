@@ -41,8 +41,10 @@ type DiskOptions struct {
 	// Writers is the number of goroutines writing; each claims the next
 	// block of the file, so the file is written sequentially; default 1.
 	Writers int
-	// FileSize is the preallocated (fallocate) file size; writes wrap
-	// round to its start when they reach its end; default 2 GiB.
+	// FileSize is the preallocation step: the file is fallocated this
+	// much at a time, ahead of the writes, the way the store creates its
+	// segments. Writes never wrap round (rewriting pages still in the
+	// page cache would measure memory, not the disk). Default 1 GiB.
 	FileSize int64
 	// ProbeDuration is how long ProbeFsync runs after the main run (a lone
 	// fdatasync after each one-block write); default 1s, < 0: no probe.
@@ -67,7 +69,7 @@ func (o *DiskOptions) EnsureDefaults() {
 		o.Writers = 1
 	}
 	if o.FileSize == 0 {
-		o.FileSize = 2 << 30
+		o.FileSize = 1 << 30
 	}
 	if o.ProbeDuration == 0 {
 		o.ProbeDuration = time.Second
@@ -98,7 +100,7 @@ func (o *DiskOptions) Validate() error {
 		errs = append(errs, fmt.Errorf("writers %d must be > 0", o.Writers))
 	}
 	if o.FileSize < int64(o.Block)*int64(max(o.Writers, 1)) {
-		errs = append(errs, fmt.Errorf("file size %d must hold a block per writer", o.FileSize))
+		errs = append(errs, fmt.Errorf("file size (preallocation step) %d must hold a block per writer", o.FileSize))
 	}
 	return errors.Join(errs...)
 }
@@ -136,7 +138,24 @@ type DiskResult struct {
 type diskFile struct {
 	f    *os.File
 	fd   int
-	size int64 // a multiple of the block
+	size int64 // the first preallocation, a multiple of the block
+	// allocated is how far the file is preallocated; grow extends it.
+	allocated atomic.Int64
+	growMu    sync.Mutex
+}
+
+// grow makes sure the file is preallocated up to end, a step (size) at a
+// time. Writers call it when a write would pass the preallocated end.
+func (d *diskFile) grow(end int64) error {
+	d.growMu.Lock()
+	defer d.growMu.Unlock()
+	for a := d.allocated.Load(); a < end; a = d.allocated.Load() {
+		if err := unix.Fallocate(d.fd, 0, a, d.size); err != nil {
+			return fmt.Errorf("bench: fallocate %s at %d: %w", d.f.Name(), a, err)
+		}
+		d.allocated.Store(a + d.size)
+	}
+	return nil
 }
 
 func openDiskFile(dir, name string, block int, size int64) (*diskFile, error) {
@@ -159,7 +178,9 @@ func openDiskFile(dir, name string, block int, size int64) (*diskFile, error) {
 		os.Remove(f.Name())
 		return nil, err
 	}
-	return &diskFile{f: f, fd: int(f.Fd()), size: size}, nil
+	d := &diskFile{f: f, fd: int(f.Fd()), size: size}
+	d.allocated.Store(size)
+	return d, nil
 }
 
 func (d *diskFile) close() error {
@@ -185,8 +206,9 @@ func pwriteFull(fd int, p []byte, off int64) error {
 	return nil
 }
 
-// RunDisk measures plain sequential pwrite of opts.Block bytes under the
-// fsync policy, then (unless disabled) ProbeFsync.
+// RunDisk measures plain sequential pwrite of opts.Block bytes into a
+// preallocated file (grown a FileSize step at a time, never rewritten)
+// under the fsync policy, then (unless disabled) ProbeFsync.
 func RunDisk(ctx context.Context, opts DiskOptions) (*DiskResult, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
@@ -206,7 +228,6 @@ func RunDisk(ctx context.Context, opts DiskOptions) (*DiskResult, error) {
 		wg       sync.WaitGroup
 		hists    = make([]*hdr.Histogram, opts.Writers)
 		counts   = make([]int64, opts.Writers)
-		blocks   = df.size / int64(opts.Block)
 		start    = time.Now()
 		measure  = start.Add(opts.Warmup)
 		deadline = measure.Add(opts.Duration)
@@ -248,7 +269,13 @@ func RunDisk(ctx context.Context, opts DiskOptions) (*DiskResult, error) {
 				if !t0.Before(deadline) {
 					return
 				}
-				off := (next.Add(1) - 1) % blocks * int64(opts.Block)
+				off := (next.Add(1) - 1) * int64(opts.Block)
+				if end := off + int64(opts.Block); end > df.allocated.Load() {
+					if err := df.grow(end); err != nil {
+						fail(err)
+						return
+					}
+				}
 				if err := pwriteFull(df.fd, buf, off); err != nil {
 					fail(err)
 					return

@@ -85,10 +85,11 @@ func TestRunDiskEveryPolicy(t *testing.T) {
 	dir := t.TempDir()
 	for _, fs := range []FsyncPolicy{FsyncEvery, FsyncInterval, FsyncNone} {
 		r, err := RunDisk(context.Background(), DiskOptions{Dir: dir, Block: 4096, Duration: 150 * time.Millisecond,
-			Fsync: fs, Interval: 20 * time.Millisecond, Writers: 2, FileSize: 8 << 20, ProbeDuration: 50 * time.Millisecond})
+			Fsync: fs, Interval: 20 * time.Millisecond, Writers: 2, FileSize: 64 << 10, ProbeDuration: 50 * time.Millisecond})
 		require.NoError(t, err, fs)
 		require.Positive(t, r.Writes)
 		require.Equal(t, r.Writes*4096, r.Bytes)
+		require.Greater(t, r.Bytes, int64(64<<10), "the file grows a step at a time, never wraps")
 		switch fs {
 		case FsyncEvery:
 			require.GreaterOrEqual(t, r.Fsyncs, r.Writes, "one per write (warm-up ones too)")
