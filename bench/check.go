@@ -10,9 +10,23 @@ import (
 const (
 	VerdictOK         = "ok"         // within tolerance
 	VerdictImproved   = "improved"   // better by more than the tolerance
-	VerdictRegression = "REGRESSION" // worse by more than the tolerance
+	VerdictRegression = "REGRESSION" // worse by more than the tolerance, beyond the repeats' spread
+	VerdictNoisy      = "worse?"     // worse by more than the tolerance, but the repeats overlap
 	VerdictMissing    = "missing"    // the figure is in only one of the files
 )
+
+// CheckOptions configure Check.
+type CheckOptions struct {
+	// Tolerance is the relative change of a ratio's median allowed
+	// before it counts (0.15 = 15%).
+	Tolerance float64
+	// Strict counts every change beyond the tolerance as a regression.
+	// By default one whose repeats overlap the baseline's (the result's
+	// best repeat is no worse than the baseline's worst) is reported as
+	// "worse?" and not counted: on a noisy machine the median alone
+	// flaps. A side with a single repeat has no spread: strict there.
+	Strict bool
+}
 
 // CheckRow is one cell's figure compared with the baseline.
 type CheckRow struct {
@@ -28,8 +42,8 @@ type CheckRow struct {
 
 // CheckReport is the outcome of Check.
 type CheckReport struct {
-	Tolerance float64
-	Rows      []CheckRow
+	CheckOptions
+	Rows []CheckRow
 	// OnlyBaseline and OnlyCurrent list cells found in one file only,
 	// NotComparable cells that did not run (skipped, failed, no
 	// reference) in either: reported, never failed.
@@ -51,12 +65,13 @@ func (r *CheckReport) Regressions() int {
 }
 
 // Check compares each cell's ratios to the raw disk (cell ÷ raw disk of
-// the same run) in cur with the same cell's in base. A ratio worse than
-// the baseline's by more than tolerance (0.15 = 15%) is a regression.
-// Ratios rather than raw figures are compared so a baseline taken on one
-// machine of a kind still means something on another.
-func Check(base, cur *ExperimentResult, tolerance float64) *CheckReport {
-	rep := &CheckReport{Tolerance: tolerance}
+// the same run) in cur with the same cell's in base. A ratio whose median
+// is worse than the baseline's by more than the tolerance is a regression
+// (see CheckOptions.Strict for the repeats' spread). Ratios rather than
+// raw figures are compared so a baseline taken on one machine of a kind
+// still means something on another.
+func Check(base, cur *ExperimentResult, opts CheckOptions) *CheckReport {
+	rep := &CheckReport{CheckOptions: opts}
 	if base.Experiment != cur.Experiment {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("experiments differ: baseline %q, result %q", base.Experiment, cur.Experiment))
 	}
@@ -109,12 +124,16 @@ func (rep *CheckReport) compare(label, metric string, higherBetter bool, b, c *S
 	}
 	row.Change = c.Median/b.Median - 1
 	worse, better := row.Change < -rep.Tolerance, row.Change > rep.Tolerance
+	beyondSpread := c.Max < b.Min // even the best repeat is below the baseline's worst
 	if !higherBetter {
 		worse, better = row.Change > rep.Tolerance, row.Change < -rep.Tolerance
+		beyondSpread = c.Min > b.Max
 	}
 	switch {
-	case worse:
+	case worse && (rep.Strict || beyondSpread || b.N < 2 || c.N < 2):
 		row.Verdict = VerdictRegression
+	case worse:
+		row.Verdict = VerdictNoisy
 	case better:
 		row.Verdict = VerdictImproved
 	}
@@ -148,7 +167,17 @@ func (rep *CheckReport) Print(w io.Writer) {
 	for _, l := range rep.NotComparable {
 		fmt.Fprintf(w, "not comparable: %s\n", l)
 	}
-	fmt.Fprintf(w, "%d figures compared, %d regressions beyond ±%.0f%%\n", len(rep.Rows), rep.Regressions(), 100*rep.Tolerance)
+	noisy := 0
+	for _, r := range rep.Rows {
+		if r.Verdict == VerdictNoisy {
+			noisy++
+		}
+	}
+	fmt.Fprintf(w, "%d figures compared, %d regressions beyond ±%.0f%%", len(rep.Rows), rep.Regressions(), 100*rep.Tolerance)
+	if noisy > 0 {
+		fmt.Fprintf(w, " (and %d worse medians within the repeats' spread, not counted; --strict counts them)", noisy)
+	}
+	fmt.Fprintln(w)
 }
 
 func fmtRatio(v float64) string {

@@ -28,7 +28,7 @@ func okCell(label string, mb, p99 float64) CellResult {
 func TestCheckDetectsRegression(t *testing.T) {
 	base := checkResult(okCell("a", 0.9, 0), okCell("s", 30, 2))
 	cur := checkResult(okCell("a", 0.7, 0), okCell("s", 31, 2.1))
-	rep := Check(base, cur, 0.15)
+	rep := Check(base, cur, CheckOptions{Tolerance: 0.15})
 	require.Equal(t, 1, rep.Regressions())
 	require.Len(t, rep.Rows, 3)
 	row := rep.Rows[0]
@@ -41,12 +41,12 @@ func TestCheckDetectsRegression(t *testing.T) {
 
 func TestCheckLatencyRatioIsLowerBetter(t *testing.T) {
 	base := checkResult(okCell("s", 30, 2))
-	rep := Check(base, checkResult(okCell("s", 30, 2.5)), 0.15)
+	rep := Check(base, checkResult(okCell("s", 30, 2.5)), CheckOptions{Tolerance: 0.15})
 	require.Equal(t, 1, rep.Regressions())
 	require.Equal(t, "p99_vs_fsync", rep.Rows[1].Metric)
 	require.Equal(t, VerdictRegression, rep.Rows[1].Verdict)
 
-	rep = Check(base, checkResult(okCell("s", 40, 1.0)), 0.15)
+	rep = Check(base, checkResult(okCell("s", 40, 1.0)), CheckOptions{Tolerance: 0.15})
 	require.Zero(t, rep.Regressions())
 	require.Equal(t, VerdictImproved, rep.Rows[0].Verdict)
 	require.Equal(t, VerdictImproved, rep.Rows[1].Verdict)
@@ -55,7 +55,7 @@ func TestCheckLatencyRatioIsLowerBetter(t *testing.T) {
 func TestCheckWithinTolerancePasses(t *testing.T) {
 	base := checkResult(okCell("a", 1.0, 0))
 	for _, v := range []float64{0.86, 1.0, 1.14} {
-		rep := Check(base, checkResult(okCell("a", v, 0)), 0.15)
+		rep := Check(base, checkResult(okCell("a", v, 0)), CheckOptions{Tolerance: 0.15})
 		require.Zero(t, rep.Regressions(), "%v", v)
 		require.Equal(t, VerdictOK, rep.Rows[0].Verdict)
 	}
@@ -66,7 +66,7 @@ func TestCheckReportsMissingCellsWithoutFailing(t *testing.T) {
 	base := checkResult(okCell("a", 1, 0), okCell("gone", 1, 0), okCell("u", 1, 0), okCell("noref", 1, 0))
 	cur := checkResult(okCell("a", 1, 0), okCell("new", 1, 0), skipped, okCell("noref", 0, 0))
 	cur.Machine.DiskModel = "nvme"
-	rep := Check(base, cur, 0.15)
+	rep := Check(base, cur, CheckOptions{Tolerance: 0.15})
 	require.Zero(t, rep.Regressions())
 	require.Equal(t, []string{"gone"}, rep.OnlyBaseline)
 	require.Equal(t, []string{"new"}, rep.OnlyCurrent)
@@ -89,6 +89,31 @@ func TestCheckNotesNoise(t *testing.T) {
 	cur := checkResult(okCell("a", 1, 0))
 	s := SpreadOf([]float64{0.7, 1, 1.3})
 	cur.Cells[0].Ratios.MB = &s
-	rep := Check(base, cur, 0.15)
+	rep := Check(base, cur, CheckOptions{Tolerance: 0.15})
 	require.Contains(t, rep.Rows[0].Note, "noisy")
+}
+
+// spreadCell has an mb ratio with three repeats.
+func spreadCell(label string, vals ...float64) CellResult {
+	c := CellResult{Cell: Cell{Label: label}, Status: StatusOK}
+	s := SpreadOf(vals)
+	c.Ratios.MB = &s
+	return c
+}
+
+func TestCheckSpreadDecidesWhenRepeatsOverlap(t *testing.T) {
+	base := checkResult(spreadCell("a", 0.9, 1.0, 1.1), spreadCell("b", 0.9, 1.0, 1.1))
+	// a: median -20% but its best repeat reaches the baseline's worst: noise.
+	// b: median -20% and every repeat below the baseline's worst: regression.
+	cur := checkResult(spreadCell("a", 0.6, 0.8, 0.95), spreadCell("b", 0.7, 0.8, 0.85))
+	rep := Check(base, cur, CheckOptions{Tolerance: 0.15})
+	require.Equal(t, VerdictNoisy, rep.Rows[0].Verdict)
+	require.Equal(t, VerdictRegression, rep.Rows[1].Verdict)
+	require.Equal(t, 1, rep.Regressions())
+	var out bytes.Buffer
+	rep.Print(&out)
+	require.Contains(t, out.String(), "1 regressions beyond ±15% (and 1 worse medians within the repeats' spread")
+
+	strict := Check(base, cur, CheckOptions{Tolerance: 0.15, Strict: true})
+	require.Equal(t, 2, strict.Regressions())
 }

@@ -93,7 +93,8 @@ type DiskRef struct {
 	Fsync map[string]FsyncPolicy `json:"fsync,omitempty"`
 	// Writers of the reference; default 1 (the disk's own sequential
 	// limit, whatever the cell's concurrency).
-	Writers  int   `json:"writers,omitempty"`
+	Writers int `json:"writers,omitempty"`
+	// FileSize is the reference file's preallocation step (DiskOptions).
 	FileSize int64 `json:"file_size,omitempty"`
 	// Probe is how long the single-fsync probe runs; default 1s.
 	Probe Duration `json:"probe,omitempty"`

@@ -29,7 +29,7 @@ var benchSubs = []struct {
 	{"storage", "storage --backend B --flush sync|async|none --size BYTES --writers N --duration D --dir DIR [--json FILE] [engine options]", benchStorage},
 	{"run", "run EXPERIMENT_FILE [--quick] [--dir DIR] [--out results/]", benchRun},
 	{"report", "report RESULT... [--out PERFORMANCE.md] [--svg-dir DIR]", benchReport},
-	{"check", "check --baseline FILE [--tolerance 0.15] RESULT", benchCheck},
+	{"check", "check --baseline FILE [--tolerance 0.15] [--strict] RESULT", benchCheck},
 }
 
 func runBench(args []string) error {
@@ -360,9 +360,10 @@ func benchReport(args []string) error {
 func benchCheck(args []string) error {
 	fs := flag.NewFlagSet("bench check", flag.ContinueOnError)
 	var baseline string
-	var tol float64
+	var o bench.CheckOptions
 	fs.StringVar(&baseline, "baseline", "", "baseline result file (required)")
-	fs.Float64Var(&tol, "tolerance", 0.15, "allowed relative change of a ratio before it counts as a regression")
+	fs.Float64Var(&o.Tolerance, "tolerance", 0.15, "allowed relative change of a ratio's median before it counts as a regression")
+	fs.BoolVar(&o.Strict, "strict", false, "count a worse median as a regression even when the repeats overlap the baseline's")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -378,11 +379,11 @@ func benchCheck(args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := bench.Check(base, cur, tol)
+	rep := bench.Check(base, cur, o)
 	fmt.Printf("check %s against %s\n", pos[0], baseline)
 	rep.Print(os.Stdout)
 	if n := rep.Regressions(); n > 0 {
-		return fmt.Errorf("%d regressions beyond %.0f%%", n, 100*tol)
+		return fmt.Errorf("%d regressions beyond %.0f%%", n, 100*o.Tolerance)
 	}
 	return nil
 }
