@@ -134,6 +134,12 @@ func LoadExperiment(path string) (*Experiment, error) {
 // ParseExperiment decodes an experiment (unknown fields are errors), fills
 // defaults and validates it.
 func ParseExperiment(b []byte) (*Experiment, error) {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(b, &k); err == nil && k.Kind != "storage" {
+		return nil, fmt.Errorf("kind %q is not a storage experiment (end-to-end ones run with samsa loadgen --experiment)", k.Kind)
+	}
 	var e Experiment
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

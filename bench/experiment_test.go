@@ -68,12 +68,14 @@ func TestExpandWithoutBatchLimitsHasPlainLabels(t *testing.T) {
 }
 
 func TestExperimentValidateReportsEverything(t *testing.T) {
-	_, err := ParseExperiment([]byte(`{"name": "a b", "kind": "e2e", "repeats": -1,
+	_, err := ParseExperiment([]byte(`{"name": "e", "kind": "e2e", "base": {}}`))
+	require.ErrorContains(t, err, `kind "e2e" is not a storage experiment`)
+	_, err = ParseExperiment([]byte(`{"name": "a b", "kind": "storage", "repeats": -1,
 	  "matrix": {"backends": [], "flush": ["fast"], "sizes": [0], "writers": [-2], "max_batch_bytes": [-1]},
 	  "disk": {"run": true, "fsync": {"sync": "sometimes"}},
 	  "targets": [{"name": "x", "cells": "[", "metric": "speed"}]}`))
 	require.Error(t, err)
-	for _, want := range []string{"name", "kind", "repeats", "matrix needs", `flush "fast"`, "size 0", "writers -2",
+	for _, want := range []string{"name", "repeats", "matrix needs", `flush "fast"`, "size 0", "writers -2",
 		"max_batch_bytes -1", "sometimes", `metric "speed"`, "no bound"} {
 		require.ErrorContains(t, err, want)
 	}
