@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/samsamq/samsa/protocol"
 )
 
 // sentMsg is what the producer sent, and where the broker put it.
@@ -273,8 +277,65 @@ func officialPhase1(ns, brokerAddr string) error {
 	if err := checkReceived("second group", sent, again.snapshot(), false); err != nil {
 		return err
 	}
+	// The official orderly consumer commits an offset only after the
+	// callback that counted the message returns, and sends its offsets
+	// to the broker every 5 s and once more at shutdown: shutting down
+	// right after the last callback can send a stale table. Wait until
+	// the broker holds every offset, so phase 2 starts from the end.
+	if err := waitBrokerOffsets(brokerAddr, e2eGroup, e2eTopic, e2eTotal); err != nil {
+		return err
+	}
 	c2.Shutdown()
 	return c1.Shutdown()
+}
+
+// waitBrokerOffsets polls QUERY_CONSUMER_OFFSET until the group's
+// committed offsets over all queues sum to want, for up to 30 s.
+func waitBrokerOffsets(addr, group, topic string, want int64) error {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	br := bufio.NewReader(nc)
+	query := func(q int32) (int64, error) {
+		h := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: q}
+		req := protocol.NewRequest(protocol.QueryConsumerOffset, h.Encode(), nil)
+		req.Opaque = q + 1
+		frame, err := protocol.AppendCommand(nil, req)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := nc.Write(frame); err != nil {
+			return 0, err
+		}
+		resp, err := protocol.ReadCommand(br, 16<<20, nil)
+		if err != nil {
+			return 0, err
+		}
+		if resp.Code != protocol.Success {
+			return 0, nil // not committed yet
+		}
+		return strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sum := int64(0)
+		for q := int32(0); q < e2eQueues; q++ {
+			off, err := query(q)
+			if err != nil {
+				return fmt.Errorf("query offset of queue %d: %w", q, err)
+			}
+			sum += off
+		}
+		if sum == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: broker holds offsets summing to %d of %d after 30 s", group, sum, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // checkReceived: every sent message once, exactly as sent (body, keys,
