@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -52,6 +53,8 @@ func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, erro
 	r := &run{w: &w, d: d, opts: opts, payload: payload,
 		send: NewRecorder(), e2e: NewRecorder()}
 	r.pool.New = func() any { b := make([]byte, len(payload)); copy(b, payload); return &b }
+	r.window.from.Store(math.MaxInt64)
+	r.window.to.Store(math.MaxInt64)
 
 	consumers, err := r.startConsumers(ctx)
 	defer func() {
@@ -74,6 +77,17 @@ type run struct {
 	send    *Recorder
 	e2e     *Recorder
 	c       counters
+	// window is the measured window, [from, to) in Unix ns: only messages
+	// due inside it are figures, whenever they are acknowledged or
+	// received (a warm-up message received in the window is not one; a
+	// window message received during the drain is). from starts at
+	// MaxInt64 (nothing is due in it), to at MaxInt64 (open-ended).
+	window struct{ from, to atomic.Int64 }
+}
+
+// inWindow reports whether a message due at dueNs (Unix ns) is measured.
+func (r *run) inWindow(dueNs int64) bool {
+	return dueNs >= r.window.from.Load() && dueNs < r.window.to.Load()
 }
 
 func (r *run) startConsumers(ctx context.Context) ([]Consumer, error) {
@@ -84,8 +98,12 @@ func (r *run) startConsumers(ctx context.Context) ([]Consumer, error) {
 	handler := func(p []byte) {
 		r.c.received.Add(1)
 		if len(p) >= 8 {
+			// The payload's stamp is the intended send time in ns; the
+			// consumer runs in this process, so the clocks are one.
 			sentAt := int64(binary.BigEndian.Uint64(p))
-			r.e2e.Record((time.Now().UnixNano() - sentAt) / 1e3)
+			if r.inWindow(sentAt) {
+				r.e2e.Record((time.Now().UnixNano() - sentAt) / 1e3)
+			}
 		}
 	}
 	copts := ConsumerOptions{Mode: r.w.ConsumeMode, PullInterval: r.w.PullInterval}
@@ -147,6 +165,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	}
 	if ctx.Err() == nil {
 		measureStart = time.Now()
+		r.window.from.Store(measureStart.UnixNano())
 		ackedAtStart, receivedAtStart = r.c.acked.Load(), r.c.received.Load()
 		r.send.SetMeasuring(true)
 		r.e2e.SetMeasuring(true)
@@ -157,14 +176,15 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		}
 	}
 	measured := time.Since(measureStart)
+	r.window.to.Store(measureStart.Add(measured).UnixNano())
 	ackedInWindow := r.c.acked.Load() - ackedAtStart
 	receivedInWindow := r.c.received.Load() - receivedAtStart
-	r.send.SetMeasuring(false) // sends after the window are not figures
 	stopProducing()
 	wg.Wait()
 	for _, p := range producers {
-		_ = p.Close()
+		_ = p.Close() // flushes: the window's last acknowledgements still count
 	}
+	r.send.SetMeasuring(false)
 	<-repDone
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -231,7 +251,9 @@ func (r *run) produceLoop(ctx, sendCtx context.Context, p Producer, id int, rate
 				r.send.RecordError()
 			} else {
 				r.c.acked.Add(1)
-				r.send.Record(time.Since(due).Microseconds())
+				if r.inWindow(due.UnixNano()) {
+					r.send.Record(time.Since(due).Microseconds())
+				}
 			}
 			r.pool.Put(bufp)
 		})
