@@ -65,6 +65,10 @@ type Matrix struct {
 	// MinIntervals are group-commit lingers (sync only); absent = the
 	// options' min_interval.
 	MinIntervals []Duration `json:"min_intervals,omitempty"`
+	// MaxGathers are group-commit gather bounds (sync only; negative =
+	// off, see storage.FlushOptions.MaxGather); absent = the options'
+	// max_gather.
+	MaxGathers []Duration `json:"max_gathers,omitempty"`
 }
 
 // CellOptions are the storage options every cell of an experiment shares.
@@ -73,6 +77,7 @@ type CellOptions struct {
 	SegmentSize int64    `json:"segment_size,omitempty"`
 	Preallocate bool     `json:"preallocate,omitempty"`
 	MinInterval Duration `json:"min_interval,omitempty"`
+	MaxGather   Duration `json:"max_gather,omitempty"`
 	MaxPending  int      `json:"max_pending,omitempty"`
 	Interval    Duration `json:"interval,omitempty"`    // async flush interval
 	DirtyPages  int      `json:"dirty_pages,omitempty"` // async flush threshold
@@ -116,6 +121,7 @@ type Cell struct {
 	Writers       int      `json:"writers"`
 	MaxBatchBytes int64    `json:"max_batch_bytes"`
 	MinInterval   Duration `json:"min_interval"`
+	MaxGather     Duration `json:"max_gather,omitempty"`
 }
 
 // LoadExperiment reads and checks an experiment file.
@@ -258,28 +264,37 @@ func (e *Experiment) Expand(quick bool) Plan {
 	if !labelLinger {
 		lingers = []Duration{e.Options.MinInterval}
 	}
+	gathers, labelGather := m.MaxGathers, len(m.MaxGathers) > 0
+	if !labelGather {
+		gathers = []Duration{e.Options.MaxGather}
+	}
 	for _, be := range m.Backends {
 		for _, fl := range m.Flush {
 			for _, sz := range m.Sizes {
 				for _, w := range m.Writers {
-					for li, lg := range lingers {
-						for bi, mb := range batches {
-							if fl != "sync" && (li > 0 || bi > 0) {
-								continue // the limits mean nothing without group commit
-							}
-							c := Cell{Backend: be, Flush: fl, Size: sz, Writers: w}
-							parts := []string{be, fl, sizeLabel(int64(sz)), fmt.Sprintf("w%d", w)}
-							if fl == "sync" {
-								c.MaxBatchBytes, c.MinInterval = mb, lg
-								if labelLinger {
-									parts = append(parts, "linger="+time.Duration(lg).String())
+					for gi, ga := range gathers {
+						for li, lg := range lingers {
+							for bi, mb := range batches {
+								if fl != "sync" && (gi > 0 || li > 0 || bi > 0) {
+									continue // the limits mean nothing without group commit
 								}
-								if labelBatch {
-									parts = append(parts, "batch="+sizeLabel(mb))
+								c := Cell{Backend: be, Flush: fl, Size: sz, Writers: w}
+								parts := []string{be, fl, sizeLabel(int64(sz)), fmt.Sprintf("w%d", w)}
+								if fl == "sync" {
+									c.MaxBatchBytes, c.MinInterval, c.MaxGather = mb, lg, ga
+									if labelGather {
+										parts = append(parts, "gather="+gatherLabel(ga))
+									}
+									if labelLinger {
+										parts = append(parts, "linger="+time.Duration(lg).String())
+									}
+									if labelBatch {
+										parts = append(parts, "batch="+sizeLabel(mb))
+									}
 								}
+								c.Label = strings.Join(parts, "/")
+								p.Cells = append(p.Cells, c)
 							}
-							c.Label = strings.Join(parts, "/")
-							p.Cells = append(p.Cells, c)
 						}
 					}
 				}
@@ -287,6 +302,17 @@ func (e *Experiment) Expand(quick bool) Plan {
 		}
 	}
 	return p
+}
+
+// gatherLabel writes a gather bound: "off" when negative, "default" at 0.
+func gatherLabel(d Duration) string {
+	switch {
+	case d < 0:
+		return "off"
+	case d == 0:
+		return "default"
+	}
+	return time.Duration(d).String()
 }
 
 // sizeLabel writes bytes as 512B, 1KiB, 64KiB, 4MiB (exact units only),

@@ -162,7 +162,7 @@ func (r *runner) storageOptions(c Cell) StorageOptions {
 		Dir: r.opts.Dir, Backend: c.Backend, Flush: c.Flush, Size: c.Size, Writers: c.Writers,
 		Duration: r.plan.Duration, Warmup: r.plan.Warmup, Queues: o.Queues,
 		SegmentSize: o.SegmentSize, Preallocate: o.Preallocate, MaxBatchBytes: c.MaxBatchBytes,
-		MinInterval: time.Duration(c.MinInterval), MaxPending: o.MaxPending,
+		MinInterval: time.Duration(c.MinInterval), MaxGather: time.Duration(c.MaxGather), MaxPending: o.MaxPending,
 		Interval: time.Duration(o.Interval), DirtyPages: o.DirtyPages,
 	}
 }
@@ -311,7 +311,11 @@ func roundRatios(runs []*StorageResult, refs []*DiskResult, probe []Latency) Rat
 
 // Line is a run's one-line human summary.
 func (s *StorageResult) Line() string {
-	return fmt.Sprintf("%.0f msgs/s  %.1f MB/s (log %.1f)  p50 %dµs  p99 %dµs  p99.9 %dµs  max %dµs  fsyncs %d  batch %.1f  syscalls/1k %.0f  errors %d",
+	line := fmt.Sprintf("%.0f msgs/s  %.1f MB/s (log %.1f)  p50 %dµs  p99 %dµs  p99.9 %dµs  max %dµs  fsyncs %d  batch %.1f  syscalls/1k %.0f  errors %d",
 		s.MsgsPerSec, s.MBPerSec, s.LogMBPerSec, s.LatencyUs.P50, s.LatencyUs.P99, s.LatencyUs.P999, s.LatencyUs.Max,
 		s.Fsyncs, s.AvgBatch, s.SyscallsPer1000, s.Errors)
+	if s.Gathers > 0 {
+		line += fmt.Sprintf("  gathers %d (unfilled %d, avg %.0fµs)", s.Gathers, s.GatherMisses, s.GatherAvgUs)
+	}
+	return line
 }

@@ -40,6 +40,7 @@ type StorageOptions struct {
 	Preallocate   bool
 	MaxBatchBytes int64
 	MinInterval   time.Duration
+	MaxGather     time.Duration // negative = off
 	MaxPending    int
 	Interval      time.Duration
 	DirtyPages    int
@@ -103,9 +104,9 @@ func (o *StorageOptions) Validate() error {
 // String is the bench's side of the configuration, on one line; the
 // result's StoreConfig has the engine's Options.String().
 func (o StorageOptions) String() string {
-	return fmt.Sprintf("backend=%s flush=%s size=%d writers=%d queues=%d duration=%s warmup=%s segment_size=%d preallocate=%t max_batch_bytes=%d min_interval=%s max_pending=%d interval=%s dirty_pages=%d",
+	return fmt.Sprintf("backend=%s flush=%s size=%d writers=%d queues=%d duration=%s warmup=%s segment_size=%d preallocate=%t max_batch_bytes=%d min_interval=%s max_gather=%s max_pending=%d interval=%s dirty_pages=%d",
 		o.Backend, o.Flush, o.Size, o.Writers, o.Queues, o.Duration, o.Warmup,
-		o.SegmentSize, o.Preallocate, o.MaxBatchBytes, o.MinInterval, o.MaxPending, o.Interval, o.DirtyPages)
+		o.SegmentSize, o.Preallocate, o.MaxBatchBytes, o.MinInterval, o.MaxGather, o.MaxPending, o.Interval, o.DirtyPages)
 }
 
 // StorageResult is one storage run. Counters cover the measured window.
@@ -136,7 +137,12 @@ type StorageResult struct {
 	Fsyncs       int64 `json:"fsyncs"`
 	FlushBatches int64 `json:"flush_batches"`
 	// AvgBatch is appends per fsync.
-	AvgBatch     float64 `json:"avg_batch"`
+	AvgBatch float64 `json:"avg_batch"`
+	// Gathers are sync rounds that waited for the writers the previous
+	// round released; GatherMisses those whose wait ended unfilled.
+	Gathers      int64   `json:"gathers,omitempty"`
+	GatherMisses int64   `json:"gather_misses,omitempty"`
+	GatherAvgUs  float64 `json:"gather_avg_us,omitempty"`
 	WriteCalls   int64   `json:"write_syscalls"`
 	BytesWritten int64   `json:"bytes_written"`
 	// SyscallsPer1000 is (write syscalls + fsync syscalls) per 1,000

@@ -34,7 +34,7 @@ func (o StorageOptions) storeOptions(dir string) (storage.Options, error) {
 	so := storage.Options{
 		Dir: dir, Backend: o.Backend, SegmentSize: o.SegmentSize, Preallocate: o.Preallocate,
 		Flush: storage.FlushOptions{Policy: pol, MaxBatchBytes: o.MaxBatchBytes, MinInterval: o.MinInterval,
-			MaxPending: o.MaxPending, Interval: o.Interval, DirtyPages: o.DirtyPages},
+			MaxGather: o.MaxGather, MaxPending: o.MaxPending, Interval: o.Interval, DirtyPages: o.DirtyPages},
 		Retention: storage.RetentionOptions{MaxAge: -1, DiskRatio: -1},
 		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
@@ -191,6 +191,11 @@ func fillStoreCounters(res *StorageResult, m0, m1 storage.Metrics, fsyncInRing b
 	res.FlushBatches = m1.FlushBatches - m0.FlushBatches
 	res.WriteCalls = m1.Backend.WriteCalls - m0.Backend.WriteCalls
 	res.BytesWritten = m1.Backend.BytesWritten - m0.Backend.BytesWritten
+	res.Gathers = m1.Gathers - m0.Gathers
+	res.GatherMisses = m1.GatherMisses - m0.GatherMisses
+	if res.Gathers > 0 {
+		res.GatherAvgUs = float64((m1.GatherTime - m0.GatherTime).Microseconds()) / float64(res.Gathers)
+	}
 	if res.Fsyncs > 0 {
 		res.AvgBatch = float64(appends) / float64(res.Fsyncs)
 	}

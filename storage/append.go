@@ -215,6 +215,7 @@ func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w 
 	if w != nil {
 		w.end = phys + int64(len(buf))
 		s.mu.pending = append(s.mu.pending, w)
+		s.pendingN.Store(int64(len(s.mu.pending)))
 	}
 	s.m.appends.Add(int64(len(msgs)))
 	s.m.appendBytes.Add(int64(len(buf)))

@@ -15,6 +15,7 @@ import (
 type gateFS struct {
 	vfs.FS
 	gate    chan struct{} // closed: syncs pass
+	delay   time.Duration // each sync takes this long after the gate
 	blocked atomic.Int64  // syncs waiting at the gate
 	syncs   atomic.Int64
 }
@@ -52,6 +53,9 @@ func (f *gateFile) wait() {
 	f.g.blocked.Add(1)
 	<-f.g.gate
 	f.g.blocked.Add(-1)
+	if f.g.delay > 0 {
+		time.Sleep(f.g.delay)
+	}
 }
 
 func (f *gateFile) Sync() error { f.wait(); return f.File.Sync() }
@@ -133,7 +137,7 @@ func TestLoneWriterWaitsForNoTimer(t *testing.T) {
 			t.Fatalf("acknowledged at %d, durable %d", r.PhysicalOffset, d)
 		}
 	}
-	if m := s.Metrics(); m.SyncGroups != 20 {
-		t.Fatalf("%d groups for 20 sequential appends", m.SyncGroups)
+	if m := s.Metrics(); m.SyncGroups != 20 || m.Gathers != 0 {
+		t.Fatalf("%d groups for 20 sequential appends, %d gathers", m.SyncGroups, m.Gathers)
 	}
 }

@@ -41,28 +41,33 @@ func (s *Store) syncFlusher() {
 		lingerTimer = time.NewTimer(time.Hour)
 		lingerTimer.Stop()
 	}
+	g := newGatherer(s)
 	for {
 		select {
 		case <-s.flushKick:
 		case <-s.stop.flusher:
 			// Appends are closed: the queue is complete.
-			s.flushRound(&spare)
+			s.flushRound(&spare, nil)
 			return
 		}
 		if lingerTimer != nil {
 			s.linger(lastEnd, lingerTimer)
 		}
-		s.flushRound(&spare)
+		if g != nil {
+			g.wait()
+		}
+		s.flushRound(&spare, g)
 		lastEnd = time.Now()
 	}
 }
 
 // flushRound snapshots the waiters, flushes everything written, and
-// releases the snapshot with the result.
-func (s *Store) flushRound(spare *[]*waiter) {
+// releases the snapshot with the result, telling g (if any) what it saw.
+func (s *Store) flushRound(spare *[]*waiter, g *gatherer) {
 	s.mu.Lock()
 	batch := s.mu.pending
 	s.mu.pending = (*spare)[:0]
+	s.pendingN.Store(0)
 	s.mu.Unlock()
 	if len(batch) == 0 {
 		*spare = batch
@@ -70,10 +75,15 @@ func (s *Store) flushRound(spare *[]*waiter) {
 	}
 	// Read after the snapshot: every waiter taken ends at or below w.
 	w := s.written.Load()
+	start := time.Now()
 	err := s.flushTo(w)
 	if err == nil {
 		s.m.groups.Add(1)
 		s.m.groupWaiters.Add(int64(len(batch)))
+	}
+	if g != nil {
+		// Before releasing: none of batch can be waiting again yet.
+		g.observe(int64(len(batch)), s.pendingN.Load(), time.Since(start))
 	}
 	for i, wt := range batch {
 		if err == nil && wt.end > s.durable.Load() {

@@ -39,12 +39,15 @@ type Metrics struct {
 	DispatchedOffset             int64
 	MinOffset                    int64 // CommitLogMinOffset
 	Segments                     int
-	Rolls                        int64 // segments created by appends
-	SegmentsDeleted              int64 // by retention
-	WriteErrors                  int64 // appends refused by a write, seal or create error
-	DispatchErrors               int64 // ConsumeQueue appends that failed
-	PendingFull                  int64 // sync appends that waited for a MaxPending slot
-	WaitAbandoned                int64 // sync appends that stopped waiting (timeout, context)
+	Rolls                        int64         // segments created by appends
+	SegmentsDeleted              int64         // by retention
+	WriteErrors                  int64         // appends refused by a write, seal or create error
+	DispatchErrors               int64         // ConsumeQueue appends that failed
+	PendingFull                  int64         // sync appends that waited for a MaxPending slot
+	WaitAbandoned                int64         // sync appends that stopped waiting (timeout, context)
+	Gathers                      int64         // sync rounds that waited for released writers to return
+	GatherMisses                 int64         // of those, the ones whose wait ended unfilled
+	GatherTime                   time.Duration // the flusher's time in those waits
 	Broken                       bool
 }
 
@@ -52,7 +55,7 @@ type Metrics struct {
 type metrics struct {
 	appends, appendBytes, writeErrors, rolls, pendingFull, waitAbandoned atomic.Int64
 	groups, groupWaiters, dirSyncs, flushedBytes, flushes                atomic.Int64
-	dispatchErrors, segmentsDeleted                                      atomic.Int64
+	dispatchErrors, segmentsDeleted, gathers, gatherMisses, gatherNanos  atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -98,6 +101,9 @@ func (s *Store) Metrics() Metrics {
 		DispatchErrors:   m.dispatchErrors.Load(),
 		PendingFull:      m.pendingFull.Load(),
 		WaitAbandoned:    m.waitAbandoned.Load(),
+		Gathers:          m.gathers.Load(),
+		GatherMisses:     m.gatherMisses.Load(),
+		GatherTime:       time.Duration(m.gatherNanos.Load()),
 		Broken:           s.Err() != nil,
 	}
 	if out.SyncGroups > 0 {

@@ -57,6 +57,7 @@ const (
 	MaxSegmentSize             = 1<<31 - pageSize // a blank record's int32 size spans the rest of a segment
 	DefaultMaxMessageSize      = 4 << 20
 	DefaultMaxPending          = 16384
+	DefaultMaxGather           = 200 * time.Microsecond
 	DefaultFlushTimeout        = 5 * time.Second
 	DefaultFlushInterval       = 500 * time.Millisecond
 	DefaultDirtyPages          = 4
@@ -134,6 +135,17 @@ type FlushOptions struct {
 	// and the start of the next: a linger that trades latency for bigger
 	// groups. 0 (default) = none; a lone writer waits for no timer.
 	MinInterval time.Duration
+	// MaxGather (sync) bounds how long a group-commit round waits, before
+	// it starts, for the writers the previous round released to append
+	// again. Without it closed-loop writers split into two alternating
+	// cohorts (those released by one fsync miss the next round, which
+	// started at once with the others), halving every group. The wait ends
+	// as soon as as many appends wait as the writer population seen last
+	// round, and never exceeds a quarter of the last fsync's duration; a
+	// lone writer never waits, and after a wait that ends unfilled (open-
+	// loop traffic) the next rounds skip it, backing off. Default 200µs;
+	// negative = off.
+	MaxGather time.Duration
 	// MaxPending (sync) bounds the appends waiting for durability; an
 	// Append blocks (honouring its context) while the queue is full.
 	// Default 16384.
@@ -201,6 +213,9 @@ func (o *Options) EnsureDefaults() {
 	f := &o.Flush
 	if f.MaxPending == 0 {
 		f.MaxPending = DefaultMaxPending
+	}
+	if f.MaxGather == 0 {
+		f.MaxGather = DefaultMaxGather
 	}
 	if f.Timeout == 0 {
 		f.Timeout = DefaultFlushTimeout
@@ -301,8 +316,8 @@ func (o Options) String() string {
 	fmt.Fprintf(&b, "storage.Options{Dir: %q, FS: %T, Backend: %s, SegmentSize: %d, Preallocate: %t, MaxMessageSize: %d, ",
 		o.Dir, o.FS, o.backendName(), o.SegmentSize, o.Preallocate, o.MaxMessageSize)
 	f := o.Flush
-	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxPending: %d, Timeout: %v, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
-		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxPending, f.Timeout, f.Interval, f.DirtyPages, f.FullInterval)
+	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxGather: %v, MaxPending: %d, Timeout: %v, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
+		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxGather, f.MaxPending, f.Timeout, f.Interval, f.DirtyPages, f.FullInterval)
 	fmt.Fprintf(&b, "ConsumeQueueEntries: %d, CheckpointInterval: %v, ", o.ConsumeQueueEntries, o.CheckpointInterval)
 	r := o.Retention
 	fmt.Fprintf(&b, "Retention: {MaxAge: %v, DiskRatio: %g, CheckInterval: %v}}", r.MaxAge, r.DiskRatio, r.CheckInterval)

@@ -79,6 +79,7 @@ type Store struct {
 	sem       chan struct{}
 	callbacks atomic.Pointer[[]func(topic string, queueID int32, queueOffset int64)]
 
+	pendingN     atomic.Int64 // len(mu.pending), for the flusher's gatherer
 	flushKick    chan struct{}
 	dispatchKick chan struct{}
 	closing      chan struct{} // closed when Close starts

@@ -200,6 +200,7 @@ func benchStorage(args []string) error {
 	fs.BoolVar(&o.Preallocate, "preallocate", false, "fallocate new segments")
 	fs.Var(bytesFlag{&o.MaxBatchBytes}, "max-batch-bytes", "sync: end a group's linger at this many bytes (0: unbounded)")
 	fs.DurationVar(&o.MinInterval, "min-interval", 0, "sync: least time between fsyncs (linger)")
+	fs.DurationVar(&o.MaxGather, "max-gather", 0, "sync: longest a round waits for released writers to return (0: engine default, negative: off)")
 	fs.IntVar(&o.MaxPending, "max-pending", 0, "sync: bound on waiting appends (0: engine default)")
 	fs.DurationVar(&o.Interval, "interval", 0, "async: flush interval (0: engine default)")
 	fs.IntVar(&o.DirtyPages, "dirty-pages", 0, "async: flush at this many dirty pages (0: engine default)")
