@@ -38,6 +38,17 @@ func (f *clientFlags) options() client.ClientOptions {
 
 func (f *clientFlags) admin() (*client.Admin, error) { return client.NewAdmin(f.options()) }
 
+// connect is a one-shot admin command's prologue: an Admin, a context
+// bounded by --timeout, and done to release both.
+func (f *clientFlags) connect() (*client.Admin, context.Context, func(), error) {
+	a, err := f.admin()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := f.context()
+	return a, ctx, func() { cancel(); a.Close() }, nil
+}
+
 // context bounds a one-shot command by --timeout.
 func (f *clientFlags) context() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), f.timeout)

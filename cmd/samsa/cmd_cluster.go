@@ -30,13 +30,11 @@ func runCluster(args []string) error {
 	} else if len(rest) > 0 {
 		return fmt.Errorf("unexpected arguments %q", rest)
 	}
-	a, err := cf.admin()
+	a, ctx, done, err := cf.connect()
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	ctx, cancel := cf.context()
-	defer cancel()
+	defer done()
 	ci, err := a.ClusterInfo(ctx)
 	if err != nil {
 		return err

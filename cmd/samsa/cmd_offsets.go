@@ -25,13 +25,11 @@ func runOffsets(args []string) error {
 	if *group == "" {
 		return errors.New("--group G is required")
 	}
-	a, err := cf.admin()
+	a, ctx, done, err := cf.connect()
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	ctx, cancel := cf.context()
-	defer cancel()
+	defer done()
 	topics := []string{*topic}
 	if *topic == "" {
 		if topics, err = a.GroupTopics(ctx, *group); err != nil {

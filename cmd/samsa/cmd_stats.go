@@ -24,13 +24,11 @@ func runStats(args []string) error {
 	if *addr == "" {
 		return errors.New("--broker ADDR is required (samsa cluster lists them)")
 	}
-	a, err := cf.admin()
+	a, ctx, done, err := cf.connect()
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	ctx, cancel := cf.context()
-	defer cancel()
+	defer done()
 	stats, err := a.BrokerStats(ctx, *addr)
 	if err != nil {
 		return err

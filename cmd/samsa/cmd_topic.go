@@ -66,13 +66,11 @@ func topicCreate(args []string) error {
 	if *readOnly {
 		o.Perm = protocol.PermRead
 	}
-	a, err := cf.admin()
+	a, ctx, done, err := cf.connect()
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	ctx, cancel := cf.context()
-	defer cancel()
+	defer done()
 	if err := a.CreateTopic(ctx, t, o); err != nil {
 		return err
 	}
@@ -92,13 +90,11 @@ func topicList(args []string) error {
 	} else if len(rest) > 0 {
 		return fmt.Errorf("unexpected arguments %q", rest)
 	}
-	a, err := cf.admin()
+	a, ctx, done, err := cf.connect()
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	ctx, cancel := cf.context()
-	defer cancel()
+	defer done()
 	topics, err := a.Topics(ctx)
 	if err != nil {
 		return err
@@ -153,13 +149,11 @@ func topicRoute(args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := cf.admin()
+	a, ctx, done, err := cf.connect()
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	ctx, cancel := cf.context()
-	defer cancel()
+	defer done()
 	r, err := a.Route(ctx, t)
 	if err != nil {
 		return err
@@ -216,13 +210,11 @@ func topicDescribe(args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := cf.admin()
+	a, ctx, done, err := cf.connect()
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	ctx, cancel := cf.context()
-	defer cancel()
+	defer done()
 	st, err := a.TopicStatus(ctx, t, "")
 	if err != nil {
 		return err
