@@ -32,6 +32,7 @@ type Broker struct {
 	clients *clientManager
 	locks   *lockManager
 	poll    *longPoll
+	appends *appendCombiner // nil with SYNC_FLUSH: single sends append alone
 	stats   stats
 	metrics *metrics
 	reg     *registrar
@@ -94,6 +95,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = st
+	if cfg.FlushDiskType != SyncFlush {
+		b.appends = newAppendCombiner(st, cfg.MappedFileSizeCommitLog)
+	}
 	b.poll = newLongPoll(cfg.Clock, &b.stats, b.answerHeld)
 	st.OnDispatch(b.poll.onDispatch)
 	b.metrics = newMetrics(b)

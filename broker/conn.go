@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -55,7 +56,11 @@ type conn struct {
 	// reqs counts this connection's requests not yet answered, held
 	// long-poll pulls included, so a graceful close can answer them all
 	// before the writer stops.
-	reqs   sync.WaitGroup
+	reqs sync.WaitGroup
+	// busy counts requests whose processor is still running (a held pull
+	// no longer counts): while some are, the writer yields before a write
+	// so that their answers join it.
+	busy   atomic.Int32
 	opaque atomic.Int32 // ids of requests the broker sends the client
 }
 
@@ -117,6 +122,7 @@ func (c *conn) serve() {
 			return
 		}
 		c.reqs.Add(1)
+		c.busy.Add(1)
 		go c.handle(cmd)
 	}
 }
@@ -171,11 +177,13 @@ func (c *conn) handle(cmd *protocol.Command) {
 		resp = c.b.dispatch(c, cmd)
 	}()
 	if resp == held {
+		c.busy.Add(-1)
 		return
 	}
 	if resp != nil && !cmd.IsOneway() {
 		c.send(outFrame{cmd: resp})
 	}
+	c.busy.Add(-1)
 	c.reqs.Done()
 }
 
@@ -200,15 +208,30 @@ func (c *conn) trySend(f outFrame) bool {
 	}
 }
 
+// Writer batching: a write takes at most maxWriteFrames frames; while
+// requests of the connection are still being processed, the writer yields
+// the processor up to maxWriteYields times before writing, as long as each
+// yield brought more answers, so that the answers to a burst of pipelined
+// requests leave in one writev instead of one each.
+const (
+	maxWriteFrames = 256
+	maxWriteYields = 1
+	// inlineBody is the largest body copied into the header buffer; larger
+	// ones are written from where they are.
+	inlineBody = 4096
+)
+
 // writeLoop is the writer goroutine: it owns writes to the socket, takes
 // every frame queued, encodes the headers into one buffer and writes the
-// lot with one writev. It ends when the connection closes.
+// lot with one writev. It is woken by a queued frame and ends when the
+// connection closes (or, after a drain, on the nil frame).
 func (c *conn) writeLoop() {
 	defer close(c.wdone)
 	var (
 		scratch []byte
 		batch   []outFrame
 		spans   [][2]int
+		bufs    net.Buffers
 	)
 	for {
 		var f outFrame
@@ -219,14 +242,25 @@ func (c *conn) writeLoop() {
 		}
 		batch = append(batch[:0], f)
 		last := f.cmd == nil
-	drain:
-		for len(batch) < 256 && !last {
-			select {
-			case f = <-c.out:
-				batch = append(batch, f)
-				last = f.cmd == nil
-			default:
-				break drain
+		drain := func() int {
+			n := 0
+			for len(batch) < maxWriteFrames && !last {
+				select {
+				case f := <-c.out:
+					batch = append(batch, f)
+					last = f.cmd == nil
+					n++
+				default:
+					return n
+				}
+			}
+			return n
+		}
+		drain()
+		for y := 0; y < maxWriteYields && !last && len(batch) < maxWriteFrames && c.busy.Load() > 0; y++ {
+			runtime.Gosched()
+			if drain() == 0 {
+				break
 			}
 		}
 		if last {
@@ -242,27 +276,37 @@ func (c *conn) writeLoop() {
 				c.close("encode failed")
 				return
 			}
-			if f.parts == nil && len(f.cmd.Body) <= 4096 {
+			if f.parts == nil && len(f.cmd.Body) <= inlineBody {
 				scratch = append(scratch, f.cmd.Body...)
 			}
 			spans = append(spans, [2]int{start, len(scratch)})
 		}
-		bufs := make(net.Buffers, 0, 2*len(batch))
+		bufs = bufs[:0]
 		for i, f := range batch {
-			bufs = append(bufs, scratch[spans[i][0]:spans[i][1]])
+			// Adjacent header runs are one buffer: fewer iovecs.
+			run := scratch[spans[i][0]:spans[i][1]]
+			if n := len(bufs); n > 0 && i > 0 && batch[i-1].parts == nil && len(batch[i-1].cmd.Body) <= inlineBody {
+				prev := bufs[n-1]
+				bufs[n-1] = scratch[spans[i][0]-len(prev) : spans[i][1]]
+			} else {
+				bufs = append(bufs, run)
+			}
 			switch {
 			case f.parts != nil:
 				bufs = append(bufs, f.parts...)
-			case len(f.cmd.Body) > 4096:
+			case len(f.cmd.Body) > inlineBody:
 				bufs = append(bufs, f.cmd.Body)
 			}
 		}
-		_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		n, err := bufs.WriteTo(c.nc)
-		c.b.stats.bytesWritten.Add(n)
-		if err != nil {
-			c.close("write failed: " + err.Error())
-			return
+		if len(bufs) > 0 {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			wb := bufs // WriteTo consumes its receiver
+			n, err := wb.WriteTo(c.nc)
+			c.b.stats.bytesWritten.Add(n)
+			if err != nil {
+				c.close("write failed: " + err.Error())
+				return
+			}
 		}
 		if last {
 			return
@@ -270,6 +314,7 @@ func (c *conn) writeLoop() {
 		if cap(scratch) > 1<<20 {
 			scratch = nil
 		}
+		clear(bufs[:cap(bufs)])
 		clear(batch)
 	}
 }

@@ -64,7 +64,12 @@ func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
 		StoreHost:      b.storeHost,
 		ReconsumeTimes: h.ReconsumeTimes,
 	}
-	res, err := b.store.Append(context.Background(), m)
+	var res storage.AppendResult
+	if b.appends != nil {
+		res, err = b.appends.append(m)
+	} else {
+		res, err = b.store.Append(context.Background(), m)
+	}
 	return b.sendResponse(req, m.Topic, queue, len(req.Body), []storage.AppendResult{res}, err)
 }
 

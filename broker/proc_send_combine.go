@@ -1,0 +1,161 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/samsamq/samsa/storage"
+)
+
+// appendCombiner turns concurrent single-message appends into store
+// batches (flat combining). Each send processor hands its message in; the
+// first to find no batch being written becomes the leader: it takes every
+// message queued (up to maxCombineMsgs / maxBytes), writes them with one
+// Store.AppendBatch (one lock, one copy, one backend write) and gives each
+// its result; if more queued meanwhile it makes the first of them the next
+// leader, and returns with its own result. Under load the store lock is
+// taken once per batch instead of once per message, and the messages no
+// longer queue on it one goroutine hand-off at a time.
+//
+// Each message still gets its own record, queue offset and answer; nothing
+// is held back for a timer: a lone send is written at once as a batch of
+// one. Used only when the store's policy is not FlushSync (there a batch's
+// durability wait would hold up the next leader; the store's own group
+// commit does the gathering). Safe for concurrent use.
+type appendCombiner struct {
+	store    *storage.Store
+	maxBytes int // a batch stops growing past this many (estimated) record bytes
+
+	pool sync.Pool // *combineEntry
+
+	mu struct {
+		sync.Mutex
+		leading bool            // a leader is writing a batch
+		queue   []*combineEntry // waiting for the next leader, oldest first
+	}
+}
+
+// maxCombineMsgs bounds one combined batch.
+const maxCombineMsgs = 256
+
+// combineEntry is one message waiting to be appended.
+type combineEntry struct {
+	m    *storage.Message
+	res  storage.AppendResult
+	err  error
+	lead bool          // set instead of a result: this entry leads the next batch
+	done chan struct{} // cap 1: the result (or the lead) is there
+}
+
+// recordOverhead is a generous estimate of a record's bytes beyond body,
+// properties and topic (the fixed fields).
+const recordOverhead = 128
+
+func newAppendCombiner(st *storage.Store, segmentSize int64) *appendCombiner {
+	maxBytes := 1 << 20
+	if q := int(segmentSize / 4); q < maxBytes {
+		maxBytes = max(q, 1)
+	}
+	c := &appendCombiner{store: st, maxBytes: maxBytes}
+	c.pool.New = func() any { return &combineEntry{done: make(chan struct{}, 1)} }
+	return c
+}
+
+// append stores m, combined with whatever other sends are appending now,
+// and returns its result as Store.Append would.
+func (c *appendCombiner) append(m *storage.Message) (storage.AppendResult, error) {
+	e := c.pool.Get().(*combineEntry)
+	e.m = m
+	c.mu.Lock()
+	c.mu.queue = append(c.mu.queue, e)
+	if c.mu.leading {
+		c.mu.Unlock()
+		<-e.done
+		if !e.lead {
+			return c.finish(e)
+		}
+		c.mu.Lock()
+	}
+	// The leader: e is at the head of the queue.
+	c.mu.leading = true
+	batch := c.takeLocked()
+	c.mu.Unlock()
+	c.write(batch, e)
+	c.mu.Lock()
+	if len(c.mu.queue) > 0 {
+		next := c.mu.queue[0]
+		next.lead = true
+		next.done <- struct{}{}
+	} else {
+		c.mu.leading = false
+	}
+	c.mu.Unlock()
+	return c.finish(e)
+}
+
+// finish takes e's result and returns e to the pool.
+func (c *appendCombiner) finish(e *combineEntry) (storage.AppendResult, error) {
+	res, err := e.res, e.err
+	*e = combineEntry{done: e.done}
+	c.pool.Put(e)
+	return res, err
+}
+
+// takeLocked removes the next batch from the head of the queue.
+func (c *appendCombiner) takeLocked() []*combineEntry {
+	q := c.mu.queue
+	n, bytes := 0, 0
+	for n < len(q) && n < maxCombineMsgs {
+		bytes += recordOverhead + len(q[n].m.Body) + len(q[n].m.Properties) + len(q[n].m.Topic)
+		if n > 0 && bytes > c.maxBytes {
+			break
+		}
+		n++
+	}
+	batch := make([]*combineEntry, n)
+	copy(batch, q[:n])
+	rest := copy(q, q[n:])
+	clear(q[rest:])
+	c.mu.queue = q[:rest]
+	return batch
+}
+
+// write appends batch and hands each entry but self its result.
+func (c *appendCombiner) write(batch []*combineEntry, self *combineEntry) {
+	var one [1]*storage.Message
+	msgs := one[:0]
+	if len(batch) > 1 {
+		msgs = make([]*storage.Message, 0, len(batch))
+	}
+	for _, e := range batch {
+		msgs = append(msgs, e.m)
+	}
+	res, err := c.store.AppendBatch(context.Background(), msgs)
+	switch {
+	case len(batch) > 1 && res == nil && perMessage(err):
+		// One message spoils the batch (too large, not encodable): give
+		// each its own answer.
+		for _, e := range batch {
+			e.res, e.err = c.store.Append(context.Background(), e.m)
+		}
+	default:
+		for i, e := range batch {
+			if res != nil {
+				e.res = res[i]
+			}
+			e.err = err
+		}
+	}
+	for _, e := range batch {
+		if e != self {
+			e.done <- struct{}{}
+		}
+	}
+}
+
+// perMessage reports whether a batch's error may belong to one message
+// only.
+func perMessage(err error) bool {
+	return errors.Is(err, storage.ErrMessageTooLarge) || errors.Is(err, storage.ErrInvalidMessage)
+}
