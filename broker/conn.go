@@ -50,8 +50,9 @@ type conn struct {
 	addr   string
 	born   netip.AddrPort // the client's address, stamped as each record's born host
 	out    chan outFrame
-	closed chan struct{} // closed by close: everything stops
-	wdone  chan struct{} // closed when the writer has exited
+	closed chan struct{}          // closed by close: everything stops
+	wdone  chan struct{}          // closed when the writer has exited
+	work   chan *protocol.Command // unbuffered: hands a request to an idle worker
 	once   sync.Once
 	// reqs counts this connection's requests not yet answered, held
 	// long-poll pulls included, so a graceful close can answer them all
@@ -67,7 +68,7 @@ type conn struct {
 func newConn(b *Broker, nc net.Conn) *conn {
 	return &conn{b: b, nc: nc, br: bufio.NewReaderSize(countingReader{nc, &b.stats.bytesRead}, 64<<10),
 		addr: nc.RemoteAddr().String(), born: ipv4AddrPort(nc.RemoteAddr()), out: make(chan outFrame, writeQueue),
-		closed: make(chan struct{}), wdone: make(chan struct{})}
+		closed: make(chan struct{}), wdone: make(chan struct{}), work: make(chan *protocol.Command)}
 }
 
 type countingReader struct {
@@ -123,7 +124,7 @@ func (c *conn) serve() {
 		}
 		c.reqs.Add(1)
 		c.busy.Add(1)
-		go c.handle(cmd)
+		c.dispatch(cmd)
 	}
 }
 
