@@ -3,35 +3,137 @@ package backend
 import (
 	"fmt"
 	"io"
-	"sync"
+	"strings"
 	"sync/atomic"
 
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
-// The pwrite backend: buffered writes into the page cache, fdatasync to
-// flush.
+// The pwrite backend: appends are coalesced in a per-segment write buffer
+// and written into the page cache with one pwrite per buffer (or per
+// Flush); fdatasync makes them durable.
 //
-//   - Append is one File.WriteAt (pwrite) at the tail. The bytes are in the
-//     page cache when it returns, so ReadAt (pread) sees them.
-//   - Flush is one File.Sync (fdatasync), run outside the append lock. It
-//     reads Written before the sync starts and reports exactly that as
-//     durable: anything appended while the sync runs waits for the next one.
-//   - Open continues from cfg.Written; bytes beyond it are garbage that later
-//     appends overwrite (nothing is truncated, which keeps a preallocated
-//     file preallocated).
+//   - Append copies into the buffer, which holds the file bytes
+//     [base, Written) contiguously; bytes below "onFile" (base <= onFile <=
+//     Written) are also in the file. When the bytes do not fit, Append
+//     first writes out what the buffer holds ("spill", no sync) and starts
+//     it again at the tail; an append larger than the whole buffer is
+//     written straight from the caller's slice.
+//   - Write-through: an append that finds the segment fully durable
+//     (every byte appended before it flushed) is written at once, from the
+//     buffer, before Append returns. A sync store's lone writer gains
+//     nothing from coalescing (its Flush comes next and would issue the
+//     same pwrite), and so its write errors refuse the append itself, as
+//     an unbuffered segment's do. Under load (appends arriving while
+//     earlier ones wait for a flush) and with async flush, appends are
+//     coalesced.
+//   - Flush (outside the append lock) writes out [onFile, w) for the w it
+//     loads first, then fdatasyncs, and reports w durable: anything
+//     appended meanwhile waits for the next Flush. A failure of either
+//     step is sticky.
+//   - ReadAt serves [onFile, Written) from the buffer and the rest with
+//     pread, so readers see every byte below Written at once.
+//   - Errors. An append that writes (write-through, spill, large append)
+//     fails with the write's error and leaves Written alone; bytes it
+//     copied past Written are garbage that later appends overwrite. Bytes
+//     an earlier, successful append buffered are never lost by that: they
+//     stay in the buffer until a spill or Flush writes them. A write error
+//     of buffered bytes in Flush is a Flush error (sticky, as a failed
+//     fdatasync). ENOSPC cannot come from there: before an append is
+//     buffered, the file is reserved (fallocate) at least up to its end,
+//     a BufferSize step at a time, so a full disk refuses the append.
+//     With Config.Preallocate the whole capacity is reserved at Create.
+//   - Open continues from cfg.Written; bytes beyond it are garbage that
+//     later appends overwrite (nothing is truncated, which keeps a
+//     preallocated file preallocated). The first Flush after Open syncs
+//     everything (recovered bytes may be only in the page cache).
+//   - Close writes out what the buffer holds (no sync: the file then holds
+//     every appended byte, as it would without a buffer), unless a Flush
+//     failed; it makes nothing durable.
+//   - Memory: the buffer (min(BufferSize, Capacity)) is allocated at the
+//     first Append and dropped once the segment is full and written out:
+//     full segments, open for reads, hold none.
 //
-// Without Preallocate the file grows with the writes; with it the whole
-// capacity is reserved with fallocate at create, so a later write cannot
-// fail with ENOSPC and fdatasync need not update the file's size.
+// Durability trade-off: bytes appended but not yet written out are lost
+// if the process dies, not only if the machine does (as with RocketMQ's
+// transientStorePoolEnable); no acknowledged-durable byte is at risk.
+//
+// Locks, in order: io (serialises file writes: spills, write-through,
+// Flush's write-out; owns base changes), then bufMu (readers of buffer
+// memory hold it shared; moving base, which lets the appender reuse the
+// memory, holds it exclusively). appendMu serialises Append; Flush's own
+// mutex serialises Flush and is taken before io. Written and onFile are
+// atomics, stored after the bytes they cover are in place.
+//
+// Stats: WriteCalls counts pwrite calls, BytesWritten the bytes handed to
+// them, Fsyncs the fdatasync calls. Reservations (fallocate) are not
+// counted.
 
-func init() { Register(pwriteBackend{}) }
+func init() { Register(mustPwriteBackend(NewPwrite(PwriteOptions{}))) }
 
-type pwriteBackend struct{}
+// PwriteOptions configure the pwrite backend. The zero value means the
+// defaults.
+type PwriteOptions struct {
+	// BufferSize is the write buffer per segment (capped at the segment's
+	// capacity): the most appended bytes held in memory before Append
+	// writes them out, and the step in which the file is reserved ahead
+	// of the tail. Default 256 KiB; 4 KiB to 1 GiB. Larger: fewer write
+	// calls (one per BufferSize under async flush) and more recent bytes
+	// read from memory, but more memory per open segment and, past the CPU
+	// caches, slower copies; smaller: more write calls.
+	BufferSize int
+}
+
+const (
+	defaultPwriteBufferSize = 256 << 10
+	minPwriteBufferSize     = 4 << 10
+	maxPwriteBufferSize     = 1 << 30
+)
+
+// EnsureDefaults fills in zero fields.
+func (o *PwriteOptions) EnsureDefaults() {
+	if o.BufferSize == 0 {
+		o.BufferSize = defaultPwriteBufferSize
+	}
+}
+
+// Validate reports every invalid field at once.
+func (o PwriteOptions) Validate() error {
+	var errs []string
+	if o.BufferSize < minPwriteBufferSize || o.BufferSize > maxPwriteBufferSize {
+		errs = append(errs, fmt.Sprintf("BufferSize %d must be in [%d, %d]", o.BufferSize, minPwriteBufferSize, maxPwriteBufferSize))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("backend: pwrite options: %s", strings.Join(errs, "; "))
+}
+
+// String is stable, for result files.
+func (o PwriteOptions) String() string { return fmt.Sprintf("buffer=%d", o.BufferSize) }
+
+// NewPwrite returns a pwrite backend with the given options (zero fields
+// take their defaults). The registered "pwrite" uses the defaults.
+func NewPwrite(opts PwriteOptions) (Backend, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return pwriteBackend{opts: opts}, nil
+}
+
+func mustPwriteBackend(b Backend, err error) Backend {
+	if err != nil {
+		panic(err) // only reachable with invalid built-in defaults
+	}
+	return b
+}
+
+type pwriteBackend struct{ opts PwriteOptions }
 
 func (pwriteBackend) Name() string { return "pwrite" }
 
-func (pwriteBackend) Create(cfg Config) (Segment, error) {
+func (b pwriteBackend) Create(cfg Config) (Segment, error) {
 	if err := checkSegmentConfig("pwrite", cfg, false); err != nil {
 		return nil, err
 	}
@@ -39,16 +141,18 @@ func (pwriteBackend) Create(cfg Config) (Segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend: pwrite create: %w", err)
 	}
+	var reserved int64
 	if cfg.Preallocate {
 		if err := f.Allocate(0, cfg.Capacity); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("backend: pwrite preallocate %s: %w", cfg.Path, err)
 		}
+		reserved = cfg.Capacity
 	}
-	return newPwriteSegment(f, cfg, 0), nil
+	return newPwriteSegment(f, cfg, b.opts, 0, reserved), nil
 }
 
-func (pwriteBackend) Open(cfg Config) (Segment, error) {
+func (b pwriteBackend) Open(cfg Config) (Segment, error) {
 	if err := checkSegmentConfig("pwrite", cfg, true); err != nil {
 		return nil, err
 	}
@@ -66,7 +170,9 @@ func (pwriteBackend) Open(cfg Config) (Segment, error) {
 		return nil, fmt.Errorf("backend: pwrite open %s: file has %d bytes, recovery says %d are written",
 			cfg.Path, size, cfg.Written)
 	}
-	return newPwriteSegment(f, cfg, cfg.Written), nil
+	// The file's bytes are allocated (written, or reserved by Preallocate
+	// or an earlier run): reservations continue from its end.
+	return newPwriteSegment(f, cfg, b.opts, cfg.Written, min(size, cfg.Capacity)), nil
 }
 
 // checkSegmentConfig checks what every backend needs of a Config (shared by
@@ -105,65 +211,6 @@ func (c *segCounters) stats() Stats {
 	}
 }
 
-type pwriteSegment struct {
-	f        vfs.File
-	path     string
-	capacity int64
-
-	// written is the tail: stored by Append (under appendMu), loaded by
-	// anyone.
-	written atomic.Int64
-	// appendMu makes a misuse (two concurrent appenders) safe rather than
-	// silently interleaved; the CommitLog's own lock means it is never
-	// contended.
-	appendMu sync.Mutex
-
-	// flush serialises Flush calls and holds the sticky error.
-	flush struct {
-		sync.Mutex
-		durable int64
-		err     error
-	}
-	c segCounters
-}
-
-func newPwriteSegment(f vfs.File, cfg Config, written int64) *pwriteSegment {
-	s := &pwriteSegment{f: f, path: cfg.Path, capacity: cfg.Capacity}
-	s.written.Store(written)
-	// Bytes recovered at Open may still be only in the page cache (a
-	// process crash, not a power loss): the first Flush syncs them.
-	return s
-}
-
-func (s *pwriteSegment) Append(p []byte) error {
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
-	w := s.written.Load()
-	if int64(len(p)) > s.capacity-w {
-		return ErrSegmentFull
-	}
-	if len(p) == 0 {
-		return nil
-	}
-	n, err := s.f.WriteAt(p, w)
-	s.c.writeCalls.Add(1)
-	s.c.bytesWritten.Add(int64(n))
-	if err != nil {
-		// The tail does not move: a partial write is garbage beyond
-		// Written, overwritten by the next append.
-		return fmt.Errorf("backend: pwrite %s at %d: %w", s.path, w, err)
-	}
-	if n != len(p) {
-		return fmt.Errorf("backend: pwrite %s at %d: short write %d of %d: %w", s.path, w, n, len(p), io.ErrShortWrite)
-	}
-	s.written.Store(w + int64(n))
-	return nil
-}
-
-func (s *pwriteSegment) ReadAt(p []byte, off int64) (int, error) {
-	return readBelow(s.f, p, off, s.written.Load())
-}
-
 // readBelow reads len(p) bytes at off from r, refusing to read at or past
 // limit (it reads what lies below and returns io.EOF, as io.ReaderAt does).
 func readBelow(r io.ReaderAt, p []byte, off, limit int64) (int, error) {
@@ -187,30 +234,3 @@ func readBelow(r io.ReaderAt, p []byte, off, limit int64) (int, error) {
 	}
 	return n, err
 }
-
-func (s *pwriteSegment) Flush() (int64, error) {
-	s.flush.Lock()
-	defer s.flush.Unlock()
-	if s.flush.err != nil {
-		return s.flush.durable, s.flush.err
-	}
-	// Read the tail before the sync: fdatasync covers at least every byte
-	// written before it started, and possibly more, never less.
-	w := s.written.Load()
-	if w == s.flush.durable {
-		return w, nil
-	}
-	s.c.flushBatches.Add(1)
-	s.c.fsyncs.Add(1)
-	if err := s.f.Sync(); err != nil {
-		s.flush.err = fmt.Errorf("backend: pwrite fdatasync %s: %w", s.path, err)
-		return s.flush.durable, s.flush.err
-	}
-	s.flush.durable = w
-	return w, nil
-}
-
-func (s *pwriteSegment) Written() int64  { return s.written.Load() }
-func (s *pwriteSegment) Capacity() int64 { return s.capacity }
-func (s *pwriteSegment) Stats() Stats    { return s.c.stats() }
-func (s *pwriteSegment) Close() error    { return s.f.Close() }

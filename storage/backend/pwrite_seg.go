@@ -1,0 +1,317 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// pwriteSegment is the pwrite backend's segment (see pwrite.go).
+type pwriteSegment struct {
+	f        vfs.File
+	path     string
+	capacity int64
+	bufSize  int // the buffer's size once allocated
+	closed   atomic.Bool
+
+	// written is the tail; every byte below onFile is in the file (onFile
+	// may run ahead of written while a write-through append finishes);
+	// flushed is the last durable offset Flush reported (a copy of
+	// flush.durable the appender can load).
+	written atomic.Int64
+	onFile  atomic.Int64
+	flushed atomic.Int64
+
+	// appendMu serialises Append (the CommitLog's lock makes it
+	// uncontended) and guards the reservation state.
+	appendMu  sync.Mutex
+	reserved  int64 // the file is allocated up to here
+	noReserve bool  // the file system refused fallocate: reserve nothing
+
+	// io serialises writes to the file and changes of buf and base.
+	io sync.Mutex
+	// bufMu: readers of buffer memory hold it shared; changing buf or
+	// base (which frees the memory for reuse) holds it exclusively, with
+	// io held too. Only the appender writes buffer memory, at or past
+	// written; readers and the write-outs read it below written.
+	bufMu sync.RWMutex
+	buf   []byte // holds the file bytes [base, written); nil before the first Append, once full, after Close
+	base  int64
+
+	// flush serialises Flush calls and holds the sticky error.
+	flush struct {
+		sync.Mutex
+		durable int64
+		err     error
+	}
+	c segCounters
+}
+
+func newPwriteSegment(f vfs.File, cfg Config, opts PwriteOptions, written, reserved int64) *pwriteSegment {
+	s := &pwriteSegment{f: f, path: cfg.Path, capacity: cfg.Capacity, reserved: reserved}
+	s.bufSize = int(min(int64(opts.BufferSize), cfg.Capacity-written))
+	s.written.Store(written)
+	s.onFile.Store(written)
+	s.base = written
+	// flushed (and flush.durable) start at 0: the first Flush after Open
+	// syncs what recovery found (it may be only in the page cache).
+	return s
+}
+
+func (s *pwriteSegment) Append(p []byte) error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	if s.closed.Load() {
+		return errSegmentClosed
+	}
+	w := s.written.Load()
+	if int64(len(p)) > s.capacity-w {
+		return ErrSegmentFull
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	end := w + int64(len(p))
+	// Write through when nothing waits for a flush (see pwrite.go); else
+	// the bytes wait in the buffer, and their file range must be reserved
+	// so that writing them later cannot fail with ENOSPC.
+	through := s.flushed.Load() == w
+	if !through {
+		if err := s.reserve(end); err != nil {
+			return err
+		}
+	}
+	if s.buf == nil || end > s.base+int64(len(s.buf)) {
+		if err := s.restartBuffer(w); err != nil {
+			return err
+		}
+	}
+	if len(p) > len(s.buf) {
+		return s.writeLarge(p, w)
+	}
+	copy(s.buf[w-s.base:], p)
+	if through {
+		s.io.Lock()
+		err := s.writeOutLocked(end)
+		s.io.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	s.written.Store(end)
+	return nil
+}
+
+// reserve makes sure the file is allocated up to end (appendMu held),
+// reserving a buffer's worth beyond it at once; on a nearly full disk it
+// settles for end itself.
+func (s *pwriteSegment) reserve(end int64) error {
+	from := max(s.reserved, s.onFile.Load())
+	if end <= from || s.noReserve {
+		return nil
+	}
+	to := min(s.capacity, end+int64(s.bufSize))
+	err := s.f.Allocate(from, to-from)
+	if errors.Is(err, syscall.ENOSPC) && to > end {
+		to = end
+		err = s.f.Allocate(from, to-from)
+	}
+	switch {
+	case err == nil:
+		s.reserved = to
+		return nil
+	case errors.Is(err, syscall.EOPNOTSUPP):
+		// No fallocate here (some network file systems): buffered bytes
+		// then meet a full disk only when written out.
+		s.noReserve = true
+		return nil
+	}
+	return fmt.Errorf("backend: pwrite %s: reserve [%d, %d): %w", s.path, from, to, err)
+}
+
+// restartBuffer writes out what the buffer holds below w and starts it
+// again at w (appendMu held), allocating it on first use.
+func (s *pwriteSegment) restartBuffer(w int64) error {
+	s.io.Lock()
+	defer s.io.Unlock()
+	if s.buf != nil {
+		if err := s.writeOutLocked(w); err != nil {
+			return err
+		}
+	}
+	s.bufMu.Lock()
+	if s.buf == nil {
+		s.buf = make([]byte, s.bufSize)
+	}
+	s.base = w
+	s.bufMu.Unlock()
+	return nil
+}
+
+// writeLarge writes p, longer than the whole buffer, straight to the file
+// at w (appendMu held; the buffer is empty and starts at w).
+func (s *pwriteSegment) writeLarge(p []byte, w int64) error {
+	end := w + int64(len(p))
+	s.io.Lock()
+	defer s.io.Unlock()
+	if err := s.writeLocked(p, w); err != nil {
+		return err
+	}
+	s.onFile.Store(end)
+	s.bufMu.Lock()
+	s.base = end
+	s.bufMu.Unlock()
+	if end == s.capacity {
+		s.releaseLocked()
+	}
+	s.written.Store(end)
+	return nil
+}
+
+// writeOutLocked writes the buffered bytes [onFile, to) (io held). Once
+// the segment is full and on file it drops the buffer.
+func (s *pwriteSegment) writeOutLocked(to int64) error {
+	from := s.onFile.Load()
+	if to <= from {
+		return nil
+	}
+	if err := s.writeLocked(s.buf[from-s.base:to-s.base], from); err != nil {
+		return err
+	}
+	s.onFile.Store(to)
+	if to == s.capacity {
+		s.releaseLocked()
+	}
+	return nil
+}
+
+// writeLocked is one pwrite of p at off (io held). A partial write leaves
+// garbage past onFile, which a later write of the same range replaces.
+func (s *pwriteSegment) writeLocked(p []byte, off int64) error {
+	n, err := s.f.WriteAt(p, off)
+	s.c.writeCalls.Add(1)
+	s.c.bytesWritten.Add(int64(n))
+	if err != nil {
+		return fmt.Errorf("backend: pwrite %s at %d: %w", s.path, off, err)
+	}
+	if n != len(p) {
+		return fmt.Errorf("backend: pwrite %s at %d: short write %d of %d: %w", s.path, off, n, len(p), io.ErrShortWrite)
+	}
+	return nil
+}
+
+// releaseLocked drops the buffer of a full segment (io held): nothing is
+// appended again and every byte is read from the file.
+func (s *pwriteSegment) releaseLocked() {
+	s.bufMu.Lock()
+	s.buf = nil
+	s.bufMu.Unlock()
+}
+
+func (s *pwriteSegment) ReadAt(p []byte, off int64) (int, error) {
+	limit := s.written.Load()
+	if off < 0 {
+		return 0, fmt.Errorf("backend: read at negative offset %d", off)
+	}
+	if s.closed.Load() {
+		return 0, errSegmentClosed
+	}
+	if off >= limit {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	var eof error
+	if int64(len(p)) > limit-off {
+		p, eof = p[:limit-off], io.EOF
+	}
+	end := off + int64(len(p))
+	s.bufMu.RLock()
+	if s.closed.Load() {
+		s.bufMu.RUnlock()
+		return 0, errSegmentClosed
+	}
+	d := s.onFile.Load()
+	if end > d {
+		// [d, end) lies in [base, written): base moves only under bufMu,
+		// and only to where onFile then was.
+		lo := max(off, d)
+		copy(p[lo-off:], s.buf[lo-s.base:end-s.base])
+	}
+	s.bufMu.RUnlock()
+	if off < d {
+		// Bytes below onFile are in the file and never written again (but
+		// by a retried write of the same bytes).
+		want := int(min(end, d) - off)
+		if n, err := s.f.ReadAt(p[:want], off); n < want {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return n, fmt.Errorf("backend: pwrite read %s at %d: %w", s.path, off+int64(n), err)
+		}
+	}
+	return len(p), eof
+}
+
+func (s *pwriteSegment) Flush() (int64, error) {
+	s.flush.Lock()
+	defer s.flush.Unlock()
+	if s.flush.err != nil {
+		return s.flush.durable, s.flush.err
+	}
+	if s.closed.Load() {
+		return s.flush.durable, errSegmentClosed
+	}
+	// Load the tail before writing out and syncing: the flush covers
+	// exactly the bytes below it.
+	w := s.written.Load()
+	if w == s.flush.durable {
+		return w, nil
+	}
+	s.c.flushBatches.Add(1)
+	s.io.Lock()
+	err := s.writeOutLocked(w)
+	s.io.Unlock()
+	if err != nil {
+		s.flush.err = fmt.Errorf("backend: pwrite flush %s: %w", s.path, err)
+		return s.flush.durable, s.flush.err
+	}
+	s.c.fsyncs.Add(1)
+	if err := s.f.Sync(); err != nil {
+		s.flush.err = fmt.Errorf("backend: pwrite fdatasync %s: %w", s.path, err)
+		return s.flush.durable, s.flush.err
+	}
+	s.flush.durable = w
+	s.flushed.Store(w)
+	return w, nil
+}
+
+func (s *pwriteSegment) Written() int64  { return s.written.Load() }
+func (s *pwriteSegment) Capacity() int64 { return s.capacity }
+func (s *pwriteSegment) Stats() Stats    { return s.c.stats() }
+
+// Close writes out the buffer (unless a Flush failed: the file is then
+// left as the failure left it), drops it and closes the file.
+func (s *pwriteSegment) Close() error {
+	s.flush.Lock()
+	defer s.flush.Unlock()
+	if s.closed.Swap(true) {
+		return errSegmentClosed
+	}
+	s.io.Lock()
+	defer s.io.Unlock()
+	var err error
+	if s.flush.err == nil && s.buf != nil {
+		err = s.writeOutLocked(s.written.Load())
+	}
+	s.bufMu.Lock()
+	s.buf = nil
+	s.bufMu.Unlock()
+	return errors.Join(err, s.f.Close())
+}
