@@ -68,6 +68,23 @@ type PullOptions struct {
 
 // pull reads q from offset for group.
 func (in *instance) pull(ctx context.Context, group string, q MessageQueue, offset int64, o PullOptions, f tagFilter, commit int64) (*PullResult, error) {
+	type result struct {
+		res *PullResult
+		err error
+	}
+	ch := make(chan result, 1)
+	in.pullAsync(ctx, group, q, offset, o, f, commit, func(res *PullResult, err error) { ch <- result{res, err} })
+	r := <-ch
+	return r.res, r.err
+}
+
+// pullAsync is pull with a callback: done runs exactly once, on the
+// connection's reader goroutine when the answer arrives (so it must not
+// block), or on another goroutine (possibly this one, before pullAsync
+// returns) with an error. The push consumer chains its next pull from
+// done, saving a goroutine hand-off per pull.
+func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue, offset int64, o PullOptions, f tagFilter, commit int64,
+	done func(*PullResult, error)) {
 	if o.MaxMessages <= 0 {
 		o.MaxMessages = 32
 	}
@@ -76,7 +93,8 @@ func (in *instance) pull(ctx context.Context, group string, q MessageQueue, offs
 	}
 	addr, err := in.queueAddr(ctx, q, true)
 	if err != nil {
-		return nil, err
+		done(nil, err)
+		return
 	}
 	h := protocol.PullMessageRequestHeader{
 		ConsumerGroup: group, Topic: q.Topic, QueueID: int32(q.QueueID), QueueOffset: offset,
@@ -84,15 +102,22 @@ func (in *instance) pull(ctx context.Context, group string, q MessageQueue, offs
 		CommitOffset: max(commit, 0), SuspendTimeoutMillis: o.Wait.Milliseconds(), Subscription: o.Expression,
 		SubVersion: 0, ExpressionType: protocol.ExpressionTag, BrokerName: q.BrokerName,
 	}
+	cancel := context.CancelFunc(func() {})
 	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Wait+in.opts.RequestTimeout)
-		defer cancel()
 	}
-	resp, err := in.rc.Invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, h.Encode(), nil))
-	if err != nil {
-		return nil, fmt.Errorf("client: pull %v@%d: %w", q, offset, err)
-	}
+	in.rc.InvokeAsync(ctx, addr, protocol.NewRequest(protocol.PullMessage, h.Encode(), nil), func(resp *protocol.Command, err error) {
+		cancel()
+		if err != nil {
+			done(nil, fmt.Errorf("client: pull %v@%d: %w", q, offset, err))
+			return
+		}
+		done(pullResult(resp, addr, q, offset, f))
+	})
+}
+
+// pullResult reads a PULL_MESSAGE answer.
+func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int64, f tagFilter) (*PullResult, error) {
 	var status PullStatus
 	switch resp.Code {
 	case protocol.Success:

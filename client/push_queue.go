@@ -10,9 +10,11 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// queueWorker consumes one owned queue: a puller goroutine long-polls the
-// broker and feeds a channel; handler goroutines (one in orderly mode,
-// which keeps the order) take messages from it. The tracker holds what is
+// queueWorker consumes one owned queue: a puller long-polls the broker and
+// feeds a channel (each answer handled on the connection's reader
+// goroutine, which also sends the next pull; the puller goroutine steps in
+// to wait or block); handler goroutines (one in orderly mode, which keeps
+// the order) take messages from it. The tracker holds what is
 // in flight: the puller pauses at the flow bounds, the committer reads the
 // lowest unhandled offset.
 type queueWorker struct {
@@ -24,6 +26,10 @@ type queueWorker struct {
 	stop context.CancelFunc
 	work chan workItem
 	done chan struct{} // closed when the puller and the handlers have ended
+	// back (cap 1) carries a pull's answer from its callback to the
+	// puller goroutine when the callback cannot finish it (pullOutcome).
+	back     chan pullOutcome
+	pullOpts PullOptions
 
 	mu struct {
 		sync.Mutex
@@ -43,7 +49,9 @@ func newQueueWorker(c *PushConsumer, q MessageQueue, s *subscription, offset int
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &queueWorker{c: c, q: q, sub: s, tr: newTracker(offset, l), ctx: ctx, stop: cancel,
-		work: make(chan workItem, max(c.opts.PullBatchSize, min(c.opts.MaxInFlight, 1024))), done: make(chan struct{})}
+		work: make(chan workItem, max(c.opts.PullBatchSize, min(c.opts.MaxInFlight, 1024))), done: make(chan struct{}),
+		back:     make(chan pullOutcome, 1),
+		pullOpts: PullOptions{MaxMessages: c.opts.PullBatchSize, Expression: s.expr, Wait: c.opts.PollWait}}
 	w.mu.lastCommit = -1
 	return w
 }
@@ -123,11 +131,27 @@ func (w *queueWorker) sleep(d time.Duration) bool {
 	}
 }
 
-// pullLoop is the queue's puller goroutine.
+// pullOutcome is a pull's answer handed back to the puller goroutine, for
+// what the reader goroutine must not do: wait (flow control, a full work
+// queue, a retry pause) or make a blocking call. When tracked, res's
+// messages are in the tracker from sequence number seq, and the first
+// sent of them are queued; res nil and err nil mean all is done.
+type pullOutcome struct {
+	res     *PullResult
+	err     error
+	tracked bool
+	seq     uint64
+	sent    int
+}
+
+// pullLoop is the queue's puller goroutine. It issues a pull; the answer
+// is handled on the connection's reader goroutine (onPull), which queues
+// the messages and issues the next pull itself, so a steady stream costs
+// no hand-off to this goroutine per pull. It takes over (through back)
+// only to wait or to block. One pull is in flight at a time; the loop
+// returns, closing the work channel, only once none is.
 func (w *queueWorker) pullLoop() {
-	c := w.c
-	opts := PullOptions{MaxMessages: c.opts.PullBatchSize, Expression: w.sub.expr, Wait: c.opts.PollWait}
-	for w.ctx.Err() == nil {
+	for {
 		for w.tr.over() {
 			select {
 			case <-w.tr.resume:
@@ -135,47 +159,122 @@ func (w *queueWorker) pullLoop() {
 				return
 			}
 		}
-		res, err := c.in.pull(w.ctx, c.opts.Group, w.q, w.tr.nextOffset(), opts, w.sub.filter, -1)
-		if err != nil {
-			if w.ctx.Err() != nil {
-				return
-			}
-			c.opts.Logger.Debug("client: pull failed", "queue", w.q, "err", err)
-			w.sleep(c.opts.PullRetryDelay)
-			continue
+		if w.ctx.Err() != nil {
+			return
 		}
+		w.issuePull()
+		// No ctx.Done case: the pull in flight answers whatever happens
+		// (its context is w.ctx's), and its callback may still queue work.
+		if !w.finish(<-w.back) {
+			return
+		}
+	}
+}
+
+// issuePull sends the queue's next pull; onPull gets the answer.
+func (w *queueWorker) issuePull() {
+	c := w.c
+	c.in.pullAsync(w.ctx, c.opts.Group, w.q, w.tr.nextOffset(), w.pullOpts, w.sub.filter, -1, w.onPull)
+}
+
+// onPull handles a pull's answer, on the reader goroutine (or, for an
+// error, wherever it was raised): it must never block. A found batch is
+// tracked and queued for the handlers and, unless flow control says stop,
+// the next pull goes out from here; anything else goes back to pullLoop.
+func (w *queueWorker) onPull(res *PullResult, err error) {
+	o := pullOutcome{res: res, err: err}
+	if err == nil && w.ctx.Err() == nil {
 		switch res.Status {
 		case PullFound:
 			if len(res.Messages) == 0 {
 				w.tr.advance(res.NextOffset)
-				continue
+				break
 			}
-			offsets := make([]int64, len(res.Messages))
-			sizes := make([]int64, len(res.Messages))
-			for i, m := range res.Messages {
-				offsets[i], sizes[i] = m.QueueOffset, int64(m.StoreSize)
-				if w.sub.retry {
-					if t := m.Properties[PropertyRetryTopic]; t != "" {
-						m.Topic = t
-					}
-				}
-			}
-			seq := w.tr.add(offsets, sizes, res.NextOffset)
-			for i, m := range res.Messages {
+			o.seq, o.tracked = w.track(res), true
+			for o.sent < len(res.Messages) {
 				select {
-				case w.work <- workItem{m: m, seq: seq + uint64(i)}:
-				case <-w.ctx.Done():
-					return
+				case w.work <- workItem{m: res.Messages[o.sent], seq: o.seq + uint64(o.sent)}:
+					o.sent++
+					continue
+				default:
 				}
+				break
+			}
+			if o.sent < len(res.Messages) {
+				w.back <- o // the work queue is full: pullLoop waits for room
+				return
 			}
 		case PullNoNewMessage, PullNoMatchedMessage:
 			w.tr.advance(res.NextOffset)
-		case PullOffsetIllegal:
-			c.opts.Logger.Warn("client: offset illegal, moved", "queue", w.q, "to", res.NextOffset)
-			w.tr.reset(res.NextOffset)
-			c.commit(w.ctx, []*queueWorker{w})
+		default:
+			w.back <- o
+			return
+		}
+		if !w.tr.over() && w.ctx.Err() == nil {
+			w.issuePull()
+			return
+		}
+		o = pullOutcome{}
+	}
+	w.back <- o
+}
+
+// track adds a found batch to the tracker and returns its first sequence
+// number.
+func (w *queueWorker) track(res *PullResult) uint64 {
+	offsets := make([]int64, len(res.Messages))
+	sizes := make([]int64, len(res.Messages))
+	for i, m := range res.Messages {
+		offsets[i], sizes[i] = m.QueueOffset, int64(m.StoreSize)
+		if w.sub.retry {
+			if t := m.Properties[PropertyRetryTopic]; t != "" {
+				m.Topic = t
+			}
 		}
 	}
+	return w.tr.add(offsets, sizes, res.NextOffset)
+}
+
+// finish does, on the puller goroutine, what onPull handed back; false
+// means the worker is stopping.
+func (w *queueWorker) finish(o pullOutcome) bool {
+	c := w.c
+	if o.err != nil {
+		if w.ctx.Err() != nil {
+			return false
+		}
+		c.opts.Logger.Debug("client: pull failed", "queue", w.q, "err", o.err)
+		w.sleep(c.opts.PullRetryDelay)
+		return true
+	}
+	res := o.res
+	if res == nil {
+		return true
+	}
+	switch res.Status {
+	case PullFound:
+		if !o.tracked {
+			if len(res.Messages) == 0 {
+				w.tr.advance(res.NextOffset)
+				return true
+			}
+			o.seq = w.track(res)
+		}
+		for i := o.sent; i < len(res.Messages); i++ {
+			select {
+			case w.work <- workItem{m: res.Messages[i], seq: o.seq + uint64(i)}:
+			case <-w.ctx.Done():
+				return false
+			}
+		}
+	case PullNoNewMessage, PullNoMatchedMessage:
+		w.tr.advance(res.NextOffset)
+	case PullOffsetIllegal:
+		c.opts.Logger.Warn("client: offset illegal, moved", "queue", w.q, "to", res.NextOffset)
+		w.tr.reset(res.NextOffset)
+		c.commit(w.ctx, []*queueWorker{w})
+	}
+	return true
 }
 
 // handle runs the handler on one message until it is consumed, handed
