@@ -8,8 +8,13 @@ import (
 
 // longPoll drives the holder: pulls are held under mu, woken from the
 // store's dispatch callback (never by polling) and expired by one timer
-// goroutine (run). answer is called, on a goroutine of its own, for every
-// pull that leaves the holder; expired tells a deadline from an arrival.
+// goroutine (run). answer is called for every pull that leaves the holder;
+// expired tells a deadline from an arrival. A pull woken by an arrival is
+// answered right there, on the store's dispatcher goroutine (answer must
+// not block): no goroutine to start and schedule between the record being
+// indexed and its answer being queued for the writer, which under load
+// waited behind the request goroutines (trace: p99 1 ms, p99.9 9 ms).
+// Expired and closing pulls are answered on goroutines of their own.
 type longPoll struct {
 	clock  func() time.Time
 	answer func(p *heldPull, expired bool)
@@ -72,8 +77,8 @@ func (l *longPoll) recheck(p *heldPull, maxOffset int64) {
 }
 
 // onDispatch is the store's dispatch callback: a record at queueOffset of
-// (topic, queueID) is readable. It never blocks: ready pulls are answered on
-// goroutines of their own.
+// (topic, queueID) is readable. It never blocks: ready pulls are answered
+// in place (answer does not block).
 func (l *longPoll) onDispatch(topic string, queueID int32, queueOffset int64) {
 	if l.count.Load() == 0 {
 		return
@@ -83,7 +88,7 @@ func (l *longPoll) onDispatch(topic string, queueID int32, queueOffset int64) {
 	l.count.Add(-int64(len(ready)))
 	l.mu.Unlock()
 	for _, p := range ready {
-		go l.release(p, false)
+		l.release(p, false)
 	}
 }
 

@@ -101,17 +101,26 @@ func (b *Broker) holdPull(pc *pullCtx) bool {
 }
 
 // answerHeld answers a pull leaving the long poll: it pulls again (once,
-// without suspending) and sends whatever that finds.
+// without suspending) and queues whatever that finds for the writer. It
+// never blocks (the long poll calls it on the store's dispatcher): when the
+// connection's write queue is full, a goroutine waits for room.
 func (b *Broker) answerHeld(p *heldPull, _ bool) {
 	pc := p.req.(*pullCtx)
-	defer pc.c.reqs.Done()
 	select {
 	case <-pc.c.closed:
+		pc.c.reqs.Done()
 		return // the client went away while its pull was held
 	default:
 	}
 	f, _ := b.pullOnce(pc)
-	pc.c.send(f)
+	if pc.c.trySend(f) {
+		pc.c.reqs.Done()
+		return
+	}
+	go func() {
+		defer pc.c.reqs.Done()
+		pc.c.send(f)
+	}()
 }
 
 // pullOnce reads from the store and builds the answer; notFound reports a
