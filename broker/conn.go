@@ -102,7 +102,7 @@ func (c *conn) serve() {
 	}
 	go c.writeLoop()
 	for {
-		cmd, err := protocol.ReadCommand(c.br, c.b.cfg.MaxFrameSize, nil)
+		cmd, err := protocol.ReadRequest(c.br, c.b.cfg.MaxFrameSize, nil)
 		if err != nil {
 			if c.b.closing.Load() {
 				c.drain()

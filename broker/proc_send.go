@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"net/netip"
 	"strings"
 
 	"github.com/samsamq/samsa/protocol"
@@ -93,13 +95,32 @@ func (b *Broker) sendResponse(req *protocol.Command, topic string, queue int32, 
 		return errorResponse(req, err)
 	}
 	b.stats.put(topic, len(res), bodyBytes)
-	ids := make([]string, len(res))
-	for i, r := range res {
-		ids[i] = offsetMsgID(b.storeHost, r.PhysicalOffset)
-	}
-	rh := protocol.SendMessageResponseHeader{MsgID: strings.Join(ids, ","), QueueID: queue, QueueOffset: res[0].QueueOffset}
-	ext := rh.Encode()
-	ext["MSG_REGION"] = "DefaultRegion"
-	ext["TRACE_ON"] = "true"
-	return respond(req, code, remark, ext)
+	rh := &protocol.SendMessageResponseHeader{MsgID: offsetMsgIDs(b.storeHost, res), QueueID: queue, QueueOffset: res[0].QueueOffset,
+		MsgRegion: "DefaultRegion", TraceOn: "true"}
+	r := protocol.NewResponse(req, code, remark)
+	r.Header = rh
+	return r
 }
+
+// offsetMsgIDs is the comma-separated offsetMsgID of each result, built
+// in one allocation.
+func offsetMsgIDs(host netip.AddrPort, res []storage.AppendResult) string {
+	const idLen = 32
+	buf := make([]byte, 0, len(res)*(idLen+1))
+	var raw [16]byte
+	ip := host.Addr().As4()
+	copy(raw[:4], ip[:])
+	binary.BigEndian.PutUint32(raw[4:], uint32(host.Port()))
+	for i, r := range res {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		binary.BigEndian.PutUint64(raw[8:], uint64(r.PhysicalOffset))
+		for _, c := range raw {
+			buf = append(buf, upperHex[c>>4], upperHex[c&0xF])
+		}
+	}
+	return string(buf)
+}
+
+const upperHex = "0123456789ABCDEF"

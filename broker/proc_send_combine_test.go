@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -137,4 +138,19 @@ func containsBytes(b []byte, s string) bool {
 		}
 	}
 	return false
+}
+
+// offsetMsgIDs joins what offsetMsgID gives, one id a result.
+func TestOffsetMsgIDs(t *testing.T) {
+	host := netip.MustParseAddrPort("10.1.2.3:10911")
+	res := []storage.AppendResult{{PhysicalOffset: 0}, {PhysicalOffset: 1<<40 + 0xABC}, {PhysicalOffset: 1<<63 - 1}}
+	for n := 1; n <= len(res); n++ {
+		var want []string
+		for _, r := range res[:n] {
+			want = append(want, offsetMsgID(host, r.PhysicalOffset))
+		}
+		if got := offsetMsgIDs(host, res[:n]); got != strings.Join(want, ",") {
+			t.Fatalf("%d: %s, want %s", n, got, strings.Join(want, ","))
+		}
+	}
 }

@@ -135,13 +135,17 @@ func (p *Producer) uniqID(m *Message) string {
 	return p.ids.next()
 }
 
-func (p *Producer) header(topic string, q MessageQueue, sysFlag int32, flag int32, props string, batch bool) map[string]string {
-	h := protocol.SendMessageRequestHeaderV2{SendMessageRequestHeader: protocol.SendMessageRequestHeader{
+// sendRequest makes a send request of code whose header (the one-letter
+// form) is encoded typed, without an ext-field map.
+func (p *Producer) sendRequest(code int16, topic string, q MessageQueue, sysFlag int32, flag int32, props string, batch bool, body []byte) *protocol.Command {
+	h := &protocol.SendMessageRequestHeaderV2{SendMessageRequestHeader: protocol.SendMessageRequestHeader{
 		ProducerGroup: p.opts.Group, Topic: topic, DefaultTopic: AutoCreateTopicKey, DefaultTopicQueueNums: int32(p.opts.AutoCreateQueues),
 		QueueID: int32(q.QueueID), SysFlag: sysFlag, BornTimestamp: p.opts.Clock().UnixMilli(), Flag: flag,
 		Properties: props, Batch: batch, BrokerName: q.BrokerName,
 	}}
-	return h.Encode()
+	req := protocol.NewRequest(code, nil, body)
+	req.Header = h
+	return req
 }
 
 // request builds m's SEND_MESSAGE_V2 request to q.
@@ -151,7 +155,7 @@ func (p *Producer) request(m *Message, q MessageQueue, uniq string) *protocol.Co
 	if p.opts.CompressOver > 0 && len(body) >= p.opts.CompressOver {
 		body, sysFlag = deflate(body), record.FlagCompressed
 	}
-	return protocol.NewRequest(protocol.SendMessageV2, p.header(m.Topic, q, sysFlag, m.Flag, string(props), false), body)
+	return p.sendRequest(protocol.SendMessageV2, m.Topic, q, sysFlag, m.Flag, string(props), false, body)
 }
 
 // result reads a send's answer.
@@ -265,7 +269,7 @@ func (p *Producer) batchRequest(q MessageQueue, sends []pendingSend) (*protocol.
 			return nil, err
 		}
 	}
-	return protocol.NewRequest(protocol.SendBatchMessage, p.header(q.Topic, q, 0, 0, "", true), body), nil
+	return p.sendRequest(protocol.SendBatchMessage, q.Topic, q, 0, 0, "", true, body), nil
 }
 
 // batchResults splits a batch's answer into one result per message.

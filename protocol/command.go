@@ -105,6 +105,11 @@ type Command struct {
 	Flag      int32             // FlagResponse, FlagOneway
 	Remark    string            // human-readable text, mostly on errors
 	ExtFields map[string]string // the custom header, flattened as RocketMQ does
+	// Header, when set, is (part of) the custom header in typed form: it
+	// is encoded without a map, and the fields it holds are not in
+	// ExtFields (which holds only the others). Senders set it on hot
+	// paths; DecodeRequestFrame sets it on a send request. Nil otherwise.
+	Header    ExtHeader
 	Body      []byte
 	Serialize SerializeType // how the header was (or will be) encoded
 }
@@ -149,8 +154,13 @@ func (c *Command) MarkResponse() { c.Flag |= FlagResponse }
 // MarkOneway sets the one-way flag.
 func (c *Command) MarkOneway() { c.Flag |= FlagOneway }
 
-// Ext returns an ext field, "" when absent.
-func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+// Ext returns an ext field (of ExtFields or Header), "" when absent.
+func (c *Command) Ext(key string) string {
+	if v, ok := c.ExtFields[key]; ok || c.Header == nil {
+		return v
+	}
+	return c.Header.Encode()[key]
+}
 
 // SetExt sets an ext field, creating the map when needed.
 func (c *Command) SetExt(key, value string) {
@@ -172,9 +182,9 @@ func (c *Command) String() string {
 	if c.Remark != "" {
 		fmt.Fprintf(&b, " remark=%q", c.Remark)
 	}
-	if len(c.ExtFields) > 0 {
-		keys := make([]string, 0, len(c.ExtFields))
-		for k := range c.ExtFields {
+	if ext := c.extMap(); len(ext) > 0 {
+		keys := make([]string, 0, len(ext))
+		for k := range ext {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
@@ -183,7 +193,7 @@ func (c *Command) String() string {
 			if i > 0 {
 				b.WriteByte(' ')
 			}
-			fmt.Fprintf(&b, "%s=%q", k, c.ExtFields[k])
+			fmt.Fprintf(&b, "%s=%q", k, ext[k])
 		}
 		b.WriteByte('}')
 	}

@@ -69,7 +69,20 @@ func ReadFrame(r io.Reader, maxFrame int, buf []byte) ([]byte, error) {
 
 // DecodeFrame decodes a frame as ReadFrame returns it (mark, header, body).
 // The Command's Body aliases frame; its strings do not.
-func DecodeFrame(frame []byte) (*Command, error) {
+func DecodeFrame(frame []byte) (*Command, error) { return decodeFrame(frame, false) }
+
+// DecodeRequestFrame is DecodeFrame for a server's hot path: the ext fields
+// of a send request (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE,
+// SEND_REPLY_MESSAGE_V2) are decoded straight into Command.Header (a
+// *SendMessageRequestHeader or *SendMessageRequestHeaderV2, which
+// DecodeSendMessageRequest returns without a map), ExtFields keeping only
+// the fields the header does not know. A send header the typed decoder does
+// not take whole (a required field missing, a number that does not parse)
+// is decoded as DecodeFrame does, so DecodeSendMessageRequest reports it as
+// before. Every other command decodes as with DecodeFrame.
+func DecodeRequestFrame(frame []byte) (*Command, error) { return decodeFrame(frame, true) }
+
+func decodeFrame(frame []byte, typed bool) (*Command, error) {
 	if len(frame) < 4 {
 		return nil, fmt.Errorf("%w: frame of %d bytes has no mark", ErrBadHeaderLength, len(frame))
 	}
@@ -80,7 +93,7 @@ func DecodeFrame(frame []byte) (*Command, error) {
 	}
 	st := SerializeType(mark >> 24)
 	c := &Command{}
-	if err := DecodeHeader(st, frame[4:4+hl], c); err != nil {
+	if err := decodeHeader(st, frame[4:4+hl], c, typed); err != nil {
 		return nil, err
 	}
 	if body := frame[4+hl:]; len(body) > 0 {
@@ -94,11 +107,20 @@ func DecodeFrame(frame []byte) (*Command, error) {
 // body is copied out; when it does not, the frame gets its own allocation and
 // the body aliases that). Errors: those of ReadFrame and DecodeFrame.
 func ReadCommand(r io.Reader, maxFrame int, buf []byte) (*Command, error) {
+	return readCommand(r, maxFrame, buf, false)
+}
+
+// ReadRequest is ReadCommand decoding as DecodeRequestFrame does.
+func ReadRequest(r io.Reader, maxFrame int, buf []byte) (*Command, error) {
+	return readCommand(r, maxFrame, buf, true)
+}
+
+func readCommand(r io.Reader, maxFrame int, buf []byte, typed bool) (*Command, error) {
 	frame, err := ReadFrame(r, maxFrame, buf)
 	if err != nil {
 		return nil, err
 	}
-	c, err := DecodeFrame(frame)
+	c, err := decodeFrame(frame, typed)
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +133,16 @@ func ReadCommand(r io.Reader, maxFrame int, buf []byte) (*Command, error) {
 // DecodeHeader decodes a header of the given serialization into c's header
 // fields (not Body) and sets c.Serialize.
 func DecodeHeader(st SerializeType, h []byte, c *Command) error {
+	return decodeHeader(st, h, c, false)
+}
+
+func decodeHeader(st SerializeType, h []byte, c *Command, typed bool) error {
 	c.Serialize = st
 	switch st {
 	case SerializeJSON:
-		return decodeJSONHeader(h, c)
+		return decodeJSONHeader(h, c, typed)
 	case SerializeRocketMQ:
-		return decodeBinaryHeader(h, c)
+		return decodeBinaryHeader(h, c, typed)
 	}
 	return fmt.Errorf("%w: unknown serialize type %d", ErrBadHeader, uint8(st))
 }

@@ -30,8 +30,15 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	dst = append(dst, c.Remark...)
 	lenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
+	if c.typedExt() {
+		w := ExtWriter{dst: dst}
+		c.Header.AppendExt(&w)
+		dst = w.dst
+		binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
+		return dst, nil
+	}
 	var err error
-	forEachSorted(c.ExtFields, func(k, v string) {
+	forEachSorted(c.extMap(), func(k, v string) {
 		if err != nil {
 			return
 		}
@@ -52,8 +59,9 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 }
 
 // decodeBinaryHeader parses RocketMQSerializable's layout; every length is
-// checked against what is left of h.
-func decodeBinaryHeader(h []byte, c *Command) error {
+// checked against what is left of h. With typed, a send request's ext
+// fields go into c.Header when decodeSendExtBinary takes them.
+func decodeBinaryHeader(h []byte, c *Command, typed bool) error {
 	if len(h) < binaryFixed {
 		return fmt.Errorf("%w: binary header of %d bytes, need at least %d", ErrBadHeader, len(h), binaryFixed)
 	}
@@ -81,6 +89,11 @@ func decodeBinaryHeader(h []byte, c *Command) error {
 	ext := p[:el]
 	if len(ext) == 0 {
 		return nil
+	}
+	if typed && c.Flag&FlagResponse == 0 {
+		if ok, v2 := typedSendCode(c.Code); ok && decodeSendExtBinary(ext, c, v2) {
+			return nil
+		}
 	}
 	c.ExtFields = make(map[string]string, 8)
 	for len(ext) > 0 {

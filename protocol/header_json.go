@@ -10,10 +10,21 @@ import (
 func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = strconv.AppendInt(dst, int64(c.Code), 10)
-	if len(c.ExtFields) > 0 {
+	if c.typedExt() {
+		at := len(dst)
+		dst = append(dst, `,"extFields":{`...)
+		w := ExtWriter{dst: dst, json: true}
+		c.Header.AppendExt(&w)
+		dst = w.dst
+		if w.n == 0 {
+			dst = dst[:at] // omitted when empty, as the map path does
+		} else {
+			dst = append(dst, '}')
+		}
+	} else if ext := c.extMap(); len(ext) > 0 {
 		dst = append(dst, `,"extFields":{`...)
 		first := true
-		forEachSorted(c.ExtFields, func(k, v string) {
+		forEachSorted(ext, func(k, v string) {
 			if !first {
 				dst = append(dst, ',')
 			}
@@ -78,11 +89,16 @@ func appendJSONString(dst []byte, s string) []byte {
 // skipped; null is accepted wherever Java could write one; the language may
 // be a name or a LanguageCode number; ext values that are numbers or
 // booleans keep their literal text.
-func decodeJSONHeader(h []byte, c *Command) error {
+//
+// With typed, the extFields object is only checked on the way and decoded
+// at the end, once code and flag are known: a send request's goes into
+// c.Header when decodeSendExtJSON takes it, anything else the map path.
+func decodeJSONHeader(h []byte, c *Command, typed bool) error {
 	s := &jsonScanner{b: h}
 	if !s.consume('{') {
 		return s.errf("want '{'")
 	}
+	extAt := -1 // a deferred extFields object
 	if !s.consume('}') {
 		for {
 			key, err := s.str()
@@ -92,7 +108,20 @@ func decodeJSONHeader(h []byte, c *Command) error {
 			if !s.consume(':') {
 				return s.errf("want ':'")
 			}
-			if err := decodeJSONField(s, key, c); err != nil {
+			switch {
+			case key == "extFields" && typed && extAt < 0 && c.ExtFields == nil && s.peek() == '{':
+				extAt = s.i
+				err = s.skipValue(0)
+			case key == "extFields" && extAt >= 0:
+				// A second one: decode both in order, as the map path does.
+				if err = decodeJSONExt(&jsonScanner{b: h, i: extAt}, c); err == nil {
+					err = decodeJSONField(s, key, c)
+				}
+				extAt = -1
+			default:
+				err = decodeJSONField(s, key, c)
+			}
+			if err != nil {
 				return err
 			}
 			if s.consume('}') {
@@ -105,6 +134,12 @@ func decodeJSONHeader(h []byte, c *Command) error {
 	}
 	if s.peek() != 0 {
 		return s.errf("trailing data")
+	}
+	if extAt >= 0 {
+		if ok, v2 := typedSendCode(c.Code); ok && c.Flag&FlagResponse == 0 && decodeSendExtJSON(h, extAt, c, v2) {
+			return nil
+		}
+		return decodeJSONExt(&jsonScanner{b: h, i: extAt}, c)
 	}
 	return nil
 }

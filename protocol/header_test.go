@@ -48,7 +48,7 @@ func TestJSONHeaderTolerance(t *testing.T) {
 	}
 	for in, want := range cases {
 		var c Command
-		if err := decodeJSONHeader([]byte(in), &c); err != nil {
+		if err := decodeJSONHeader([]byte(in), &c, false); err != nil {
 			t.Errorf("%s: %v", in, err)
 			continue
 		}
@@ -65,7 +65,7 @@ func TestJSONHeaderRejects(t *testing.T) {
 		`{"x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, `{"code":1,}`, `{"extFields":{"a":--}}`,
 	} {
 		var c Command
-		if err := decodeJSONHeader([]byte(in), &c); !errors.Is(err, ErrBadHeader) {
+		if err := decodeJSONHeader([]byte(in), &c, false); !errors.Is(err, ErrBadHeader) {
 			t.Errorf("%q: err %v", in, err)
 		}
 	}
@@ -122,18 +122,18 @@ func TestBinaryHeaderRejects(t *testing.T) {
 	// Every truncation of a good header must fail cleanly, never panic.
 	for n := 0; n < len(good); n++ {
 		var c Command
-		if err := decodeBinaryHeader(good[:n], &c); !errors.Is(err, ErrBadHeader) {
+		if err := decodeBinaryHeader(good[:n], &c, false); !errors.Is(err, ErrBadHeader) {
 			t.Errorf("truncated to %d: err %v", n, err)
 		}
 	}
 	bad := append([]byte(nil), good...)
 	binary.BigEndian.PutUint32(bad[13:], 0x7FFFFFFF) // remark length past the end
-	if err := decodeBinaryHeader(bad, &Command{}); !errors.Is(err, ErrBadHeader) {
+	if err := decodeBinaryHeader(bad, &Command{}, false); !errors.Is(err, ErrBadHeader) {
 		t.Errorf("huge remark: %v", err)
 	}
 	bad = append([]byte(nil), good...)
 	binary.BigEndian.PutUint32(bad[13:], 0xFFFFFFFF) // negative
-	if err := decodeBinaryHeader(bad, &Command{}); !errors.Is(err, ErrBadHeader) {
+	if err := decodeBinaryHeader(bad, &Command{}, false); !errors.Is(err, ErrBadHeader) {
 		t.Errorf("negative remark: %v", err)
 	}
 }

@@ -128,7 +128,28 @@ func (h *SendMessageRequestHeaderV2) V1() *SendMessageRequestHeader {
 // DecodeSendMessageRequest decodes the header of a SEND_MESSAGE (long names),
 // SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE (one-letter names) request, as
 // RocketMQ's broker picks by code. Batch is set for SEND_BATCH_MESSAGE.
+//
+// A header DecodeRequestFrame decoded typed (Command.Header) is returned
+// as a copy, without a map.
 func DecodeSendMessageRequest(c *Command) (*SendMessageRequestHeader, error) {
+	var typed *SendMessageRequestHeader
+	switch h := c.Header.(type) {
+	case *SendMessageRequestHeader:
+		if c.Code == SendMessage {
+			typed = h
+		}
+	case *SendMessageRequestHeaderV2:
+		if c.Code != SendMessage {
+			typed = &h.SendMessageRequestHeader
+		}
+	}
+	if typed != nil {
+		h := *typed
+		if c.Code == SendBatchMessage {
+			h.Batch = true
+		}
+		return &h, nil
+	}
 	switch c.Code {
 	case SendMessage:
 		h := &SendMessageRequestHeader{}

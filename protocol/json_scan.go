@@ -59,16 +59,29 @@ func (s *jsonScanner) literal(lit string) bool {
 
 // str reads a string; the scanner is at its opening quote.
 func (s *jsonScanner) str() (string, error) {
+	b, alias, err := s.strBytes()
+	switch {
+	case err != nil:
+		return "", err
+	case alias:
+		return intern(b), nil
+	}
+	return string(b), nil
+}
+
+// strBytes reads a string as bytes: a slice of the input (alias) when it
+// has no escapes, else a new decoded copy.
+func (s *jsonScanner) strBytes() (v []byte, alias bool, err error) {
 	if !s.consume('"') {
-		return "", s.errf("want a string")
+		return nil, false, s.errf("want a string")
 	}
 	start := s.i
 	for s.i < len(s.b) { // fast path: no escapes
 		b := s.b[s.i]
 		if b == '"' {
-			v := intern(s.b[start:s.i])
+			v := s.b[start:s.i]
 			s.i++
-			return v, nil
+			return v, true, nil
 		}
 		if b == '\\' || b < 0x20 {
 			break
@@ -81,9 +94,9 @@ func (s *jsonScanner) str() (string, error) {
 		switch {
 		case b == '"':
 			s.i++
-			return string(out), nil
+			return out, false, nil
 		case b < 0x20:
-			return "", s.errf("control character in string")
+			return nil, false, s.errf("control character in string")
 		case b != '\\':
 			out = append(out, b)
 			s.i++
@@ -111,7 +124,7 @@ func (s *jsonScanner) str() (string, error) {
 		case 'u':
 			r, ok := s.hex4()
 			if !ok {
-				return "", s.errf("bad \\u escape")
+				return nil, false, s.errf("bad \\u escape")
 			}
 			if utf16.IsSurrogate(r) {
 				r2 := utf8.RuneError
@@ -130,10 +143,10 @@ func (s *jsonScanner) str() (string, error) {
 			}
 			out = utf8.AppendRune(out, r)
 		default:
-			return "", s.errf("bad escape \\%c", e)
+			return nil, false, s.errf("bad escape \\%c", e)
 		}
 	}
-	return "", s.errf("unterminated string")
+	return nil, false, s.errf("unterminated string")
 }
 
 func (s *jsonScanner) hex4() (rune, bool) {
@@ -215,7 +228,7 @@ func (s *jsonScanner) skipValue(depth int) error {
 	}
 	switch c := s.peek(); {
 	case c == '"':
-		_, err := s.str()
+		_, _, err := s.strBytes()
 		return err
 	case c == '{' || c == '[':
 		s.i++
@@ -228,7 +241,7 @@ func (s *jsonScanner) skipValue(depth int) error {
 		}
 		for {
 			if c == '{' {
-				if _, err := s.str(); err != nil {
+				if _, _, err := s.strBytes(); err != nil {
 					return err
 				}
 				if !s.consume(':') {

@@ -126,11 +126,10 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 	if _, ok := ctx.Deadline(); !ok {
 		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
 	}
-	opaque := req.Opaque
-	what := fmt.Sprintf("%s code %d", addr, req.Code)
+	opaque, code := req.Opaque, req.Code
 	stop := context.AfterFunc(ctx, func() {
 		if cn.unregister(opaque) {
-			cl.finish(nil, ctxError(ctx, what))
+			cl.finish(nil, ctxError(ctx, fmt.Sprintf("%s code %d", addr, code)))
 		}
 	})
 	cl.setStop(stop, cancel)
