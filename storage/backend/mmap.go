@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,17 +30,104 @@ import (
 //   - The file must be a vfs.Mapper (the OS and MemFS files are; errorfs
 //     keeps it), or Create and Open fail.
 //   - Append counts no WriteCalls: there is no system call.
+//   - Prefaulting (mmap_prefault.go): a copy into a page not yet mapped
+//     takes a page fault, and the first one into a fallocated block runs
+//     the file system's page_mkwrite too; taken under the append lock,
+//     they were half of an async writer's time. A helper goroutine per
+//     writable segment keeps PrefaultAhead bytes past the tail populated
+//     (madvise MADV_POPULATE_WRITE; touching the pages for read where the
+//     kernel lacks it), so the appender mostly copies into mapped pages.
+//     Only OS files are prefaulted (a MemFS mapping is heap memory).
+//   - Page size (mmap_prefault.go): the kernel fills a mapping's page
+//     cache with large folios (up to 2 MiB, grown by fault read-around)
+//     and dirties a folio as a whole, so a flush writes every folio it
+//     touches in full: at sync with many writers each msync of ~37 KiB of
+//     records wrote ~1.2 MB. A segment whose flushes stay small
+//     (SmallFlush) therefore switches the part of the mapping not yet
+//     faulted in to small pages (MADV_RANDOM: no read-around, so 4 KiB
+//     folios), and back when flushes grow large (async), where large
+//     folios make copying faster; a full segment gets the normal advice
+//     for its readers.
 //
-// Close unmaps. ReadAt and Flush after Close fail; a slice from Bytes must
-// not be used after Close (the memory is gone).
+// Close stops the helper and unmaps. ReadAt and Flush after Close fail; a
+// slice from Bytes must not be used after Close (the memory is gone).
 
-func init() { Register(mmapBackend{}) }
+func init() { Register(mustMmapBackend(NewMmap(MmapOptions{}))) }
 
-type mmapBackend struct{}
+// MmapOptions configure the mmap backend. The zero value means the
+// defaults.
+type MmapOptions struct {
+	// PrefaultAhead is how far past the tail the helper keeps the mapping
+	// populated (refilled when half is used up). Default 16 MiB; negative
+	// turns prefaulting off; else a multiple of 4 KiB. Larger: the helper
+	// stays ahead of faster bursts, at the cost of that many dirty zero
+	// pages per writable segment.
+	PrefaultAhead int64
+	// SmallFlush: after 4 flushes in a row below this many bytes the
+	// segment's not yet faulted part switches to small pages, and after 4
+	// at or above 4 times it back to the kernel's normal (large folio)
+	// paging. Default 256 KiB; negative keeps the normal paging.
+	SmallFlush int64
+}
+
+const (
+	defaultPrefaultAhead = 16 << 20
+	defaultSmallFlush    = 256 << 10
+	mmapPage             = 4096
+)
+
+// EnsureDefaults fills in zero fields.
+func (o *MmapOptions) EnsureDefaults() {
+	if o.PrefaultAhead == 0 {
+		o.PrefaultAhead = defaultPrefaultAhead
+	}
+	if o.SmallFlush == 0 {
+		o.SmallFlush = defaultSmallFlush
+	}
+}
+
+// Validate reports every invalid field at once.
+func (o MmapOptions) Validate() error {
+	var errs []string
+	if o.PrefaultAhead > 0 && o.PrefaultAhead%mmapPage != 0 {
+		errs = append(errs, fmt.Sprintf("PrefaultAhead %d must be negative or a multiple of %d", o.PrefaultAhead, mmapPage))
+	}
+	if o.PrefaultAhead == 0 || o.SmallFlush == 0 {
+		errs = append(errs, "zero PrefaultAhead or SmallFlush (call EnsureDefaults)")
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("backend: mmap options: %s", strings.Join(errs, "; "))
+}
+
+// String is stable, for result files.
+func (o MmapOptions) String() string {
+	return fmt.Sprintf("prefault=%d smallflush=%d", o.PrefaultAhead, o.SmallFlush)
+}
+
+// NewMmap returns an mmap backend with the given options (zero fields
+// take their defaults). The registered "mmap" uses the defaults.
+func NewMmap(opts MmapOptions) (Backend, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return mmapBackend{opts: opts}, nil
+}
+
+func mustMmapBackend(b Backend, err error) Backend {
+	if err != nil {
+		panic(err) // only reachable with invalid built-in defaults
+	}
+	return b
+}
+
+type mmapBackend struct{ opts MmapOptions }
 
 func (mmapBackend) Name() string { return "mmap" }
 
-func (mmapBackend) Create(cfg Config) (Segment, error) {
+func (b mmapBackend) Create(cfg Config) (Segment, error) {
 	if err := checkMmapConfig(cfg, false); err != nil {
 		return nil, err
 	}
@@ -47,10 +135,10 @@ func (mmapBackend) Create(cfg Config) (Segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend: mmap create: %w", err)
 	}
-	return newMmapSegment(f, cfg, 0, 0)
+	return newMmapSegment(f, cfg, b.opts, 0, 0)
 }
 
-func (mmapBackend) Open(cfg Config) (Segment, error) {
+func (b mmapBackend) Open(cfg Config) (Segment, error) {
 	if err := checkMmapConfig(cfg, true); err != nil {
 		return nil, err
 	}
@@ -68,7 +156,7 @@ func (mmapBackend) Open(cfg Config) (Segment, error) {
 		return nil, fmt.Errorf("backend: mmap open %s: file has %d bytes, recovery says %d are written",
 			cfg.Path, size, cfg.Written)
 	}
-	return newMmapSegment(f, cfg, size, cfg.Written)
+	return newMmapSegment(f, cfg, b.opts, size, cfg.Written)
 }
 
 func checkMmapConfig(cfg Config, open bool) error {
@@ -83,7 +171,7 @@ func checkMmapConfig(cfg Config, open bool) error {
 
 // newMmapSegment reserves the file (currently size bytes) up to the
 // capacity, maps it and takes ownership of f (closing it on error).
-func newMmapSegment(f vfs.File, cfg Config, size, written int64) (_ *mmapSegment, err error) {
+func newMmapSegment(f vfs.File, cfg Config, opts MmapOptions, size, written int64) (_ *mmapSegment, err error) {
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -113,6 +201,7 @@ func newMmapSegment(f vfs.File, cfg Config, size, written int64) (_ *mmapSegment
 	s.written.Store(written)
 	// The first Flush after Open syncs [0, written): recovered bytes may be
 	// only in the page cache.
+	s.startPaging(opts, f.Fd() != vfs.InvalidFd)
 	return s, nil
 }
 
@@ -138,7 +227,8 @@ type mmapSegment struct {
 		durable int64
 		err     error
 	}
-	c segCounters
+	pg paging // prefaulting and page-size advice (mmap_prefault.go)
+	c  segCounters
 }
 
 var errSegmentClosed = errors.New("backend: segment closed")
@@ -158,6 +248,7 @@ func (s *mmapSegment) Append(p []byte) error {
 	copy(s.mapping.data[w:], p)
 	s.c.bytesWritten.Add(int64(len(p)))
 	s.written.Store(w + int64(len(p)))
+	s.pg.appended(w + int64(len(p)))
 	return nil
 }
 
@@ -222,6 +313,7 @@ func (s *mmapSegment) Flush() (int64, error) {
 		s.flush.err = fmt.Errorf("backend: mmap flush %s: %w", s.path, err)
 		return s.flush.durable, s.flush.err
 	}
+	s.pg.flushed(s.mapping.data, w-s.flush.durable, w, s.capacity)
 	s.flush.durable = w
 	return w, nil
 }
@@ -231,6 +323,7 @@ func (s *mmapSegment) Capacity() int64 { return s.capacity }
 func (s *mmapSegment) Stats() Stats    { return s.c.stats() }
 
 func (s *mmapSegment) Close() error {
+	s.pg.stop()
 	s.mapping.Lock()
 	defer s.mapping.Unlock()
 	if s.mapping.data == nil {

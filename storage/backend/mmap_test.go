@@ -3,8 +3,16 @@ package backend
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/samsamq/samsa/storage/vfs"
 	"github.com/samsamq/samsa/storage/vfs/errorfs"
@@ -111,4 +119,183 @@ func TestMmapOpenGrowsShortFile(t *testing.T) {
 	if sz, _ := mem.Stat("/seg"); sz != cfg.Capacity {
 		t.Fatalf("file is %d bytes", sz)
 	}
+}
+
+func TestMmapOptions(t *testing.T) {
+	var o MmapOptions
+	o.EnsureDefaults()
+	if o.Validate() != nil || o.String() != "prefault=16777216 smallflush=262144" {
+		t.Fatalf("defaults %v: %v", o, o.Validate())
+	}
+	if _, err := NewMmap(MmapOptions{PrefaultAhead: 1000}); err == nil {
+		t.Fatal("unaligned PrefaultAhead accepted")
+	}
+	if _, err := NewMmap(MmapOptions{PrefaultAhead: -1, SmallFlush: -1}); err != nil {
+		t.Fatalf("prefaulting and advice off: %v", err)
+	}
+}
+
+// resident counts the resident pages of b (mincore).
+func resident(t *testing.T, b []byte) int {
+	t.Helper()
+	vec := make([]byte, (len(b)+4095)/4096)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// waitPopulated polls (bounded) until the helper has populated to at
+// least want.
+func waitPopulated(t *testing.T, s *mmapSegment, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.pg.populated.Load() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("populated %d, want %d", s.pg.populated.Load(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestMmapPrefaults: the helper keeps PrefaultAhead past the tail mapped
+// in, follows the appends, stops at the capacity, and Close stops it.
+func TestMmapPrefaults(t *testing.T) {
+	const ahead = 256 << 10
+	b, err := NewMmap(MmapOptions{PrefaultAhead: ahead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg, err := b.Create(Config{FS: vfs.Default, Path: filepath.Join(t.TempDir(), "seg"), Capacity: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sg.(*mmapSegment)
+	waitPopulated(t, s, ahead)
+	if n := resident(t, s.mapping.data[:ahead]); n != ahead/4096 {
+		t.Fatalf("%d of %d pages ahead resident", n, ahead/4096)
+	}
+	if got := s.pg.populated.Load(); got > 2*ahead {
+		t.Fatalf("populated %d with nothing appended", got)
+	}
+	rec := make([]byte, 1000)
+	for s.Written()+int64(len(rec)) <= 1<<20 {
+		if err := s.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPopulated(t, s, s.Written()+ahead/2)
+	for s.Written()+int64(len(rec)) <= s.Capacity() {
+		s.Append(rec)
+	}
+	s.Append(make([]byte, s.Capacity()-s.Written()))
+	select {
+	case <-s.pg.done: // the whole segment is populated: the helper is gone
+	case <-time.After(10 * time.Second):
+		t.Fatal("helper still running on a full segment")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Close stops a helper that is still running; MemFS gets none.
+	sg, _ = b.Create(Config{FS: vfs.Default, Path: filepath.Join(t.TempDir(), "seg2"), Capacity: 64 << 20})
+	if err := sg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sg.(*mmapSegment).pg.done:
+	default:
+		t.Fatal("Close returned with the helper running")
+	}
+	sg, _ = b.Create(Config{FS: vfs.NewMem(), Path: "/seg", Capacity: 64 << 10})
+	defer sg.Close()
+	if sg.(*mmapSegment).pg.kick != nil {
+		t.Fatal("helper for a MemFS mapping")
+	}
+}
+
+// TestMmapSmallFlushAdvice: four small flushes in a row switch the
+// unpopulated part of the mapping to small pages, four large ones back,
+// and a full segment is advised normally again.
+func TestMmapSmallFlushAdvice(t *testing.T) {
+	b, _ := NewMmap(MmapOptions{PrefaultAhead: -1, SmallFlush: 64 << 10})
+	sg, err := b.Create(Config{FS: vfs.Default, Path: filepath.Join(t.TempDir(), "seg"), Capacity: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sg.Close()
+	s := sg.(*mmapSegment)
+	flush := func(n int) {
+		t.Helper()
+		if err := s.Append(make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		flush(1000)
+	}
+	if s.pg.small {
+		t.Fatal("small pages after 3 small flushes")
+	}
+	flush(1000)
+	if !s.pg.small || !s.pg.advised {
+		t.Fatal("no small pages after 4 small flushes")
+	}
+	if !mappingAdvisedRandom(t, s.mapping.data) {
+		t.Fatal("the kernel does not show the mapping's tail as random-read")
+	}
+	flush(100 << 10) // neither small nor 4x large: the streak restarts
+	for i := 0; i < 3; i++ {
+		flush(256 << 10)
+	}
+	if !s.pg.small {
+		t.Fatal("normal pages after a broken streak")
+	}
+	flush(256 << 10)
+	if s.pg.small {
+		t.Fatal("still small pages after 4 large flushes")
+	}
+	flush(1000)
+	flush(1000)
+	flush(1000)
+	flush(1000)
+	if !s.pg.small {
+		t.Fatal("no small pages the second time")
+	}
+	flush(int(s.Capacity() - s.Written()))
+	if s.pg.small || s.pg.advised || mappingAdvisedRandom(t, s.mapping.data) {
+		t.Fatal("a full segment keeps the small-page advice")
+	}
+}
+
+// mappingAdvisedRandom reports whether some part of the mapping at b has
+// the "rr" (MADV_RANDOM) flag in /proc/self/smaps.
+func mappingAdvisedRandom(t *testing.T, b []byte) bool {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	lo := uintptr(unsafe.Pointer(&b[0]))
+	hi := lo + uintptr(len(b))
+	in := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		var start, end uintptr
+		if n, _ := fmt.Sscanf(line, "%x-%x", &start, &end); n == 2 && strings.Contains(line, " ") {
+			in = start < hi && end > lo
+			continue
+		}
+		if in && strings.HasPrefix(line, "VmFlags:") && strings.Contains(line, " rr") {
+			return true
+		}
+	}
+	return false
 }
