@@ -101,9 +101,18 @@ func (c *conn) serve() {
 		return
 	}
 	go c.writeLoop()
+	var sends []*protocol.Command // gathered inline sends (conn_inline.go)
+	flush := func() {
+		if len(sends) > 0 {
+			c.processSends(sends)
+			clear(sends)
+			sends = sends[:0]
+		}
+	}
 	for {
 		cmd, err := protocol.ReadRequest(c.br, c.b.cfg.MaxFrameSize, nil)
 		if err != nil {
+			flush()
 			if c.b.closing.Load() {
 				c.drain()
 				return
@@ -116,8 +125,20 @@ func (c *conn) serve() {
 		if cmd.IsResponse() {
 			// The broker's requests to clients are one-way; a stray
 			// response has no one waiting for it.
+			if !c.nextFrameBuffered() {
+				flush()
+			}
 			continue
 		}
+		if c.inlineSend(cmd) {
+			sends = append(sends, cmd)
+			if len(sends) < maxInlineSends && c.nextFrameBuffered() {
+				continue
+			}
+			flush()
+			continue
+		}
+		flush()
 		if !c.b.acquire(c.closed) {
 			c.close("")
 			return

@@ -17,15 +17,32 @@ import (
 // the record is durable; FLUSH_DISK_TIMEOUT when that takes longer than
 // syncFlushTimeout (the record is stored and may yet become durable).
 func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
+	m, resp := b.prepareSend(c, req)
+	if resp != nil {
+		return resp
+	}
+	var res storage.AppendResult
+	var err error
+	if b.appends != nil {
+		res, err = b.appends.append(m)
+	} else {
+		res, err = b.store.Append(context.Background(), m)
+	}
+	return b.sendResponse(req, m.Topic, m.QueueID, len(req.Body), []storage.AppendResult{res}, err)
+}
+
+// prepareSend checks a single send and makes its message, or gives the
+// answer instead (a refusal, or a batch's whole answer).
+func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, *protocol.Command) {
 	h, err := protocol.DecodeSendMessageRequest(req)
 	if err != nil {
-		return protocol.NewResponse(req, protocol.SystemError, "bad send header: "+err.Error())
+		return nil, protocol.NewResponse(req, protocol.SystemError, "bad send header: "+err.Error())
 	}
 	if h.Batch || req.Code == protocol.SendBatchMessage {
-		return b.processSendBatch(c, req)
+		return nil, b.processSendBatch(c, req)
 	}
 	if len(req.Body) > b.cfg.MaxMessageSize {
-		return protocol.NewResponse(req, protocol.MessageIllegal, "message body of "+itoa(len(req.Body))+
+		return nil, protocol.NewResponse(req, protocol.MessageIllegal, "message body of "+itoa(len(req.Body))+
 			" bytes exceeds maxMessageSize "+itoa(b.cfg.MaxMessageSize))
 	}
 	topic, reconsume := h.Topic, h.ReconsumeTimes
@@ -40,7 +57,7 @@ func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
 			group := strings.TrimPrefix(topic, RetryGroupPrefix)
 			dlq := DLQGroupPrefix + group
 			if _, created, err := b.topics.createIfMissing(dlq, 1, PermRead|PermWrite); err != nil {
-				return protocol.NewResponse(req, protocol.SystemError, "create dead-letter topic: "+err.Error())
+				return nil, protocol.NewResponse(req, protocol.SystemError, "create dead-letter topic: "+err.Error())
 			} else if created {
 				b.reg.topicsChanged()
 			}
@@ -50,10 +67,10 @@ func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
 	_, queue, refuse := b.sendTarget(req, h)
 	if refuse != nil {
 		b.stats.sendErrors.Add(1)
-		return refuse
+		return nil, refuse
 	}
 	props := []byte(h.Properties)
-	m := &storage.Message{
+	return &storage.Message{
 		Topic:          h.Topic,
 		QueueID:        queue,
 		Flag:           h.Flag,
@@ -65,14 +82,7 @@ func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
 		BornHost:       c.bornHost(),
 		StoreHost:      b.storeHost,
 		ReconsumeTimes: h.ReconsumeTimes,
-	}
-	var res storage.AppendResult
-	if b.appends != nil {
-		res, err = b.appends.append(m)
-	} else {
-		res, err = b.store.Append(context.Background(), m)
-	}
-	return b.sendResponse(req, m.Topic, queue, len(req.Body), []storage.AppendResult{res}, err)
+	}, nil
 }
 
 // sendResponse answers a stored single message or batch: SUCCESS,

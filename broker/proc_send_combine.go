@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/samsamq/samsa/storage"
@@ -65,23 +66,53 @@ func newAppendCombiner(st *storage.Store, segmentSize int64) *appendCombiner {
 // append stores m, combined with whatever other sends are appending now,
 // and returns its result as Store.Append would.
 func (c *appendCombiner) append(m *storage.Message) (storage.AppendResult, error) {
+	e := c.get(m)
+	c.run([]*combineEntry{e})
+	return c.finish(e)
+}
+
+// get returns a pooled entry for m.
+func (c *appendCombiner) get(m *storage.Message) *combineEntry {
 	e := c.pool.Get().(*combineEntry)
 	e.m = m
+	return e
+}
+
+// run appends the entries (a connection's run of sends, or one) and
+// returns when each has its result. They join the queue together; when
+// no leader is writing, or when one of them is made the next leader, the
+// caller leads a round itself.
+func (c *appendCombiner) run(es []*combineEntry) {
 	c.mu.Lock()
-	c.mu.queue = append(c.mu.queue, e)
-	if c.mu.leading {
-		c.mu.Unlock()
-		<-e.done
-		if !e.lead {
-			return c.finish(e)
-		}
-		c.mu.Lock()
-	}
-	// The leader: e is at the head of the queue.
+	c.mu.queue = append(c.mu.queue, es...)
+	lead := !c.mu.leading // the queue was empty: es[0] is its head
 	c.mu.leading = true
+	c.mu.Unlock()
+	// The entries finish in queue order, so the head of the queue, when
+	// it is one of ours, is the first of ours not finished.
+	for _, e := range es {
+		for {
+			if lead {
+				lead = false
+				c.round()
+			}
+			<-e.done
+			if !e.lead {
+				break
+			}
+			e.lead = false
+			lead = true
+		}
+	}
+}
+
+// round is a leader's: write the batch at the head of the queue, then
+// make the new head the next leader, or end the leading.
+func (c *appendCombiner) round() {
+	c.mu.Lock()
 	batch := c.takeLocked()
 	c.mu.Unlock()
-	c.write(batch, e)
+	c.write(batch)
 	c.mu.Lock()
 	if len(c.mu.queue) > 0 {
 		next := c.mu.queue[0]
@@ -91,7 +122,6 @@ func (c *appendCombiner) append(m *storage.Message) (storage.AppendResult, error
 		c.mu.leading = false
 	}
 	c.mu.Unlock()
-	return c.finish(e)
 }
 
 // finish takes e's result and returns e to the pool.
@@ -121,8 +151,8 @@ func (c *appendCombiner) takeLocked() []*combineEntry {
 	return batch
 }
 
-// write appends batch and hands each entry but self its result.
-func (c *appendCombiner) write(batch []*combineEntry, self *combineEntry) {
+// write appends batch and hands each entry its result.
+func (c *appendCombiner) write(batch []*combineEntry) {
 	var one [1]*storage.Message
 	msgs := one[:0]
 	if len(batch) > 1 {
@@ -131,7 +161,7 @@ func (c *appendCombiner) write(batch []*combineEntry, self *combineEntry) {
 	for _, e := range batch {
 		msgs = append(msgs, e.m)
 	}
-	res, err := c.store.AppendBatch(context.Background(), msgs)
+	res, err := c.appendBatch(msgs)
 	switch {
 	case len(batch) > 1 && res == nil && perMessage(err):
 		// One message spoils the batch (too large, not encodable): give
@@ -148,10 +178,20 @@ func (c *appendCombiner) write(batch []*combineEntry, self *combineEntry) {
 		}
 	}
 	for _, e := range batch {
-		if e != self {
-			e.done <- struct{}{}
-		}
+		e.done <- struct{}{}
 	}
+}
+
+// appendBatch is Store.AppendBatch, a panic in it made an error: every
+// entry of a round must get an answer, or the queue behind it would wait
+// for ever.
+func (c *appendCombiner) appendBatch(msgs []*storage.Message) (res []storage.AppendResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("broker: append panicked: %v", r)
+		}
+	}()
+	return c.store.AppendBatch(context.Background(), msgs)
 }
 
 // perMessage reports whether a batch's error may belong to one message
