@@ -64,11 +64,7 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message, done func(*SendRes
 	if !ok {
 		deadline = time.Now().Add(p.opts.SendTimeout)
 	}
-	sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	p.sendOneAsync(sctx, r, s, p.pick(m, r, ""), 0, nil, func(res *SendResult, err error) {
-		cancel()
-		finish(res, err)
-	})
+	p.sendOneAsync(deadline, r, s, p.pick(m, r, ""), 0, nil, finish)
 }
 
 // SendAsyncChan is SendAsync delivering the outcome to results, which
@@ -78,16 +74,18 @@ func (p *Producer) SendAsyncChan(ctx context.Context, m *Message, results chan<-
 }
 
 // sendOneAsync makes one attempt of s to q and retries on failure.
-func (p *Producer) sendOneAsync(ctx context.Context, r *topicRoute, s pendingSend, q MessageQueue, attempt int, errs []error, done func(*SendResult, error)) {
+// The attempts share one deadline (no context: a timed-out request is
+// failed by the connection's sweeper).
+func (p *Producer) sendOneAsync(deadline time.Time, r *topicRoute, s pendingSend, q MessageQueue, attempt int, errs []error, done func(*SendResult, error)) {
 	addr := r.masterAddr(q.BrokerName)
 	start := p.opts.Clock()
-	p.in.rc.InvokeAsync(ctx, addr, p.request(s.msg, q, s.uniq), func(resp *protocol.Command, err error) {
+	p.in.rc.InvokeAsyncDeadline(addr, p.request(s.msg, q, s.uniq), deadline, func(resp *protocol.Command, err error) {
 		var res *SendResult
 		if err == nil {
 			res, err = result(addr, q, s.uniq, resp)
 		}
 		p.note(q.BrokerName, start, err)
-		if err == nil || !retriable(err) || attempt >= p.opts.retries() || ctx.Err() != nil {
+		if err == nil || !retriable(err) || attempt >= p.opts.retries() || !time.Now().Before(deadline) {
 			if err != nil && len(errs) > 0 {
 				err = fmt.Errorf("%w (after %d failed attempts: %v)", err, len(errs), errs)
 			}
@@ -101,7 +99,7 @@ func (p *Producer) sendOneAsync(ctx context.Context, r *topicRoute, s pendingSen
 			nq = p.pick(s.msg, r, q.BrokerName)
 		}
 		// A new goroutine: this callback runs on the connection's reader.
-		go p.sendOneAsync(ctx, r, s, nq, attempt+1, errs, done)
+		go p.sendOneAsync(deadline, r, s, nq, attempt+1, errs, done)
 	})
 }
 

@@ -106,10 +106,20 @@ type producer struct {
 	mode  loadgen.SendMode
 }
 
+// byReference is the body size from which the client's connection queues
+// a body by reference instead of copying it (remoting's bigBody).
+const byReference = 32 << 10
+
 func (p *producer) Send(ctx context.Context, key string, payload []byte, done func(error)) {
-	// The client may hold the body until the send completes (batching);
-	// payload is reused by loadgen once done runs, so send a copy.
-	m := &client.Message{Topic: p.topic, Body: append([]byte(nil), payload...)}
+	// loadgen reuses payload once done runs. Until then the client reads
+	// the body (encoding, retries, batching) but holds it no longer,
+	// except a large body queued by reference when its send timed out
+	// before the write: only such bodies are copied.
+	body := payload
+	if len(body) >= byReference {
+		body = append([]byte(nil), payload...)
+	}
+	m := &client.Message{Topic: p.topic, Body: body}
 	if key != "" {
 		m.Keys = []string{key}
 		m.ShardingKey = key

@@ -30,6 +30,10 @@ type Options struct {
 	// MaxPending bounds the bytes queued for the writer per connection;
 	// senders wait (within their context) when it is full (default 64 MiB).
 	MaxPending int
+	// SweepInterval is how often a connection looks for requests made with
+	// InvokeAsyncDeadline that passed their deadline: such a timeout is
+	// reported up to this late (default 20 ms).
+	SweepInterval time.Duration
 	// OnRequest serves requests the peer sends (code, ext fields, body).
 	// It runs in a goroutine of its own per request; its answer, when the
 	// request is not one-way, is sent back (a nil answer sends
@@ -54,6 +58,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = 64 << 20
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = 20 * time.Millisecond
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -133,8 +140,34 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 		}
 	})
 	cl.setStop(stop, cancel)
-	if err := cn.enqueue(ctx, req, false); err != nil {
+	if err := cn.enqueue(ctx, time.Time{}, req, false); err != nil {
 		if cn.unregister(opaque) {
+			cl.finish(nil, err)
+		}
+	}
+}
+
+// InvokeAsyncDeadline is InvokeAsync bounded by a deadline instead of a
+// context, for hot paths: no context and no timer per request. A request
+// still unanswered at the deadline fails with ErrTimeout when the
+// connection's sweeper next looks (every SweepInterval); the wait to queue
+// it, on a full connection, is bounded by the deadline too.
+func (c *Client) InvokeAsyncDeadline(addr string, req *protocol.Command, deadline time.Time, done func(*protocol.Command, error)) {
+	cn, err := c.conn(context.Background(), addr)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	req.Opaque = c.opaque.Add(1)
+	req.Serialize = c.opts.Serialize
+	req.Flag &^= protocol.FlagOneway | protocol.FlagResponse
+	cl := &call{done: done, deadline: deadline, addr: addr, code: req.Code}
+	if err := cn.register(req.Opaque, cl); err != nil {
+		done(nil, err)
+		return
+	}
+	if err := cn.enqueue(nil, deadline, req, false); err != nil {
+		if cn.unregister(req.Opaque) {
 			cl.finish(nil, err)
 		}
 	}
@@ -156,7 +189,7 @@ func (c *Client) InvokeOneway(ctx context.Context, addr string, req *protocol.Co
 		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
 		defer cancel()
 	}
-	return cn.enqueue(ctx, req, true)
+	return cn.enqueue(ctx, time.Time{}, req, true)
 }
 
 // conn returns the connection to addr, dialing it if there is none.
@@ -209,7 +242,7 @@ func (c *Client) dial(addr string, e *connEntry) {
 	c.mu.Lock()
 	closed := c.mu.closed
 	if !closed {
-		c.wg.Add(2)
+		c.wg.Add(3)
 	}
 	c.mu.Unlock()
 	if closed {
@@ -223,6 +256,7 @@ func (c *Client) dial(addr string, e *connEntry) {
 	c.opts.Logger.Debug("remoting: connected", "addr", addr, "local", nc.LocalAddr().String())
 	go e.conn.readLoop()
 	go e.conn.writeLoop()
+	go e.conn.sweepLoop()
 }
 
 // remove drops e from the map if it is still addr's entry.

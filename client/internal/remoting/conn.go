@@ -42,6 +42,7 @@ type conn struct {
 	p struct {
 		sync.Mutex
 		calls map[int32]*call
+		timed int // calls in the map with a deadline
 	}
 }
 
@@ -93,6 +94,9 @@ func (c *conn) register(opaque int32, cl *call) error {
 		return c.err
 	}
 	c.p.calls[opaque] = cl
+	if !cl.deadline.IsZero() {
+		c.p.timed++
+	}
 	return nil
 }
 
@@ -101,10 +105,14 @@ func (c *conn) register(opaque int32, cl *call) error {
 func (c *conn) unregister(opaque int32) bool {
 	c.p.Lock()
 	defer c.p.Unlock()
-	if _, ok := c.p.calls[opaque]; !ok {
+	cl, ok := c.p.calls[opaque]
+	if !ok {
 		return false
 	}
 	delete(c.p.calls, opaque)
+	if !cl.deadline.IsZero() {
+		c.p.timed--
+	}
 	return true
 }
 
@@ -114,14 +122,18 @@ func (c *conn) take(opaque int32) *call {
 	cl := c.p.calls[opaque]
 	if cl != nil {
 		delete(c.p.calls, opaque)
+		if !cl.deadline.IsZero() {
+			c.p.timed--
+		}
 	}
 	return cl
 }
 
 // enqueue encodes cmd onto the write queue and wakes the writer. It waits
-// (within ctx) while the queue is over MaxPending. copyBody forces the
-// body to be copied (one-way requests return before the write).
-func (c *conn) enqueue(ctx context.Context, cmd *protocol.Command, copyBody bool) error {
+// (within ctx, or with a nil ctx until deadline) while the queue is over
+// MaxPending. copyBody forces the body to be copied (one-way requests
+// return before the write).
+func (c *conn) enqueue(ctx context.Context, deadline time.Time, cmd *protocol.Command, copyBody bool) error {
 	need := len(cmd.Body) + 256
 	for {
 		c.w.Lock()
@@ -134,6 +146,11 @@ func (c *conn) enqueue(ctx context.Context, cmd *protocol.Command, copyBody bool
 		}
 		space := c.w.space
 		c.w.Unlock()
+		if ctx == nil { // made only when there is a wait
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(context.Background(), deadline)
+			defer cancel()
+		}
 		select {
 		case <-space:
 		case <-c.done:
@@ -274,14 +291,53 @@ func (c *conn) serve(req *protocol.Command) {
 	resp.Serialize = req.Serialize
 	ctx, cancel := context.WithTimeout(context.Background(), c.cl.opts.Timeout)
 	defer cancel()
-	if err := c.enqueue(ctx, resp, true); err != nil && !errors.Is(err, ErrConnection) {
+	if err := c.enqueue(ctx, time.Time{}, resp, true); err != nil && !errors.Is(err, ErrConnection) {
 		c.cl.opts.Logger.Debug("remoting: answer not sent", "addr", c.addr, "err", err)
+	}
+}
+
+// sweepLoop is the connection's timeout goroutine: every SweepInterval
+// it fails the calls made with a deadline (InvokeAsyncDeadline) that
+// passed it. It ends when the connection fails.
+func (c *conn) sweepLoop() {
+	defer c.cl.wg.Done()
+	t := time.NewTicker(c.cl.opts.SweepInterval)
+	defer t.Stop()
+	var late []*call
+	for {
+		select {
+		case <-t.C:
+		case <-c.done:
+			return
+		}
+		now := time.Now()
+		late = late[:0]
+		c.p.Lock()
+		if c.p.timed > 0 {
+			for op, cl := range c.p.calls {
+				if !cl.deadline.IsZero() && now.After(cl.deadline) {
+					delete(c.p.calls, op)
+					c.p.timed--
+					late = append(late, cl)
+				}
+			}
+		}
+		c.p.Unlock()
+		for _, cl := range late {
+			cl.finish(nil, &timeoutError{fmt.Sprintf("%s code %d", cl.addr, cl.code)})
+		}
+		clear(late)
 	}
 }
 
 // call is one pending request; finish runs done exactly once.
 type call struct {
 	done func(*protocol.Command, error)
+	// deadline, for a call of InvokeAsyncDeadline, is when the sweeper
+	// fails it; addr and code name it in the error.
+	deadline time.Time
+	addr     string
+	code     int16
 
 	mu       sync.Mutex
 	finished bool

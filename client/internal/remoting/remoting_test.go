@@ -442,3 +442,48 @@ func BenchmarkInvoke(b *testing.B) {
 		}
 	})
 }
+
+// A request made with a deadline fails with ErrTimeout once the sweeper
+// sees it past its deadline; the others on the connection are answered,
+// and the late answer is dropped.
+func TestInvokeAsyncDeadline(t *testing.T) {
+	var late atomic.Pointer[protocol.Command]
+	var lateConn atomic.Pointer[serverConn]
+	s := newFakeServer(t, func(sc *serverConn, req *protocol.Command) {
+		if req.Ext("k") == "slow" {
+			late.Store(req)
+			lateConn.Store(sc)
+			return
+		}
+		sc.echo(req)
+	})
+	c := newClient(t, Options{Serialize: protocol.SerializeRocketMQ, SweepInterval: 5 * time.Millisecond})
+	type result struct {
+		resp *protocol.Command
+		err  error
+		at   time.Time
+	}
+	slow, fast := make(chan result, 1), make(chan result, 1)
+	start := time.Now()
+	c.InvokeAsyncDeadline(s.addr(), request("slow", nil), start.Add(40*time.Millisecond), func(r *protocol.Command, err error) {
+		slow <- result{r, err, time.Now()}
+	})
+	c.InvokeAsyncDeadline(s.addr(), request("fast", nil), start.Add(10*time.Second), func(r *protocol.Command, err error) {
+		fast <- result{r, err, time.Now()}
+	})
+	if r := <-fast; r.err != nil || r.resp.Ext("k") != "fast" {
+		t.Fatalf("fast: %v %v", r.resp, r.err)
+	}
+	r := <-slow
+	if !errors.Is(r.err, ErrTimeout) || !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Fatalf("slow: %v", r.err)
+	}
+	if d := r.at.Sub(start); d < 40*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("timed out after %v", d)
+	}
+	lateConn.Load().echo(late.Load())
+	resp, err := c.Invoke(context.Background(), s.addr(), request("after", nil))
+	if err != nil || resp.Ext("k") != "after" {
+		t.Fatalf("after a timeout: %v %v", resp, err)
+	}
+}
