@@ -45,7 +45,7 @@ func runBench(args []string) error {
 	for _, s := range benchSubs {
 		fmt.Fprintf(&b, "  samsa bench %s\n", s.usage)
 	}
-	b.WriteString("every measuring subcommand takes --profile cpu|mem|block|mutex --profile-dir DIR")
+	b.WriteString("every measuring subcommand takes --profile cpu|mem|block|mutex|trace --profile-dir DIR")
 	return errors.New(b.String())
 }
 
@@ -106,7 +106,7 @@ func parseBytes(s string) (int64, error) {
 type profileFlags struct{ kind, dir string }
 
 func (p *profileFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.kind, "profile", "", "profile: cpu, mem, block or mutex (github.com/pkg/profile)")
+	fs.StringVar(&p.kind, "profile", "", "profile: cpu, mem, block, mutex or trace (github.com/pkg/profile)")
 	fs.StringVar(&p.dir, "profile-dir", "profiles", "directory for profiles")
 }
 
