@@ -9,15 +9,17 @@ import (
 	"github.com/samsamq/samsa/storage"
 )
 
-// appendCombiner turns concurrent single-message appends into store
-// batches (flat combining). Each send processor hands its message in; the
-// first to find no batch being written becomes the leader: it takes every
-// message queued (up to maxCombineMsgs / maxBytes), writes them with one
-// Store.AppendBatch (one lock, one copy, one backend write) and gives each
-// its result; if more queued meanwhile it makes the first of them the next
-// leader, and returns with its own result. Under load the store lock is
-// taken once per batch instead of once per message, and the messages no
-// longer queue on it one goroutine hand-off at a time.
+// appendCombiner turns concurrent appends into store batches (flat
+// combining). A caller queues its entries (one send, or a connection's
+// run of pipelined sends, conn_inline.go); when no round is being written,
+// it leads one: it takes the entries at the head of the queue (up to
+// maxCombineMsgs / maxBytes), writes them with one Store.AppendBatch (one
+// lock, one copy, one backend write), gives each its result, and makes the
+// new head of the queue, if any, the next leader. The owner of that head
+// is waiting for it (entries finish in queue order), so no round is ever
+// left unwritten. Under load the store lock is taken once per batch
+// instead of once per message, and messages no longer queue on it one
+// goroutine hand-off at a time.
 //
 // Each message still gets its own record, queue offset and answer; nothing
 // is held back for a timer: a lone send is written at once as a batch of
