@@ -110,7 +110,7 @@ func (c *conn) serve() {
 		}
 	}
 	for {
-		cmd, err := protocol.ReadRequest(c.br, c.b.cfg.MaxFrameSize, nil)
+		cmd, aliased, err := c.readRequest()
 		if err != nil {
 			flush()
 			if c.b.closing.Load() {
@@ -139,6 +139,7 @@ func (c *conn) serve() {
 			continue
 		}
 		flush()
+		ownBody(cmd, aliased)
 		if !c.b.acquire(c.closed) {
 			c.close("")
 			return

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"runtime/debug"
@@ -20,6 +21,39 @@ const maxInlineSends = 128
 // writes many at once), appends their messages together through the
 // combiner, and queues their answers, which the writer then sends in one
 // go. No goroutine hand-off a message, one store round for the lot.
+
+// readRequest reads the next request. A frame that fits the reader's
+// buffer is decoded where it lies: no allocation and no copy for it. Its
+// Body then aliases the buffer (aliased), which stays put only until the
+// reader has to wait for more bytes: serve processes the inline sends it
+// gathered before that, and copies the body of any other request, which
+// outlives the read. Other frames, and every error, go through
+// protocol.ReadRequest, so the errors are its own.
+func (c *conn) readRequest() (cmd *protocol.Command, aliased bool, err error) {
+	maxFrame := int64(c.b.cfg.MaxFrameSize)
+	if maxFrame <= 0 {
+		maxFrame = protocol.DefaultMaxFrame
+	}
+	if p, err := c.br.Peek(4); err == nil {
+		l := int64(int32(binary.BigEndian.Uint32(p)))
+		if l >= 4 && l <= maxFrame && 4+l <= int64(c.br.Size()) {
+			if frame, err := c.br.Peek(int(4 + l)); err == nil {
+				cmd, err := protocol.DecodeRequestFrame(frame[4:])
+				_, _ = c.br.Discard(len(frame))
+				return cmd, err == nil, err
+			}
+		}
+	}
+	cmd, err = protocol.ReadRequest(c.br, c.b.cfg.MaxFrameSize, nil)
+	return cmd, false, err
+}
+
+// ownBody gives cmd a body of its own if it aliases the read buffer.
+func ownBody(cmd *protocol.Command, aliased bool) {
+	if aliased && cmd.Body != nil {
+		cmd.Body = bytes.Clone(cmd.Body)
+	}
+}
 
 // inlineSend reports whether the reader processes cmd itself.
 func (c *conn) inlineSend(cmd *protocol.Command) bool {

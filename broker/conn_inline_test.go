@@ -19,7 +19,7 @@ func TestInlineSendsPipelined(t *testing.T) {
 	if r := rc.call(createTopicReq("inline", 2)); r.Code != protocol.Success {
 		t.Fatal(r)
 	}
-	const n = 300
+	const n = 800
 	var frames []byte
 	waits := map[int]chan *protocol.Command{}
 	rc.mu.Lock()
@@ -92,5 +92,29 @@ func TestInlineSendsPipelined(t *testing.T) {
 			t.Fatalf("stored %d+%d, want %d", b.Store().MaxQueueOffset("inline", 0), b.Store().MaxQueueOffset("inline", 1), n-2)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	// Every stored body is its own (frames were decoded in the read
+	// buffer, which later reads reuse).
+	seen := map[string]bool{}
+	for q := int32(0); q < 2; q++ {
+		for off := int64(0); off < b.Store().MaxQueueOffset("inline", q); {
+			r := rc.call(pullReq("g", "inline", q, off, 32, 0, "*"))
+			if r.Code != protocol.Success {
+				t.Fatalf("pull q%d@%d: %s", q, off, r)
+			}
+			recs := decodeRecords(t, r.Body)
+			for _, rec := range recs {
+				seen[string(rec.Body)] = true
+			}
+			off += int64(len(recs))
+		}
+	}
+	for i := range n {
+		if i == 17 || i == 50 {
+			continue
+		}
+		if !seen[fmt.Sprintf("m%d", i)] {
+			t.Fatalf("body m%d not stored (stored %d bodies)", i, len(seen))
+		}
 	}
 }
