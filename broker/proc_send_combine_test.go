@@ -100,7 +100,7 @@ func TestAppendCombinerPerMessageError(t *testing.T) {
 	good1, bad, good2 := combinerMessage("combine", 0, "a"), combinerMessage("combine", 0, "b"), combinerMessage("combine", 1, "c")
 	bad.Body = make([]byte, storage.DefaultMaxMessageSize+1)
 	batch := []*combineEntry{{m: good1, done: make(chan struct{}, 1)}, {m: bad, done: make(chan struct{}, 1)}, {m: good2, done: make(chan struct{}, 1)}}
-	c.write(batch, nil)
+	c.write(batch)
 	for i, e := range batch {
 		<-e.done
 		if (i == 1) != (e.err != nil) {
