@@ -3,9 +3,11 @@ package backend
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -298,4 +300,58 @@ func mappingAdvisedRandom(t *testing.T, b []byte) bool {
 		}
 	}
 	return false
+}
+
+var long = flag.Bool("long", false, "run the long, real-disk tests")
+
+// procWriteBytes is this process's bytes sent to the block layer
+// (/proc/self/io write_bytes).
+func procWriteBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no /proc/self/io: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Skip("no write_bytes in /proc/self/io")
+	return 0
+}
+
+// TestMmapSmallFlushWriteAmp (-long; real disk, in the test's temp dir):
+// flushes of ~37 KB, as a sync store with 64 writers makes, must not
+// write much more than they flush. With the kernel's large folios each
+// such flush wrote ~1.2 MB before the small-page advice.
+func TestMmapSmallFlushWriteAmp(t *testing.T) {
+	if !*long {
+		t.Skip("-long")
+	}
+	b, _ := Get("mmap")
+	sg, err := b.Create(Config{FS: vfs.Default, Path: filepath.Join(t.TempDir(), "seg"), Capacity: 256 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sg.Close()
+	rec := make([]byte, 1151)
+	before := procWriteBytes(t)
+	const flushes = 1500
+	for i := 0; i < flushes; i++ {
+		for j := 0; j < 32; j++ {
+			if err := sg.Append(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := sg.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wrote, logged := procWriteBytes(t)-before, sg.Written()
+	t.Logf("%d flushes of %d bytes: %.1f MB to the block layer for %.1f MB of log", flushes, 32*len(rec), float64(wrote)/1e6, float64(logged)/1e6)
+	if wrote > 2*logged {
+		t.Fatalf("write amplification %.1fx", float64(wrote)/float64(logged))
+	}
 }
