@@ -58,7 +58,8 @@ func init() { Register(mustMmapBackend(NewMmap(MmapOptions{}))) }
 // defaults.
 type MmapOptions struct {
 	// PrefaultAhead is how far past the tail the helper keeps the mapping
-	// populated (refilled when half is used up). Default 16 MiB; negative
+	// populated (refilled when half is used up; a new segment starts at
+	// 1 MiB and doubles per refill up to this). Default 16 MiB; negative
 	// turns prefaulting off; else a multiple of 4 KiB. Larger: the helper
 	// stays ahead of faster bursts, at the cost of that many dirty zero
 	// pages per writable segment.
