@@ -37,8 +37,11 @@ type paging struct {
 	touch            bool // helper-owned: no MADV_POPULATE_WRITE here, read-touch pages instead
 	sink             byte // helper-owned: keeps the read-touches
 
+	// small: the mapping's unpopulated part is advised MADV_RANDOM, and
+	// the helper populates for reading (stored by the flusher, loaded by
+	// the helper).
+	small atomic.Bool
 	// Flusher-owned (under the segment's flush mutex).
-	small   bool // the mapping's unpopulated part is advised MADV_RANDOM
 	advised bool // some madvise changed the mapping's paging
 	streak  int  // flushes in a row pointing to the other page size
 }
@@ -142,9 +145,19 @@ func (s *mmapSegment) populate(from, to int64) bool {
 	b := s.mapping.data[from:to]
 	p := &s.pg
 	if !p.touch {
-		err := unix.Madvise(b, unix.MADV_POPULATE_WRITE)
+		// Populating for writing dirties the pages (zeros): with small,
+		// frequent flushes they would sit dirty long enough for the
+		// journal's periodic commit to write them out, and the data again
+		// later. Such a segment populates for reading: the pages are in
+		// the page cache and mapped, and the appender's write fault only
+		// makes one writable.
+		advice := unix.MADV_POPULATE_WRITE
+		if p.small.Load() {
+			advice = unix.MADV_POPULATE_READ
+		}
+		err := unix.Madvise(b, advice)
 		for err == unix.EINTR || err == unix.EAGAIN {
-			err = unix.Madvise(b, unix.MADV_POPULATE_WRITE)
+			err = unix.Madvise(b, advice)
 		}
 		if err == nil {
 			return true
@@ -177,7 +190,7 @@ func (p *paging) flushed(data []byte, n, w, capacity int64) {
 	if w == capacity {
 		if p.advised {
 			p.advised = false
-			p.small = false
+			p.small.Store(false)
 			unix.Madvise(data, unix.MADV_NORMAL) // a hint: an error changes nothing
 		}
 		return
@@ -185,7 +198,8 @@ func (p *paging) flushed(data []byte, n, w, capacity int64) {
 	if p.opts.SmallFlush < 0 {
 		return
 	}
-	if (!p.small && n < p.opts.SmallFlush) || (p.small && n >= 4*p.opts.SmallFlush) {
+	small := p.small.Load()
+	if (!small && n < p.opts.SmallFlush) || (small && n >= 4*p.opts.SmallFlush) {
 		p.streak++
 	} else {
 		p.streak = 0
@@ -199,11 +213,11 @@ func (p *paging) flushed(data []byte, n, w, capacity int64) {
 		return
 	}
 	advice := unix.MADV_NORMAL
-	if !p.small {
+	if !small {
 		advice = unix.MADV_RANDOM
 	}
 	if unix.Madvise(data[from:], advice) == nil {
-		p.small = !p.small
+		p.small.Store(!small)
 		p.advised = true
 	}
 }

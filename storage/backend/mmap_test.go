@@ -244,11 +244,11 @@ func TestMmapSmallFlushAdvice(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		flush(1000)
 	}
-	if s.pg.small {
+	if s.pg.small.Load() {
 		t.Fatal("small pages after 3 small flushes")
 	}
 	flush(1000)
-	if !s.pg.small || !s.pg.advised {
+	if !s.pg.small.Load() || !s.pg.advised {
 		t.Fatal("no small pages after 4 small flushes")
 	}
 	if !mappingAdvisedRandom(t, s.mapping.data) {
@@ -258,22 +258,22 @@ func TestMmapSmallFlushAdvice(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		flush(256 << 10)
 	}
-	if !s.pg.small {
+	if !s.pg.small.Load() {
 		t.Fatal("normal pages after a broken streak")
 	}
 	flush(256 << 10)
-	if s.pg.small {
+	if s.pg.small.Load() {
 		t.Fatal("still small pages after 4 large flushes")
 	}
 	flush(1000)
 	flush(1000)
 	flush(1000)
 	flush(1000)
-	if !s.pg.small {
+	if !s.pg.small.Load() {
 		t.Fatal("no small pages the second time")
 	}
 	flush(int(s.Capacity() - s.Written()))
-	if s.pg.small || s.pg.advised || mappingAdvisedRandom(t, s.mapping.data) {
+	if s.pg.small.Load() || s.pg.advised || mappingAdvisedRandom(t, s.mapping.data) {
 		t.Fatal("a full segment keeps the small-page advice")
 	}
 }
