@@ -49,7 +49,9 @@ type Summary struct {
 	E2EP50Us   float64 `json:"e2e_p50_us"`
 	E2EP99Us   float64 `json:"e2e_p99_us"`
 	E2EP999Us  float64 `json:"e2e_p999_us"`
-	Errors     float64 `json:"errors"`
+	// LagP99Us is the open-loop schedule lag's p99 (Result.SendLagUs).
+	LagP99Us float64 `json:"lag_p99_us,omitempty"`
+	Errors   float64 `json:"errors"`
 }
 
 // ComparisonResult is one evaluated Comparison.
@@ -120,10 +122,14 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 }
 
 func summarize(r *Result) Summary {
-	return Summary{MsgsPerSec: r.MsgsPerSec, MBPerSec: r.MBPerSec,
+	s := Summary{MsgsPerSec: r.MsgsPerSec, MBPerSec: r.MBPerSec,
 		SendP50Us: float64(r.SendLatencyUs.P50), SendP99Us: float64(r.SendLatencyUs.P99),
 		E2EP50Us: float64(r.E2ELatencyUs.P50), E2EP99Us: float64(r.E2ELatencyUs.P99), E2EP999Us: float64(r.E2ELatencyUs.P999),
 		Errors: float64(r.Errors)}
+	if r.SendLagUs != nil {
+		s.LagP99Us = float64(r.SendLagUs.P99)
+	}
+	return s
 }
 
 // summarizeRuns returns the per-field median, min and max over runs.
@@ -132,7 +138,7 @@ func summarizeRuns(runs []*Result) (med, lo, hi Summary) {
 		return
 	}
 	fields := func(s *Summary) []*float64 {
-		return []*float64{&s.MsgsPerSec, &s.MBPerSec, &s.SendP50Us, &s.SendP99Us, &s.E2EP50Us, &s.E2EP99Us, &s.E2EP999Us, &s.Errors}
+		return []*float64{&s.MsgsPerSec, &s.MBPerSec, &s.SendP50Us, &s.SendP99Us, &s.E2EP50Us, &s.E2EP99Us, &s.E2EP999Us, &s.LagP99Us, &s.Errors}
 	}
 	ss := make([]Summary, len(runs))
 	for i, r := range runs {

@@ -24,6 +24,7 @@ func TestClosedLoopCountsEverything(t *testing.T) {
 	res, err := Run(context.Background(), newMemDriver(), quick(Workload{MessageSize: 64, Producers: 2, ConsumerGroups: 2}), Options{Out: &out})
 	require.NoError(t, err)
 	require.False(t, res.OpenLoop)
+	require.Nil(t, res.SendLagUs, "closed loop has no schedule to lag")
 	require.Greater(t, res.Acked, int64(100))
 	require.Equal(t, res.Acked*2, res.Received, "every group gets every acknowledged message")
 	require.True(t, res.Drained)
@@ -54,6 +55,10 @@ func TestOpenLoopShowsStalls(t *testing.T) {
 	// the window, so p99 sees at least a good part of the 300 ms.
 	require.Greater(t, res.SendLatencyUs.P99, int64(100_000), "p99 %d µs hides the stall", res.SendLatencyUs.P99)
 	require.GreaterOrEqual(t, res.SendLatencyUs.Max, int64(250_000))
+	// The stall blocked the producer's loop: the sends behind it left late.
+	require.NotNil(t, res.SendLagUs)
+	require.GreaterOrEqual(t, res.SendLagUs.Max, int64(250_000))
+	require.Contains(t, out.String(), "schedule lag")
 	// The rate is held: no fewer messages than the schedule asked for
 	// (within slack for timer jitter).
 	require.InDelta(t, 500, res.MsgsPerSec, 150)

@@ -86,6 +86,10 @@ func (rep *reporter) final(res *Result) {
 			res.Received, res.ConsumedPerSec, e.Mean/1e3, float64(e.P50)/1e3, float64(e.P95)/1e3,
 			float64(e.P99)/1e3, float64(e.P999)/1e3, float64(e.Max)/1e3, res.Drained)
 	}
+	if l := res.SendLagUs; l != nil {
+		fmt.Fprintf(out, "schedule lag (intended to actual send, included above): %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max.\n",
+			float64(l.P50)/1e3, float64(l.P99)/1e3, float64(l.P999)/1e3, float64(l.Max)/1e3)
+	}
 	if res.Errors > 0 {
 		fmt.Fprintf(out, "%d sends failed.\n", res.Errors)
 	}

@@ -28,6 +28,10 @@ type Result struct {
 	ConsumedPerSec float64     `json:"consumed_per_sec"`
 	SendLatencyUs  Percentiles `json:"send_latency_us"`
 	E2ELatencyUs   Percentiles `json:"e2e_latency_us"`
+	// SendLagUs (open loop only) is how late each send was issued after
+	// its intended time (timer granularity, scheduling, or a Send blocked
+	// on a full in-flight window): a share of both latencies above.
+	SendLagUs *Percentiles `json:"send_lag_us,omitempty"`
 	// Machine is filled by the caller (kernel, CPU, disk, commit).
 	Machine any `json:"machine,omitempty"`
 }

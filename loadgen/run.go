@@ -51,7 +51,7 @@ func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, erro
 	}
 
 	r := &run{w: &w, d: d, opts: opts, payload: payload,
-		send: NewRecorder(), e2e: NewRecorder()}
+		send: NewRecorder(), e2e: NewRecorder(), lag: NewRecorder()}
 	r.pool.New = func() any { b := make([]byte, len(payload)); copy(b, payload); return &b }
 	r.window.from.Store(math.MaxInt64)
 	r.window.to.Store(math.MaxInt64)
@@ -76,7 +76,12 @@ type run struct {
 	pool    sync.Pool // *[]byte payload buffers, returned when a send is done
 	send    *Recorder
 	e2e     *Recorder
-	c       counters
+	// lag is the open-loop schedule lag: how late each send was issued
+	// after its intended time (OpenMessaging Benchmark's "publish delay"):
+	// the generator's timer and scheduling, or a Send that blocked on a
+	// full in-flight window. It is part of send and e2e latency.
+	lag *Recorder
+	c   counters
 	// window is the measured window, [from, to) in Unix ns: only messages
 	// due inside it are figures, whenever they are acknowledged or
 	// received (a warm-up message received in the window is not one; a
@@ -169,6 +174,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		ackedAtStart, receivedAtStart = r.c.acked.Load(), r.c.received.Load()
 		r.send.SetMeasuring(true)
 		r.e2e.SetMeasuring(true)
+		r.lag.SetMeasuring(true)
 		rep.measuring.Store(true)
 		select {
 		case <-ctx.Done():
@@ -185,6 +191,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		_ = p.Close() // flushes: the window's last acknowledgements still count
 	}
 	r.send.SetMeasuring(false)
+	r.lag.SetMeasuring(false)
 	<-repDone
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -203,6 +210,10 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	res.SendLatencyUs = Summarize(r.send.Total())
 	res.E2ELatencyUs = Summarize(r.e2e.Total())
 	res.OpenLoop = w.Rate > 0
+	if res.OpenLoop {
+		lag := Summarize(r.lag.Total())
+		res.SendLagUs = &lag
+	}
 	rep.final(res)
 	return res, nil
 }
@@ -237,6 +248,9 @@ func (r *run) produceLoop(ctx, sendCtx context.Context, p Producer, id int, rate
 			}
 		} else {
 			due = time.Now()
+		}
+		if gap > 0 && r.inWindow(due.UnixNano()) {
+			r.lag.Record(max(time.Since(due).Microseconds(), 0))
 		}
 		bufp := r.pool.Get().(*[]byte)
 		binary.BigEndian.PutUint64(*bufp, uint64(due.UnixNano()))
