@@ -124,6 +124,7 @@ func (b *Broker) storeOptions() storage.Options {
 	}
 	o.Flush.MaxBatchBytes = c.GroupCommitMaxBatchBytes
 	o.Flush.MinInterval = c.GroupCommitMinInterval
+	o.Flush.MaxGather = c.GroupCommitMaxGather
 	o.Flush.Timeout = c.SyncFlushTimeout
 	o.Flush.Interval = c.FlushIntervalCommitLog
 	o.Flush.DirtyPages = c.FlushCommitLogLeastPages

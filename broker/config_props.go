@@ -82,6 +82,14 @@ func msProp(name string, f func(c *Config) *time.Duration) property {
 		get: func(c *Config) string { return strconv.FormatInt(f(c).Milliseconds(), 10) }}
 }
 
+// durProp is msProp for sub-millisecond settings: it reads ms or a Go
+// duration and writes a Go duration ("200µs"), so a value round-trips.
+func durProp(name string, f func(c *Config) *time.Duration) property {
+	p := msProp(name, f)
+	p.get = func(c *Config) string { return f(c).String() }
+	return p
+}
+
 func parseMillis(v string) (time.Duration, error) {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 		return time.Duration(n) * time.Millisecond, nil
@@ -139,6 +147,7 @@ var properties = []property{
 	strProp("storeBackend", func(c *Config) *string { return &c.StoreBackend }),
 	int64Prop("groupCommitMaxBatchBytes", func(c *Config) *int64 { return &c.GroupCommitMaxBatchBytes }),
 	msProp("groupCommitMinInterval", func(c *Config) *time.Duration { return &c.GroupCommitMinInterval }),
+	durProp("groupCommitMaxGather", func(c *Config) *time.Duration { return &c.GroupCommitMaxGather }),
 	strProp("adminListen", func(c *Config) *string { return &c.AdminListen }),
 	boolProp("textProtocolEnable", func(c *Config) *bool { return &c.TextProtocolEnable }),
 	intProp("maxFrameSize", func(c *Config) *int { return &c.MaxFrameSize }),

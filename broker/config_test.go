@@ -21,6 +21,7 @@ autoCreateTopicEnable=false
 storePathRootDir=/tmp/with\
   continued
 groupCommitMinInterval = 2ms
+groupCommitMaxGather = 150us
 flushIntervalCommitLog 250
 `
 	var c Config
@@ -37,14 +38,14 @@ flushIntervalCommitLog 250
 	}
 	if c.BrokerName != "broker-b" || len(c.NamesrvAddrs) != 2 || c.FileReservedTime != 48 ||
 		c.FlushDiskType != SyncFlush || c.MappedFileSizeCommitLog != 1<<20 || c.AutoCreateTopicEnable ||
-		c.StorePathRootDir != "/tmp/withcontinued" || c.GroupCommitMinInterval != 2*time.Millisecond ||
+		c.StorePathRootDir != "/tmp/withcontinued" || c.GroupCommitMinInterval != 2*time.Millisecond || c.GroupCommitMaxGather != 150*time.Microsecond ||
 		c.FlushIntervalCommitLog != 250*time.Millisecond {
 		t.Fatalf("parsed %s", c.String())
 	}
 	if !c.LongPollingEnable || c.ListenAddr != "127.0.0.1" || c.ListenPort != 10911 || c.BrokerIP1 != "127.0.0.1" {
 		t.Fatalf("defaults %s", c.String())
 	}
-	if !strings.Contains(c.String(), "brokerName=broker-b") {
+	if !strings.Contains(c.String(), "brokerName=broker-b") || !strings.Contains(c.String(), "groupCommitMaxGather=150µs") {
 		t.Fatal(c.String())
 	}
 }
