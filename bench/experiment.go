@@ -103,6 +103,12 @@ type DiskRef struct {
 	FileSize int64 `json:"file_size,omitempty"`
 	// Probe is how long the single-fsync probe runs; default 1s.
 	Probe Duration `json:"probe,omitempty"`
+	// Groups are group-commit ceilings to measure: for each n, a sync
+	// reference that writes n records per fdatasync (block = n × a sync
+	// cell's record size). n × its writes/s over the one-record
+	// reference's is the most n writers can gain over one on this disk
+	// with perfect group commit, before any engine cost.
+	Groups []int `json:"groups,omitempty"`
 }
 
 // QuickOverrides shorten an experiment for --quick.

@@ -56,6 +56,12 @@ func Markdown(r *ExperimentResult, charts []Chart, reportCmd string) string {
 			}
 		}
 		b.WriteString("\n")
+		for _, d := range r.DiskRefs {
+			if d.Ceiling != nil {
+				fmt.Fprintf(&b, "Group-commit ceiling: %d records per fdatasync (%s) run at %.0f writes/s against %s's, so %d writers can make at most **%.1f×** (%.1f–%.1f) the msgs/s of one on this disk, before any engine cost.\n\n",
+					d.Group, d.Key, d.MsgsPerSec.Median, d.Base, d.Group, d.Ceiling.Median, d.Ceiling.Min, d.Ceiling.Max)
+			}
+		}
 	}
 
 	b.WriteString("| cell | msgs/s (min–max) | MB/s | ×disk MB/s | p50 | p99 | p99.9 | max | p99 ÷ fsync p99 | appends/fsync | fsyncs/s | syscalls/1k appends |\n")

@@ -42,6 +42,12 @@ type DiskRefResult struct {
 	MsgsPerSec Spread        `json:"msgs_per_sec"`
 	MBPerSec   Spread        `json:"mb_per_sec"`
 	P99Us      Spread        `json:"p99_us"`
+	// Group (a DiskRef.Groups reference) is the records per write, Base
+	// the key of the one-record reference, and Ceiling, round by round,
+	// Group × this reference's writes/s ÷ Base's.
+	Group   int     `json:"group,omitempty"`
+	Base    string  `json:"base,omitempty"`
+	Ceiling *Spread `json:"ceiling,omitempty"`
 }
 
 // ProbeResult is the single-fsync probe over the rounds.

@@ -135,6 +135,16 @@ func (r *runner) setup() {
 		}
 		r.cellK[i] = key
 		r.res.Cells[i].DiskRef = key
+		if c.Flush == "sync" && fs == FsyncEvery {
+			for _, n := range r.e.Disk.Groups {
+				gk := fmt.Sprintf("block=%d/fsync=%s", n*block, fs)
+				if _, ok := r.refs[gk]; !ok && n > 1 {
+					ref := &DiskRefResult{Key: gk, Block: n * block, Fsync: fs, Group: n, Base: key}
+					ref.Config = r.diskOptions(ref).String()
+					r.refs[gk] = ref
+				}
+			}
+		}
 	}
 	perRound := len(r.plan.Cells) + len(r.refs)
 	if r.e.Disk.Run && len(r.plan.Cells) > 0 {
@@ -260,6 +270,18 @@ func (r *runner) finish() {
 			mb[i], msgs[i], p99[i] = d.MBPerSec, d.MsgsPerSec, float64(d.LatencyUs.P99)
 		}
 		ref.MBPerSec, ref.MsgsPerSec, ref.P99Us = SpreadOf(mb), SpreadOf(msgs), SpreadOf(p99)
+		if base := r.refs[ref.Base]; ref.Group > 0 && base != nil {
+			var c []float64
+			for i, d := range ref.Runs {
+				if i < len(base.Runs) && base.Runs[i].MsgsPerSec > 0 {
+					c = append(c, float64(ref.Group)*d.MsgsPerSec/base.Runs[i].MsgsPerSec)
+				}
+			}
+			if len(c) > 0 {
+				s := SpreadOf(c)
+				ref.Ceiling = &s
+			}
+		}
 		r.res.DiskRefs = append(r.res.DiskRefs, *ref)
 	}
 	if p := r.res.Probe; p != nil {

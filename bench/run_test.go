@@ -212,3 +212,39 @@ func TestRunProfilesEachCell(t *testing.T) {
 	require.Nil(t, res.Cells[0].Ratios.MB)
 	require.False(t, strings.Contains(res.Cells[0].DiskRef, "block"))
 }
+
+// TestRunGroupCeiling: disk.groups adds a sync reference writing n records
+// per fdatasync, and the result says n × its rate over one record's.
+func TestRunGroupCeiling(t *testing.T) {
+	e, err := ParseExperiment([]byte(`{"name": "g", "kind": "storage", "repeats": 2, "duration": "1s",
+	  "matrix": {"backends": ["pwrite"], "flush": ["sync", "async"], "sizes": [900], "writers": [1, 64]},
+	  "disk": {"run": true, "groups": [64]}}`))
+	require.NoError(t, err)
+	lab := newFakeLab()
+	m := fakeMachine
+	res, err := Run(context.Background(), e, RunOptions{
+		Dir: "/data", Progress: &bytes.Buffer{}, Machine: &m,
+		Storage: lab.storage, Disk: lab.disk, Probe: lab.probe, RecordSize: RecordSizeFake,
+		Settle: func() {}, Now: fakeClock(time.Date(2025, 12, 2, 12, 0, 0, 0, time.UTC)),
+	})
+	require.NoError(t, err)
+	require.Len(t, res.DiskRefs, 3, "every, interval, and the 64-record group")
+	var g *DiskRefResult
+	for i := range res.DiskRefs {
+		if res.DiskRefs[i].Group > 0 {
+			g = &res.DiskRefs[i]
+		}
+	}
+	require.NotNil(t, g)
+	require.Equal(t, "block=64000/fsync=every", g.Key)
+	require.Equal(t, "block=1000/fsync=every", g.Base)
+	require.Len(t, g.Runs, 2)
+	// The fake disk's fsync-every MB/s is the same at any block: 64
+	// records per write are 1/64 the writes, so the ceiling is 1×.
+	require.NotNil(t, g.Ceiling)
+	require.InDelta(t, 1.0, g.Ceiling.Median, 1e-9)
+	require.Contains(t, Markdown(res, nil, ""), "64 writers can make at most **1.0×**")
+	for _, c := range res.Cells {
+		require.NotEqual(t, g.Key, c.DiskRef, "cells keep their own reference")
+	}
+}
