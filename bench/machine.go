@@ -64,9 +64,13 @@ func (m Machine) String() string {
 	if dev == "" {
 		dev = "no block device"
 	}
+	gov := m.GoVersion
+	if m.GOMAXPROCS > 0 && m.GOMAXPROCS != m.CPUs {
+		gov += fmt.Sprintf(" (GOMAXPROCS %d)", m.GOMAXPROCS)
+	}
 	return fmt.Sprintf("%s: Linux %s %s, %s × %d, %.1f GiB RAM, %s on %s (%s, %s), %s, commit %s",
 		m.Hostname, m.Kernel, m.Arch, m.CPUModel, m.CPUs, float64(m.MemBytes)/(1<<30),
-		m.FSType, dev, m.DiskModel, rot, m.GoVersion, commit)
+		m.FSType, dev, m.DiskModel, rot, gov, commit)
 }
 
 // machineSource is where CollectMachine reads from; tests point it at fake

@@ -117,6 +117,7 @@ func (f *brokerFlags) config(fs *flag.FlagSet) (broker.Config, *slog.Logger, err
 }
 
 func runBroker(args []string) error {
+	brokerProcs()
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	var f brokerFlags
 	f.register(fs, true)

@@ -16,6 +16,7 @@ func init() {
 }
 
 func runDev(args []string) error {
+	brokerProcs()
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	var f brokerFlags
 	f.register(fs, false)

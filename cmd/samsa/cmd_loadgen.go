@@ -16,6 +16,7 @@ func init() {
 }
 
 func runLoadgen(args []string) error {
+	brokerProcs() // the embedded cluster's, and the generator's own pacing
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	var w loadgen.Workload
 	namesrv := fs.String("namesrv", "", "name server address(es), ;-separated; empty starts an embedded cluster (samsa dev)")
