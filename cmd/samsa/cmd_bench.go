@@ -327,7 +327,21 @@ func benchReport(args []string) error {
 			if _, seen := e2e[r.Experiment]; !seen {
 				e2eOrder = append(e2eOrder, r.Experiment)
 			}
-			e2e[r.Experiment] = r.Markdown() + fmt.Sprintf("\nRendered by `%s`.\n", o.Command)
+			linkBase := "."
+			if o.Out != "" {
+				linkBase = filepath.Dir(o.Out)
+			}
+			var charts []loadgen.Chart
+			if !o.NoCharts {
+				dir := filepath.Dir(p)
+				if o.SVGDir != "" {
+					dir = o.SVGDir
+				}
+				if charts, err = r.WriteCharts(dir, linkBase); err != nil {
+					return err
+				}
+			}
+			e2e[r.Experiment] = e2eSection(r, charts, p) + fmt.Sprintf("\nRendered by `%s`.\n", o.Command)
 			continue
 		}
 		r, err := bench.ReadResult(p)

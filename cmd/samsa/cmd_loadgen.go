@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/samsamq/samsa/bench"
@@ -128,14 +130,28 @@ func runExperimentFile(ctx context.Context, lab labSettings, path string, quick 
 	if err != nil {
 		return err
 	}
-	md := res.Markdown()
-	fmt.Println(md)
+	fmt.Println(res.Markdown())
 	fmt.Printf("result: %s\n", p)
 	if perfFile != "" {
-		section := fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", md, res.Machine, p)
+		charts, err := res.WriteCharts(filepath.Dir(p), filepath.Dir(perfFile))
+		if err != nil {
+			return err
+		}
+		section := e2eSection(res, charts, p)
 		if err := bench.UpdateSections(perfFile, []string{res.Experiment}, map[string]string{res.Experiment: section}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// e2eSection is an e2e result's PERFORMANCE.md section: tables, charts,
+// the machine and the result file.
+func e2eSection(r *loadgen.ExperimentResult, charts []loadgen.Chart, path string) string {
+	machine := fmt.Sprint(r.Machine)
+	var m bench.Machine
+	if b, err := json.Marshal(r.Machine); err == nil && json.Unmarshal(b, &m) == nil && m.Hostname != "" {
+		machine = m.String() // a result read back holds the machine as a map
+	}
+	return fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", r.MarkdownCharts(charts), machine, path)
 }
