@@ -419,39 +419,7 @@ func BenchmarkPwriteBufferSize(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			dir := b.TempDir()
-			var total Stats
-			n := 0
-			newSeg := func() Segment {
-				n++
-				s, err := be.Create(Config{FS: vfs.Default, Path: filepath.Join(dir, strconv.Itoa(n)), Capacity: capacity, Preallocate: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				return s
-			}
-			s := newSeg()
-			b.SetBytes(int64(len(rec)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if s.Written()+int64(len(rec)) > capacity {
-					b.StopTimer()
-					total = total.Add(s.Stats())
-					s.Close()
-					s = newSeg()
-					b.StartTimer()
-				}
-				if err := s.Append(rec); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			if _, err := s.Flush(); err != nil {
-				b.Fatal(err)
-			}
-			total = total.Add(s.Stats())
-			s.Close()
+			total := appendBench(b, be, capacity, rec, 0, false)
 			b.ReportMetric(float64(total.WriteCalls)*1000/float64(b.N), "writes/1000appends")
 		})
 	}

@@ -8,6 +8,62 @@ import (
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
+// appendBench appends rec b.N times to segments of capacity bytes on the
+// OS file system (a fresh preallocated segment when one fills), flushing
+// every flushEvery appends (0: only at the end; a full segment is flushed
+// before it is closed when flushEvery > 0), and returns the segments'
+// summed Stats. With skip, a segment the backend cannot create skips the
+// benchmark (io_uring refused here) instead of failing it.
+func appendBench(b *testing.B, be Backend, capacity int64, rec []byte, flushEvery int, skip bool) Stats {
+	b.Helper()
+	dir := b.TempDir()
+	var total Stats
+	segs := 0
+	newSeg := func() Segment {
+		segs++
+		s, err := be.Create(Config{FS: vfs.Default, Path: filepath.Join(dir, fmt.Sprint(segs)), Capacity: capacity, Preallocate: true})
+		if err != nil && skip {
+			b.Skipf("%s: %v", be.Name(), err)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	flush := func(s Segment) {
+		if _, err := s.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := newSeg()
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if s.Written()+int64(len(rec)) > capacity {
+			b.StopTimer()
+			if flushEvery > 0 {
+				flush(s)
+			}
+			total = total.Add(s.Stats())
+			s.Close()
+			s = newSeg()
+			b.StartTimer()
+		}
+		if err := s.Append(rec); err != nil {
+			b.Fatal(err)
+		}
+		if flushEvery > 0 && (i+1)%flushEvery == 0 {
+			flush(s)
+		}
+	}
+	b.StopTimer()
+	flush(s)
+	total = total.Add(s.Stats())
+	s.Close()
+	return total
+}
+
 // syscallsOf is the system calls a segment's Stats stand for: write calls
 // plus fsync calls, except for uring, whose fsyncs ride in the same
 // io_uring_enter as the writes.
@@ -50,47 +106,7 @@ func BenchmarkAppendFlush(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				dir := b.TempDir()
-				var total Stats
-				segs := 0
-				newSeg := func() Segment {
-					segs++
-					s, err := be.Create(Config{FS: vfs.Default, Path: filepath.Join(dir, fmt.Sprint(segs)), Capacity: capacity, Preallocate: true})
-					if err != nil {
-						b.Skipf("%s: %v", v.name, err)
-					}
-					return s
-				}
-				s := newSeg()
-				b.SetBytes(int64(len(rec)))
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					if s.Written()+int64(len(rec)) > capacity {
-						b.StopTimer()
-						if _, err := s.Flush(); err != nil {
-							b.Fatal(err)
-						}
-						total = total.Add(s.Stats())
-						s.Close()
-						s = newSeg()
-						b.StartTimer()
-					}
-					if err := s.Append(rec); err != nil {
-						b.Fatal(err)
-					}
-					if (i+1)%every == 0 {
-						if _, err := s.Flush(); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				b.StopTimer()
-				if _, err := s.Flush(); err != nil {
-					b.Fatal(err)
-				}
-				total = total.Add(s.Stats())
-				s.Close()
+				total := appendBench(b, be, capacity, rec, every, true)
 				per := 1000 / float64(b.N)
 				b.ReportMetric(float64(syscallsOf(v.backend, total))*per, "syscalls/1000appends")
 				b.ReportMetric(float64(total.Fsyncs)*per, "fsyncs/1000appends")
