@@ -97,6 +97,16 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseTopic parses a per-topic command's flags and returns its topic.
+// topic is the --topic flag's variable, read after parsing.
+func parseTopic(fs *flag.FlagSet, topic *string, args []string) (string, error) {
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return "", err
+	}
+	return topicArg(*topic, rest)
+}
+
 // topicArg takes the topic from --topic or the first argument.
 func topicArg(flagTopic string, rest []string) (string, error) {
 	if flagTopic != "" {

@@ -54,11 +54,7 @@ func topicCreate(args []string) error {
 	brokers := fs.String("broker", "", "create on these broker addresses only, ';'-separated")
 	order := fs.Bool("order", false, "mark the topic ordered")
 	readOnly := fs.Bool("read-only", false, "permission: read only (default read and write)")
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	t, err := topicArg(*topic, rest)
+	t, err := parseTopic(fs, topic, args)
 	if err != nil {
 		return err
 	}
@@ -141,11 +137,7 @@ func topicRoute(args []string) error {
 	fs := flag.NewFlagSet("topic route", flag.ContinueOnError)
 	cf := addClientFlags(fs)
 	topic := fs.String("topic", "", "topic name (or the first argument)")
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	t, err := topicArg(*topic, rest)
+	t, err := parseTopic(fs, topic, args)
 	if err != nil {
 		return err
 	}
@@ -202,11 +194,7 @@ func topicDescribe(args []string) error {
 	fs := flag.NewFlagSet("topic describe", flag.ContinueOnError)
 	cf := addClientFlags(fs)
 	topic := fs.String("topic", "", "topic name (or the first argument)")
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	t, err := topicArg(*topic, rest)
+	t, err := parseTopic(fs, topic, args)
 	if err != nil {
 		return err
 	}
