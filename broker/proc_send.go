@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/netip"
 	"strings"
+	"unsafe"
 
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
@@ -69,7 +70,8 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 		b.stats.sendErrors.Add(1)
 		return nil, refuse
 	}
-	props := []byte(h.Properties)
+	// The store only reads Properties: no copy of the decoded string.
+	props := unsafe.Slice(unsafe.StringData(h.Properties), len(h.Properties))
 	return &storage.Message{
 		Topic:          h.Topic,
 		QueueID:        queue,
@@ -130,7 +132,7 @@ func offsetMsgIDs(host netip.AddrPort, res []storage.AppendResult) string {
 			buf = append(buf, upperHex[c>>4], upperHex[c&0xF])
 		}
 	}
-	return string(buf)
+	return unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not touched again
 }
 
 const upperHex = "0123456789ABCDEF"

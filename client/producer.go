@@ -150,7 +150,8 @@ func (p *Producer) sendRequest(code int16, topic string, q MessageQueue, sysFlag
 
 // request builds m's SEND_MESSAGE_V2 request to q.
 func (p *Producer) request(m *Message, q MessageQueue, uniq string) *protocol.Command {
-	props := appendProperties(make([]byte, 0, 64+len(m.Tags)), m, uniq)
+	var scratch [192]byte // most properties fit: one allocation, the string
+	props := appendProperties(scratch[:0], m, uniq)
 	body, sysFlag := m.Body, int32(0)
 	if p.opts.CompressOver > 0 && len(body) >= p.opts.CompressOver {
 		body, sysFlag = deflate(body), record.FlagCompressed
@@ -175,7 +176,9 @@ func result(addr string, q MessageQueue, uniq string, resp *protocol.Command) (*
 		return nil, responseError(addr, resp)
 	}
 	var h protocol.SendMessageResponseHeader
-	if derr := h.Decode(resp.ExtFields); derr != nil {
+	if th, ok := resp.Header.(*protocol.SendMessageResponseHeader); ok {
+		h = *th // decoded without a map (remoting's DecodeSendResponseFrame)
+	} else if derr := h.Decode(resp.ExtFields); derr != nil {
 		return nil, fmt.Errorf("client: send answer from %s: %w", addr, derr)
 	}
 	res := &SendResult{Status: status, MsgID: uniq, OffsetMsgID: h.MsgID, QueueOffset: h.QueueOffset, TransactionID: h.TransactionID,

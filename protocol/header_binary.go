@@ -32,7 +32,7 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	dst = append(dst, 0, 0, 0, 0)
 	if c.typedExt() {
 		w := ExtWriter{dst: dst}
-		c.Header.AppendExt(&w)
+		appendExt(c.Header, &w)
 		dst = w.dst
 		binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
 		return dst, nil

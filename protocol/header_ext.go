@@ -65,6 +65,25 @@ func (w *ExtWriter) Int(k string, v int64) {
 // Bool writes "true" or "false".
 func (w *ExtWriter) Bool(k string, v bool) { w.Str(k, strconv.FormatBool(v)) }
 
+// appendExt is h.AppendExt(w) with the send path's headers called
+// directly: through the interface, w would escape to the heap, one
+// allocation per encoded header.
+func appendExt(h ExtHeader, w *ExtWriter) {
+	switch h := h.(type) {
+	case *SendMessageRequestHeaderV2:
+		h.AppendExt(w)
+	case *SendMessageRequestHeader:
+		h.AppendExt(w)
+	case *SendMessageResponseHeader:
+		h.AppendExt(w)
+	default:
+		hw := new(ExtWriter)
+		*hw = *w
+		h.AppendExt(hw)
+		*w = *hw
+	}
+}
+
 func (w *ExtWriter) jsonKey(k string) {
 	if w.n > 0 {
 		w.dst = append(w.dst, ',')

@@ -14,7 +14,7 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 		at := len(dst)
 		dst = append(dst, `,"extFields":{`...)
 		w := ExtWriter{dst: dst, json: true}
-		c.Header.AppendExt(&w)
+		appendExt(c.Header, &w)
 		dst = w.dst
 		if w.n == 0 {
 			dst = dst[:at] // omitted when empty, as the map path does

@@ -163,8 +163,8 @@ func (f *sendFields) header(h *SendMessageRequestHeader) bool {
 		ok = ok && good
 		return n
 	}
-	h.ProducerGroup = string(f.v[sfGroup])
-	h.Topic = string(f.v[sfTopic])
+	h.ProducerGroup = internRecent(f.v[sfGroup])
+	h.Topic = internRecent(f.v[sfTopic])
 	h.DefaultTopic = intern(f.v[sfDefaultTopic])
 	h.DefaultTopicQueueNums = int32(num(sfDefaultQueues, 32))
 	h.QueueID = int32(num(sfQueueID, 32))
@@ -177,7 +177,7 @@ func (f *sendFields) header(h *SendMessageRequestHeader) bool {
 	h.HasMaxReconsumeTimes = f.has&(1<<sfMaxReconsume) != 0 && len(f.v[sfMaxReconsume]) > 0
 	h.MaxReconsumeTimes = int32(num(sfMaxReconsume, 32))
 	h.Batch = bytes.EqualFold(f.v[sfBatch], []byte("true"))
-	h.BrokerName = string(f.v[sfBrokerName])
+	h.BrokerName = internRecent(f.v[sfBrokerName])
 	return ok
 }
 

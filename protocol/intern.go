@@ -1,5 +1,10 @@
 package protocol
 
+import (
+	"hash/maphash"
+	"sync/atomic"
+)
+
 // knownStrings are ext-field keys and common values that decoders return
 // without allocating: every header field name of this package and RocketMQ's,
 // and the usual small values. It is read-only after package init.
@@ -39,4 +44,35 @@ func intern(b []byte) string {
 		return s
 	}
 	return string(b)
+}
+
+// recentStrings holds strings that repeat from one request to the next
+// but are not known in advance: topic, group and broker names. A slot is
+// picked by the bytes' hash and holds the last string seen there, so the
+// cache stays bounded whatever the names are; a miss costs what
+// string(b) costs, plus the slot's pointer.
+var (
+	recentStrings [256]atomic.Pointer[string]
+	recentSeed    = maphash.MakeSeed()
+)
+
+// maxRecent is the longest string the recent cache keeps.
+const maxRecent = 127
+
+// internRecent returns b as a string, the cached one when b was seen last
+// in its slot.
+func internRecent(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > maxRecent {
+		return string(b)
+	}
+	slot := &recentStrings[maphash.Bytes(recentSeed, b)%uint64(len(recentStrings))]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	slot.Store(&s)
+	return s
 }

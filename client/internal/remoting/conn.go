@@ -248,22 +248,47 @@ func (c *conn) writeLoop() {
 func (c *conn) readLoop() {
 	defer c.cl.wg.Done()
 	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var scratch [4]byte
+	// Frames that fit buf are read into it; what a decoded command keeps
+	// of one (its body) is copied out, so an answer without a body costs
+	// no allocation for its frame.
+	buf := make([]byte, 0, 4<<10)
 	for {
-		frame, err := protocol.ReadFrame(br, c.cl.opts.MaxFrame, scratch[:])
+		frame, err := protocol.ReadFrame(br, c.cl.opts.MaxFrame, buf)
 		if err != nil {
 			if !c.dead() {
 				c.fail(fmt.Errorf("%w: read from %s: %v", ErrConnection, c.addr, err))
 			}
 			return
 		}
-		cmd, err := protocol.DecodeFrame(frame)
+		// An answer's call is looked up before the frame is decoded, so
+		// the answer to a single send decodes without a map.
+		var cl *call
+		decode := protocol.DecodeFrame
+		if op, flag, ok := protocol.FrameOpaque(frame); ok && flag&protocol.FlagResponse != 0 {
+			if cl = c.take(op); cl == nil {
+				continue // timed out, or not ours: nothing waits for it
+			}
+			if cl.code == protocol.SendMessageV2 || cl.code == protocol.SendMessage {
+				decode = protocol.DecodeSendResponseFrame
+			}
+		}
+		cmd, err := decode(frame)
 		if err != nil {
-			c.fail(fmt.Errorf("%w: from %s: %v", ErrConnection, c.addr, err))
+			err = fmt.Errorf("%w: from %s: %v", ErrConnection, c.addr, err)
+			if cl != nil {
+				cl.finish(nil, err)
+			}
+			c.fail(err)
 			return
 		}
+		if cmd.Body != nil && cap(buf) >= len(frame) {
+			cmd.Body = append([]byte(nil), cmd.Body...)
+		}
 		if cmd.IsResponse() {
-			if cl := c.take(cmd.Opaque); cl != nil {
+			if cl == nil {
+				cl = c.take(cmd.Opaque)
+			}
+			if cl != nil {
 				cl.finish(cmd, nil)
 			}
 			continue
