@@ -63,25 +63,36 @@ type ComparisonResult struct {
 }
 
 // RunExperiment runs every cell Repeats times, each run on a fresh driver.
-// progress gets "cell i/n" lines with an ETA.
+// The repeats go round the cells (every cell once, then every cell
+// again), so cells compared side by side meet the same spells of a noisy
+// machine rather than one cell getting all of a quiet one. progress gets
+// "run i/n" lines with an ETA.
 func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory DriverFactory, progress io.Writer) (*ExperimentResult, error) {
 	cells, err := e.Expand(quick)
 	if err != nil {
 		return nil, err
 	}
 	res := &ExperimentResult{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: quick, Start: time.Now().UTC()}
+	crs := make([]CellResult, len(cells))
+	for i, c := range cells {
+		crs[i].Cell = c
+	}
 	total := len(cells) * e.Repeats
 	done := 0
 	began := time.Now()
-	for _, c := range cells {
-		cr := CellResult{Cell: c}
-		for rep := 0; rep < e.Repeats && cr.Skipped == ""; rep++ {
+	for rep := 0; rep < e.Repeats; rep++ {
+		for i := range crs {
+			cr := &crs[i]
+			if cr.Skipped != "" {
+				done++
+				continue
+			}
 			eta := "?"
 			if done > 0 {
 				eta = (time.Duration(float64(time.Since(began)) / float64(done) * float64(total-done))).Round(time.Second).String()
 			}
-			fmt.Fprintf(progress, "== %s: run %d/%d: %s (repeat %d/%d), ETA %s\n", e.Name, done+1, total, c.Label, rep+1, e.Repeats, eta)
-			r, err := runCell(ctx, c, factory, progress)
+			fmt.Fprintf(progress, "== %s: run %d/%d: %s (repeat %d/%d), ETA %s\n", e.Name, done+1, total, cr.Cell.Label, rep+1, e.Repeats, eta)
+			r, err := runCell(ctx, cr.Cell, factory, progress)
 			done++
 			if err != nil {
 				if ctx.Err() != nil {
@@ -89,13 +100,15 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 				}
 				cr.Skipped = err.Error()
 				fmt.Fprintf(progress, "   skipped: %v\n", err)
-				break
+				continue
 			}
 			cr.Runs = append(cr.Runs, r)
 		}
-		cr.Median, cr.Min, cr.Max = summarizeRuns(cr.Runs)
-		res.Cells = append(res.Cells, cr)
 	}
+	for i := range crs {
+		crs[i].Median, crs[i].Min, crs[i].Max = summarizeRuns(crs[i].Runs)
+	}
+	res.Cells = crs
 	res.Comparisons = compare(e.Compare, res.Cells)
 	return res, nil
 }
