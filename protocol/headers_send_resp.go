@@ -34,7 +34,7 @@ func DecodeSendResponseFrame(frame []byte) (*Command, error) {
 	if len(frame) >= 4 && SerializeType(frame[0]) == SerializeRocketMQ {
 		hl := int(binary.BigEndian.Uint32(frame) & maxHeaderLength)
 		if hl <= len(frame)-4 {
-			if c, ok := decodeSendResponseBinary(frame[4:4+hl]); ok {
+			if c, ok := decodeSendResponseBinary(frame[4 : 4+hl]); ok {
 				if body := frame[4+hl:]; len(body) > 0 {
 					c.Body = body
 				}
