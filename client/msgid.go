@@ -43,8 +43,10 @@ func newIDGen(now func() time.Time) *idGen {
 }
 
 // next returns a new id.
-func (g *idGen) next() string {
-	now := g.now()
+func (g *idGen) next() string { return g.nextAt(g.now()) }
+
+// nextAt returns a new id made at now.
+func (g *idGen) nextAt(now time.Time) string {
 	ms := now.UnixMilli()
 	g.mu.Lock()
 	if ms >= g.mu.nextMonth || ms < g.mu.monthStart-1000_000 {

@@ -28,21 +28,26 @@ type Producer struct {
 	inflight chan struct{} // a token per unanswered asynchronous message
 	pending  waitCount
 	closed   atomic.Bool
+	// realClock: opts.Clock is time.Now, so one reading serves both the
+	// born timestamp and the send's deadline.
+	realClock bool
 }
 
 // NewProducer checks opts (after EnsureDefaults) and returns a running
 // Producer. It connects to nothing until the first send.
 func NewProducer(opts ProducerOptions) (*Producer, error) {
+	realClock := opts.Clock == nil
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("client: producer options: %w", err)
 	}
 	p := &Producer{
-		opts:     opts,
-		in:       newInstance(opts.ClientOptions, nil),
-		ids:      newIDGen(opts.Clock),
-		faults:   newBrokerFaults(opts.Clock),
-		inflight: make(chan struct{}, opts.MaxInFlight),
+		opts:      opts,
+		in:        newInstance(opts.ClientOptions, nil),
+		ids:       newIDGen(opts.Clock),
+		faults:    newBrokerFaults(opts.Clock),
+		inflight:  make(chan struct{}, opts.MaxInFlight),
+		realClock: realClock,
 	}
 	if opts.Batch.Enabled() {
 		p.acc = newAccumulator(opts.Batch.MaxMessages, opts.Batch.MaxBytes, opts.Batch.Linger, p.flushBatch)
@@ -128,19 +133,22 @@ func (p *Producer) note(broker string, start time.Time, err error) {
 }
 
 // uniqID returns m's UNIQ_KEY: the caller's, if set, else a new one.
-func (p *Producer) uniqID(m *Message) string {
+func (p *Producer) uniqID(m *Message) string { return p.uniqIDAt(m, p.opts.Clock()) }
+
+// uniqIDAt is uniqID with the clock read at now.
+func (p *Producer) uniqIDAt(m *Message, now time.Time) string {
 	if id := m.Properties[PropertyUniqKey]; id != "" {
 		return id
 	}
-	return p.ids.next()
+	return p.ids.nextAt(now)
 }
 
 // sendRequest makes a send request of code whose header (the one-letter
 // form) is encoded typed, without an ext-field map.
-func (p *Producer) sendRequest(code int16, topic string, q MessageQueue, sysFlag int32, flag int32, props string, batch bool, body []byte) *protocol.Command {
+func (p *Producer) sendRequest(code int16, topic string, q MessageQueue, sysFlag int32, flag int32, props string, batch bool, body []byte, born time.Time) *protocol.Command {
 	h := &protocol.SendMessageRequestHeaderV2{SendMessageRequestHeader: protocol.SendMessageRequestHeader{
 		ProducerGroup: p.opts.Group, Topic: topic, DefaultTopic: AutoCreateTopicKey, DefaultTopicQueueNums: int32(p.opts.AutoCreateQueues),
-		QueueID: int32(q.QueueID), SysFlag: sysFlag, BornTimestamp: p.opts.Clock().UnixMilli(), Flag: flag,
+		QueueID: int32(q.QueueID), SysFlag: sysFlag, BornTimestamp: born.UnixMilli(), Flag: flag,
 		Properties: props, Batch: batch, BrokerName: q.BrokerName,
 	}}
 	req := protocol.NewRequest(code, nil, body)
@@ -148,15 +156,15 @@ func (p *Producer) sendRequest(code int16, topic string, q MessageQueue, sysFlag
 	return req
 }
 
-// request builds m's SEND_MESSAGE_V2 request to q.
-func (p *Producer) request(m *Message, q MessageQueue, uniq string) *protocol.Command {
+// request builds m's SEND_MESSAGE_V2 request to q, born at born.
+func (p *Producer) request(m *Message, q MessageQueue, uniq string, born time.Time) *protocol.Command {
 	var scratch [192]byte // most properties fit: one allocation, the string
 	props := appendProperties(scratch[:0], m, uniq)
 	body, sysFlag := m.Body, int32(0)
 	if p.opts.CompressOver > 0 && len(body) >= p.opts.CompressOver {
 		body, sysFlag = deflate(body), record.FlagCompressed
 	}
-	return p.sendRequest(protocol.SendMessageV2, m.Topic, q, sysFlag, m.Flag, string(props), false, body)
+	return p.sendRequest(protocol.SendMessageV2, m.Topic, q, sysFlag, m.Flag, string(props), false, body, born)
 }
 
 // result reads a send's answer.
@@ -214,7 +222,7 @@ func (p *Producer) Send(ctx context.Context, m *Message) (*SendResult, error) {
 		}
 		addr := r.masterAddr(q.BrokerName)
 		start := p.opts.Clock()
-		resp, err := p.in.rc.Invoke(ctx, addr, p.request(m, q, uniq))
+		resp, err := p.in.rc.Invoke(ctx, addr, p.request(m, q, uniq, start))
 		var res *SendResult
 		if err == nil {
 			res, err = result(addr, q, uniq, resp)
@@ -256,7 +264,7 @@ func (p *Producer) SendOneway(ctx context.Context, m *Message) error {
 		return err
 	}
 	q := p.pick(m, r, "")
-	return p.in.rc.InvokeOneway(ctx, r.masterAddr(q.BrokerName), p.request(m, q, p.uniqID(m)))
+	return p.in.rc.InvokeOneway(ctx, r.masterAddr(q.BrokerName), p.request(m, q, p.uniqID(m), p.opts.Clock()))
 }
 
 // batchRequest builds one SEND_BATCH_MESSAGE request to q.
@@ -272,7 +280,7 @@ func (p *Producer) batchRequest(q MessageQueue, sends []pendingSend) (*protocol.
 			return nil, err
 		}
 	}
-	return p.sendRequest(protocol.SendBatchMessage, q.Topic, q, 0, 0, "", true, body), nil
+	return p.sendRequest(protocol.SendBatchMessage, q.Topic, q, 0, 0, "", true, body, p.opts.Clock()), nil
 }
 
 // batchResults splits a batch's answer into one result per message.

@@ -49,7 +49,8 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message, done func(*SendRes
 		finish(nil, err)
 		return
 	}
-	s := pendingSend{msg: m, uniq: p.uniqID(m), size: m.size(), done: finish}
+	now := p.opts.Clock()
+	s := pendingSend{msg: m, uniq: p.uniqIDAt(m, now), size: m.size(), done: finish}
 	if p.acc != nil {
 		if p.keyed(m) {
 			p.acc.add(p.pick(m, r, ""), s)
@@ -62,9 +63,12 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message, done func(*SendRes
 	// often cancel as soon as SendAsync returns.
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(p.opts.SendTimeout)
+		if !p.realClock {
+			now = time.Now() // deadlines are on the real clock
+		}
+		deadline = now.Add(p.opts.SendTimeout)
 	}
-	p.sendOneAsync(deadline, r, s, p.pick(m, r, ""), 0, nil, finish)
+	p.sendOneAsync(deadline, now, r, s, p.pick(m, r, ""), 0, nil, finish)
 }
 
 // SendAsyncChan is SendAsync delivering the outcome to results, which
@@ -76,10 +80,11 @@ func (p *Producer) SendAsyncChan(ctx context.Context, m *Message, results chan<-
 // sendOneAsync makes one attempt of s to q and retries on failure.
 // The attempts share one deadline (no context: a timed-out request is
 // failed by the connection's sweeper).
-func (p *Producer) sendOneAsync(deadline time.Time, r *topicRoute, s pendingSend, q MessageQueue, attempt int, errs []error, done func(*SendResult, error)) {
+// start is the attempt's time on the producer's clock: its born
+// timestamp, and where its latency for fault avoidance counts from.
+func (p *Producer) sendOneAsync(deadline, start time.Time, r *topicRoute, s pendingSend, q MessageQueue, attempt int, errs []error, done func(*SendResult, error)) {
 	addr := r.masterAddr(q.BrokerName)
-	start := p.opts.Clock()
-	p.in.rc.InvokeAsyncDeadline(addr, p.request(s.msg, q, s.uniq), deadline, func(resp *protocol.Command, err error) {
+	p.in.rc.InvokeAsyncDeadline(addr, p.request(s.msg, q, s.uniq, start), deadline, func(resp *protocol.Command, err error) {
 		var res *SendResult
 		if err == nil {
 			res, err = result(addr, q, s.uniq, resp)
@@ -99,7 +104,7 @@ func (p *Producer) sendOneAsync(deadline time.Time, r *topicRoute, s pendingSend
 			nq = p.pick(s.msg, r, q.BrokerName)
 		}
 		// A new goroutine: this callback runs on the connection's reader.
-		go p.sendOneAsync(deadline, r, s, nq, attempt+1, errs, done)
+		go p.sendOneAsync(deadline, p.opts.Clock(), r, s, nq, attempt+1, errs, done)
 	})
 }
 
