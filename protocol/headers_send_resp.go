@@ -69,28 +69,11 @@ func decodeSendResponseBinary(h []byte) (*Command, bool) {
 	}
 	var r sendResponseFields
 	for ext := p[:el]; len(ext) > 0; {
-		if len(ext) < 2 {
+		k, v, rest, ok := nextBinaryPair(ext)
+		if !ok || !r.add(k, v) {
 			return nil, false
 		}
-		kl := int(int16(binary.BigEndian.Uint16(ext)))
-		ext = ext[2:]
-		if kl < 0 || kl > len(ext) {
-			return nil, false
-		}
-		k := ext[:kl]
-		ext = ext[kl:]
-		if len(ext) < 4 {
-			return nil, false
-		}
-		vl := int64(int32(binary.BigEndian.Uint32(ext)))
-		ext = ext[4:]
-		if vl < 0 || vl > int64(len(ext)) {
-			return nil, false
-		}
-		if !r.add(k, ext[:vl]) {
-			return nil, false
-		}
-		ext = ext[vl:]
+		ext = rest
 	}
 	hdr := &SendMessageResponseHeader{}
 	if !r.header(hdr) {

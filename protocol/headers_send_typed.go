@@ -247,28 +247,38 @@ func setSendHeader(c *Command, f *sendFields) bool {
 func decodeSendExtBinary(ext []byte, c *Command, v2 bool) bool {
 	f := sendFields{v2: v2}
 	for len(ext) > 0 {
-		if len(ext) < 2 {
+		k, v, rest, ok := nextBinaryPair(ext)
+		if !ok {
 			return false
 		}
-		kl := int(int16(binary.BigEndian.Uint16(ext)))
-		ext = ext[2:]
-		if kl < 0 || kl > len(ext) {
-			return false
-		}
-		k := ext[:kl]
-		ext = ext[kl:]
-		if len(ext) < 4 {
-			return false
-		}
-		vl := int64(int32(binary.BigEndian.Uint32(ext)))
-		ext = ext[4:]
-		if vl < 0 || vl > int64(len(ext)) {
-			return false
-		}
-		f.add(k, ext[:vl])
-		ext = ext[vl:]
+		f.add(k, v)
+		ext = rest
 	}
 	return setSendHeader(c, &f)
+}
+
+// nextBinaryPair splits the first binary ext pair (key length 2, key,
+// value length 4, value) off ext; false when it is cut short or a length
+// is out of range.
+func nextBinaryPair(ext []byte) (k, v, rest []byte, ok bool) {
+	if len(ext) < 2 {
+		return nil, nil, nil, false
+	}
+	kl := int(int16(binary.BigEndian.Uint16(ext)))
+	ext = ext[2:]
+	if kl < 0 || kl > len(ext) {
+		return nil, nil, nil, false
+	}
+	k, ext = ext[:kl], ext[kl:]
+	if len(ext) < 4 {
+		return nil, nil, nil, false
+	}
+	vl := int64(int32(binary.BigEndian.Uint32(ext)))
+	ext = ext[4:]
+	if vl < 0 || vl > int64(len(ext)) {
+		return nil, nil, nil, false
+	}
+	return k, ext[:vl], ext[vl:], true
 }
 
 // decodeSendExtJSON decodes the extFields object at h[at:] typed; false
