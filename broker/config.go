@@ -130,7 +130,7 @@ type Config struct {
 	// GroupCommitMaxGather (groupCommitMaxGather, ours, a Go duration or
 	// ms): SYNC_FLUSH rounds wait at most this long for the writers the
 	// last round released (storage.FlushOptions.MaxGather); 0 (default)
-	// is the store's 200µs, negative turns it off.
+	// is the store's 1ms, negative turns it off.
 	GroupCommitMaxGather time.Duration
 	// AdminListen (adminListen, ours): the admin HTTP listener (/metrics,
 	// /debug/pprof). Default "127.0.0.1:0"; "off" disables it.

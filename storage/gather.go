@@ -11,12 +11,15 @@ import "time"
 // W/2, and every fsync carries half of what it could. Before a round the
 // flusher therefore waits, briefly, until as many appends wait as the
 // previous round saw writers (released plus already waiting again),
-// bounded by Flush.MaxGather and a quarter of the last fsync.
+// bounded by Flush.MaxGather and half the last fsync: a wait never costs
+// more than half a round.
 //
 // Open-loop traffic does not come back on release; a wait that ends
-// unfilled makes the next rounds skip gathering, twice as many after each
-// miss (up to maxGatherBackoff), so such traffic pays at most a bounded
-// share of rounds. Only the flusher goroutine uses a gatherer.
+// unfilled with fewer than half of the missing appends arrived makes the
+// next rounds skip gathering, twice as many after each such miss (up to
+// maxGatherBackoff), so that traffic pays at most a bounded share of
+// rounds. A wait that ends with most of them arrived is closed-loop
+// writers with a few slow ones, and the next round gathers again. Only the flusher goroutine uses a gatherer.
 type gatherer struct {
 	s       *Store
 	max     time.Duration
@@ -63,15 +66,22 @@ func (g *gatherer) wait() {
 	maxBytes := s.opts.Flush.MaxBatchBytes
 	start := time.Now()
 	deadline := start.Add(bound)
+	n0, n := s.pendingN.Load(), int64(0)
 	s.m.gathers.Add(1)
 	defer func() { s.m.gatherNanos.Add(int64(time.Since(start))) }()
-	for s.pendingN.Load() < g.want {
+	for n = s.pendingN.Load(); n < g.want; n = s.pendingN.Load() {
 		if maxBytes > 0 && s.written.Load()-s.durable.Load() >= maxBytes {
 			break
 		}
 		d := time.Until(deadline)
 		if d <= 0 {
 			s.m.gatherMisses.Add(1)
+			if 2*(n-n0) >= g.want-n0 {
+				// Most of the missing writers came: closed-loop writers,
+				// a few of them slower. Keep gathering.
+				g.backoff = 0
+				return
+			}
 			g.backoff = min(max(1, 2*g.backoff), maxGatherBackoff)
 			g.skip = g.backoff
 			return

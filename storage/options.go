@@ -57,7 +57,7 @@ const (
 	MaxSegmentSize             = 1<<31 - pageSize // a blank record's int32 size spans the rest of a segment
 	DefaultMaxMessageSize      = 4 << 20
 	DefaultMaxPending          = 16384
-	DefaultMaxGather           = 200 * time.Microsecond
+	DefaultMaxGather           = time.Millisecond
 	DefaultFlushTimeout        = 5 * time.Second
 	DefaultFlushInterval       = 500 * time.Millisecond
 	DefaultDirtyPages          = 4
@@ -141,10 +141,11 @@ type FlushOptions struct {
 	// cohorts (those released by one fsync miss the next round, which
 	// started at once with the others), halving every group. The wait ends
 	// as soon as as many appends wait as the writer population seen last
-	// round, and never exceeds a quarter of the last fsync's duration; a
-	// lone writer never waits, and after a wait that ends unfilled (open-
-	// loop traffic) the next rounds skip it, backing off. Default 200µs;
-	// negative = off.
+	// round, and never exceeds half the last fsync's duration (so on a
+	// fast disk that, not MaxGather, is the bound); a lone writer never
+	// waits, and after a wait that ends with few of the missing writers
+	// back (open-loop traffic) the next rounds skip it, backing off.
+	// Default 1ms; negative = off.
 	MaxGather time.Duration
 	// MaxPending (sync) bounds the appends waiting for durability; an
 	// Append blocks (honouring its context) while the queue is full.
