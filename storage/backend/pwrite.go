@@ -214,23 +214,33 @@ func (c *segCounters) stats() Stats {
 // readBelow reads len(p) bytes at off from r, refusing to read at or past
 // limit (it reads what lies below and returns io.EOF, as io.ReaderAt does).
 func readBelow(r io.ReaderAt, p []byte, off, limit int64) (int, error) {
+	p, tail, done, err := clipBelow(p, off, limit)
+	if done {
+		return 0, err
+	}
+	n, err := r.ReadAt(p, off)
+	if err == nil {
+		err = tail
+	}
+	return n, err
+}
+
+// clipBelow checks a read of p at off against limit (the tail): q is p
+// cut to the bytes below limit, and tail is io.EOF when it was cut (a
+// short read, as io.ReaderAt reports it). With done the read ends at once
+// with (0, err): a negative offset, or nothing below limit.
+func clipBelow(p []byte, off, limit int64) (q []byte, tail error, done bool, err error) {
 	if off < 0 {
-		return 0, fmt.Errorf("backend: read at negative offset %d", off)
+		return nil, nil, true, fmt.Errorf("backend: read at negative offset %d", off)
 	}
 	if off >= limit {
 		if len(p) == 0 {
-			return 0, nil
+			return nil, nil, true, nil
 		}
-		return 0, io.EOF
+		return nil, nil, true, io.EOF
 	}
-	short := false
 	if int64(len(p)) > limit-off {
-		p = p[:limit-off]
-		short = true
+		return p[:limit-off], io.EOF, false, nil
 	}
-	n, err := r.ReadAt(p, off)
-	if err == nil && short {
-		err = io.EOF
-	}
-	return n, err
+	return p, nil, false, nil
 }

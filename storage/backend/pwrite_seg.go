@@ -215,21 +215,12 @@ func (s *pwriteSegment) releaseLocked() {
 
 func (s *pwriteSegment) ReadAt(p []byte, off int64) (int, error) {
 	limit := s.written.Load()
-	if off < 0 {
-		return 0, fmt.Errorf("backend: read at negative offset %d", off)
-	}
 	if s.closed.Load() {
 		return 0, errSegmentClosed
 	}
-	if off >= limit {
-		if len(p) == 0 {
-			return 0, nil
-		}
-		return 0, io.EOF
-	}
-	var eof error
-	if int64(len(p)) > limit-off {
-		p, eof = p[:limit-off], io.EOF
+	p, eof, done, err := clipBelow(p, off, limit)
+	if done {
+		return 0, err
 	}
 	end := off + int64(len(p))
 	s.bufMu.RLock()
