@@ -58,35 +58,50 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	return dst, nil
 }
 
-// decodeBinaryHeader parses RocketMQSerializable's layout; every length is
-// checked against what is left of h. With typed, a send request's ext
-// fields go into c.Header when decodeSendExtBinary takes them.
-func decodeBinaryHeader(h []byte, c *Command, typed bool) error {
+// splitBinaryHeader checks a binary header's lengths against h and
+// returns its remark and ext-field bytes.
+func splitBinaryHeader(h []byte) (remark, ext []byte, err error) {
 	if len(h) < binaryFixed {
-		return fmt.Errorf("%w: binary header of %d bytes, need at least %d", ErrBadHeader, len(h), binaryFixed)
+		return nil, nil, fmt.Errorf("%w: binary header of %d bytes, need at least %d", ErrBadHeader, len(h), binaryFixed)
 	}
+	p := h[13:]
+	rl := int64(int32(binary.BigEndian.Uint32(p)))
+	p = p[4:]
+	if rl < 0 || rl > int64(len(p)) {
+		return nil, nil, fmt.Errorf("%w: remark length %d, %d bytes left", ErrBadHeader, rl, len(p))
+	}
+	remark, p = p[:rl], p[rl:]
+	if len(p) < 4 {
+		return nil, nil, fmt.Errorf("%w: no ext length after the remark", ErrBadHeader)
+	}
+	el := int64(int32(binary.BigEndian.Uint32(p)))
+	p = p[4:]
+	if el < 0 || el > int64(len(p)) {
+		return nil, nil, fmt.Errorf("%w: ext length %d, %d bytes left", ErrBadHeader, el, len(p))
+	}
+	return remark, p[:el], nil
+}
+
+// setBinaryFixed sets c's fixed fields from a header splitBinaryHeader
+// took.
+func setBinaryFixed(h []byte, c *Command) {
 	c.Code = int16(binary.BigEndian.Uint16(h))
 	c.Language = LanguageName(h[2])
 	c.Version = int16(binary.BigEndian.Uint16(h[3:]))
 	c.Opaque = int32(binary.BigEndian.Uint32(h[5:]))
 	c.Flag = int32(binary.BigEndian.Uint32(h[9:]))
-	p := h[13:]
-	rl := int64(int32(binary.BigEndian.Uint32(p)))
-	p = p[4:]
-	if rl < 0 || rl > int64(len(p)) {
-		return fmt.Errorf("%w: remark length %d, %d bytes left", ErrBadHeader, rl, len(p))
+}
+
+// decodeBinaryHeader parses RocketMQSerializable's layout; every length is
+// checked against what is left of h. With typed, a send request's ext
+// fields go into c.Header when decodeSendExtBinary takes them.
+func decodeBinaryHeader(h []byte, c *Command, typed bool) error {
+	remark, ext, err := splitBinaryHeader(h)
+	if err != nil {
+		return err
 	}
-	c.Remark = string(p[:rl])
-	p = p[rl:]
-	if len(p) < 4 {
-		return fmt.Errorf("%w: no ext length after the remark", ErrBadHeader)
-	}
-	el := int64(int32(binary.BigEndian.Uint32(p)))
-	p = p[4:]
-	if el < 0 || el > int64(len(p)) {
-		return fmt.Errorf("%w: ext length %d, %d bytes left", ErrBadHeader, el, len(p))
-	}
-	ext := p[:el]
+	setBinaryFixed(h, c)
+	c.Remark = string(remark)
 	if len(ext) == 0 {
 		return nil
 	}

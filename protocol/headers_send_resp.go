@@ -48,27 +48,12 @@ func DecodeSendResponseFrame(frame []byte) (*Command, error) {
 // decodeSendResponseBinary decodes a binary header whose ext fields are a
 // send answer's; false when it cannot take it whole.
 func decodeSendResponseBinary(h []byte) (*Command, bool) {
-	if len(h) < binaryFixed {
-		return nil, false
-	}
-	p := h[13:]
-	rl := int64(int32(binary.BigEndian.Uint32(p)))
-	p = p[4:]
-	if rl < 0 || rl > int64(len(p)) {
-		return nil, false
-	}
-	remark := p[:rl]
-	p = p[rl:]
-	if len(p) < 4 {
-		return nil, false
-	}
-	el := int64(int32(binary.BigEndian.Uint32(p)))
-	p = p[4:]
-	if el < 0 || el > int64(len(p)) {
+	remark, ext, err := splitBinaryHeader(h)
+	if err != nil {
 		return nil, false
 	}
 	var r sendResponseFields
-	for ext := p[:el]; len(ext) > 0; {
+	for len(ext) > 0 {
 		k, v, rest, ok := nextBinaryPair(ext)
 		if !ok || !r.add(k, v) {
 			return nil, false
@@ -79,16 +64,8 @@ func decodeSendResponseBinary(h []byte) (*Command, bool) {
 	if !r.header(hdr) {
 		return nil, false
 	}
-	c := &Command{
-		Code:      int16(binary.BigEndian.Uint16(h)),
-		Language:  LanguageName(h[2]),
-		Version:   int16(binary.BigEndian.Uint16(h[3:])),
-		Opaque:    int32(binary.BigEndian.Uint32(h[5:])),
-		Flag:      int32(binary.BigEndian.Uint32(h[9:])),
-		Remark:    string(remark),
-		Serialize: SerializeRocketMQ,
-		Header:    hdr,
-	}
+	c := &Command{Remark: string(remark), Serialize: SerializeRocketMQ, Header: hdr}
+	setBinaryFixed(h, c)
 	return c, true
 }
 
