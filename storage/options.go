@@ -100,6 +100,17 @@ type Options struct {
 	MaxMessageSize int
 	// Flush says when appends become durable.
 	Flush FlushOptions
+	// AckBuffered (async and none flush) acknowledges an append once it is
+	// in the backend's user-space write buffer, before its bytes reach the
+	// kernel: RocketMQ's transientStorePoolEnable. A process crash then
+	// loses acknowledged records still in the buffer (durability
+	// "memory", see Durability), and consumers may read records a crash
+	// takes back. Default false: every append is handed to the kernel (page
+	// cache, or the device for O_DIRECT) before it is acknowledged or
+	// indexed, batched under load (durability "process-crash"). It buys
+	// most on the O_DIRECT backends, whose hand-over is a device write;
+	// mmap ignores it (its buffer is the page cache); sync flush ignores it.
+	AckBuffered bool
 	// ConsumeQueueEntries is the entries per ConsumeQueue file. Default
 	// 300,000 (6 MB files, RocketMQ's).
 	ConsumeQueueEntries int
@@ -319,7 +330,7 @@ func (o Options) String() string {
 	f := o.Flush
 	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxGather: %v, MaxPending: %d, Timeout: %v, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
 		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxGather, f.MaxPending, f.Timeout, f.Interval, f.DirtyPages, f.FullInterval)
-	fmt.Fprintf(&b, "ConsumeQueueEntries: %d, CheckpointInterval: %v, ", o.ConsumeQueueEntries, o.CheckpointInterval)
+	fmt.Fprintf(&b, "AckBuffered: %t, ConsumeQueueEntries: %d, CheckpointInterval: %v, ", o.AckBuffered, o.ConsumeQueueEntries, o.CheckpointInterval)
 	r := o.Retention
 	fmt.Fprintf(&b, "Retention: {MaxAge: %v, DiskRatio: %g, CheckInterval: %v}}", r.MaxAge, r.DiskRatio, r.CheckInterval)
 	return b.String()
