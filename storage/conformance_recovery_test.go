@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/samsamq/samsa/storage/record"
@@ -80,5 +82,89 @@ func TestRecoveryMakesAdoptedStateDurable(t *testing.T) {
 			defer s3.Close()
 			m.verify(t, s3, "after a process crash, a restart and a power loss")
 		})
+	}
+}
+
+// TestRecoveryCrashAtEveryOp: recovery cutting a torn tail (truncate the
+// segment at the cut, remove every later segment) must itself survive a
+// crash at any of its file operations, of either kind: the next Open
+// succeeds and finds the log up to the cut. A power loss reverts the
+// removals not yet covered by a directory sync; a process crash keeps
+// every removal done, so removing the later segments oldest first leaves
+// a gap ("segments missing between") that no Open gets past.
+func TestRecoveryCrashAtEveryOp(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem, "pwrite", FlushSync)
+	opts.SegmentSize = 4 << 10
+	s := mustOpen(t, opts)
+	var first expected
+	for i := 0; i < 16; i++ { // four a segment: four segments
+		m := testMessage("T", 0, 900)
+		r, err := s.Append(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = expectedOf(m, r)
+		}
+	}
+	base := mem.ProcessCrashClone()
+	s.Close()
+	// Tear the second record (the checkpoint says nothing is durable yet,
+	// so recovery takes it for a torn tail): the log ends after the first.
+	f, err := base.Open(filepath.Join(opts.Dir, "commitlog", segmentName(0)), vfs.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWriteAt(t, f, make([]byte, 64), int64(len(first.bytes)))
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	for _, mode := range []crashMode{processCrash, powerLoss} {
+		t.Run(mode.String(), func(t *testing.T) {
+			done := false
+			for n := int64(1); !done; n++ {
+				img := base.ProcessCrashClone() // a copy
+				cfs := newCrashFSMode(img, n, mode)
+				o := opts
+				o.FS = cfs
+				cfs.arm(n)
+				s, err := Open(o)
+				cfs.disarm()
+				if !cfs.dead.Load() {
+					if err != nil {
+						t.Fatalf("%v: Open with no crash: %v", mode, err)
+					}
+					done = true // every operation of recovery had its crash
+				} else {
+					if s != nil {
+						s.Close()
+					}
+					o.FS = cfs.clone
+					if s, err = Open(o); err != nil {
+						t.Fatalf("Open after a %v at operation %d of recovery: %v", mode, n, err)
+					}
+				}
+				where := fmt.Sprintf("after a %v at operation %d of recovery", mode, n)
+				if done {
+					where = fmt.Sprintf("recovery with no crash (%d operations)", n-1)
+				}
+				m := &crashModel{durable: map[int64]expected{0: first}, written: map[int64]expected{}}
+				m.verify(t, s, where)
+				if got := s.WrittenOffset(); got != int64(len(first.bytes)) {
+					t.Fatalf("%s: the log ends at %d, want %d (the cut)", where, got, len(first.bytes))
+				}
+				s.Close()
+			}
+		})
+	}
+}
+
+func mustWriteAt(t *testing.T, f vfs.File, p []byte, off int64) {
+	t.Helper()
+	if _, err := f.WriteAt(p, off); err != nil {
+		t.Fatal(err)
 	}
 }
