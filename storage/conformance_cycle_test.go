@@ -26,10 +26,10 @@ import (
 func confCycle(t *testing.T, s *Store, cfs *crashFS, led *confLedger, be string, rng *rand.Rand) {
 	level := led.level
 	writers := 1 + rng.Intn(3)
-	target := int64(rng.Intn(30))
+	target := int64(rng.Intn(24))
 	byOps := be != "mmap" && rng.Intn(2) == 0
 	if byOps {
-		cfs.arm(1 + rng.Int63n(120))
+		cfs.arm(1 + rng.Int63n(100))
 	}
 	dispatched := newTouched()
 	s.OnDispatch(dispatched.add)
@@ -48,7 +48,7 @@ func confCycle(t *testing.T, s *Store, cfs *crashFS, led *confLedger, be string,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < 120 && !cfs.dead.Load(); i++ {
+			for i := 0; i < 80 && !cfs.dead.Load(); i++ {
 				if wrng.Intn(40) == 0 {
 					s.Checkpoint()
 				}
