@@ -1,8 +1,11 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
@@ -128,5 +131,67 @@ func TestRollWritesOutTheOldSegmentFirst(t *testing.T) {
 				last = r
 			}
 		})
+	}
+}
+
+// syncBuffer is a log sink tests read while the store writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestPowerLossCutReportsAcknowledgedRecords: async flush promises
+// nothing against a power loss; when one takes acknowledged (indexed)
+// records, recovery says how many, and which queue offsets.
+func TestPowerLossCutReportsAcknowledgedRecords(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem, "pwrite", FlushAsync)
+	opts.Flush.Interval = 10 * 60e9 // nothing flushed but by hand
+	s := mustOpen(t, opts)
+	for i := 0; i < 5; i++ {
+		if _, err := s.Append(context.Background(), testMessage("P", 0, 200)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.flushTo(s.WrittenOffset()); err != nil { // five durable
+		t.Fatal(err)
+	}
+	for i := 0; i < 7; i++ { // seven acknowledged, in the page cache only
+		if _, err := s.Append(context.Background(), testMessage("P", 0, 200)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDispatched(t, s)
+	if err := s.Checkpoint(); err != nil { // the consume queue's 12 entries are synced
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone(nil) // every unsynced byte of the log lost
+	s.Close()
+
+	var logs syncBuffer
+	opts.FS = crashed
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s2 := mustOpen(t, opts)
+	defer s2.Close()
+	if got := s2.MaxQueueOffset("P", 0); got != 5 {
+		t.Fatalf("queue ends at %d after the power loss, want 5", got)
+	}
+	out := logs.String()
+	for _, want := range []string{"recovery cut acknowledged records", "records=7", "fromOffset=5", "toOffset=12"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("recovery log lacks %q:\n%s", want, out)
+		}
 	}
 }
