@@ -83,6 +83,7 @@ func (l *confLedger) checkRecords(t *testing.T, s *Store, mem *vfs.MemFS, log []
 			exists, found := lf.has(r.bytes)
 			switch {
 			case found:
+				st.lostFound++
 			case exists:
 				t.Fatalf("%s: recovery removed the %s record at %d (%s/%d offset %d) that the crash left intact, "+
 					"and it is not in lost+found", where, ackedOrSeen(r), r.phys, r.topic, r.qid, r.qoff)

@@ -137,6 +137,7 @@ func leafSeed(seed int64, name string) int64 {
 type confStats struct {
 	crashes, openCrashes, process, power, lineages int
 	acked, seen                                    int // checked present
+	lostFound                                      int // gone, in the image, kept in lost+found
 	silentCuts                                     int // gone, in the image, no lost+found
 }
 
@@ -186,8 +187,8 @@ func runConformance(t *testing.T, c confCell, seed int64, points int) {
 		}
 	}
 	t.Logf("seed %d: %d crash points (%d process, %d power; %d inside Open) over %d lineages; "+
-		"checked %d acknowledged and %d observed records present; %d cut by recovery with no lost+found",
-		seed, st.crashes, st.process, st.power, st.openCrashes, st.lineages, st.acked, st.seen, st.silentCuts)
+		"checked %d acknowledged and %d observed records present; of those gone, %d cut by recovery into lost+found, %d with no lost+found",
+		seed, st.crashes, st.process, st.power, st.openCrashes, st.lineages, st.acked, st.seen, st.lostFound, st.silentCuts)
 }
 
 func (st *confStats) count(m crashMode) {
