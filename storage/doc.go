@@ -24,6 +24,10 @@
 //     concurrently with everything. Records are readable once written
 //     (WrittenOffset), indexed in their queue shortly after by the
 //     dispatcher goroutine, which then calls the OnDispatch callbacks.
+//   - GetMessages serves no record it has not checked (size, magic,
+//     physical offset, whole-record CRC): it stops before a corrupt one,
+//     answers a read starting at one with a *CorruptRecordError and a
+//     NextOffset past it, and quarantines it (get_verify.go).
 //   - WrittenOffset >= DurableOffset; both only grow.
 //
 // # Files
@@ -31,6 +35,7 @@
 //	Dir/LOCK                       advisory lock: one process per store
 //	Dir/abort                      present while open; after a crash, Open scans
 //	Dir/checkpoint                 durable and dispatched offsets (checkpoint.go)
+//	Dir/quarantine.json            corrupt records reads found (quarantine.go)
 //	Dir/commitlog/<20-digit base>  segments; records as in package record
 //	Dir/consumequeue/<topic>/<q>/  package consumequeue
 //

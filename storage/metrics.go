@@ -48,7 +48,12 @@ type Metrics struct {
 	Gathers                      int64         // sync rounds that waited for released writers to return
 	GatherMisses                 int64         // of those, the ones whose wait ended unfilled
 	GatherTime                   time.Duration // the flusher's time in those waits
-	Broken                       bool
+	// CorruptRecords are the corrupt records reads found since Open
+	// (each counted once); Quarantined the records in the quarantine
+	// now, found by this run or an earlier one (get_verify.go).
+	CorruptRecords int64
+	Quarantined    int
+	Broken         bool
 }
 
 // metrics are the live counters behind Metrics.
@@ -56,6 +61,11 @@ type metrics struct {
 	appends, appendBytes, writeErrors, rolls, pendingFull, waitAbandoned atomic.Int64
 	groups, groupWaiters, dirSyncs, flushedBytes, flushes                atomic.Int64
 	dispatchErrors, segmentsDeleted, gathers, gatherMisses, gatherNanos  atomic.Int64
+	corruptRecords                                                       atomic.Int64
+
+	// quarantine is the read path's list of corrupt records
+	// (quarantine.go); like the counters, Open makes it with the Store.
+	quarantine quarantine
 
 	mu struct {
 		sync.Mutex
@@ -104,6 +114,8 @@ func (s *Store) Metrics() Metrics {
 		Gathers:          m.gathers.Load(),
 		GatherMisses:     m.gatherMisses.Load(),
 		GatherTime:       time.Duration(m.gatherNanos.Load()),
+		CorruptRecords:   m.corruptRecords.Load(),
+		Quarantined:      int(s.quarantine().n.Load()),
 		Broken:           s.Err() != nil,
 	}
 	if out.SyncGroups > 0 {
