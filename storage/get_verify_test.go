@@ -2,7 +2,9 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/samsamq/samsa/storage/record"
@@ -177,5 +179,37 @@ func TestBadQuarantineFileDoesNotStopOpen(t *testing.T) {
 				t.Fatalf("quarantine after the rewrite: %+v", q)
 			}
 		})
+	}
+}
+
+// TestBadConsumeQueueEntrySize: a ConsumeQueue entry whose size no record
+// can have (its SIZE field damaged at rest) is reported like a corrupt
+// record, without reading the log.
+func TestBadConsumeQueueEntrySize(t *testing.T) {
+	mem, opts, _ := sealedFixture(t, 30)
+	// Entry 3 of T/0 lies in the queue's first file (16 entries a file),
+	// at byte 3*20; its SIZE field at +8.
+	f, err := mem.Open(filepath.Join(opts.Dir, "consumequeue", "T", "0", fmt.Sprintf("%020d", 0)), vfs.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0, 0, 0, 5}, 3*20+8); err != nil {
+		t.Fatal(err)
+	}
+	f.Sync()
+	f.Close()
+	s := mustOpen(t, opts)
+	defer s.Close()
+	if g, err := getAll(t, s, 0); err != nil || len(g.Records) != 3 || g.NextOffset != 3 {
+		t.Fatalf("pull from 0: %v, %d records, next %d", err, len(g.Records), g.NextOffset)
+	}
+	g, err := getAll(t, s, 3)
+	var ce *CorruptRecordError
+	if !errors.As(err, &ce) || !errors.Is(err, record.ErrBadSize) || !strings.Contains(err.Error(), "consume queue entry") ||
+		ce.Size != 5 || g.NextOffset != 4 {
+		t.Fatalf("pull at the bad entry: %v, next %d", err, g.NextOffset)
+	}
+	if g, err := getAll(t, s, 4); err != nil || g.Status != Found {
+		t.Fatalf("pull after it: %v %v", err, g.Status)
 	}
 }
