@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/samsamq/samsa/storage/record"
@@ -211,5 +212,37 @@ func TestBadConsumeQueueEntrySize(t *testing.T) {
 	}
 	if g, err := getAll(t, s, 4); err != nil || g.Status != Found {
 		t.Fatalf("pull after it: %v %v", err, g.Status)
+	}
+}
+
+// TestConcurrentReadsCountCorruptOnce: reads racing to the same corrupt
+// record each stop there; it is quarantined and counted once.
+func TestConcurrentReadsCountCorruptOnce(t *testing.T) {
+	mem, opts, res := sealedFixture(t, 30)
+	flipByte(t, mem, opts, res[5].PhysicalOffset+100)
+	s := mustOpen(t, opts)
+	defer s.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(start int64) {
+			defer wg.Done()
+			g, err := s.GetMessages("T", 0, start, 32, 0, nil)
+			switch {
+			case start == 5 && !errors.Is(err, ErrCorrupt):
+				errs <- fmt.Errorf("pull at 5: %v", err)
+			case start < 5 && (err != nil || g.NextOffset != 5 || len(g.Records) != int(5-start)):
+				errs <- fmt.Errorf("pull at %d: %v, %d records, next %d", start, err, len(g.Records), g.NextOffset)
+			}
+		}(int64(i % 6))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if m := s.Metrics(); m.CorruptRecords != 1 || len(s.Quarantined()) != 1 {
+		t.Fatalf("counted %d, quarantined %d; want 1, 1", m.CorruptRecords, len(s.Quarantined()))
 	}
 }
