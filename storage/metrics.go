@@ -115,7 +115,7 @@ func (s *Store) Metrics() Metrics {
 		GatherMisses:     m.gatherMisses.Load(),
 		GatherTime:       time.Duration(m.gatherNanos.Load()),
 		CorruptRecords:   m.corruptRecords.Load(),
-		Quarantined:      int(s.quarantine().n.Load()),
+		Quarantined:      s.quarantine().len(),
 		Broken:           s.Err() != nil,
 	}
 	if out.SyncGroups > 0 {

@@ -18,7 +18,8 @@ import (
 //
 // It is rewritten whole through writeFileAtomic (temp file, fsync, rename,
 // fsync of the directory) each time a record joins it, which is rare: once
-// per corrupt record. It is read once, before the first read or
+// per corrupt record, on the goroutine of the read that found it (which
+// thus waits for two fsyncs, once). It is read once, before the first read or
 // Quarantined call after Open (lazily: nothing in Open's path waits on it).
 // A missing file is an empty quarantine; an unreadable or undecodable one
 // is logged and ignored (the store starts with an empty quarantine and
@@ -50,15 +51,12 @@ type quarantineFile struct {
 const quarantineVersion = 1
 
 // quarantine is the in-memory list. Safe for concurrent use; reads look it
-// up for every record they pick, so the common case (empty) costs one
-// atomic load.
+// up for every record they pick, without a lock: the map is replaced
+// whole when an entry joins, never changed in place.
 type quarantine struct {
 	loaded sync.Once
-	n      atomic.Int64 // len(mu.byPhys)
-	mu     struct {
-		sync.Mutex
-		byPhys map[int64]quarantined
-	}
+	byPhys atomic.Pointer[map[int64]quarantined] // set by loadQuarantine
+	mu     sync.Mutex                            // one join (and file rewrite) at a time
 }
 
 // quarantined is one entry with the error that put it there (nil for an
@@ -81,9 +79,8 @@ func (s *Store) quarantine() *quarantine {
 // loadQuarantine reads the file into q. It never fails: a bad file is
 // logged and ignored.
 func (s *Store) loadQuarantine(q *quarantine) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.mu.byPhys = make(map[int64]quarantined)
+	m := make(map[int64]quarantined)
+	defer q.byPhys.Store(&m)
 	p := s.quarantinePath()
 	b, err := readFile(s.fs, p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -103,25 +100,26 @@ func (s *Store) loadQuarantine(q *quarantine) {
 	minOff := s.CommitLogMinOffset()
 	for _, e := range f.Records {
 		if e.PhysOffset >= minOff {
-			q.mu.byPhys[e.PhysOffset] = quarantined{QuarantineEntry: e}
+			m[e.PhysOffset] = quarantined{QuarantineEntry: e}
 		}
 	}
-	q.n.Store(int64(len(q.mu.byPhys)))
-	if len(q.mu.byPhys) > 0 {
-		s.log.Warn("storage: quarantined records loaded; reads skip them", "file", p, "records", len(q.mu.byPhys))
+	if len(m) > 0 {
+		s.log.Warn("storage: quarantined records loaded; reads skip them", "file", p, "records", len(m))
 	}
 }
 
 // lookup returns the entry of the record at phys, if quarantined.
 func (q *quarantine) lookup(phys int64) (quarantined, bool) {
-	if q.n.Load() == 0 {
+	m := *q.byPhys.Load()
+	if len(m) == 0 {
 		return quarantined{}, false
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	e, ok := q.mu.byPhys[phys]
+	e, ok := m[phys]
 	return e, ok
 }
+
+// len returns the entries.
+func (q *quarantine) len() int { return len(*q.byPhys.Load()) }
 
 // addQuarantine puts e, found failing with err, in the quarantine and
 // rewrites the file; false if it was there already (another read found it
@@ -130,20 +128,22 @@ func (s *Store) addQuarantine(e QuarantineEntry, err error) bool {
 	q := s.quarantine()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.mu.byPhys[e.PhysOffset]; ok {
+	old := *q.byPhys.Load()
+	if _, ok := old[e.PhysOffset]; ok {
 		return false
 	}
-	q.mu.byPhys[e.PhysOffset] = quarantined{QuarantineEntry: e, err: err}
 	minOff := s.CommitLogMinOffset()
-	f := quarantineFile{Version: quarantineVersion}
-	for p, x := range q.mu.byPhys {
-		if p < minOff {
-			delete(q.mu.byPhys, p) // retention deleted it
-			continue
+	m := map[int64]quarantined{e.PhysOffset: {QuarantineEntry: e, err: err}}
+	for p, x := range old {
+		if p >= minOff { // else retention deleted it
+			m[p] = x
 		}
+	}
+	q.byPhys.Store(&m)
+	f := quarantineFile{Version: quarantineVersion}
+	for _, x := range m {
 		f.Records = append(f.Records, x.QuarantineEntry)
 	}
-	q.n.Store(int64(len(q.mu.byPhys)))
 	sort.Slice(f.Records, func(i, j int) bool { return f.Records[i].PhysOffset < f.Records[j].PhysOffset })
 	b, werr := json.MarshalIndent(f, "", "  ")
 	if werr == nil {
@@ -160,13 +160,11 @@ func (s *Store) addQuarantine(e QuarantineEntry, err error) bool {
 // or, through Dir/quarantine.json, an earlier one) and no longer serves,
 // ordered by physical offset.
 func (s *Store) Quarantined() []QuarantineEntry {
-	q := s.quarantine()
-	q.mu.Lock()
-	out := make([]QuarantineEntry, 0, len(q.mu.byPhys))
-	for _, e := range q.mu.byPhys {
+	m := *s.quarantine().byPhys.Load()
+	out := make([]QuarantineEntry, 0, len(m))
+	for _, e := range m {
 		out = append(out, e.QuarantineEntry)
 	}
-	q.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].PhysOffset < out[j].PhysOffset })
 	return out
 }
