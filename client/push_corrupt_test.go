@@ -2,9 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -19,34 +16,7 @@ import (
 func TestPushConsumerMovesPastCorruptRecord(t *testing.T) {
 	const topic, n, victim = "corrupt", 20, 7
 	c := startCluster(t, 1, nil)
-	c.createTopic(topic, 1)
-	p := newTestProducer(t, c, nil)
-	var phys int64
-	for i := 0; i < n; i++ {
-		r, err := p.Send(context.Background(), &Message{Topic: topic, Body: []byte(fmt.Sprintf("m-%02d-%0200d", i, i))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i == victim {
-			id := r.OffsetMsgID
-			if phys, err = strconv.ParseInt(id[len(id)-16:], 16, 64); err != nil {
-				t.Fatalf("offset msg id %q: %v", id, err)
-			}
-		}
-	}
-	c.stopBroker(0)
-	seg := c.configs[0].MappedFileSizeCommitLog
-	f, err := os.OpenFile(filepath.Join(c.configs[0].StorePathRootDir, "commitlog", fmt.Sprintf("%020d", phys/seg*seg)), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 1)
-	at := phys%seg + 120 // inside the body, which starts at byte 88
-	f.ReadAt(b, at)
-	b[0] ^= 0x20
-	f.WriteAt(b, at)
-	f.Close()
-	c.restartBroker(0)
+	sendAndCorrupt(t, c, topic, n, victim)
 
 	release := make(chan struct{})
 	var mu sync.Mutex
