@@ -95,6 +95,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = st
+	if q := st.Quarantined(); len(q) > 0 { // reads the quarantine file now, not at the first pull
+		b.log.Warn("broker: the store holds quarantined corrupt records; pulls move consumers past them", "records", len(q))
+	}
 	if cfg.FlushDiskType != SyncFlush {
 		b.appends = newAppendCombiner(st, cfg.MappedFileSizeCommitLog)
 	}

@@ -36,6 +36,10 @@
 //     offset once written (WrittenOffset), indexed in their queue by the
 //     dispatcher goroutine once they reach the store's durability level,
 //     which then calls the OnDispatch callbacks.
+//   - GetMessages serves no record it has not checked (size, magic,
+//     physical offset, whole-record CRC): it stops before a corrupt one,
+//     answers a read starting at one with a *CorruptRecordError and a
+//     NextOffset past it, and quarantines it (get_verify.go).
 //   - WrittenOffset >= HandedOffset >= DurableOffset; all only grow.
 //
 // # Files
@@ -43,6 +47,7 @@
 //	Dir/LOCK                       advisory lock: one process per store
 //	Dir/abort                      present while open; after a crash, Open scans
 //	Dir/checkpoint                 durable and dispatched offsets (checkpoint.go)
+//	Dir/quarantine.json            corrupt records reads found (quarantine.go)
 //	Dir/commitlog/<20-digit base>  segments; records as in package record
 //	Dir/consumequeue/<topic>/<q>/  package consumequeue
 //

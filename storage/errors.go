@@ -29,7 +29,8 @@ var (
 	// ErrCorrupt: the files on disk are damaged in a way a crash cannot
 	// explain (a bad record below the durable offset, a missing segment);
 	// Open refuses to cut acknowledged data. A *CorruptError gives the
-	// offset.
+	// offset. A read that meets a corrupt record returns a
+	// *CorruptRecordError (get_verify.go), which matches it too.
 	ErrCorrupt = errors.New("storage: corrupt")
 	// ErrNotFound: no record at that CommitLog offset (below the min
 	// offset, deleted, or past the written one).

@@ -75,11 +75,18 @@ func (s *Store) needsHandOff() bool {
 // parking on the condition, which every write broadcasts to.
 func (s *Store) handOff(end int64) error {
 	h := &s.ho
+	wrote := false
+	defer func() {
+		if !wrote {
+			s.m.handOffFree.Add(1)
+		}
+	}()
 	for spins := 0; s.handed.Load() < end; {
 		if err := s.Err(); err != nil {
 			return err
 		}
 		if h.writing.CompareAndSwap(false, true) {
+			wrote = true
 			err := s.writeRound(end)
 			h.writing.Store(false)
 			if h.parked.Load() > 0 {

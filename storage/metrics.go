@@ -48,10 +48,15 @@ type Metrics struct {
 	Gathers                      int64         // sync rounds that waited for released writers to return
 	GatherMisses                 int64         // of those, the ones whose wait ended unfilled
 	GatherTime                   time.Duration // the flusher's time in those waits
-	Broken                       bool
-	// WriteOuts are hand-over rounds (handoff.go): WriteOut calls that
-	// moved HandedOffset; HandOffsFree the appends that found their bytes
-	// handed over by someone else's round once they got the lock.
+	// CorruptRecords are the corrupt records reads found since Open
+	// (each counted once); Quarantined the records in the quarantine
+	// now, found by this run or an earlier one (get_verify.go).
+	CorruptRecords int64
+	Quarantined    int
+	Broken         bool
+	// WriteOuts are hand-over rounds (handoff.go): write-outs that moved
+	// HandedOffset; HandOffsFree the hand-overs another appender's write
+	// covered.
 	WriteOuts, HandOffsFree int64
 	HandedOffset            int64
 }
@@ -62,6 +67,11 @@ type metrics struct {
 	groups, groupWaiters, dirSyncs, flushedBytes, flushes                atomic.Int64
 	dispatchErrors, segmentsDeleted, gathers, gatherMisses, gatherNanos  atomic.Int64
 	writeOuts, handOffFree                                               atomic.Int64
+	corruptRecords                                                       atomic.Int64
+
+	// quarantine is the read path's list of corrupt records
+	// (quarantine.go); like the counters, Open makes it with the Store.
+	quarantine quarantine
 
 	mu struct {
 		sync.Mutex
@@ -110,6 +120,8 @@ func (s *Store) Metrics() Metrics {
 		Gathers:          m.gathers.Load(),
 		GatherMisses:     m.gatherMisses.Load(),
 		GatherTime:       time.Duration(m.gatherNanos.Load()),
+		CorruptRecords:   m.corruptRecords.Load(),
+		Quarantined:      s.quarantine().len(),
 		Broken:           s.Err() != nil,
 		WriteOuts:        m.writeOuts.Load(),
 		HandOffsFree:     m.handOffFree.Load(),

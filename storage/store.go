@@ -154,6 +154,7 @@ func Open(opts Options) (*Store, error) {
 		s.closeFiles()
 		return nil, err
 	}
+	s.quarantine() // load the read path's quarantine now, not at the first read
 	s.start()
 	return s, nil
 }
