@@ -103,6 +103,14 @@ func (s *Store) recover() error {
 	s.dispatched.Store(end)
 	s.dispatchOK.Store(end)
 	s.ckpt.last = ck
+	if !clean {
+		// A dead process may have created segment files no directory sync
+		// covered, and written ConsumeQueue entries it never synced;
+		// recovery adopts both, so it syncs both before the checkpoint
+		// below calls them durable.
+		s.dirDirty.Store(true)
+		s.cq.Each(func(_ string, _ int32, q *consumequeue.Queue) { q.MarkUnsynced() })
+	}
 	if err := s.flushTo(end); err != nil {
 		return fmt.Errorf("storage: flush the recovered log: %w", err)
 	}

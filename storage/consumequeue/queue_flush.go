@@ -53,6 +53,19 @@ func (q *Queue) Flush() error {
 	return nil
 }
 
+// MarkUnsynced makes the next Flush sync every file of the queue. Recovery
+// calls it after a crash: a dead process may have written entries it
+// never synced, which re-indexing then finds in place (so writes nothing
+// and marks nothing), and the checkpoint recovery writes must not call
+// them durable before they are.
+func (q *Queue) MarkUnsynced() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, f := range q.mu.files {
+		f.dirty = true
+	}
+}
+
 // close flushes and closes the queue's files; later calls return ErrClosed
 // (Flush, Append) or nothing (close).
 func (q *Queue) close() error {
