@@ -75,9 +75,30 @@ type segScan struct {
 	hasRecords bool
 }
 
+// scanner holds what the CommitLog walks need to know (the segment size),
+// so recovery, Verify, Repair and the scrubber share them: recovery
+// through the Store's wrappers, the others on a store at rest.
+type scanner struct {
+	segSize int64
+}
+
+func (s *Store) scanner() scanner { return scanner{segSize: s.segSize} }
+
+func (s *Store) scanSegment(r *segReader, base int64) (segScan, error) {
+	return s.scanner().scanSegment(r, base)
+}
+
+func (s *Store) findValid(r *segReader, base, from, limit int64) (int64, error) {
+	return s.scanner().findValid(r, base, from, limit)
+}
+
+func (s *Store) walkSegment(r *segReader, end int64, fn func(pos int64, rec []byte) error) error {
+	return s.scanner().walkSegment(r, end, fn)
+}
+
 // scanSegment validates the records of a segment from its start until a
 // blank or the first invalid record.
-func (s *Store) scanSegment(r *segReader, base int64) (segScan, error) {
+func (s scanner) scanSegment(r *segReader, base int64) (segScan, error) {
 	var sc segScan
 	pos := int64(0)
 	for {
@@ -126,7 +147,7 @@ var magicBytes = binary.BigEndian.AppendUint32(nil, uint32(int64(record.MagicMes
 // the segment (base, r): its magic where expected, its physical offset
 // equal to its place, and both CRCs holding. It returns the CommitLog
 // offset, or -1.
-func (s *Store) findValid(r *segReader, base, from, limit int64) (int64, error) {
+func (s scanner) findValid(r *segReader, base, from, limit int64) (int64, error) {
 	limit = min(limit, r.size)
 	p := from + 1
 	for p+int64(record.MinSize) <= limit {
@@ -164,7 +185,7 @@ func (s *Store) findValid(r *segReader, base, from, limit int64) (int64, error) 
 
 // walkSegment calls fn for every record of a segment already validated,
 // from its start up to end (an offset in the segment) or its blank.
-func (s *Store) walkSegment(r *segReader, end int64, fn func(pos int64, rec []byte) error) error {
+func (s scanner) walkSegment(r *segReader, end int64, fn func(pos int64, rec []byte) error) error {
 	pos := int64(0)
 	for pos < end {
 		h, err := r.at(pos, record.BlankSize)
