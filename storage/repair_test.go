@@ -1,0 +1,127 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+func mustRepair(t *testing.T, opts Options, dryRun bool) RepairReport {
+	t.Helper()
+	r, err := Repair(RepairOptions{Dir: opts.Dir, FS: opts.FS, DryRun: dryRun, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *verbose {
+		var b strings.Builder
+		r.WriteText(&b)
+		t.Log(b.String())
+	}
+	return r
+}
+
+// verifyClean fails the test if Verify finds corruption.
+func verifyClean(t *testing.T, opts Options) {
+	t.Helper()
+	r := mustVerify(t, opts)
+	if r.Corrupt() {
+		var b strings.Builder
+		r.WriteText(&b)
+		t.Fatalf("Verify after repair: %s", b.String())
+	}
+}
+
+// The operator's case: the last segment truncated after a clean stop.
+// Open refuses; a dry run changes nothing; Repair cuts at the last whole
+// record, keeps the cut bytes, and the store opens with everything before.
+func TestRepairTruncatedAfterCleanStop(t *testing.T) {
+	mem, opts, res := cleanFixture(t, 10)
+	last := res[9]
+	patch(t, mem, opts, last.PhysicalOffset, func(f vfs.File, off int64) { f.Truncate(off + 30) })
+	seg := filepath.Join(opts.Dir, "commitlog", segmentName(last.PhysicalOffset/opts.SegmentSize*opts.SegmentSize))
+	before := readMemFile(t, mem, seg)
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open of a truncated store: %v", err)
+	}
+
+	plan := mustRepair(t, opts, true)
+	if !plan.Needed || plan.Cut != last.PhysicalOffset || plan.EntriesDropped != 1 || len(plan.Actions) == 0 {
+		t.Fatalf("dry run: %+v", plan)
+	}
+	if got := readMemFile(t, mem, seg); !bytes.Equal(got, before) || len(lostFoundDirs(t, opts)) != 0 {
+		t.Fatal("the dry run changed the store")
+	}
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open after a dry run: %v", err)
+	}
+
+	rep := mustRepair(t, opts, false)
+	if rep.Cut != last.PhysicalOffset || rep.LostFound == "" || rep.EntriesDropped != 1 {
+		t.Fatalf("repair: %+v", rep)
+	}
+	m := readManifest(t, mem, rep.LostFound)
+	kept := readMemFile(t, mem, filepath.Join(rep.LostFound, m.Files[0].Name))
+	if off := last.PhysicalOffset % opts.SegmentSize; !bytes.Equal(kept, bytes.TrimRight(before[off:], "\x00")) {
+		t.Fatalf("lost+found kept %d bytes, want the torn record's 30 up to its last non-zero one", len(kept))
+	}
+	verifyClean(t, opts)
+	s := mustOpen(t, opts)
+	if s.WrittenOffset() != last.PhysicalOffset || s.MaxQueueOffset("T", 1) != 4 || s.MaxQueueOffset("T", 0) != 5 {
+		t.Fatalf("after repair: written %d, T/1 %d, T/0 %d", s.WrittenOffset(), s.MaxQueueOffset("T", 1), s.MaxQueueOffset("T", 0))
+	}
+	for _, r := range res[:9] {
+		if _, err := s.ReadAt(r.PhysicalOffset, r.Size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustRepair(t, opts, false); r.Needed {
+		t.Fatalf("a second repair found work: %+v", r)
+	}
+}
+
+// A bad record below the durable offset after a crash, with later
+// segments holding valid records: Open refuses; Repair cuts there and
+// keeps the later segments whole in lost+found.
+func TestRepairCutKeepsLaterSegments(t *testing.T) {
+	mem, opts, res := corruptFixture(t, 40, 20, 4<<10)
+	seg := func(i int) int64 { return res[i].PhysicalOffset / opts.SegmentSize }
+	victim := -1
+	for i := 19; i > 0 && seg(i) == seg(20); i-- {
+		victim = i
+	}
+	if victim < 0 || seg(39) == seg(20) {
+		t.Fatal("fixture: want a victim below the checkpoint in its segment, and a later segment")
+	}
+	flipByte(t, mem, opts, res[victim].PhysicalOffset+90)
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "samsa store repair") {
+		t.Fatalf("Open: %v", err)
+	}
+	rep := mustRepair(t, opts, false)
+	want := int64(39 - victim) // the victim itself is not valid
+	if rep.Cut != res[victim].PhysicalOffset || rep.Lost.Valid.Records != want || rep.LostFound == "" {
+		t.Fatalf("repair: cut %d, kept %d valid records; want %d, %d", rep.Cut, rep.Lost.Valid.Records, res[victim].PhysicalOffset, want)
+	}
+	verifyClean(t, opts)
+	s := mustOpen(t, opts)
+	defer s.Close()
+	if s.WrittenOffset() != res[victim].PhysicalOffset {
+		t.Fatalf("written %d", s.WrittenOffset())
+	}
+}
+
+func TestRepairNothingToDo(t *testing.T) {
+	_, opts, _ := cleanFixture(t, 10)
+	rep := mustRepair(t, opts, false)
+	if rep.Needed || len(lostFoundDirs(t, opts)) != 0 {
+		t.Fatalf("repair of a sound store: %+v", rep)
+	}
+	s := mustOpen(t, opts)
+	s.Close()
+}
