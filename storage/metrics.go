@@ -49,6 +49,9 @@ type Metrics struct {
 	GatherMisses                 int64         // of those, the ones whose wait ended unfilled
 	GatherTime                   time.Duration // the flusher's time in those waits
 	Broken                       bool
+	// The scrubber's (scrub.go): bytes and sealed segments it re-read,
+	// and the distinct bad records it found (see ScrubStatus).
+	ScrubBytes, ScrubSegments, ScrubCorrupt int64
 }
 
 // metrics are the live counters behind Metrics.
@@ -56,6 +59,7 @@ type metrics struct {
 	appends, appendBytes, writeErrors, rolls, pendingFull, waitAbandoned atomic.Int64
 	groups, groupWaiters, dirSyncs, flushedBytes, flushes                atomic.Int64
 	dispatchErrors, segmentsDeleted, gathers, gatherMisses, gatherNanos  atomic.Int64
+	scrubBytes, scrubSegments, scrubCorrupt                              atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -105,6 +109,9 @@ func (s *Store) Metrics() Metrics {
 		GatherMisses:     m.gatherMisses.Load(),
 		GatherTime:       time.Duration(m.gatherNanos.Load()),
 		Broken:           s.Err() != nil,
+		ScrubBytes:       m.scrubBytes.Load(),
+		ScrubSegments:    m.scrubSegments.Load(),
+		ScrubCorrupt:     m.scrubCorrupt.Load(),
 	}
 	if out.SyncGroups > 0 {
 		out.AvgGroup = float64(m.groupWaiters.Load()) / float64(out.SyncGroups)
