@@ -213,3 +213,29 @@ func TestTruncatedAfterCleanStopNamesRepair(t *testing.T) {
 		}
 	}
 }
+
+// readTail counts non-zero bytes across its block and chunk boundaries.
+func TestReadTail(t *testing.T) {
+	mem := vfs.NewMem()
+	mem.MkdirAll("/d")
+	f, _ := mem.Create("/d/f", vfs.OpenOptions{})
+	b := make([]byte, scanChunk+200<<10)
+	for _, i := range []int{5, 70000, 131071, scanChunk, scanChunk + 1} {
+		b[i] = 1
+	}
+	f.WriteAt(b, 0)
+	f.Close()
+	r, err := openSegReader(mem, "/d/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, tc := range []struct {
+		from, nonZero, end int64
+	}{{0, 5, scanChunk + 2}, {6, 4, scanChunk + 2}, {scanChunk + 2, 0, scanChunk + 2}, {int64(len(b)), 0, int64(len(b))}} {
+		got, err := readTail(r, tc.from)
+		if err != nil || got.nonZero != tc.nonZero || got.end != tc.end {
+			t.Fatalf("readTail from %d: %+v %v, want %d non-zero ending at %d", tc.from, got, err, tc.nonZero, tc.end)
+		}
+	}
+}

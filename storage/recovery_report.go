@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -30,6 +31,9 @@ type tailInfo struct {
 // space, not a torn write.
 func (t tailInfo) zeros() bool { return t.nonZero == 0 }
 
+// zeroBlock is what readTail compares reserved space with.
+var zeroBlock [64 << 10]byte
+
 // readTail reads r from pos to its end and counts the non-zero bytes.
 func readTail(r *segReader, pos int64) (tailInfo, error) {
 	t := tailInfo{end: pos}
@@ -41,10 +45,16 @@ func readTail(r *segReader, pos int64) (tailInfo, error) {
 		if len(b) == 0 {
 			break
 		}
-		for i, c := range b {
-			if c != 0 {
-				t.nonZero++
-				t.end = p + int64(i) + 1
+		for i := 0; i < len(b); i += len(zeroBlock) {
+			blk := b[i:min(i+len(zeroBlock), len(b))]
+			if bytes.Equal(blk, zeroBlock[:len(blk)]) {
+				continue // the usual case, reserved space: compared at memcmp speed
+			}
+			for j, c := range blk {
+				if c != 0 {
+					t.nonZero++
+					t.end = p + int64(i+j) + 1
+				}
 			}
 		}
 		p += int64(len(b))
