@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/samsamq/samsa/storage/vfs"
@@ -123,7 +125,18 @@ func Repair(opts RepairOptions) (RepairReport, error) {
 	if p.why != nil {
 		r.Why = p.why.Error()
 	}
-	r.Needed = p.keeps() || a.ckErr != nil || (a.haveCk && a.ck.durable > p.cut)
+	ends, err := queueEndsAtRest(a.fs, filepath.Join(a.dir, "consumequeue"))
+	if err != nil {
+		return r, err
+	}
+	var short []string
+	for k, n := range a.ck.queues {
+		if ends[k] < n {
+			short = append(short, fmt.Sprintf("%s/%d ends at %d, the checkpoint had %d", k.topic, k.qid, ends[k], n))
+		}
+	}
+	slices.Sort(short)
+	r.Needed = p.keeps() || a.ckErr != nil || (a.haveCk && a.ck.durable > p.cut) || len(short) > 0
 	if !r.Needed {
 		return r, nil
 	}
@@ -145,6 +158,12 @@ func Repair(opts RepairOptions) (RepairReport, error) {
 		r.act("the log's last whole valid record ends at %d in %s (%v)", p.cut, relPath(a.dir, p.seg.path), p.why)
 	}
 	ck := a.newCheckpoint(files, p.cut)
+	if len(short) > 0 {
+		r.act("consume queues behind the checkpoint (%s): the next Open re-indexes the whole log into them", strings.Join(short, "; "))
+		if len(files) > 0 {
+			ck.dispatched = files[0].base
+		}
+	}
 	r.act("%s a checkpoint that is not clean: durable %d, dispatched %d; the next Open scans from there, re-indexes and checks the cut",
 		verb("wrote", "would write"), ck.durable, ck.dispatched)
 	if !opts.DryRun {

@@ -99,3 +99,55 @@ func trimQueueAtRest(fsys vfs.FS, dir string, cut int64, dryRun bool) (int64, er
 	}
 	return dropped, nil
 }
+
+// queueEndsAtRest returns each queue's max offset as its files lie: the
+// last file's start plus its entries up to the first zero or partial one.
+func queueEndsAtRest(fsys vfs.FS, root string) (map[queueKey]int64, error) {
+	ends := map[queueKey]int64{}
+	topics, err := fsys.List(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ends, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: list %s: %w", root, err)
+	}
+	for _, topic := range topics {
+		qids, err := fsys.List(filepath.Join(root, topic))
+		if err != nil {
+			continue
+		}
+		for _, q := range qids {
+			qid, err := strconv.ParseInt(q, 10, 32)
+			if err != nil {
+				continue
+			}
+			dir := filepath.Join(root, topic, q)
+			names, err := fsys.List(dir)
+			if err != nil {
+				return nil, fmt.Errorf("storage: list %s: %w", dir, err)
+			}
+			var last string
+			for _, n := range names {
+				if off, err := strconv.ParseInt(n, 10, 64); err == nil && len(n) == 20 && off%consumequeue.EntrySize == 0 {
+					last = n
+				}
+			}
+			if last == "" {
+				continue
+			}
+			b, err := readFile(fsys, filepath.Join(dir, last))
+			if err != nil {
+				return nil, fmt.Errorf("storage: read %s: %w", filepath.Join(dir, last), err)
+			}
+			off, _ := strconv.ParseInt(last, 10, 64)
+			n := int64(0)
+			for ; (n+1)*consumequeue.EntrySize <= int64(len(b)); n++ {
+				if binary.BigEndian.Uint32(b[n*consumequeue.EntrySize+8:]) == 0 {
+					break
+				}
+			}
+			ends[queueKey{topic, int32(qid)}] = off/consumequeue.EntrySize + n
+		}
+	}
+	return ends, nil
+}

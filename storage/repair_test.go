@@ -125,3 +125,31 @@ func TestRepairNothingToDo(t *testing.T) {
 	s := mustOpen(t, opts)
 	s.Close()
 }
+
+// A consume queue shorter than the checkpoint says (its file truncated
+// after a clean stop): Open refuses; Repair makes the next Open re-index
+// the log into it.
+func TestRepairQueueBehindCheckpoint(t *testing.T) {
+	mem, opts, _ := cleanFixture(t, 10)
+	path := filepath.Join(opts.Dir, "consumequeue", "T", "0", strings.Repeat("0", 20))
+	f, err := mem.Open(path, vfs.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(2 * 20)
+	f.Sync()
+	f.Close()
+	_, err = Open(opts)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "samsa store repair") {
+		t.Fatalf("Open: %v", err)
+	}
+	rep := mustRepair(t, opts, false)
+	if !rep.Needed || rep.LostFound != "" {
+		t.Fatalf("repair: %+v", rep)
+	}
+	s := mustOpen(t, opts)
+	defer s.Close()
+	if got := s.MaxQueueOffset("T", 0); got != 5 {
+		t.Fatalf("T/0 max offset %d after repair, want 5", got)
+	}
+}
