@@ -153,3 +153,57 @@ func TestRepairQueueBehindCheckpoint(t *testing.T) {
 		t.Fatalf("T/0 max offset %d after repair, want 5", got)
 	}
 }
+
+// A damaged checkpoint: Open refuses and says what to run; Repair writes
+// one that makes Open scan and re-index the whole log.
+func TestRepairDamagedCheckpoint(t *testing.T) {
+	mem, opts, res := cleanFixture(t, 10)
+	ck := filepath.Join(opts.Dir, "checkpoint")
+	f, err := mem.Open(ck, vfs.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0xff, 0xff}, 20)
+	f.Sync()
+	f.Close()
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "samsa store repair") {
+		t.Fatalf("Open: %v", err)
+	}
+	if r := mustVerify(t, opts); !r.Corrupt() {
+		t.Fatalf("Verify missed the damaged checkpoint: %+v", r.Problems)
+	}
+	if rep := mustRepair(t, opts, false); !rep.Needed {
+		t.Fatalf("repair: %+v", rep)
+	}
+	s := mustOpen(t, opts)
+	defer s.Close()
+	last := res[9]
+	if s.WrittenOffset() != last.PhysicalOffset+int64(last.Size) || s.MaxQueueOffset("T", 1) != 5 {
+		t.Fatalf("after repair: written %d, T/1 %d", s.WrittenOffset(), s.MaxQueueOffset("T", 1))
+	}
+}
+
+// A segment file missing in the middle: Open refuses; Repair ends the log
+// at the gap and keeps the segments after it in lost+found.
+func TestRepairMissingSegment(t *testing.T) {
+	mem, opts, res := cleanFixture(t, 40)
+	if res[39].PhysicalOffset < 2*opts.SegmentSize {
+		t.Fatal("fixture: want three segments")
+	}
+	if err := mem.Remove(filepath.Join(opts.Dir, "commitlog", segmentName(opts.SegmentSize))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "samsa store repair") {
+		t.Fatalf("Open: %v", err)
+	}
+	rep := mustRepair(t, opts, false)
+	if rep.Cut != opts.SegmentSize || rep.LostFound == "" || rep.Lost.Valid.Records == 0 {
+		t.Fatalf("repair: %+v", rep)
+	}
+	verifyClean(t, opts)
+	s := mustOpen(t, opts)
+	defer s.Close()
+	if s.WrittenOffset() != opts.SegmentSize {
+		t.Fatalf("written %d, want the gap at %d", s.WrittenOffset(), opts.SegmentSize)
+	}
+}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -244,6 +245,9 @@ func (a *atRest) read(segSize int64) error {
 	default:
 		a.ck, a.ckErr = decodeCheckpoint(b)
 		a.haveCk = a.ckErr == nil
+		if a.ckErr != nil && segSize == 0 && len(b) >= 20 && string(b[:8]) == checkpointMagic {
+			segSize = damagedCheckpointSegSize(b) // a hint, checked below
+		}
 	}
 	names, err := a.fs.List(a.clDir)
 	if err != nil {
@@ -274,8 +278,22 @@ func (a *atRest) read(segSize int64) error {
 	default:
 		return fmt.Errorf("storage: %s: no checkpoint and one segment: cannot tell the segment size; give it", a.dir)
 	}
+	if len(a.files) > 1 && a.segSize > 0 && (a.files[1].base-a.files[0].base)%a.segSize != 0 {
+		return fmt.Errorf("storage: %s: segment files are %d apart, not a multiple of the segment size %d; give the right one", a.dir, a.files[1].base-a.files[0].base, a.segSize)
+	}
 	if a.segSize < MinSegmentSize || a.segSize > MaxSegmentSize || a.segSize%pageSize != 0 {
 		return fmt.Errorf("storage: %s: segment size %d is not a valid one; give it", a.dir, a.segSize)
 	}
 	return nil
+}
+
+// damagedCheckpointSegSize reads the segment size field of a checkpoint
+// whose CRC fails (0 if it is not a valid size): the size is fixed for a
+// store's life, so it is worth a try before asking the operator.
+func damagedCheckpointSegSize(b []byte) int64 {
+	n := int64(binary.BigEndian.Uint64(b[12:20]))
+	if n < MinSegmentSize || n > MaxSegmentSize || n%pageSize != 0 {
+		return 0
+	}
+	return n
 }
