@@ -201,6 +201,9 @@ func TestRepairMissingSegment(t *testing.T) {
 		t.Fatalf("repair: %+v", rep)
 	}
 	verifyClean(t, opts)
+	if _, ok := problemAt(mustVerify(t, opts), SevNote, -1); !ok {
+		t.Fatal("Verify does not mention lost+found")
+	}
 	s := mustOpen(t, opts)
 	defer s.Close()
 	if s.WrittenOffset() != opts.SegmentSize {

@@ -179,6 +179,10 @@ func Verify(opts VerifyOptions) (VerifyReport, error) {
 			r.add(SevCorrupt, at.ckPath(), -1, "checkpoint says segment size %d, the store is read with %d", c.segSize, at.segSize)
 		}
 	}
+	if lf, err := at.fs.List(filepath.Join(at.dir, lostFoundDir)); err == nil && len(lf) > 0 {
+		r.add(SevNote, filepath.Join(at.dir, lostFoundDir), -1,
+			"%d directories of bytes recovery or repair cut off the log (newest %s; each manifest.json says what it holds): remove them once checked", len(lf), lf[len(lf)-1])
+	}
 	v := &verifier{at: at, r: &r, logQueues: map[queueKey]*logQueue{}}
 	if err := v.checkLog(); err != nil {
 		return r, err
