@@ -255,6 +255,7 @@ func (s *Store) writeFileAtomic(name string, b []byte) error {
 // its tickers; exits when Close closes stop.background.
 func (s *Store) runBackground() {
 	defer s.wg.Done()
+	defer s.startScrubber()() // scrub.go: runs beside this goroutine, waited for on exit
 	ck := time.NewTicker(s.opts.CheckpointInterval)
 	defer ck.Stop()
 	rt := time.NewTicker(s.opts.Retention.CheckInterval)

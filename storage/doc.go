@@ -50,6 +50,8 @@
 //	Dir/quarantine.json            corrupt records reads found (quarantine.go)
 //	Dir/commitlog/<20-digit base>  segments; records as in package record
 //	Dir/consumequeue/<topic>/<q>/  package consumequeue
+//	Dir/lost+found/<UTC time>/     what recovery or Repair cut off the log, with
+//	                               manifest.json (lostfound.go); never read back
 //
 // A segment's records are followed by a blank record (record.MagicBlank)
 // covering the rest of its capacity once the next record does not fit;
@@ -57,9 +59,18 @@
 //
 // # Goroutines
 //
-// The flusher (flush.go), the dispatcher (dispatch.go) and the background
-// jobs (checkpoints, retention: checkpoint.go) run from Open to Close;
-// each one's comment says what wakes it and what it owns.
+// The flusher (flush.go), the dispatcher (dispatch.go), the background
+// jobs (checkpoints, retention: checkpoint.go) and the scrubber (scrub.go,
+// started and waited for by the background goroutine) run from Open to
+// Close; each one's comment says what wakes it and what it owns.
+//
+// # Damage
+//
+// Recovery cuts a torn tail after a crash and keeps what it cut in
+// lost+found (recovery.go); the scrubber re-reads sealed segments at rest
+// and reports bad records (ScrubStatus, Metrics); on a stopped store
+// Verify checks everything and Repair makes a store that will not open
+// openable (samsa store verify|repair DIR).
 //
 // All file I/O goes through package vfs; the segment write path is a
 // backend.Segment chosen by name (Options.Backend).

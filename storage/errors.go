@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"syscall"
 )
 
@@ -41,6 +42,9 @@ var (
 )
 
 // CorruptError says where recovery found corruption. It matches ErrCorrupt.
+// Its message names the problem and the way forward: `samsa store verify`
+// to see the damage, `samsa store repair` to cut the log at its last valid
+// record (keeping the rest in Dir/lost+found).
 type CorruptError struct {
 	// Offset is the CommitLog offset of the first bad record.
 	Offset int64
@@ -51,6 +55,12 @@ type CorruptError struct {
 	Durable int64
 	// Segment is the file holding Offset.
 	Segment string
+	// Missing, if positive, is how many bytes below Durable are missing
+	// because the log's files end early (a truncated last segment,
+	// segment files missing at the end): the file ends at Durable-Missing.
+	Missing int64
+	// Dir is the store's directory (for the advice), if known.
+	Dir string
 	// Err is what was wrong with the record.
 	Err error
 }
@@ -60,6 +70,14 @@ func (e *CorruptError) Error() string {
 		e.Offset, e.Segment, e.Durable, e.Err)
 	if e.Resume >= 0 {
 		s += fmt.Sprintf("; valid records resume at %d", e.Resume)
+	}
+	if e.Missing > 0 {
+		s += fmt.Sprintf("; the log's files end at offset %d: the last %d bytes the checkpoint says were durable are missing (a truncated or incompletely copied segment?)",
+			e.Durable-e.Missing, e.Missing)
+	}
+	if e.Dir != "" {
+		s += fmt.Sprintf("; run 'samsa store verify %s' to see the damage and 'samsa store repair %s' to cut the log at its last valid record (what follows is kept in %s)",
+			e.Dir, e.Dir, filepath.Join(e.Dir, lostFoundDir))
 	}
 	return s
 }

@@ -59,6 +59,9 @@ type Metrics struct {
 	// covered.
 	WriteOuts, HandOffsFree int64
 	HandedOffset            int64
+	// The scrubber's (scrub.go): bytes and sealed segments it re-read,
+	// and the distinct bad records it found (see ScrubStatus).
+	ScrubBytes, ScrubSegments, ScrubCorrupt int64
 }
 
 // metrics are the live counters behind Metrics.
@@ -68,6 +71,7 @@ type metrics struct {
 	dispatchErrors, segmentsDeleted, gathers, gatherMisses, gatherNanos  atomic.Int64
 	writeOuts, handOffFree                                               atomic.Int64
 	corruptRecords                                                       atomic.Int64
+	scrubBytes, scrubSegments, scrubCorrupt                              atomic.Int64
 
 	// quarantine is the read path's list of corrupt records
 	// (quarantine.go); like the counters, Open makes it with the Store.
@@ -126,6 +130,9 @@ func (s *Store) Metrics() Metrics {
 		WriteOuts:        m.writeOuts.Load(),
 		HandOffsFree:     m.handOffFree.Load(),
 		HandedOffset:     s.handed.Load(),
+		ScrubBytes:       m.scrubBytes.Load(),
+		ScrubSegments:    m.scrubSegments.Load(),
+		ScrubCorrupt:     m.scrubCorrupt.Load(),
 	}
 	if out.SyncGroups > 0 {
 		out.AvgGroup = float64(m.groupWaiters.Load()) / float64(out.SyncGroups)

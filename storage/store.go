@@ -103,6 +103,8 @@ type Store struct {
 		last checkpoint // the last one written or read
 	}
 	m metrics
+
+	scrub scrubState // scrub.go
 }
 
 type queueKey struct {
