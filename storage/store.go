@@ -39,13 +39,14 @@ type Store struct {
 	written atomic.Int64
 	durable atomic.Int64
 	// dispatched: every record below it has its ConsumeQueue entry
-	// appended (or failed to: see dispatchOK). dispatchOK stops at the
-	// first record whose entry could not be appended.
+	// appended or is held for a retry. dispatchOK stops at the first
+	// held record (dispatch_retry.go).
 	dispatched atomic.Int64
 	dispatchOK atomic.Int64
-	// dispatchFailed is set (by the dispatcher, which alone reads it) at
-	// the first failed ConsumeQueue append.
-	dispatchFailed bool
+	// hold: records whose ConsumeQueue append failed, retried until it
+	// succeeds, and the read-only state of a full disk (dispatch_retry.go,
+	// readonly.go).
+	hold dispatchHold
 	// dirDirty says a segment was created since the commitlog directory
 	// was last synced: the flusher syncs it before it reports any byte of
 	// the new segment durable.
@@ -177,7 +178,9 @@ func (s *Store) start() {
 
 // Close stops appends, flushes everything, writes a clean checkpoint and
 // removes the abort marker. After a fatal error it only releases the files
-// (the next Open recovers) and returns that error. Close is idempotent.
+// (the next Open recovers) and returns that error. On a full disk it
+// releases the files, leaves the abort marker and returns
+// ErrDiskFullAtClose (readonly.go). Close is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.mu.closed {
@@ -207,6 +210,10 @@ func (s *Store) Close() error {
 	if err := s.finalFlush(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := s.finishHeld(); err != nil { // records still waiting for their index entry
+		errs = append(errs, err)
+		clean = false
+	}
 	if err := s.Err(); err == nil && clean {
 		if err := s.writeCheckpoint(true); err != nil {
 			errs = append(errs, err)
@@ -221,7 +228,7 @@ func (s *Store) Close() error {
 	if err := s.closeFiles(); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return s.closeError(errs)
 }
 
 // sealPoisoned seals the active segment if a refused append may have left
