@@ -159,8 +159,10 @@ func (s *Store) writeCheckpoint(clean bool) error {
 		if clean {
 			return fmt.Errorf("storage: flush consume queues: %w", err)
 		}
-		s.log.Error("storage: consume queue flush failed; the checkpoint keeps its dispatched offset", "err", err)
+		s.logOnceFull(&s.hold.cqFlushFull, "storage: consume queue flush failed; the checkpoint keeps its dispatched offset", err)
 		x = last.dispatched
+	} else {
+		s.hold.cqFlushFull.Store(false)
 	}
 	if clean && (d != s.written.Load() || x != d) {
 		return fmt.Errorf("storage: internal: clean checkpoint with written %d, durable %d, dispatched %d", s.written.Load(), d, x)
@@ -263,7 +265,9 @@ func (s *Store) runBackground() {
 		select {
 		case <-ck.C:
 			if err := s.writeCheckpoint(false); err != nil {
-				s.log.Error("storage: checkpoint failed", "err", err)
+				s.logOnceFull(&s.hold.ckptFull, "storage: checkpoint failed", err)
+			} else if s.hold.ckptFull.Swap(false) {
+				s.log.Info("storage: checkpoint written again after a full disk")
 			}
 		case <-rt.C:
 			if _, err := s.ApplyRetention(); err != nil {

@@ -69,6 +69,10 @@ type dispatchHold struct {
 	// badName: a record whose queue cannot exist was skipped (logged once).
 	badName bool
 
+	// ckptFull, cqFlushFull: the background checkpoint (its ConsumeQueue
+	// flush) failed for lack of space and said so once (logOnceFull).
+	ckptFull, cqFlushFull atomic.Bool
+
 	n       atomic.Int64 // records held
 	outages atomic.Int64
 	ro      atomic.Int32 // read-only reasons (readonly.go)

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -116,4 +117,16 @@ func (s *Store) closeError(errs []error) error {
 	s.log.Warn("storage: closed on a full disk: the abort marker stays and the next Open recovers everything acknowledged",
 		"err", err)
 	return fmt.Errorf("%w: %w", ErrDiskFullAtClose, err)
+}
+
+// logOnceFull logs a background write's failure; a lack of space only once
+// until flag is cleared (the write succeeded again), not every interval.
+func (s *Store) logOnceFull(flag *atomic.Bool, msg string, err error) {
+	if !errors.Is(err, syscall.ENOSPC) {
+		s.log.Error(msg, "err", err)
+		return
+	}
+	if !flag.Swap(true) {
+		s.log.Error(msg+" (disk full; not logged again until it succeeds)", "err", err)
+	}
 }
