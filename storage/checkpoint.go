@@ -225,9 +225,27 @@ func nextBelow(q *consumequeue.Queue, phys int64) (int64, error) {
 }
 
 // writeFileAtomic replaces name with b durably: temp file, write, fsync,
-// rename, fsync of the directory.
+// rename, fsync of the directory. A failure before the rename leaves name
+// as it was and removes the temp file (on a full disk it holds space).
 func (s *Store) writeFileAtomic(name string, b []byte) error {
 	tmp := name + ".tmp"
+	if err := s.writeTemp(tmp, b); err != nil {
+		if rerr := s.fs.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			s.log.Warn("storage: could not remove a temp file", "path", tmp, "err", rerr)
+		}
+		return err
+	}
+	if err := s.fs.Rename(tmp, name); err != nil {
+		return fmt.Errorf("storage: rename %s: %w", tmp, err)
+	}
+	if err := s.fs.SyncDir(filepath.Dir(name)); err != nil {
+		return fmt.Errorf("storage: sync dir %s: %w", filepath.Dir(name), err)
+	}
+	return nil
+}
+
+// writeTemp writes b to the file tmp (created or truncated) and syncs it.
+func (s *Store) writeTemp(tmp string, b []byte) error {
 	f, err := s.fs.Create(tmp, vfsOpts)
 	if err != nil {
 		return writeError("create "+tmp, err)
@@ -242,12 +260,6 @@ func (s *Store) writeFileAtomic(name string, b []byte) error {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("storage: close %s: %w", tmp, err)
-	}
-	if err := s.fs.Rename(tmp, name); err != nil {
-		return fmt.Errorf("storage: rename %s: %w", tmp, err)
-	}
-	if err := s.fs.SyncDir(filepath.Dir(name)); err != nil {
-		return fmt.Errorf("storage: sync dir %s: %w", filepath.Dir(name), err)
 	}
 	return nil
 }

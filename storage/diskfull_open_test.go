@@ -58,6 +58,9 @@ func TestOpenOnFullDisk(t *testing.T) {
 				}
 				e.s = s
 				t.Cleanup(func() { s.Close() })
+				if ok, _ := exists(mem, "/store/checkpoint.tmp"); ok {
+					t.Fatal("the failed checkpoint left its temp file on the full disk")
+				}
 				w := watchWakes(s)
 				if _, err := e.appendTo("T", 0, 300); !errors.Is(err, ErrDiskFull) {
 					t.Fatalf("append on a full disk: %v, want ErrDiskFull", err)

@@ -220,6 +220,9 @@ func TestCloseOnFullDisk(t *testing.T) {
 	if ok, _ := exists(e.mem, "/store/abort"); !ok {
 		t.Fatal("the abort marker is gone after an unclean close")
 	}
+	if ok, _ := exists(e.mem, "/store/checkpoint.tmp"); ok {
+		t.Fatal("the failed checkpoint left its temp file")
+	}
 	e.mem.SetCapacity(vfs.DefaultMemCapacity)
 	e.s = mustOpen(t, e.opts)
 	for q := int32(0); q < 3; q++ {
