@@ -96,7 +96,7 @@ func (s *Store) Metrics() Metrics {
 		FlushedBytes:     m.flushedBytes.Load(),
 		WrittenOffset:    s.written.Load(),
 		DurableOffset:    s.durable.Load(),
-		DispatchedOffset: s.dispatched.Load(),
+		DispatchedOffset: s.dispatchOK.Load(), // indexed: held records are not
 		MinOffset:        s.CommitLogMinOffset(),
 		Rolls:            m.rolls.Load(),
 		SegmentsDeleted:  m.segmentsDeleted.Load(),
