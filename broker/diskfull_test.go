@@ -168,3 +168,45 @@ func readAll(t *testing.T, fs vfs.FS, name string) []byte {
 	}
 	return b
 }
+
+// TestLongPollWokenAfterConsumeQueueFull: a message acknowledged while its
+// ConsumeQueue entry cannot be written (ENOSPC) wakes the pull held on its
+// queue once space returns, with no restart; meanwhile sends are refused
+// SERVICE_NOT_AVAILABLE and the pull stays held.
+func TestLongPollWokenAfterConsumeQueueFull(t *testing.T) {
+	efs := errorfs.Wrap(vfs.NewMem())
+	b := startBroker(t, "/store", func(c *Config) { c.FS = efs })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("lpf", 1))
+	for _, op := range []errorfs.Op{errorfs.OpWrite, errorfs.OpCreate, errorfs.OpMkdir} {
+		efs.AddRule(errorfs.Rule{Op: op, Path: "consumequeue", Sticky: true, Err: syscall.ENOSPC})
+	}
+	pending := c.start(pullReq("g", "lpf", 0, 0, 32, 10*time.Second, "*"))
+	waitFor(t, func() bool { return b.stats.held.Load() == 1 }, "pull held")
+	if r := c.call(sendReq("lpf", 0, []byte("m0"), nil)); r.Code != protocol.Success {
+		t.Fatalf("send while only the consume queue is full: %s", r)
+	}
+	waitFor(t, func() bool { return b.store.ReadOnly() }, "the store to hold the entry and turn read-only")
+	if r := c.call(sendReq("lpf", 0, []byte("m1"), nil)); r.Code != protocol.ServiceNotAvailable {
+		t.Fatalf("send while read-only: %s", r)
+	}
+	select {
+	case r := <-pending:
+		t.Fatalf("pull answered while its entry is held: %s", r)
+	default:
+	}
+	efs.ClearRules()
+	select {
+	case r := <-pending:
+		recs := decodeRecords(t, r.Body)
+		if r.Code != protocol.Success || len(recs) != 1 || string(recs[0].Body) != "m0" {
+			t.Fatalf("woken pull: %s", r)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("held pull not woken once the entry landed")
+	}
+	if w, e := b.stats.wokenTotal.Load(), b.stats.expiredTotal.Load(); w != 1 || e != 0 {
+		t.Fatalf("woken by arrival %d, by deadline %d; want 1 and 0", w, e)
+	}
+}
