@@ -230,3 +230,35 @@ func TestCloseOnFullDisk(t *testing.T) {
 	}
 	e.reopenAfterPowerLoss()
 }
+
+// TestRetentionFreesFullDisk: on a full disk retention (DiskRatio) still
+// deletes the segments the last checkpoint covers, though it cannot write
+// a new checkpoint, and appends succeed again in the space it freed.
+func TestRetentionFreesFullDisk(t *testing.T) {
+	e := newFaultEnv(t, "pwrite", false)
+	if err := e.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.opts.Retention.DiskRatio = 0.5
+	e.s = mustOpen(t, e.opts)
+	e.mustAppend(60, 900) // several 16 KiB segments
+	waitDispatched(t, e.s)
+	if err := e.s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	e.mustAppend(1, 900) // retention has a new checkpoint to write
+	e.mem.SetCapacity(e.mem.Used())
+	var err error
+	for i := 0; i < 100 && err == nil; i++ { // the active segment's reserve, then the roll fails
+		_, err = e.append(900)
+	}
+	if !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("append on a full disk: %v", err)
+	}
+	n, err := e.s.ApplyRetention()
+	if err != nil || n == 0 {
+		t.Fatalf("retention on a full disk: deleted %d, %v", n, err)
+	}
+	e.mustAppend(5, 900)
+	e.reopenAfterPowerLoss()
+}
