@@ -57,10 +57,13 @@ var (
 	mFlushes     = desc("samsa_store_flushes_total", "Flusher rounds that made data durable.", prometheus.CounterValue)
 	mSegments    = desc("samsa_store_segments", "CommitLog segments on disk.", prometheus.GaugeValue)
 	mBroken      = desc("samsa_store_broken", "1 once the store refused further writes after a failed write or fsync.", prometheus.GaugeValue)
+	mReadOnly    = desc("samsa_store_read_only", "1 while the store refuses appends for lack of space (it leaves that state by itself).", prometheus.GaugeValue)
+	mHeldIdx     = desc("samsa_store_dispatch_held", "Records whose ConsumeQueue entry waits for a retry (unreadable until it lands).", prometheus.GaugeValue)
+	mDispErrs    = desc("samsa_store_dispatch_errors_total", "ConsumeQueue append attempts that failed (each is retried).", prometheus.CounterValue)
 	mFlushLat    = desc("samsa_store_flush_latency_seconds", "Flush round latency (directory sync and segment flushes).", prometheus.UntypedValue)
 	allDescs     = []metricDesc{mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mStoreOff,
-		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mFlushLat}
+		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mReadOnly, mHeldIdx, mDispErrs, mFlushLat}
 )
 
 // flushBuckets are the flush-latency histogram's upper bounds in seconds.
@@ -114,6 +117,13 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		broken = 1
 	}
 	emit(mBroken, broken)
+	readOnly := int64(0)
+	if m.ReadOnly {
+		readOnly = 1
+	}
+	emit(mReadOnly, readOnly)
+	emit(mHeldIdx, m.DispatchHeld)
+	emit(mDispErrs, m.DispatchErrors)
 	if h := m.FlushLatency; h != nil {
 		buckets := make(map[float64]uint64, len(flushBuckets))
 		var count uint64

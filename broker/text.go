@@ -163,6 +163,9 @@ func (b *Broker) storeStats() []statLine {
 		{"store_flush_max_us", m.FlushMax.Microseconds()},
 		{"store_segments", m.Segments},
 		{"store_broken", m.Broken},
+		{"store_read_only", m.ReadOnly},
+		{"store_dispatch_held", m.DispatchHeld},
+		{"store_dispatch_errors", m.DispatchErrors},
 		{"store_backend", b.cfg.StoreBackend},
 		{"store_flush_type", string(b.cfg.FlushDiskType)},
 	}
