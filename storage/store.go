@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/samsamq/samsa/storage/backend"
@@ -161,6 +162,9 @@ func (s *Store) open() error {
 		}
 	}
 	l, err := s.fs.Lock(filepath.Join(s.dir, "LOCK"))
+	if errors.Is(err, syscall.ENOSPC) { // a new store's LOCK on a full disk
+		return writeError("create "+filepath.Join(s.dir, "LOCK"), err)
+	}
 	if err != nil {
 		return fmt.Errorf("storage: lock %s (is another process using the store?): %w", s.dir, err)
 	}
