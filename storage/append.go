@@ -170,6 +170,9 @@ func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w 
 	if err := s.Err(); err != nil {
 		return 0, err
 	}
+	if err := s.readOnlyErr(); err != nil { // a full disk (readonly.go)
+		return 0, err
+	}
 	g := s.mu.active
 	if s.mu.poisoned || g == nil || g.sealed.Load() || int64(len(buf))+blankReserve > s.segSize-g.seg.Written() {
 		if err := s.rollLocked(); err != nil {

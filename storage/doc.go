@@ -31,6 +31,13 @@
 //   - A write, allocate or create error refuses the append, writes
 //     nothing a reader or recovery could see, and leaves the store usable
 //     (ErrDiskFull wraps ENOSPC).
+//   - A full disk is not fatal anywhere. A ConsumeQueue entry that cannot
+//     be written is retried until it lands, its queue's later records
+//     waiting behind it (dispatch_retry.go). Open succeeds on a full disk,
+//     and the store is read-only (appends fail with ErrDiskFull, reads are
+//     served) while it lacks space for what it must write first; it leaves
+//     that state by itself (readonly.go). Close on a full disk returns
+//     ErrDiskFullAtClose and the next Open recovers.
 //   - Readers (GetMessages, ReadAt, the offset queries) may run
 //     concurrently with everything. Records are readable by physical
 //     offset once written (WrittenOffset), indexed in their queue by the

@@ -27,6 +27,12 @@ var (
 	// holds. An append refused with it wrote nothing; retry once space
 	// is freed.
 	ErrDiskFull = fmt.Errorf("storage: disk full: %w", syscall.ENOSPC)
+	// ErrDiskFullAtClose: Close could not finish cleanly, for lack of
+	// space only (the final checkpoint, the seal of a refused append's
+	// tail or a ConsumeQueue entry could not be written). Everything
+	// acknowledged is durable; the abort marker stays and the next Open
+	// recovers. It wraps ErrDiskFull.
+	ErrDiskFullAtClose = fmt.Errorf("storage: closed uncleanly for lack of space (the next Open recovers): %w", ErrDiskFull)
 	// ErrCorrupt: the files on disk are damaged in a way a crash cannot
 	// explain (a bad record below the durable offset, a missing segment);
 	// Open refuses to cut acknowledged data. A *CorruptError gives the

@@ -42,7 +42,10 @@ type Metrics struct {
 	Rolls                        int64         // segments created by appends
 	SegmentsDeleted              int64         // by retention
 	WriteErrors                  int64         // appends refused by a write, seal or create error
-	DispatchErrors               int64         // ConsumeQueue appends that failed
+	DispatchErrors               int64         // ConsumeQueue append attempts that failed (each is retried)
+	DispatchHeld                 int64         // records waiting for a retry of their ConsumeQueue append
+	DispatchOutages              int64         // times records started to be held (one log line each)
+	ReadOnly                     bool          // appends refused for lack of space (ErrDiskFull) until it returns
 	PendingFull                  int64         // sync appends that waited for a MaxPending slot
 	WaitAbandoned                int64         // sync appends that stopped waiting (timeout, context)
 	Gathers                      int64         // sync rounds that waited for released writers to return
@@ -113,12 +116,15 @@ func (s *Store) Metrics() Metrics {
 		FlushedBytes:     m.flushedBytes.Load(),
 		WrittenOffset:    s.written.Load(),
 		DurableOffset:    s.durable.Load(),
-		DispatchedOffset: s.dispatched.Load(),
+		DispatchedOffset: s.dispatchOK.Load(), // indexed: held records are not
 		MinOffset:        s.CommitLogMinOffset(),
 		Rolls:            m.rolls.Load(),
 		SegmentsDeleted:  m.segmentsDeleted.Load(),
 		WriteErrors:      m.writeErrors.Load(),
 		DispatchErrors:   m.dispatchErrors.Load(),
+		DispatchHeld:     s.hold.n.Load(),
+		DispatchOutages:  s.hold.outages.Load(),
+		ReadOnly:         s.ReadOnly(),
 		PendingFull:      m.pendingFull.Load(),
 		WaitAbandoned:    m.waitAbandoned.Load(),
 		Gathers:          m.gathers.Load(),

@@ -69,7 +69,7 @@ func (s *Store) recover() (err error) {
 		return fmt.Errorf("storage: stat %s: %w", s.abortPath(), err)
 	}
 	if !abort {
-		if err := s.createAbortMarker(); err != nil {
+		if err := s.createAbortMarker(); err != nil && !s.deferAbortMarker(err) {
 			return err
 		}
 	}
@@ -116,6 +116,7 @@ func (s *Store) recover() (err error) {
 	s.durable.Store(durable)
 	s.dispatched.Store(end)
 	s.dispatchOK.Store(end)
+	s.adoptHeld() // records reindex could not index wait for the dispatcher
 	s.ckpt.last = ck
 	if !clean {
 		// A dead process may have created segment files no directory sync
@@ -128,7 +129,7 @@ func (s *Store) recover() (err error) {
 	if err := s.flushTo(end); err != nil {
 		return fmt.Errorf("storage: flush the recovered log: %w", err)
 	}
-	if err := s.writeCheckpoint(false); err != nil {
+	if err := s.writeCheckpoint(false); err != nil && !s.deferCheckpoint(err) {
 		return err
 	}
 	s.log.Info("storage: opened", "dir", s.dir, "clean", clean, "segments", len(s.segs.list),
@@ -390,13 +391,8 @@ func (s *Store) reindex(files []segmentFile, from, end int64) error {
 				return nil
 			}
 			n++
-			q := s.cq.Queue(string(rec.Topic), rec.QueueID)
-			err := q.Append(rec.QueueOffset, f.base+pos, rec.TotalSize, record.TagsCodeOf(rec.Properties))
-			if err != nil {
-				return fmt.Errorf("%w: re-index %s/%d offset %d (record at %d): %w",
-					ErrCorrupt, rec.Topic, rec.QueueID, rec.QueueOffset, f.base+pos, err)
-			}
-			return nil
+			return s.reindexRecord(&dispatchReq{topic: string(rec.Topic), qid: rec.QueueID, size: rec.TotalSize,
+				indexed: true, qoff: rec.QueueOffset, phys: f.base + pos, tags: record.TagsCodeOf(rec.Properties)})
 		})
 		r.Close()
 		if err != nil {

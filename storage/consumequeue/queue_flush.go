@@ -7,7 +7,9 @@ import (
 
 // Flush writes the buffered entries and syncs every file written since the
 // last Flush: when it returns nil, every entry appended before the call is
-// durable. A failure sticks (later Appends and Flushes return it).
+// durable. A failed write of the buffer is returned and changes nothing (the
+// next Flush or Append writes it again); a failed fsync sticks (later
+// Appends and Flushes return it).
 func (q *Queue) Flush() error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
@@ -25,7 +27,6 @@ func (q *Queue) Flush() error {
 		return err
 	}
 	if err := q.writeBufLocked(); err != nil {
-		q.mu.err = err
 		q.mu.Unlock()
 		return err
 	}
