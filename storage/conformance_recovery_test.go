@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/samsamq/samsa/storage/record"
@@ -166,5 +167,99 @@ func mustWriteAt(t *testing.T, f vfs.File, p []byte, off int64) {
 	t.Helper()
 	if _, err := f.WriteAt(p, off); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// syncDirHook is a file system that calls before(dir) ahead of every
+// SyncDir: a test takes its crash image there, at a moment no operation
+// is in flight and a name is created but not yet durable.
+type syncDirHook struct {
+	vfs.FS
+	before func(dir string)
+}
+
+func (h *syncDirHook) SyncDir(dir string) error {
+	h.before(dir)
+	return h.FS.SyncDir(dir)
+}
+
+// TestRecoveryMakesAdoptedQueueFilesDurable: a process dies between
+// creating a ConsumeQueue file and syncing the queue's directory, so the
+// file's name is in the page cache only. Recovery re-indexes into that
+// file (it is there: no Create, no directory sync) and syncs its bytes;
+// the checkpoint it writes then counts the entries as durable. Unless
+// recovery also syncs the directory, the power loss that follows takes
+// the name, and with it every entry the checkpoint counted: Open fails
+// with "consume queue T/0 ends at offset 0; the checkpoint had N
+// durable" (or, when the checkpoint's dispatched offset lies past the
+// queue's first record, "re-index ... append leaves a gap"). The
+// deterministic form of the crash=mixed failures of the conformance
+// suite.
+func TestRecoveryMakesAdoptedQueueFilesDurable(t *testing.T) {
+	for _, file := range []struct {
+		name string
+		n    int // records appended before the crash; file k's Create is the crash point
+	}{
+		{"first file", 1},  // the queue's directory and first file
+		{"second file", 5}, // ConsumeQueueEntries 4: the fifth entry opens file 4
+	} {
+		t.Run(file.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			var img *vfs.MemFS
+			var mu sync.Mutex
+			qdir := filepath.Join("/store", "consumequeue", "T", "0")
+			syncs := 0
+			hook := &syncDirHook{FS: mem, before: func(dir string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if dir != qdir {
+					return
+				}
+				// One SyncDir of the queue's directory per file created.
+				if syncs++; syncs == 1+(file.n-1)/4 && img == nil {
+					img = mem.ProcessCrashClone()
+				}
+			}}
+			opts := testOptions(hook, "pwrite", FlushSync)
+			opts.ConsumeQueueEntries = 4
+			s := mustOpen(t, opts)
+			var want []expected
+			for i := 0; i < file.n; i++ {
+				m := testMessage("T", 0, 100)
+				r, err := s.Append(context.Background(), m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, expectedOf(m, r))
+			}
+			waitDispatched(t, s)
+			s.Close()
+			mu.Lock()
+			if img == nil {
+				mu.Unlock()
+				t.Fatal("no crash image: the queue's directory was never synced")
+			}
+			mu.Unlock()
+
+			opts.FS = img
+			s2, err := Open(opts)
+			if err != nil {
+				t.Fatalf("Open after the process crash: %v", err)
+			}
+			m := &crashModel{durable: map[int64]expected{}, written: map[int64]expected{}}
+			for _, e := range want {
+				m.durable[e.phys] = e // FlushSync: acknowledged after fsync
+			}
+			m.verify(t, s2, "after the process crash")
+
+			opts.FS = img.CrashClone(nil) // power loss: only what was synced
+			s2.Close()
+			s3, err := Open(opts)
+			if err != nil {
+				t.Fatalf("Open after a process crash, a restart and a power loss: %v", err)
+			}
+			defer s3.Close()
+			m.verify(t, s3, "after a process crash, a restart and a power loss")
+		})
 	}
 }

@@ -93,22 +93,12 @@ func (c confCell) String() string {
 	return fmt.Sprintf("backend=%s/flush=%s/ack=%s/crash=%s", c.backend, c.policy, ack, confCrashNames[c.crashes])
 }
 
-// confMixed adds the crash=mixed leaves (a process crash, a restart, then
-// a power loss). Off by default until recovery's last mixed-crash bug is
-// found: about one run in three, a power loss after such a restart finds
-// a ConsumeQueue shorter than the checkpoint the restart wrote.
-var confMixed = flag.Bool("conformance.mixed", false, "conformance: add the crash=mixed leaves (known to fail now and then)")
-
 func TestConformance(t *testing.T) {
-	modes := []confCrashes{onlyProcess, onlyPower}
-	if *confMixed {
-		modes = append(modes, mixedCrashes)
-	}
 	var cells []confCell
 	for _, be := range memBackends(t) {
 		for _, p := range []FlushPolicy{FlushSync, FlushAsync, FlushNone} {
 			for _, ack := range []bool{false, true} {
-				for _, m := range modes {
+				for _, m := range []confCrashes{onlyProcess, onlyPower, mixedCrashes} {
 					cells = append(cells, confCell{be, p, ack, m})
 				}
 			}

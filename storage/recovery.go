@@ -119,12 +119,13 @@ func (s *Store) recover() (err error) {
 	s.adoptHeld() // records reindex could not index wait for the dispatcher
 	s.ckpt.last = ck
 	if !clean {
-		// A dead process may have created segment files no directory sync
-		// covered, and written ConsumeQueue entries it never synced;
-		// recovery adopts both, so it syncs both before the checkpoint
-		// below calls them durable.
+		// A dead process may have created segment files and ConsumeQueue
+		// files and directories no directory sync covered, and written
+		// ConsumeQueue entries it never synced; recovery adopts all of
+		// them, so it syncs them before the checkpoint below calls them
+		// durable.
 		s.dirDirty.Store(true)
-		s.cq.Each(func(_ string, _ int32, q *consumequeue.Queue) { q.MarkUnsynced() })
+		s.cq.MarkUnsynced()
 	}
 	if err := s.flushTo(end); err != nil {
 		return fmt.Errorf("storage: flush the recovered log: %w", err)

@@ -39,6 +39,14 @@
 // past every check (its trailing bytes, the tags code, lost while the rest
 // survived); Append replaces that one if the CommitLog disagrees.
 //
+// What a table reopens after a process crash may be in the page cache
+// only: entries never synced, and files or directories whose names no
+// directory sync covered (the process died between a Create and its
+// SyncDir). Re-dispatch finds such entries and files in place and neither
+// writes nor creates, so nothing would sync them: a store that adopts them
+// calls Table.MarkUnsynced, and the next Flush syncs every file, every
+// queue directory, the topic directories and the root.
+//
 // Retention (DeleteBelowPhys) removes whole files from the front, never the
 // last one, so a queue's offsets survive even when all its messages expired.
 // After a restart MinOffset is the first file's start until the store applies

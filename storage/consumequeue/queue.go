@@ -90,8 +90,13 @@ type Queue struct {
 		// (tags code) undetectably, so a re-dispatch that disagrees with
 		// it replaces it instead of failing with ErrConflict.
 		suspect int64
-		err     error // sticky fsync error (a failed write is only returned)
-		closed  bool
+		// dirDirty says the queue's directory may hold names no SyncDir
+		// covered (a dead process created or removed a file and never
+		// synced the directory): the next Flush syncs it. Set by
+		// MarkUnsynced.
+		dirDirty bool
+		err      error // sticky fsync error (a failed write is only returned)
+		closed   bool
 	}
 }
 

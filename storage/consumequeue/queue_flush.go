@@ -6,10 +6,12 @@ import (
 )
 
 // Flush writes the buffered entries and syncs every file written since the
-// last Flush: when it returns nil, every entry appended before the call is
-// durable. A failed write of the buffer is returned and changes nothing (the
-// next Flush or Append writes it again); a failed fsync sticks (later
-// Appends and Flushes return it).
+// last Flush (and, after MarkUnsynced, every file and the queue's
+// directory): when it returns nil, every entry appended before the call is
+// durable, names included. A failed write of the buffer is returned and
+// changes nothing (the next Flush or Append writes it again); a failed
+// fsync, of a file or of the directory, sticks (later Appends and Flushes
+// return it).
 func (q *Queue) Flush() error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
@@ -38,6 +40,8 @@ func (q *Queue) Flush() error {
 			toSync = append(toSync, f)
 		}
 	}
+	syncDir := q.mu.dirDirty
+	q.mu.dirDirty = false
 	q.mu.Unlock()
 
 	for _, f := range toSync {
@@ -51,20 +55,38 @@ func (q *Queue) Flush() error {
 			return err
 		}
 	}
+	if syncDir {
+		if err := q.sh.fs.SyncDir(q.dir); err != nil {
+			err = fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)
+			q.mu.Lock()
+			if q.mu.err == nil {
+				q.mu.err = err
+			}
+			q.mu.Unlock()
+			return err
+		}
+	}
 	return nil
 }
 
-// MarkUnsynced makes the next Flush sync every file of the queue. Recovery
-// calls it after a crash: a dead process may have written entries it
-// never synced, which re-indexing then finds in place (so writes nothing
-// and marks nothing), and the checkpoint recovery writes must not call
-// them durable before they are.
+// MarkUnsynced makes the next Flush sync every file of the queue and, if
+// the queue has a directory on disk, the directory. Recovery calls it
+// after a crash: a dead process may have written entries it never synced,
+// which re-indexing then finds in place (so writes nothing and marks
+// nothing), and it may have died between creating a file and syncing the
+// directory, leaving a file whose name only the page cache holds, which
+// re-indexing then appends to without a Create (so syncs no directory). The
+// checkpoint recovery writes must not call either durable before it is.
+// (Table.MarkUnsynced also syncs the table's topic directories and root.)
 func (q *Queue) MarkUnsynced() {
+	q.appendMu.Lock() // for dirReady
+	defer q.appendMu.Unlock()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, f := range q.mu.files {
 		f.dirty = true
 	}
+	q.mu.dirDirty = q.dirReady && q.nameErr == nil
 }
 
 // close flushes and closes the queue's files; later calls return ErrClosed

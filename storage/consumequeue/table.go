@@ -15,10 +15,19 @@ type Table struct {
 	opts Options
 	sh   *shared
 
+	// topicDirs are the topic directories OpenTable found (nothing removes
+	// one), for MarkUnsynced. Set before the table is shared.
+	topicDirs []string
+
 	mu struct {
 		sync.RWMutex
 		queues map[queueKey]*Queue
 		closed bool
+		// dirsDirty says the next Flush syncs topicDirs and the root
+		// (MarkUnsynced); err is a failed sync of one of them, returned by
+		// every later Flush.
+		dirsDirty bool
+		err       error
 	}
 }
 
@@ -64,6 +73,7 @@ func OpenTable(opts Options) (*Table, error) {
 			opts.Logger.Warn("consumequeue: skipping entry that is not a directory", "dir", opts.Dir, "name", topic, "err", err)
 			continue
 		}
+		t.topicDirs = append(t.topicDirs, filepath.Join(opts.Dir, topic))
 		for _, name := range qids {
 			qid, err := strconv.ParseInt(name, 10, 32)
 			if err != nil || qid < 0 || strconv.FormatInt(qid, 10) != name {
@@ -129,7 +139,9 @@ func (t *Table) Each(fn func(topic string, qid int32, q *Queue)) {
 	}
 }
 
-// Flush flushes every queue and returns every error (errors.Join).
+// Flush flushes every queue and returns every error (errors.Join). After
+// MarkUnsynced it also syncs the topic directories and the root, once; a
+// failure to sync one sticks (every later Flush returns it).
 func (t *Table) Flush() error {
 	var errs []error
 	for _, q := range t.queues() {
@@ -137,7 +149,41 @@ func (t *Table) Flush() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := t.syncDirs(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// MarkUnsynced marks every queue unsynced (Queue.MarkUnsynced) and makes
+// the next Flush sync the topic directories OpenTable found and the root
+// too: a process that died between making a queue's directory and syncing
+// its parents left names only the page cache holds, and recovery, which
+// adopts them, calls it before it reports anything in them durable.
+func (t *Table) MarkUnsynced() {
+	for _, q := range t.queues() {
+		q.MarkUnsynced()
+	}
+	t.mu.Lock()
+	t.mu.dirsDirty = true
+	t.mu.Unlock()
+}
+
+// syncDirs syncs the topic directories and the root if MarkUnsynced asked.
+func (t *Table) syncDirs() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.err != nil || !t.mu.dirsDirty {
+		return t.mu.err
+	}
+	for _, d := range append(t.topicDirs, t.opts.Dir) {
+		if err := t.sh.fs.SyncDir(d); err != nil {
+			t.mu.err = fmt.Errorf("consumequeue: sync dir %s: %w", d, err)
+			return t.mu.err
+		}
+	}
+	t.mu.dirsDirty = false
+	return nil
 }
 
 // Close flushes and closes every queue. Later calls on the table's queues
