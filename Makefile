@@ -20,10 +20,12 @@ build:
 vet:
 	$(GO) vet ./...
 
-# Race-checked packages first, then everything else without -race.
-test: vet
+# Race-checked packages first, then everything else without -race. The
+# built binary is handed to the tests that run real processes (the kill
+# loop's smoke test in loadgen/durability).
+test: vet build
 	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 12m $(REST_PKGS)
+	SAMSA_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 12m $(REST_PKGS)
 
 # Short fuzz runs of every fuzz target (FUZZTIME each).
 FUZZTIME ?= 10s

@@ -144,7 +144,9 @@ type Tally struct {
 	// Lost counts acknowledged ids the read-back did not find anywhere.
 	Lost int64 `json:"lost"`
 	// LostByEpoch counts them by the incarnation that acknowledged them.
-	LostByEpoch map[int]int64 `json:"lost_by_epoch,omitempty"`
+	LostByEpoch map[int]int64 `json:"-"`
+	// AckedByEpoch counts acknowledged ids by incarnation.
+	AckedByEpoch map[int]int64 `json:"-"`
 	// LostSample names a few lost ids with where they were acknowledged.
 	LostSample []string `json:"lost_sample,omitempty"`
 	// Duplicates counts read-back messages whose id was already read
@@ -187,7 +189,9 @@ func (l *Ledger) Tally() Tally {
 		}
 	}
 	var lost []string
+	t.AckedByEpoch = map[int]int64{}
 	for id, a := range l.mu.acks {
+		t.AckedByEpoch[a.epoch]++
 		if _, ok := where[id]; !ok {
 			t.Lost++
 			if t.LostByEpoch == nil {

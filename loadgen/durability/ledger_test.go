@@ -21,7 +21,7 @@ func TestTallyCleanRun(t *testing.T) {
 	l.Sent()
 	l.Final("d", Pos{0, 3}) // its answer was lost, the message was not
 	got := l.Tally()
-	require.Equal(t, Tally{Sent: 4, Acked: 3, Stored: 4, UnackedStored: 1}, got)
+	require.Equal(t, Tally{Sent: 4, Acked: 3, Stored: 4, UnackedStored: 1, AckedByEpoch: map[int]int64{1: 3}}, got)
 }
 
 // TestTallyCrashLosesAndReuses is the bug the loop is for: an acknowledged
