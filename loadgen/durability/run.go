@@ -2,7 +2,6 @@ package durability
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -32,7 +31,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res, err := r.run(ctx)
 	c.close()
 	if err != nil {
-		return nil, fmt.Errorf("durability: %s/%s (seed %d): %w\n(data and logs kept in %s)", o.Backend, o.Flush, o.Seed, err, c.dir)
+		tail := ""
+		if c.starts > 0 {
+			tail = "\nbroker.log (last lines):\n" + c.logTail("broker.log", 25)
+		}
+		return nil, fmt.Errorf("durability: %w (%s/%s, seed %d; data and logs kept in %s)%s", err, o.Backend, o.Flush, o.Seed, c.dir, tail)
 	}
 	res.ElapsedSeconds = time.Since(began).Seconds()
 	if o.KeepDir {
@@ -54,7 +57,7 @@ type runner struct {
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	o, c := r.o, r.c
 	if err := c.startNamesrv(); err != nil {
-		return nil, fmt.Errorf("%w\nnamesrv.log:\n%s", err, c.logTail("namesrv.log", 20))
+		return nil, fmt.Errorf("%w; namesrv.log ends: %s", err, c.logTail("namesrv.log", 1))
 	}
 	if err := c.startBroker(); err != nil {
 		return nil, err
@@ -210,10 +213,11 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// brokerErr adds the tail of the broker's log to err.
+// brokerErr adds the broker's last log line to err when the broker has
+// exited: usually the reason (Run adds the log's tail).
 func (r *runner) brokerErr(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || r.c.broker == nil || r.c.broker.alive() {
+		return err
 	}
-	return errors.Join(err, fmt.Errorf("broker.log (last lines):\n%s", r.c.logTail("broker.log", 25)))
+	return fmt.Errorf("%w; the broker's last words: %s", err, r.c.logTail("broker.log", 1))
 }
