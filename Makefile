@@ -45,10 +45,12 @@ fuzz:
 # regression is printed, and fails the target only with BENCH_GATE=1.
 # BENCH_FLAGS passes flags to every run (e.g. BENCH_FLAGS=--quick).
 # End-to-end experiments ("kind": "e2e") run with samsa loadgen on an
-# embedded cluster per run; make bench runs their quick form.
+# embedded cluster per run; make bench runs their quick form. The
+# durability-kill experiment goes the same way, with real name server and
+# broker processes killed (3 kills per cell quick, 50 in bench-full).
 BENCH_E2E_EXPERIMENTS     ?= experiments/consume-pull-vs-longpoll.json experiments/flush-e2e.json \
                              experiments/group-commit-e2e.json experiments/peer-nats.json \
-                             experiments/client-vs-official.json
+                             experiments/client-vs-official.json experiments/durability-kill.json
 BENCH_EXPERIMENTS         ?= experiments/storage-quick.json $(BENCH_E2E_EXPERIMENTS)
 BENCH_STORAGE_EXPERIMENTS ?= experiments/storage-quick.json
 BENCH_FULL_EXPERIMENTS    ?= experiments/storage-quick.json experiments/storage-backends.json \
