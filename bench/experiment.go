@@ -79,9 +79,10 @@ type CellOptions struct {
 	MinInterval Duration `json:"min_interval,omitempty"`
 	MaxGather   Duration `json:"max_gather,omitempty"`
 	MaxPending  int      `json:"max_pending,omitempty"`
-	Interval    Duration `json:"interval,omitempty"`    // async flush interval
-	DirtyPages  int      `json:"dirty_pages,omitempty"` // async flush threshold
-	Queues      int      `json:"queues,omitempty"`      // queues the writers spread over
+	Interval    Duration `json:"interval,omitempty"`     // async flush interval
+	DirtyPages  int      `json:"dirty_pages,omitempty"`  // async flush threshold
+	Queues      int      `json:"queues,omitempty"`       // queues the writers spread over
+	AckBuffered bool     `json:"ack_buffered,omitempty"` // storage Options.AckBuffered
 }
 
 // DiskRef says which raw-disk references run: one per distinct (block,

@@ -64,17 +64,17 @@ func Markdown(r *ExperimentResult, charts []Chart, reportCmd string) string {
 		}
 	}
 
-	b.WriteString("| cell | msgs/s (min–max) | MB/s | ×disk MB/s | p50 | p99 | p99.9 | max | p99 ÷ fsync p99 | appends/fsync | fsyncs/s | syscalls/1k appends |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| cell | durability | msgs/s (min–max) | MB/s | ×disk MB/s | p50 | p99 | p99.9 | max | p99 ÷ fsync p99 | appends/fsync | fsyncs/s | syscalls/1k appends |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i := range r.Cells {
 		c := &r.Cells[i]
 		if c.Status != StatusOK {
-			fmt.Fprintf(&b, "| %s | %s: %s | | | | | | | | | | |\n", c.Label, c.Status, oneLine(c.Reason))
+			fmt.Fprintf(&b, "| %s | | %s: %s | | | | | | | | | | |\n", c.Label, c.Status, oneLine(c.Reason))
 			continue
 		}
 		s := c.Summary
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n",
-			c.Label, withRange(s.MsgsPerSec, "%.0f"), s.MBPerSec.Median, fmtRatioSpread(c.Ratios.MB),
+		fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n",
+			c.Label, orDash(c.Durability), withRange(s.MsgsPerSec, "%.0f"), s.MBPerSec.Median, fmtRatioSpread(c.Ratios.MB),
 			fmtUs(s.P50Us.Median), fmtUs(s.P99Us.Median), fmtUs(s.P999Us.Median), fmtUs(s.MaxUs.Median),
 			fmtRatioSpread(c.Ratios.P99VsFsync), fmtBatch(s.AvgBatch.Median), s.FsyncsPerSec.Median, s.SyscallsPer1000.Median)
 	}
@@ -149,4 +149,12 @@ func fmtUs(us float64) string {
 		return fmt.Sprintf("%.3g ms", us/1000)
 	}
 	return fmt.Sprintf("%.3g s", us/1e6)
+}
+
+// orDash is s, or "–" for an empty s (results from before the field).
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
 }

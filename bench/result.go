@@ -76,6 +76,7 @@ type CellResult struct {
 	DiskRef     string           `json:"disk_ref,omitempty"`
 	Config      string           `json:"config,omitempty"`
 	StoreConfig string           `json:"store_config,omitempty"`
+	Durability  string           `json:"durability,omitempty"`
 	Runs        []*StorageResult `json:"runs,omitempty"`
 	Summary     CellSummary      `json:"summary"`
 	Ratios      Ratios           `json:"ratios"`

@@ -173,7 +173,7 @@ func (r *runner) storageOptions(c Cell) StorageOptions {
 		Duration: r.plan.Duration, Warmup: r.plan.Warmup, Queues: o.Queues,
 		SegmentSize: o.SegmentSize, Preallocate: o.Preallocate, MaxBatchBytes: c.MaxBatchBytes,
 		MinInterval: time.Duration(c.MinInterval), MaxGather: time.Duration(c.MaxGather), MaxPending: o.MaxPending,
-		Interval: time.Duration(o.Interval), DirtyPages: o.DirtyPages,
+		Interval: time.Duration(o.Interval), DirtyPages: o.DirtyPages, AckBuffered: o.AckBuffered,
 	}
 }
 
@@ -255,7 +255,7 @@ func (r *runner) round(ctx context.Context, round int) error {
 		}
 		sr.Machine = nil
 		cr.Runs = append(cr.Runs, sr)
-		cr.Config, cr.StoreConfig = sr.Config, sr.StoreConfig
+		cr.Config, cr.StoreConfig, cr.Durability = sr.Config, sr.StoreConfig, sr.Durability
 		fmt.Fprintf(r.opts.Progress, "    %s\n", sr.Line())
 	}
 	return nil

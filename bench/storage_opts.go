@@ -44,6 +44,9 @@ type StorageOptions struct {
 	MaxPending    int
 	Interval      time.Duration
 	DirtyPages    int
+	// AckBuffered acknowledges from the backend's user-space buffer
+	// (storage Options.AckBuffered: durability "memory"); default false.
+	AckBuffered bool
 }
 
 // EnsureDefaults fills the bench's own zero fields (not the engine's).
@@ -104,9 +107,9 @@ func (o *StorageOptions) Validate() error {
 // String is the bench's side of the configuration, on one line; the
 // result's StoreConfig has the engine's Options.String().
 func (o StorageOptions) String() string {
-	return fmt.Sprintf("backend=%s flush=%s size=%d writers=%d queues=%d duration=%s warmup=%s segment_size=%d preallocate=%t max_batch_bytes=%d min_interval=%s max_gather=%s max_pending=%d interval=%s dirty_pages=%d",
+	return fmt.Sprintf("backend=%s flush=%s size=%d writers=%d queues=%d duration=%s warmup=%s segment_size=%d preallocate=%t max_batch_bytes=%d min_interval=%s max_gather=%s max_pending=%d interval=%s dirty_pages=%d ack_buffered=%t",
 		o.Backend, o.Flush, o.Size, o.Writers, o.Queues, o.Duration, o.Warmup,
-		o.SegmentSize, o.Preallocate, o.MaxBatchBytes, o.MinInterval, o.MaxGather, o.MaxPending, o.Interval, o.DirtyPages)
+		o.SegmentSize, o.Preallocate, o.MaxBatchBytes, o.MinInterval, o.MaxGather, o.MaxPending, o.Interval, o.DirtyPages, o.AckBuffered)
 }
 
 // StorageResult is one storage run. Counters cover the measured window.
@@ -114,8 +117,13 @@ type StorageResult struct {
 	Kind string `json:"kind"` // "storage"
 	// Config is StorageOptions.String(), StoreConfig the engine's
 	// Options.String() after its defaults: together every option that ran.
-	Config          string         `json:"config"`
-	StoreConfig     string         `json:"store_config"`
+	Config      string `json:"config"`
+	StoreConfig string `json:"store_config"`
+	// Durability is what an acknowledged append survived
+	// (storage.Durability: memory, process-crash, power-loss) and
+	// DurabilityNote the store's one-line account of it.
+	Durability      string         `json:"durability,omitempty"`
+	DurabilityNote  string         `json:"durability_note,omitempty"`
 	Options         StorageOptions `json:"options"`
 	Start           time.Time      `json:"start"`
 	MeasuredSeconds float64        `json:"measured_seconds"`

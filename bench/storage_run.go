@@ -35,8 +35,9 @@ func (o StorageOptions) storeOptions(dir string) (storage.Options, error) {
 		Dir: dir, Backend: o.Backend, SegmentSize: o.SegmentSize, Preallocate: o.Preallocate,
 		Flush: storage.FlushOptions{Policy: pol, MaxBatchBytes: o.MaxBatchBytes, MinInterval: o.MinInterval,
 			MaxGather: o.MaxGather, MaxPending: o.MaxPending, Interval: o.Interval, DirtyPages: o.DirtyPages},
-		Retention: storage.RetentionOptions{MaxAge: -1, DiskRatio: -1},
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Retention:   storage.RetentionOptions{MaxAge: -1, DiskRatio: -1},
+		AckBuffered: o.AckBuffered,
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	so.EnsureDefaults()
 	return so, so.Validate()
@@ -86,6 +87,7 @@ func RunStorage(ctx context.Context, opts StorageOptions) (*StorageResult, error
 		return nil, runErr
 	}
 	res.StoreConfig = so.String()
+	res.Durability, res.DurabilityNote = so.Durability().String(), so.DurabilityNote()
 	return res, nil
 }
 

@@ -70,7 +70,7 @@ func TestStorageOptionsValidate(t *testing.T) {
 	o = StorageOptions{Dir: "x"}
 	o.EnsureDefaults()
 	require.NoError(t, o.Validate())
-	require.Equal(t, "backend=pwrite flush=async size=1024 writers=1 queues=8 duration=10s warmup=1s segment_size=0 preallocate=false max_batch_bytes=0 min_interval=0s max_gather=0s max_pending=0 interval=0s dirty_pages=0", o.String())
+	require.Equal(t, "backend=pwrite flush=async size=1024 writers=1 queues=8 duration=10s warmup=1s segment_size=0 preallocate=false max_batch_bytes=0 min_interval=0s max_gather=0s max_pending=0 interval=0s dirty_pages=0 ack_buffered=false", o.String())
 }
 
 func TestDiskOptionsValidate(t *testing.T) {

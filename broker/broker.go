@@ -117,6 +117,7 @@ func (b *Broker) storeOptions() storage.Options {
 		MaxMessageSize: c.MaxMessageSize,
 		Logger:         c.Logger,
 		Clock:          c.Clock,
+		AckBuffered:    c.TransientStorePoolEnable,
 	}
 	o.Flush.Policy = storage.FlushAsync
 	if c.FlushDiskType == SyncFlush {
@@ -182,6 +183,8 @@ func (b *Broker) Start() error {
 	b.log.Info("broker: started", "addr", b.Addr(), "admin", b.AdminAddr(), "name", b.cfg.BrokerName,
 		"cluster", b.cfg.BrokerClusterName, "namesrv", b.cfg.NamesrvAddrs, "store", b.cfg.StorePathRootDir,
 		"flush", b.cfg.FlushDiskType, "backend", b.cfg.StoreBackend)
+	so := b.store.Options()
+	b.log.Info("broker: "+so.DurabilityNote(), "durability", so.Durability().String())
 	return nil
 }
 

@@ -120,6 +120,13 @@ type Config struct {
 	// StoreBackend (storeBackend, ours): "pwrite" (default), "mmap",
 	// "odirect" or "uring".
 	StoreBackend string
+	// TransientStorePoolEnable (transientStorePoolEnable, RocketMQ's name):
+	// under ASYNC_FLUSH, answer a send once the message is in the store's
+	// user-space write buffer rather than in the kernel (storage
+	// Options.AckBuffered): a process crash can then lose acknowledged
+	// messages. Default false: nothing acknowledged is lost to a process
+	// crash. No effect with mmap or SYNC_FLUSH.
+	TransientStorePoolEnable bool
 	// GroupCommitMaxBatchBytes (groupCommitMaxBatchBytes, ours): SYNC_FLUSH
 	// stops a group at this many bytes; 0 is unbounded (default).
 	GroupCommitMaxBatchBytes int64

@@ -145,6 +145,7 @@ var properties = []property{
 	msProp("flushConsumerOffsetInterval", func(c *Config) *time.Duration { return &c.FlushConsumerOffsetInterval }),
 	intProp("maxReconsumeTimes", func(c *Config) *int { return &c.MaxReconsumeTimes }),
 	strProp("storeBackend", func(c *Config) *string { return &c.StoreBackend }),
+	boolProp("transientStorePoolEnable", func(c *Config) *bool { return &c.TransientStorePoolEnable }),
 	int64Prop("groupCommitMaxBatchBytes", func(c *Config) *int64 { return &c.GroupCommitMaxBatchBytes }),
 	msProp("groupCommitMinInterval", func(c *Config) *time.Duration { return &c.GroupCommitMinInterval }),
 	durProp("groupCommitMaxGather", func(c *Config) *time.Duration { return &c.GroupCommitMaxGather }),

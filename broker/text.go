@@ -150,6 +150,7 @@ func (b *Broker) storeStats() []statLine {
 	m := b.store.Metrics()
 	return []statLine{
 		{"store_written_offset", m.WrittenOffset},
+		{"store_handed_offset", m.HandedOffset},
 		{"store_durable_offset", m.DurableOffset},
 		{"store_dispatched_offset", m.DispatchedOffset},
 		{"store_min_offset", m.MinOffset},
@@ -165,6 +166,8 @@ func (b *Broker) storeStats() []statLine {
 		{"store_broken", m.Broken},
 		{"store_backend", b.cfg.StoreBackend},
 		{"store_flush_type", string(b.cfg.FlushDiskType)},
+		{"store_durability", b.store.Options().Durability().String()},
+		{"store_write_outs", m.WriteOuts},
 	}
 }
 

@@ -80,6 +80,10 @@ func (s *Store) AppendBatch(ctx context.Context, msgs []*Message) ([]AppendResul
 // append encodes, appends and (FlushSync) waits; written says whether the
 // records were written (so res is filled), whatever err says.
 func (s *Store) append(ctx context.Context, msgs []*Message, res []AppendResult) (written bool, err error) {
+	if s.needsHandOff() {
+		s.ho.inflight.Add(1)
+		defer s.ho.inflight.Add(-1)
+	}
 	total := 0
 	for _, m := range msgs {
 		n, err := s.recordSize(m)
@@ -112,7 +116,7 @@ func (s *Store) append(ctx context.Context, msgs []*Message, res []AppendResult)
 		}
 		w = s.getWaiter()
 	}
-	err = s.appendLocked(buf.b, msgs, res, w)
+	end, err := s.appendLocked(buf.b, msgs, res, w)
 	s.putBuf(buf)
 	if err != nil {
 		if w != nil {
@@ -121,12 +125,20 @@ func (s *Store) append(ctx context.Context, msgs []*Message, res []AppendResult)
 		}
 		return false, err
 	}
-	kick(s.dispatchKick)
-	if w == nil {
-		return true, nil
+	if w != nil {
+		kick(s.flushKick) // the flusher's round kicks the dispatcher
+		return true, s.wait(ctx, w)
 	}
-	kick(s.flushKick)
-	return true, s.wait(ctx, w)
+	if s.needsHandOff() {
+		s.ho.appended.Add(1)
+		err := s.handOff(end)
+		s.ho.appended.Add(-1)
+		if err != nil {
+			return true, err
+		}
+	}
+	kick(s.dispatchKick)
+	return true, nil
 }
 
 // recordSize checks m and returns its record's size.
@@ -156,19 +168,19 @@ func kick(ch chan struct{}) {
 // appendLocked takes the append lock, assigns offsets and the store
 // time, seals the records in buf and copies them into the active segment
 // (rolling to a new one first if they do not fit).
-func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w *waiter) error {
+func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w *waiter) (end int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	if err := s.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	g := s.mu.active
 	if s.mu.poisoned || g == nil || g.sealed.Load() || int64(len(buf))+blankReserve > s.segSize-g.seg.Written() {
 		if err := s.rollLocked(); err != nil {
-			return err
+			return 0, err
 		}
 		g = s.mu.active
 	}
@@ -200,9 +212,13 @@ func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w 
 		// segment before the next append so those bytes are never read.
 		s.mu.poisoned = true
 		s.m.writeErrors.Add(1)
-		return writeError(fmt.Sprintf("append %d bytes to %s at %d", len(buf), g.path, phys-g.base), err)
+		return 0, writeError(fmt.Sprintf("append %d bytes to %s at %d", len(buf), g.path, phys-g.base), err)
 	}
-	s.written.Store(phys + int64(len(buf)))
+	end = phys + int64(len(buf))
+	s.written.Store(end)
+	if s.ho.inAppend {
+		s.storeHanded(end)
+	}
 	s.mu.lastTs = now
 	g.lastTs.Store(now)
 	g.hasRecords.Store(true)
@@ -213,13 +229,13 @@ func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w 
 		})
 	}
 	if w != nil {
-		w.end = phys + int64(len(buf))
+		w.end = end
 		s.mu.pending = append(s.mu.pending, w)
 		s.pendingN.Store(int64(len(s.mu.pending)))
 	}
 	s.m.appends.Add(int64(len(msgs)))
 	s.m.appendBytes.Add(int64(len(buf)))
-	return nil
+	return end, nil
 }
 
 // counterLocked returns the next-queue-offset counter of (topic, qid).
@@ -250,11 +266,18 @@ func (s *Store) rollLocked() error {
 	}
 	if old != nil && !old.sealed.Load() {
 		if err := s.sealLocked(old); err != nil {
-			ng.seg.Close()
-			if rerr := s.fs.Remove(ng.path); rerr != nil {
-				s.log.Warn("storage: could not remove an unused segment", "path", ng.path, "err", rerr)
-			}
+			s.dropSegment(ng)
 			return err
+		}
+	}
+	if old != nil && !s.ho.inAppend {
+		// The log stays a prefix on file: every byte of the old segment
+		// (its blank included) reaches the kernel before any byte of the
+		// new one can (pwrite writes a lone writer's append through).
+		if _, err := old.seg.WriteOut(); err != nil {
+			s.dropSegment(ng)
+			s.m.writeErrors.Add(1)
+			return s.breakWith(fmt.Errorf("write out %s before rolling: %w", old.path, err))
 		}
 	}
 	// The flusher syncs the directory before it reports any byte of ng
@@ -270,6 +293,14 @@ func (s *Store) rollLocked() error {
 	s.written.Store(base)
 	s.m.rolls.Add(1)
 	return nil
+}
+
+// dropSegment closes and removes a segment a failed roll made.
+func (s *Store) dropSegment(ng *segment) {
+	ng.seg.Close()
+	if err := s.fs.Remove(ng.path); err != nil {
+		s.log.Warn("storage: could not remove an unused segment", "path", ng.path, "err", err)
+	}
 }
 
 // sealLocked closes g with a blank record over the rest of its capacity.

@@ -21,12 +21,24 @@ func (s *Store) runDispatcher() {
 	}
 }
 
+// dispatchRound indexes the written records below the visible limit
+// (visibleLimit: the acknowledgement level's offset), carrying the rest
+// to a later round.
 func (s *Store) dispatchRound(spare *[]dispatchReq) {
 	s.mu.Lock()
-	batch := s.mu.dispatch
+	fresh := s.mu.dispatch
 	s.mu.dispatch = (*spare)[:0]
-	upTo := s.written.Load() // everything below is in batch or earlier ones
+	written := s.written.Load() // everything below is in fresh, the carry or earlier rounds
 	s.mu.Unlock()
+	// Read after written: a limit is always a record boundary at or below it.
+	upTo := min(s.visibleLimit(), written)
+	all := append(s.carry, fresh...)
+	*spare = fresh[:0]
+	n := 0
+	for n < len(all) && all[n].phys+int64(all[n].size) <= upTo {
+		n++
+	}
+	batch := all[:n]
 	var cbs []func(string, int32, int64)
 	if p := s.callbacks.Load(); p != nil {
 		cbs = *p
@@ -56,7 +68,10 @@ func (s *Store) dispatchRound(spare *[]dispatchReq) {
 		s.dispatchOK.Store(upTo)
 	}
 	s.dispatched.Store(upTo)
-	*spare = batch[:0]
+	// Keep the records not yet visible, in order, for the next round.
+	m := copy(all, all[n:])
+	clear(all[m:])
+	s.carry = all[:m]
 }
 
 // index appends r's ConsumeQueue entry.

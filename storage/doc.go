@@ -11,6 +11,17 @@
 //     physical offset and store time, seal the record's CRC, copy it into
 //     the segment); encoding happens before it. Queue offsets of a queue
 //     follow the log order.
+//   - What an acknowledged Append survives is its durability level
+//     (durability.go): power-loss with FlushSync; process-crash by
+//     default with FlushAsync and FlushNone: Append returns only once
+//     its bytes are in the kernel (page cache, or the device for
+//     O_DIRECT), written out by the appender itself, batched under load
+//     (handoff.go); memory with Options.AckBuffered. A record is indexed
+//     for readers only once it reaches that level, so no reader sees a
+//     record that a crash the level covers takes back.
+//   - The log reaches the file as a prefix: no byte of a segment is
+//     handed to the kernel before every byte before it in the log is (a
+//     roll writes out the old segment first).
 //   - With FlushSync an Append returns only once its record is durable.
 //     The flusher goroutine does group commit (see flush.go): waiters are
 //     released by the fsync that covers them, a lone writer waits for no
@@ -21,10 +32,11 @@
 //     nothing a reader or recovery could see, and leaves the store usable
 //     (ErrDiskFull wraps ENOSPC).
 //   - Readers (GetMessages, ReadAt, the offset queries) may run
-//     concurrently with everything. Records are readable once written
-//     (WrittenOffset), indexed in their queue shortly after by the
-//     dispatcher goroutine, which then calls the OnDispatch callbacks.
-//   - WrittenOffset >= DurableOffset; both only grow.
+//     concurrently with everything. Records are readable by physical
+//     offset once written (WrittenOffset), indexed in their queue by the
+//     dispatcher goroutine once they reach the store's durability level,
+//     which then calls the OnDispatch callbacks.
+//   - WrittenOffset >= HandedOffset >= DurableOffset; all only grow.
 //
 // # Files
 //

@@ -194,7 +194,9 @@ func (s *Store) flushTo(w int64) error {
 			return s.breakWith(fmt.Errorf("storage: internal: flush reached %d, written %d", newD, w))
 		}
 		s.durable.Store(newD)
+		s.storeHanded(newD) // a flush writes out before it syncs
 		s.m.flushedBytes.Add(newD - d)
+		kick(s.dispatchKick) // sync flush: records become visible at durable
 	}
 	s.m.recordFlush(time.Since(start))
 	return nil

@@ -49,6 +49,11 @@ type Metrics struct {
 	GatherMisses                 int64         // of those, the ones whose wait ended unfilled
 	GatherTime                   time.Duration // the flusher's time in those waits
 	Broken                       bool
+	// WriteOuts are hand-over rounds (handoff.go): WriteOut calls that
+	// moved HandedOffset; HandOffsFree the appends that found their bytes
+	// handed over by someone else's round once they got the lock.
+	WriteOuts, HandOffsFree int64
+	HandedOffset            int64
 }
 
 // metrics are the live counters behind Metrics.
@@ -56,6 +61,7 @@ type metrics struct {
 	appends, appendBytes, writeErrors, rolls, pendingFull, waitAbandoned atomic.Int64
 	groups, groupWaiters, dirSyncs, flushedBytes, flushes                atomic.Int64
 	dispatchErrors, segmentsDeleted, gathers, gatherMisses, gatherNanos  atomic.Int64
+	writeOuts, handOffFree                                               atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -105,6 +111,9 @@ func (s *Store) Metrics() Metrics {
 		GatherMisses:     m.gatherMisses.Load(),
 		GatherTime:       time.Duration(m.gatherNanos.Load()),
 		Broken:           s.Err() != nil,
+		WriteOuts:        m.writeOuts.Load(),
+		HandOffsFree:     m.handOffFree.Load(),
+		HandedOffset:     s.handed.Load(),
 	}
 	if out.SyncGroups > 0 {
 		out.AvgGroup = float64(m.groupWaiters.Load()) / float64(out.SyncGroups)

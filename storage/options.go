@@ -18,8 +18,8 @@ type FlushPolicy int
 const (
 	// FlushAsync flushes every Interval when DirtyPages pages are dirty,
 	// and everything at least every FullInterval (RocketMQ's
-	// ASYNC_FLUSH). Append returns once the bytes are written. The
-	// default.
+	// ASYNC_FLUSH). Append returns once the bytes are in the kernel
+	// (durability process-crash; see AckBuffered). The default.
 	FlushAsync FlushPolicy = iota
 	// FlushSync is group commit: Append returns once its record is
 	// durable; one flusher makes every pending record durable with one

@@ -98,6 +98,7 @@ func (s *Store) recover() error {
 		return err
 	}
 	s.written.Store(end)
+	s.handed.Store(end) // what recovery found is in the file
 	s.durable.Store(durable)
 	s.dispatched.Store(end)
 	s.dispatchOK.Store(end)

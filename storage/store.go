@@ -38,6 +38,11 @@ type Store struct {
 	// by the flusher) and loaded by anyone.
 	written atomic.Int64
 	durable atomic.Int64
+	// handed: every byte below it is in the kernel (handoff.go); stored
+	// by the write-out lock's holder, the appender (mmap) or a flush.
+	// durable <= handed <= written once a flush moves durable.
+	handed atomic.Int64
+	ho     handOver
 	// dispatched: every record below it has its ConsumeQueue entry
 	// appended (or failed to: see dispatchOK). dispatchOK stops at the
 	// first record whose entry could not be appended.
@@ -46,6 +51,9 @@ type Store struct {
 	// dispatchFailed is set (by the dispatcher, which alone reads it) at
 	// the first failed ConsumeQueue append.
 	dispatchFailed bool
+	// carry: written records the dispatcher took but could not index yet
+	// (past the visible limit), in log order; the dispatcher's alone.
+	carry []dispatchReq
 	// dirDirty says a segment was created since the commitlog directory
 	// was last synced: the flusher syncs it before it reports any byte of
 	// the new segment durable.
@@ -131,6 +139,9 @@ func Open(opts Options) (*Store, error) {
 		closing:      make(chan struct{}),
 	}
 	s.maxRec = int(min(opts.SegmentSize-blankReserve, 1<<31-1))
+	s.ho.cond.L = &s.ho.mu
+	s.ho.inAppend = appendsReachKernel(opts.backendBaseName())
+	s.ho.buffered = opts.Durability() == DurabilityMemory
 	s.stop.flusher = make(chan struct{})
 	s.stop.dispatcher = make(chan struct{})
 	s.stop.background = make(chan struct{})
@@ -207,6 +218,10 @@ func (s *Store) Close() error {
 	if err := s.finalFlush(); err != nil {
 		errs = append(errs, err)
 	}
+	// The dispatcher may have stopped before the last flush made the
+	// last records visible: index them now (every goroutine is gone).
+	var spare []dispatchReq
+	s.dispatchRound(&spare)
 	if err := s.Err(); err == nil && clean {
 		if err := s.writeCheckpoint(true); err != nil {
 			errs = append(errs, err)
@@ -292,6 +307,8 @@ func (s *Store) Options() Options { return s.opts }
 func (s *Store) WrittenOffset() int64 { return s.written.Load() }
 
 // DurableOffset is the CommitLog offset up to which records are fsynced.
+// It may run ahead of HandedOffset only at the memory level, where a flush
+// writes out and syncs in one step.
 func (s *Store) DurableOffset() int64 { return s.durable.Load() }
 
 // CommitLogMinOffset is the first CommitLog offset still stored.

@@ -205,6 +205,7 @@ func benchStorage(args []string) error {
 	fs.IntVar(&o.MaxPending, "max-pending", 0, "sync: bound on waiting appends (0: engine default)")
 	fs.DurationVar(&o.Interval, "interval", 0, "async: flush interval (0: engine default)")
 	fs.IntVar(&o.DirtyPages, "dirty-pages", 0, "async: flush at this many dirty pages (0: engine default)")
+	fs.BoolVar(&o.AckBuffered, "ack-buffered", false, "async/none: acknowledge from the backend's user-space buffer (durability \"memory\": a process crash may lose acknowledged appends)")
 	fs.StringVar(&jsonPath, "json", "", "write the result as JSON here")
 	prof.register(fs)
 	if _, err := parseInterspersed(fs, args); err != nil {
@@ -232,7 +233,7 @@ func benchStorage(args []string) error {
 	if res.FirstError != "" {
 		fmt.Printf("  first error: %s\n", res.FirstError)
 	}
-	fmt.Printf("  %s\n  %s\n", res.StoreConfig, m)
+	fmt.Printf("  %s\n  %s\n  %s\n", res.DurabilityNote, res.StoreConfig, m)
 	return writeJSONFile(jsonPath, res)
 }
 

@@ -11,8 +11,8 @@
 //     every byte appended before Flush started durable, and returns the
 //     offset up to which the segment is now durable.
 //
-// Append and Flush may run concurrently; ReadAt may run concurrently with
-// both. Everything else (Open, Close, Truncate) runs with no Append or Flush
+// Append, WriteOut and Flush may run concurrently; ReadAt may run
+// concurrently with all three. Everything else (Open, Close, Truncate) runs with no Append or Flush
 // in flight. A Flush error is sticky: the segment reports it again on every
 // later Flush and the CommitLog treats the store as broken.
 //
@@ -36,6 +36,14 @@ type Segment interface {
 	Append(p []byte) error
 	// ReadAt reads len(p) bytes at off, which must lie below Written.
 	ReadAt(p []byte, off int64) (int, error)
+	// WriteOut hands every byte appended before the call to the kernel
+	// (the page cache; the device for O_DIRECT) without making it durable,
+	// and returns the offset it now covers: from then on a crash of the
+	// process cannot lose those bytes, only a crash of the machine. It
+	// writes the bytes in log order, after every byte before them. It may
+	// run concurrently with Append and Flush (not with another WriteOut);
+	// a failed write is sticky as a failed Flush is.
+	WriteOut() (handed int64, err error)
 	// Flush makes everything appended before the call durable and returns
 	// the durable offset (bytes from the segment's start).
 	Flush() (durable int64, err error)

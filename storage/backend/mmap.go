@@ -285,6 +285,17 @@ func (s *mmapSegment) Bytes(off, n int64) []byte {
 	return s.mapping.data[off : off+n : off+n]
 }
 
+// WriteOut has nothing to do: Append copies into a shared mapping, that
+// is into the page cache, so every appended byte is already the kernel's.
+func (s *mmapSegment) WriteOut() (int64, error) {
+	s.mapping.RLock()
+	defer s.mapping.RUnlock()
+	if s.mapping.data == nil {
+		return 0, errSegmentClosed
+	}
+	return s.written.Load(), nil
+}
+
 func (s *mmapSegment) Flush() (int64, error) {
 	s.flush.Lock()
 	defer s.flush.Unlock()

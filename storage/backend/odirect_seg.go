@@ -43,6 +43,7 @@ type directSegment struct {
 		stage   []byte // aligned, StageSize: staging for small flushes and the tail block
 		ws      []blockWrite
 		durable int64
+		handed  int64 // every byte below it was written by a WriteOut or Flush
 		hwm     int64 // end of the highest block written (zero-ahead starts here)
 		err     error // sticky flush error
 	}
@@ -211,17 +212,58 @@ func (s *directSegment) Flush() (int64, error) {
 		return w, nil
 	}
 	s.c.flushBatches.Add(1)
-	ws, onDisk := s.planFlushLocked(w)
-	ws, hwm := s.zeroAheadLocked(ws, w)
+	if err := s.writeLocked(w, true); err != nil {
+		return s.io.durable, err
+	}
+	s.io.durable = w
+	return w, nil
+}
+
+// WriteOut writes every block through the one holding the tail (the same
+// writes as Flush, no fdatasync): with O_DIRECT the bytes are then on the
+// device, out of the process.
+func (s *directSegment) WriteOut() (int64, error) {
+	if s.closed.Load() {
+		return 0, errSegmentClosed
+	}
+	s.io.Lock()
+	defer s.io.Unlock()
+	if s.io.err != nil {
+		return s.io.handed, s.io.err
+	}
+	w := s.written.Load()
+	if w <= s.io.handed {
+		return s.io.handed, nil
+	}
+	if err := s.writeLocked(w, false); err != nil {
+		return s.io.handed, err
+	}
+	return w, nil
+}
+
+// writeLocked writes what lies between the last write-out and w (nothing
+// if a WriteOut covered it), then fdatasyncs if sync; io held. An error
+// is sticky.
+func (s *directSegment) writeLocked(w int64, sync bool) error {
+	var ws []blockWrite
+	onDisk, hwm := s.onDisk.Load(), s.io.hwm
+	if w > s.io.handed {
+		ws, onDisk = s.planFlushLocked(w)
+		ws, hwm = s.zeroAheadLocked(ws, w)
+	}
 	s.io.ws = ws[:0]
-	if err := s.io.exec.write(ws, true); err != nil {
-		s.io.err = fmt.Errorf("backend: %s flush %s to %d: %w", s.name, s.path, w, err)
-		return s.io.durable, s.io.err
+	if err := s.io.exec.write(ws, sync); err != nil {
+		op := "write out"
+		if sync {
+			op = "flush"
+		}
+		s.io.err = fmt.Errorf("backend: %s %s %s to %d: %w", s.name, op, s.path, w, err)
+		return s.io.err
 	}
 	s.io.hwm = hwm
 	s.moveOnDisk(onDisk)
-	s.io.durable = w
-	return w, nil
+	s.io.handed = max(s.io.handed, w)
+	return nil
 }
 
 // planFlushLocked returns the writes that put every byte below w in the

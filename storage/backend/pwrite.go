@@ -54,9 +54,11 @@ import (
 //     first Append and dropped once the segment is full and written out:
 //     full segments, open for reads, hold none.
 //
-// Durability trade-off: bytes appended but not yet written out are lost
-// if the process dies, not only if the machine does (as with RocketMQ's
-// transientStorePoolEnable); no acknowledged-durable byte is at risk.
+// Durability: bytes appended but not yet written out are lost if the
+// process dies, not only if the machine does. The CommitLog calls WriteOut
+// before it acknowledges an append (its default, durability
+// "process-crash"); only with its AckBuffered option (RocketMQ's
+// transientStorePoolEnable) does it acknowledge bytes still in the buffer.
 //
 // Locks, in order: io (serialises file writes: spills, write-through,
 // Flush's write-out; owns base changes), then bufMu (readers of buffer

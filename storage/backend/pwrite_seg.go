@@ -26,6 +26,8 @@ type pwriteSegment struct {
 	written atomic.Int64
 	onFile  atomic.Int64
 	flushed atomic.Int64
+	// outErr is WriteOut's sticky error (Flush reports it too).
+	outErr atomic.Pointer[error]
 
 	// appendMu serialises Append (the CommitLog's lock makes it
 	// uncontended) and guards the reservation state.
@@ -259,6 +261,10 @@ func (s *pwriteSegment) Flush() (int64, error) {
 	if s.closed.Load() {
 		return s.flush.durable, errSegmentClosed
 	}
+	if p := s.outErr.Load(); p != nil {
+		s.flush.err = *p
+		return s.flush.durable, s.flush.err
+	}
 	// Load the tail before writing out and syncing: the flush covers
 	// exactly the bytes below it.
 	w := s.written.Load()
@@ -281,6 +287,37 @@ func (s *pwriteSegment) Flush() (int64, error) {
 	s.flush.durable = w
 	s.flushed.Store(w)
 	return w, nil
+}
+
+// WriteOut writes the buffered bytes into the page cache (no sync). A
+// write error is kept and returned by every later WriteOut and Flush.
+func (s *pwriteSegment) WriteOut() (int64, error) {
+	if s.closed.Load() {
+		return 0, errSegmentClosed
+	}
+	if p := s.outErr.Load(); p != nil {
+		return s.onFile.Load(), *p
+	}
+	w := s.written.Load()
+	if s.onFile.Load() >= w {
+		return w, nil
+	}
+	s.io.Lock()
+	err := s.writeOutLocked(w)
+	s.io.Unlock()
+	if err != nil {
+		return s.onFile.Load(), s.stickOut(err)
+	}
+	return w, nil
+}
+
+// stickOut makes err WriteOut's sticky error (unless one is set) and
+// returns the sticky one. A function of its own, so the error escapes
+// only on this path.
+func (s *pwriteSegment) stickOut(err error) error {
+	e := fmt.Errorf("backend: pwrite write out %s: %w", s.path, err)
+	s.outErr.CompareAndSwap(nil, &e)
+	return *s.outErr.Load()
 }
 
 func (s *pwriteSegment) Written() int64  { return s.written.Load() }
