@@ -51,6 +51,10 @@ type CellSpec struct {
 	Backend     string `json:"backend"`
 	Flush       string `json:"flush"`
 	AckBuffered bool   `json:"ack_buffered,omitempty"`
+	// ExpectLoss makes the cell a control: its target is to lose some
+	// acknowledged messages to the kills (an AckBuffered cell), which
+	// shows the loop can still see a loss.
+	ExpectLoss bool `json:"expect_loss,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("500ms").

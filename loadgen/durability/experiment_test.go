@@ -11,7 +11,8 @@ import (
 )
 
 // TestShippedExperimentLoads keeps experiments/durability-kill.json
-// loadable: 4 backends × 2 flush policies, 50 kills, 3 with --quick.
+// loadable: 4 backends × 2 flush policies and the control, 50 kills, 3
+// with --quick.
 func TestShippedExperimentLoads(t *testing.T) {
 	e, err := LoadExperiment(filepath.Join("..", "..", "experiments", "durability-kill.json"))
 	require.NoError(t, err)
@@ -19,7 +20,8 @@ func TestShippedExperimentLoads(t *testing.T) {
 	require.NoError(t, err)
 	quick, err := e.Expand(true)
 	require.NoError(t, err)
-	require.Len(t, full, 8)
+	require.Len(t, full, 9)
+	require.True(t, full[8].AckBuffered && full[8].ExpectLoss, "the last cell is the AckBuffered control")
 	require.Equal(t, "pwrite/async", full[0].Label)
 	require.Equal(t, 50, full[0].Settings.Kills)
 	require.Equal(t, 3, quick[0].Settings.Kills)
@@ -66,4 +68,11 @@ func TestMarkdownMarksMisses(t *testing.T) {
 	require.Contains(t, md, "| uring/sync | power-loss | failed: broker exited before acknowledging a send |")
 	require.Equal(t, 2, strings.Count(md, "- durability="))
 	require.Equal(t, []string{"pwrite/async", "uring/sync"}, r.Missed())
+
+	// a control is met by losing, missed by losing nothing
+	ctl := CellResult{CellSpec: CellSpec{Label: "c", ExpectLoss: true, AckBuffered: true},
+		Result: &Result{Durability: "memory", Tally: Tally{Lost: 3}}}
+	require.True(t, ctl.Met())
+	ctl.Result.Lost = 0
+	require.False(t, ctl.Met())
 }

@@ -41,8 +41,17 @@ type CellResult struct {
 	Result *Result `json:"result,omitempty"`
 }
 
-// Met says whether the cell met its target (false when it failed).
-func (c *CellResult) Met() bool { return c.Failed == "" && c.Result != nil && c.Result.Met() }
+// Met says whether the cell met its target (false when it failed): a
+// control must have lost something to the kills, and nothing to SIGTERM.
+func (c *CellResult) Met() bool {
+	if c.Failed != "" || c.Result == nil {
+		return false
+	}
+	if c.ExpectLoss {
+		return c.Result.Lost > 0 && c.Result.LostInTerm == 0
+	}
+	return c.Result.Met()
+}
 
 // RunOptions are an experiment run's plumbing.
 type RunOptions struct {

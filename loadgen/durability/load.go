@@ -72,6 +72,26 @@ func createTopic(ctx context.Context, namesrv, brokerAddr string, queues int, ti
 	}
 }
 
+// brokerDurability is the durability level the running broker states in
+// its text stats (store_durability), or "" if it states none.
+func brokerDurability(ctx context.Context, namesrv, brokerAddr string) string {
+	a, err := client.NewAdmin(clientOptions(namesrv))
+	if err != nil {
+		return ""
+	}
+	defer a.Close()
+	stats, err := a.BrokerStats(ctx, brokerAddr)
+	if err != nil {
+		return ""
+	}
+	for _, s := range stats {
+		if s.Name == "store_durability" {
+			return s.Value
+		}
+	}
+	return ""
+}
+
 // load is the producers and the live consumer of a run.
 type load struct {
 	opts     *Options

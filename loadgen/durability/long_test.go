@@ -55,10 +55,16 @@ func testDir() string {
 }
 
 // runLoop runs a short kill loop and fails the test on a missed target.
-func runLoop(t *testing.T, backend, flush string, kills int) {
+func runLoop(t *testing.T, backend, flush string, kills int) *Result {
 	t.Helper()
-	o := Options{Binary: samsaBinary(t), Dir: testDir(), Backend: backend, Flush: flush, Kills: kills,
-		MinUp: 200 * time.Millisecond, MaxUp: time.Second, Progress: testWriter{t}}
+	return runLoopOptions(t, Options{Backend: backend, Flush: flush, Kills: kills})
+}
+
+func runLoopOptions(t *testing.T, o Options) *Result {
+	t.Helper()
+	backend, flush := o.Backend, o.Flush
+	o.Binary, o.Dir, o.Progress = samsaBinary(t), testDir(), testWriter{t}
+	o.MinUp, o.MaxUp = 200*time.Millisecond, time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, o)
@@ -69,15 +75,16 @@ func runLoop(t *testing.T, backend, flush string, kills int) {
 		t.Fatal(err)
 	}
 	t.Logf("%s/%s seed %d: durability %s; %d kills, %d acked, %d lost (%d in the TERM cycle), %d offsets reused, %d acked offsets reassigned, %d seen then lost; recovery p50 %.0f ms max %.0f ms",
-		backend, flush, res.Seed, res.Durability, res.Kills, res.Acked, res.Lost, res.LostInTerm, res.OffsetsReused,
+		backend, flush, res.Seed, res.Level(), res.Kills, res.Acked, res.Lost, res.LostInTerm, res.OffsetsReused,
 		res.AckedReassigned, res.SeenLost, res.RecoveryMs.P50, res.RecoveryMs.Max)
 	if res.Acked == 0 || res.Stored == 0 {
 		t.Fatalf("nothing acknowledged or read back: %+v", res.Tally)
 	}
 	if !res.Met() {
 		t.Fatalf("%s/%s (durability %s): target missed: lost %d %v, offsets reused %d, acked offsets reassigned %d, seen then lost %d, lost in the TERM cycle %d",
-			backend, flush, res.Durability, res.Lost, res.LostSample, res.OffsetsReused, res.AckedReassigned, res.SeenLost, res.LostInTerm)
+			backend, flush, res.Level(), res.Lost, res.LostSample, res.OffsetsReused, res.AckedReassigned, res.SeenLost, res.LostInTerm)
 	}
+	return res
 }
 
 // TestKillLoopLong kills every backend × flush policy's broker a few
@@ -91,6 +98,15 @@ func TestKillLoopLong(t *testing.T) {
 			t.Run(backend+"/"+flush, func(t *testing.T) { runLoop(t, backend, flush, 5) })
 		}
 	}
+	// The control: acknowledged from the write buffer (durability
+	// memory), a kill loses what the buffer held. A loop that finds
+	// nothing here has gone blind.
+	t.Run("pwrite/async/ack-buffered", func(t *testing.T) {
+		res := runLoopOptions(t, Options{Backend: "pwrite", Flush: "async", AckBuffered: true, Kills: 5})
+		if res.Level() != "memory" || res.Lost == 0 {
+			t.Fatalf("control: durability %s, %d lost in %d kills: want memory and losses", res.Level(), res.Lost, res.Kills)
+		}
+	})
 }
 
 // testWriter sends progress lines to the test log.

@@ -13,9 +13,14 @@ type Result struct {
 	// Seed replays the kill moments.
 	Seed uint64 `json:"seed"`
 	// Durability is the store's level for the configuration (memory,
-	// process-crash, power-loss) and DurabilityNote its statement.
+	// process-crash, power-loss) and DurabilityNote its statement, from
+	// storage.Options.
 	Durability     string `json:"durability"`
 	DurabilityNote string `json:"durability_note"`
+	// BrokerDurability is the level the running broker states in its
+	// stats (store_durability); "" from a broker that states none. The
+	// target follows it when it is there.
+	BrokerDurability string `json:"broker_durability,omitempty"`
 	// Kills counts the SIGKILL cycles run; TermCycle says a SIGTERM cycle
 	// followed them.
 	Kills     int  `json:"kills"`
@@ -67,10 +72,19 @@ func (r *Result) Met() bool {
 	if r.LostInTerm > 0 {
 		return false
 	}
-	if r.Durability == "memory" {
+	if r.Level() == "memory" {
 		return true
 	}
 	return r.Lost == 0 && r.OffsetsReused == 0 && r.AckedReassigned == 0 && r.SeenLost == 0
+}
+
+// Level is the durability level the target is held to: the broker's
+// statement if it made one, else the one computed from the options.
+func (r *Result) Level() string {
+	if r.BrokerDurability != "" {
+		return r.BrokerDurability
+	}
+	return r.Durability
 }
 
 // Stats are nearest-rank percentiles of a few samples.

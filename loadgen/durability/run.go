@@ -80,7 +80,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}()
 
 	res := &Result{Config: o.String(), Seed: o.Seed, Durability: o.Durability().String(),
-		DurabilityNote: o.DurabilityNote(), TermCycle: !o.NoTermCycle}
+		DurabilityNote: o.DurabilityNote(), TermCycle: !o.NoTermCycle,
+		BrokerDurability: brokerDurability(ctx, c.namesrvAddr, c.brokerAddr())}
 	n := o.Kills
 	if !o.NoTermCycle {
 		n++
