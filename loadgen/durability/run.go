@@ -56,17 +56,8 @@ type runner struct {
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	o, c := r.o, r.c
-	if err := c.startNamesrv(); err != nil {
-		return nil, fmt.Errorf("%w; namesrv.log ends: %s", err, c.logTail("namesrv.log", 1))
-	}
-	if err := c.startBroker(); err != nil {
+	if err := r.start(ctx); err != nil {
 		return nil, err
-	}
-	if err := waitListening(c.broker, c.brokerAddr(), o.StartTimeout); err != nil {
-		return nil, r.brokerErr(err)
-	}
-	if err := createTopic(ctx, c.namesrvAddr, c.brokerAddr(), o.Queues, o.StartTimeout); err != nil {
-		return nil, r.brokerErr(err)
 	}
 	ld, err := startLoad(o, c.namesrvAddr, r.l)
 	if err != nil {
@@ -78,41 +69,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			_ = ld.stop(o.StopTimeout)
 		}
 	}()
-
 	res := &Result{Config: o.String(), Seed: o.Seed, Durability: o.Durability().String(),
 		DurabilityNote: o.DurabilityNote(), TermCycle: !o.NoTermCycle,
 		BrokerDurability: brokerDurability(ctx, c.namesrvAddr, c.brokerAddr())}
-	n := o.Kills
-	if !o.NoTermCycle {
-		n++
-	}
-	var recoveries []time.Duration
-	for i := 0; i < n; i++ {
-		if err := r.awaitFirstAck(ctx, i == 0); err != nil {
-			return nil, err
-		}
-		if i > 0 {
-			res.Cycles[i-1].RecoveryMs = float64(r.l.Recovery()) / 1e6
-			recoveries = append(recoveries, r.l.Recovery())
-		}
-		term := !o.NoTermCycle && i == n-1
-		cy, err := r.cycle(ctx, i, term)
-		if err != nil {
-			return nil, err
-		}
-		res.Cycles = append(res.Cycles, cy)
-	}
-	if n > 0 {
-		if err := r.awaitFirstAck(ctx, false); err != nil {
-			return nil, err
-		}
-		last := &res.Cycles[n-1]
-		last.RecoveryMs = float64(r.l.Recovery()) / 1e6
-		if last.Signal == "TERM" {
-			res.TermRecoveryMs = last.RecoveryMs
-		} else {
-			recoveries = append(recoveries, r.l.Recovery())
-		}
+	if err := r.cycles(ctx, res); err != nil {
+		return nil, err
 	}
 	// The last incarnation runs a while too: what it acknowledges must be
 	// there, with no crash in between.
@@ -127,22 +88,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, r.brokerErr(err)
 	}
-	res.Tally = r.l.Tally()
+	r.tally(res)
 	res.Stored, res.ReadBackShort = stored, short
-	res.RecoveryMs = statsOf(recoveries)
-	for i := range res.Cycles {
-		cy := &res.Cycles[i]
-		cy.Acked, cy.Lost = res.AckedByEpoch[cy.Epoch], res.LostByEpoch[cy.Epoch]
-		switch {
-		case cy.Signal == "TERM":
-			res.LostInTerm = cy.Lost
-		default:
-			res.Kills++
-			if cy.Lost > 0 {
-				res.KillsWithLoss++
-			}
-		}
-	}
 	if files, err := filepath.Glob(filepath.Join(c.dir, "store", "commitlog", "*")); err == nil {
 		res.SegmentFiles = len(files)
 	}
@@ -150,6 +97,75 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		o.Backend, o.Flush, res.Kills, res.Acked, res.Lost, res.LostInTerm, res.Duplicates, res.OffsetsReused,
 		res.AckedReassigned, res.RecoveryMs.P50, res.RecoveryMs.Max)
 	return res, nil
+}
+
+// start starts the name server and the first broker incarnation and
+// creates the topic.
+func (r *runner) start(ctx context.Context) error {
+	o, c := r.o, r.c
+	if err := c.startNamesrv(); err != nil {
+		return fmt.Errorf("%w; namesrv.log ends: %s", err, c.logTail("namesrv.log", 1))
+	}
+	if err := c.startBroker(); err != nil {
+		return err
+	}
+	if err := waitListening(c.broker, c.brokerAddr(), o.StartTimeout); err != nil {
+		return r.brokerErr(err)
+	}
+	return r.brokerErr(createTopic(ctx, c.namesrvAddr, c.brokerAddr(), o.Queues, o.StartTimeout))
+}
+
+// cycles runs the kill cycles and the SIGTERM one, each after its
+// incarnation's first acknowledgement, and waits for the last restart's.
+// Cycle i's recovery is known at cycle i+1's first acknowledgement.
+func (r *runner) cycles(ctx context.Context, res *Result) error {
+	o := r.o
+	n := o.Kills
+	if !o.NoTermCycle {
+		n++
+	}
+	var recoveries []time.Duration
+	for i := 0; i <= n; i++ {
+		if err := r.awaitFirstAck(ctx, i == 0); err != nil {
+			return err
+		}
+		if i > 0 {
+			prev := &res.Cycles[i-1]
+			prev.RecoveryMs = float64(r.l.Recovery()) / 1e6
+			if prev.Signal == "TERM" {
+				res.TermRecoveryMs = prev.RecoveryMs
+			} else {
+				recoveries = append(recoveries, r.l.Recovery())
+			}
+		}
+		if i == n {
+			break
+		}
+		cy, err := r.cycle(ctx, i, !o.NoTermCycle && i == n-1)
+		if err != nil {
+			return err
+		}
+		res.Cycles = append(res.Cycles, cy)
+	}
+	res.RecoveryMs = statsOf(recoveries)
+	return nil
+}
+
+// tally fills res from the ledger: totals, and each cycle's share.
+func (r *runner) tally(res *Result) {
+	res.Tally = r.l.Tally()
+	for i := range res.Cycles {
+		cy := &res.Cycles[i]
+		cy.Acked, cy.Lost = res.AckedByEpoch[cy.Epoch], res.LostByEpoch[cy.Epoch]
+		if cy.Signal == "TERM" {
+			res.LostInTerm = cy.Lost
+			continue
+		}
+		res.Kills++
+		if cy.Lost > 0 {
+			res.KillsWithLoss++
+		}
+	}
 }
 
 // awaitFirstAck waits for the current incarnation's first acknowledged
