@@ -35,9 +35,13 @@ type CellResult struct {
 	Cell
 	Skipped string    `json:"skipped,omitempty"` // why the cell could not run
 	Runs    []*Result `json:"runs,omitempty"`
-	Median  Summary   `json:"median"`
-	Min     Summary   `json:"min"`
-	Max     Summary   `json:"max"`
+	// Durability is what the cell's server promised for an acknowledged
+	// message (its driver's "durability": memory, process-crash,
+	// power-loss), so that a ratio compares equal guarantees.
+	Durability string  `json:"durability,omitempty"`
+	Median     Summary `json:"median"`
+	Min        Summary `json:"min"`
+	Max        Summary `json:"max"`
 }
 
 // Summary is the figures a cell is compared by.
@@ -107,6 +111,7 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 	}
 	for i := range crs {
 		crs[i].Median, crs[i].Min, crs[i].Max = summarizeRuns(crs[i].Runs)
+		crs[i].Durability = runsDurability(crs[i].Runs)
 	}
 	res.Cells = crs
 	res.Comparisons = compare(e.Compare, res.Cells)
@@ -246,4 +251,15 @@ func ReadResult(path string) (*ExperimentResult, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &r, nil
+}
+
+// runsDurability is the durability the runs' drivers report ("" if none
+// does).
+func runsDurability(runs []*Result) string {
+	for _, r := range runs {
+		if d, ok := r.DriverConfig["durability"].(string); ok && d != "" {
+			return d
+		}
+	}
+	return ""
 }

@@ -21,15 +21,15 @@ func (r *ExperimentResult) Markdown() string {
 		b.WriteString("\n\n")
 	}
 	fmt.Fprintf(&b, "Run %s; medians over repeats; latencies in ms; e2e = intended send → consumer; lag = how late the generator sent after the intended time (open loop; part of send and e2e).\n\n", r.Start.Format("2006-01-02 15:04 UTC"))
-	b.WriteString("| cell | driver | flush | rate | msgs/s (min–max) | MB/s | send p50 | send p99 | e2e p50 | e2e p99 | e2e p99.9 | lag p99 | errors |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| cell | driver | flush | durability | rate | msgs/s (min–max) | MB/s | send p50 | send p99 | e2e p50 | e2e p99 | e2e p99.9 | lag p99 | errors |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cells {
 		rate := "max"
 		if c.Workload.Rate > 0 {
 			rate = fmt.Sprintf("%.0f", c.Workload.Rate)
 		}
 		if c.Skipped != "" {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | skipped: %s ||||||||| \n", c.Label, c.Driver, c.Cluster.Flush, rate, oneLine(c.Skipped))
+			fmt.Fprintf(&b, "| %s | %s | %s | | %s | skipped: %s ||||||||| \n", c.Label, c.Driver, c.Cluster.Flush, rate, oneLine(c.Skipped))
 			continue
 		}
 		m := c.Median
@@ -43,8 +43,12 @@ func (r *ExperimentResult) Markdown() string {
 		if c.Workload.Rate > 0 {
 			lag = ms(m.LagP99Us)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f (%.0f–%.0f) | %.1f | %s | %s | %s | %s | %s | %s | %.0f |\n",
-			c.Label, c.Driver, c.Cluster.Flush, rate, m.MsgsPerSec, c.Min.MsgsPerSec, c.Max.MsgsPerSec, m.MBPerSec,
+		dur := c.Durability
+		if dur == "" {
+			dur = "–"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.0f (%.0f–%.0f) | %.1f | %s | %s | %s | %s | %s | %s | %.0f |\n",
+			c.Label, c.Driver, c.Cluster.Flush, dur, rate, m.MsgsPerSec, c.Min.MsgsPerSec, c.Max.MsgsPerSec, m.MBPerSec,
 			ms(m.SendP50Us), ms(m.SendP99Us), e2e(m.E2EP50Us), e2e(m.E2EP99Us), e2e(m.E2EP999Us), lag, m.Errors)
 	}
 	if len(r.Comparisons) > 0 {

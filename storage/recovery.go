@@ -256,14 +256,31 @@ func (s *Store) recoverScan(files []segmentFile, ck checkpoint) (end, durable in
 	return end, files[si].base, nil
 }
 
-// trimQueues drops every ConsumeQueue entry at or past end.
+// trimQueues drops every ConsumeQueue entry at or past end. An entry
+// there was indexed, so it was acknowledged at the store's level (records
+// are indexed only once they reach it): each queue's dropped offsets are
+// logged, with the total, so a power loss under async flush that cuts
+// acknowledged records says which.
 func (s *Store) trimQueues(end int64) error {
 	var errs []error
+	var dropped int64
 	s.cq.Each(func(topic string, qid int32, q *consumequeue.Queue) {
+		before := q.MaxOffset()
 		if err := q.TruncateFromPhys(end); err != nil {
 			errs = append(errs, fmt.Errorf("storage: trim consume queue %s/%d to %d: %w", topic, qid, end, err))
+			return
+		}
+		if after := q.MaxOffset(); after < before {
+			dropped += before - after
+			s.log.Warn("storage: recovery dropped indexed (acknowledged) records the log no longer holds",
+				"topic", topic, "queue", qid, "fromOffset", after, "toOffset", before, "records", before-after, "logEnd", end)
 		}
 	})
+	if dropped > 0 {
+		s.log.Warn("storage: recovery cut acknowledged records", "records", dropped, "logEnd", end,
+			"durability", s.opts.Durability().String(),
+			"why", "a power loss (or corruption) took bytes that were indexed; queue offsets past the cut will be reused")
+	}
 	return errors.Join(errs...)
 }
 

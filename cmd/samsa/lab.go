@@ -123,6 +123,8 @@ type withCluster struct {
 func (w *withCluster) Describe() map[string]any {
 	m := w.Driver.Describe()
 	m["cluster"] = "embedded (samsa dev): " + strings.TrimSpace(w.dev.Broker.Config().String())
+	so := w.dev.Broker.Store().Options()
+	m["durability"], m["durability_note"] = so.Durability().String(), so.DurabilityNote()
 	return m
 }
 

@@ -120,10 +120,12 @@ func (d *Driver) Describe() map[string]any {
 	m := map[string]any{"server_version": d.version, "embedded": d.srv != nil, "storage": "file",
 		"consumer_ack": "none", "batch": "async publish window (no batch publish in JetStream)"}
 	if d.srv != nil {
+		// JetStream writes a message to its block file before it acks
+		// (a process crash keeps it); sync_interval says when it fsyncs.
 		if d.opts.Sync {
-			m["sync_interval"] = "always"
+			m["sync_interval"], m["durability"] = "always", "power-loss"
 		} else {
-			m["sync_interval"] = "default (2m)"
+			m["sync_interval"], m["durability"] = "default (2m)", "process-crash"
 		}
 	}
 	return m

@@ -66,6 +66,8 @@ var cases = []struct {
 	{"StickyFlushError", testStickyFlushError},
 	{"ENOSPCOnWrite", testENOSPCOnWrite},
 	{"DiskFull", testDiskFull},
+	{"WriteOut", testWriteOut},
+	{"WriteOutErrorSticky", testWriteOutErrorSticky},
 }
 
 // env is one subtest's backend, file system and directory.
