@@ -33,13 +33,15 @@ func (d durabilityRun) run(ctx context.Context) error {
 	if dir == "" {
 		dir = filepath.Join(".benchdata", "durability") // a real disk: /tmp may be tmpfs (no O_DIRECT)
 	}
+	// The machine (and the checkout's commit) before the run: a long run
+	// may outlive the checkout it was built from.
+	m := bench.CollectMachine(dir)
 	res, err := durability.RunExperiment(ctx, e, durability.RunOptions{Binary: bin, Dir: dir, Quick: d.quick,
 		Seed: d.seed, Progress: os.Stdout})
 	if err != nil {
 		return err
 	}
 	res.Command = d.command
-	m := bench.CollectMachine(dir)
 	res.Machine = &m
 	p, err := durability.WriteResult(d.outDir, res)
 	if err != nil {
