@@ -20,12 +20,19 @@ build:
 vet:
 	$(GO) vet ./...
 
-# Race-checked packages first, then everything else without -race. The
-# built binary is handed to the tests that run real processes (the kill
-# loop's smoke test in loadgen/durability).
+# Race-checked packages first, then everything else without -race, then
+# the race-checked packages' zero-allocation tests (the race detector
+# allocates, so they skip under it) without -race; the
+# second step runs even when the first fails, and the target fails if
+# either did, so one failing package never hides the others. The built
+# binary is handed to the tests that run real processes (the kill loop's
+# smoke test in loadgen/durability).
 test: vet build
-	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS)
-	SAMSA_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 12m $(REST_PKGS)
+	@rc=0; \
+	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS) || rc=1; \
+	SAMSA_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 12m $(REST_PKGS) || rc=1; \
+	$(GO) test -count=1 -timeout 5m -run 'ZeroAllocs' $(RACE_PKGS) || rc=1; \
+	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see above)"; fi; exit $$rc
 
 # Short fuzz runs of every fuzz target (FUZZTIME each).
 FUZZTIME ?= 10s

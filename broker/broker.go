@@ -58,6 +58,9 @@ type Broker struct {
 	}
 	closeErr  error
 	closeOnce sync.Once
+	// offsetSaveFull: the periodic offset save failed for lack of space
+	// and said so once (diskfull.go).
+	offsetSaveFull atomic.Bool
 }
 
 // ErrClosed is returned by Start after Close.
@@ -81,7 +84,7 @@ func New(cfg Config) (*Broker, error) {
 	b.offsets = newOffsetManager(cfg.FS, &b.cfg)
 	b.clients = newClientManager(cfg.ClientChannelMaxIdle)
 	b.locks = newLockManager(DefaultLockMaxLive)
-	if err := cfg.FS.MkdirAll(cfg.ConfigDir()); err != nil {
+	if err := cfg.FS.MkdirAll(cfg.ConfigDir()); err != nil && !b.startOnFull(err) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	if err := b.topics.load(); err != nil {
@@ -95,6 +98,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = st
+	if q := st.Quarantined(); len(q) > 0 { // reads the quarantine file now, not at the first pull
+		b.log.Warn("broker: the store holds quarantined corrupt records; pulls move consumers past them", "records", len(q))
+	}
 	if cfg.FlushDiskType != SyncFlush {
 		b.appends = newAppendCombiner(st, cfg.MappedFileSizeCommitLog)
 	}
@@ -234,7 +240,9 @@ func (b *Broker) release() { <-b.sem }
 // Close shuts down cleanly: stop accepting, answer held pulls, finish the
 // requests in flight, flush their answers, persist offsets and topics,
 // unregister from the name servers and close the store (its clean marker
-// lets the next Open skip recovery). It is safe to call more than once.
+// lets the next Open skip recovery). On a full disk the files keep their
+// last saved versions and the store closes uncleanly: logged, not an error
+// (diskfull.go). It is safe to call more than once.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() { b.closeErr = b.shutdown() })
 	return b.closeErr
@@ -268,18 +276,23 @@ func (b *Broker) shutdown() error {
 	if b.admin != nil {
 		b.admin.close()
 	}
-	if err := b.offsets.save(true); err != nil {
+	// On a full disk each file keeps its last saved version (diskfull.go).
+	if err := b.keepOnFull("consumerOffset.json", "it keeps its last saved version (consumers resume from there)",
+		b.offsets.save(true)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := b.topics.save(); err != nil {
+	if err := b.keepOnFull("topics.json", "it keeps its last saved version", b.topics.save()); err != nil {
 		errs = append(errs, err)
 	}
 	if started {
 		b.reg.unregisterAll()
 	}
 	b.reg.close()
-	if err := b.store.Close(); err != nil {
+	if err := b.store.Close(); err != nil && !errors.Is(err, storage.ErrDiskFullAtClose) {
 		errs = append(errs, fmt.Errorf("broker: close store: %w", err))
+	} else if err != nil {
+		b.log.Warn("broker: disk full at shutdown: the store closed uncleanly; nothing acknowledged is lost and the next start recovers it",
+			"err", err)
 	}
 	b.log.Info("broker: closed", "name", b.cfg.BrokerName)
 	return errors.Join(errs...)

@@ -12,7 +12,9 @@ import (
 
 // jsonFile is one JSON file written atomically: the bytes go to name.tmp,
 // which is synced, renamed over name, and the directory synced, so a crash
-// leaves either the old file or the new one, never a torn mix.
+// leaves either the old file or the new one, never a torn mix. A save that
+// fails before the rename (a full disk) leaves the old file as it was and
+// removes the temp file.
 type jsonFile struct {
 	fs   vfs.FS
 	path string
@@ -26,12 +28,29 @@ func (f jsonFile) save(v any) error {
 	}
 	dir := filepath.Dir(f.path)
 	if err := f.fs.MkdirAll(dir); err != nil {
-		return err
+		return fmt.Errorf("broker: mkdir %s: %w", dir, err)
 	}
 	tmp := f.path + ".tmp"
+	if err := f.writeTemp(tmp, b); err != nil {
+		if rerr := f.fs.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, fmt.Errorf("broker: remove %s: %w", tmp, rerr))
+		}
+		return err
+	}
+	if err := f.fs.Rename(tmp, f.path); err != nil {
+		return fmt.Errorf("broker: rename %s: %w", tmp, err)
+	}
+	if err := f.fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("broker: sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeTemp writes b to the file tmp (created or truncated) and syncs it.
+func (f jsonFile) writeTemp(tmp string, b []byte) error {
 	w, err := f.fs.Create(tmp, vfs.OpenOptions{})
 	if err != nil {
-		return err
+		return fmt.Errorf("broker: create %s: %w", tmp, err)
 	}
 	if _, err := w.WriteAt(b, 0); err != nil {
 		w.Close()
@@ -42,12 +61,9 @@ func (f jsonFile) save(v any) error {
 		return fmt.Errorf("broker: sync %s: %w", tmp, err)
 	}
 	if err := w.Close(); err != nil {
-		return err
+		return fmt.Errorf("broker: close %s: %w", tmp, err)
 	}
-	if err := f.fs.Rename(tmp, f.path); err != nil {
-		return err
-	}
-	return f.fs.SyncDir(dir)
+	return nil
 }
 
 // load reads the file into v; found is false when there is no file.

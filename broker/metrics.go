@@ -57,10 +57,17 @@ var (
 	mFlushes     = desc("samsa_store_flushes_total", "Flusher rounds that made data durable.", prometheus.CounterValue)
 	mSegments    = desc("samsa_store_segments", "CommitLog segments on disk.", prometheus.GaugeValue)
 	mBroken      = desc("samsa_store_broken", "1 once the store refused further writes after a failed write or fsync.", prometheus.GaugeValue)
+	mSkips       = desc("samsa_broker_pull_corrupt_skips_total", "Pulls answered PULL_OFFSET_MOVED past a corrupt record (one per consumer group and record).", prometheus.CounterValue)
+	mCorrupt     = desc("samsa_store_corrupt_records_total", "Corrupt records reads found since the store opened (each counted once; none is served).", prometheus.CounterValue)
+	mQuarantined = desc("samsa_store_quarantined_records", "Corrupt records in the store's quarantine, found by this run or an earlier one.", prometheus.GaugeValue)
+	mReadOnly    = desc("samsa_store_read_only", "1 while the store refuses appends for lack of space (it leaves that state by itself).", prometheus.GaugeValue)
+	mHeldIdx     = desc("samsa_store_dispatch_held", "Records whose ConsumeQueue entry waits for a retry (unreadable until it lands).", prometheus.GaugeValue)
+	mDispErrs    = desc("samsa_store_dispatch_errors_total", "ConsumeQueue append attempts that failed (each is retried).", prometheus.CounterValue)
 	mFlushLat    = desc("samsa_store_flush_latency_seconds", "Flush round latency (directory sync and segment flushes).", prometheus.UntypedValue)
 	allDescs     = []metricDesc{mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mStoreOff,
-		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mFlushLat}
+		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined,
+		mReadOnly, mHeldIdx, mDispErrs, mFlushLat}
 )
 
 // flushBuckets are the flush-latency histogram's upper bounds in seconds.
@@ -95,6 +102,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mHeldTotal, s.heldTotal.Load())
 	emit(mWoken, s.wokenTotal.Load())
 	emit(mExpired, s.expiredTotal.Load())
+	emit(mSkips, s.corruptSkips.Load())
 	for _, t := range s.topicSnapshot() {
 		emit(mTopicPuts, t.Puts, t.Topic)
 		emit(mTopicGets, t.Gets, t.Topic)
@@ -114,6 +122,15 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		broken = 1
 	}
 	emit(mBroken, broken)
+	emit(mCorrupt, m.CorruptRecords)
+	emit(mQuarantined, int64(m.Quarantined))
+	readOnly := int64(0)
+	if m.ReadOnly {
+		readOnly = 1
+	}
+	emit(mReadOnly, readOnly)
+	emit(mHeldIdx, m.DispatchHeld)
+	emit(mDispErrs, m.DispatchErrors)
 	if h := m.FlushLatency; h != nil {
 		buckets := make(map[float64]uint64, len(flushBuckets))
 		var count uint64

@@ -139,6 +139,9 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 		maxBytes = min(int(h.MaxMsgBytes), maxPullBytes)
 	}
 	res, err := b.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes, pc.filter.fn())
+	if ce := (*storage.CorruptRecordError)(nil); errors.As(err, &ce) {
+		return b.corruptAnswer(pc, res, ce), false
+	}
 	if err != nil {
 		return outFrame{cmd: protocol.NewResponse(req, protocol.SystemError, "store getMessage failed: "+err.Error())}, false
 	}

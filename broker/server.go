@@ -77,9 +77,7 @@ func (b *Broker) offsetFlushLoop() {
 	for {
 		select {
 		case <-t.C:
-			if err := b.offsets.save(false); err != nil {
-				b.log.Error("broker: persist consumer offsets", "err", err)
-			}
+			b.logOffsetSave(b.offsets.save(false))
 		case <-b.stop:
 			return
 		}

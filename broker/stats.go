@@ -33,6 +33,7 @@ type stats struct {
 	heldTotal    atomic.Int64
 	wokenTotal   atomic.Int64 // held pulls answered on arrival
 	expiredTotal atomic.Int64 // held pulls answered on deadline
+	corruptSkips atomic.Int64 // pulls moved past a corrupt record (proc_pull_corrupt.go)
 
 	topics sync.Map // topic → *topicCounters
 }

@@ -51,6 +51,9 @@ type PullResult struct {
 	// Bytes is the size of the stored records received (before tag
 	// filtering), for flow control.
 	Bytes int
+	// Remark is the broker's word on an answer other than FOUND, e.g.
+	// which corrupt record an OFFSET_ILLEGAL moved the queue past.
+	Remark string
 }
 
 // PullOptions shape one pull.
@@ -137,6 +140,7 @@ func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int6
 	}
 	res := &PullResult{Status: status, NextOffset: rh.NextBeginOffset, MinOffset: rh.MinOffset, MaxOffset: rh.MaxOffset}
 	if status != PullFound {
+		res.Remark = resp.Remark
 		return res, nil
 	}
 	res.Bytes = len(resp.Body)

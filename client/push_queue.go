@@ -270,8 +270,17 @@ func (w *queueWorker) finish(o pullOutcome) bool {
 	case PullNoNewMessage, PullNoMatchedMessage:
 		w.tr.advance(res.NextOffset)
 	case PullOffsetIllegal:
-		c.opts.Logger.Warn("client: offset illegal, moved", "queue", w.q, "to", res.NextOffset)
-		w.tr.reset(res.NextOffset)
+		from := w.tr.nextOffset() // the pull's offset: only this goroutine moves it
+		c.opts.Logger.Warn("client: offset illegal, moved", "queue", w.q, "from", from, "to", res.NextOffset, "broker", res.Remark)
+		if res.NextOffset >= from {
+			// Forward: the broker skips what it cannot serve (a corrupt
+			// record, messages retention removed). The messages in flight
+			// lie before it and were delivered: the commit still waits
+			// for them, as for any pull.
+			w.tr.advance(res.NextOffset)
+		} else {
+			w.tr.reset(res.NextOffset)
+		}
 		c.commit(w.ctx, []*queueWorker{w})
 	}
 	return true

@@ -80,10 +80,6 @@ func (s *Store) AppendBatch(ctx context.Context, msgs []*Message) ([]AppendResul
 // append encodes, appends and (FlushSync) waits; written says whether the
 // records were written (so res is filled), whatever err says.
 func (s *Store) append(ctx context.Context, msgs []*Message, res []AppendResult) (written bool, err error) {
-	if s.needsHandOff() {
-		s.ho.inflight.Add(1)
-		defer s.ho.inflight.Add(-1)
-	}
 	total := 0
 	for _, m := range msgs {
 		n, err := s.recordSize(m)
@@ -130,10 +126,7 @@ func (s *Store) append(ctx context.Context, msgs []*Message, res []AppendResult)
 		return true, s.wait(ctx, w)
 	}
 	if s.needsHandOff() {
-		s.ho.appended.Add(1)
-		err := s.handOff(end)
-		s.ho.appended.Add(-1)
-		if err != nil {
+		if err := s.handOff(end); err != nil {
 			return true, err
 		}
 	}
@@ -175,6 +168,9 @@ func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w 
 		return 0, ErrClosed
 	}
 	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	if err := s.readOnlyErr(); err != nil { // a full disk (readonly.go)
 		return 0, err
 	}
 	g := s.mu.active

@@ -159,8 +159,10 @@ func (s *Store) writeCheckpoint(clean bool) error {
 		if clean {
 			return fmt.Errorf("storage: flush consume queues: %w", err)
 		}
-		s.log.Error("storage: consume queue flush failed; the checkpoint keeps its dispatched offset", "err", err)
+		s.logOnceFull(&s.hold.cqFlushFull, "storage: consume queue flush failed; the checkpoint keeps its dispatched offset", err)
 		x = last.dispatched
+	} else {
+		s.hold.cqFlushFull.Store(false)
 	}
 	if clean && (d != s.written.Load() || x != d) {
 		return fmt.Errorf("storage: internal: clean checkpoint with written %d, durable %d, dispatched %d", s.written.Load(), d, x)
@@ -223,9 +225,27 @@ func nextBelow(q *consumequeue.Queue, phys int64) (int64, error) {
 }
 
 // writeFileAtomic replaces name with b durably: temp file, write, fsync,
-// rename, fsync of the directory.
+// rename, fsync of the directory. A failure before the rename leaves name
+// as it was and removes the temp file (on a full disk it holds space).
 func (s *Store) writeFileAtomic(name string, b []byte) error {
 	tmp := name + ".tmp"
+	if err := s.writeTemp(tmp, b); err != nil {
+		if rerr := s.fs.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			s.log.Warn("storage: could not remove a temp file", "path", tmp, "err", rerr)
+		}
+		return err
+	}
+	if err := s.fs.Rename(tmp, name); err != nil {
+		return fmt.Errorf("storage: rename %s: %w", tmp, err)
+	}
+	if err := s.fs.SyncDir(filepath.Dir(name)); err != nil {
+		return fmt.Errorf("storage: sync dir %s: %w", filepath.Dir(name), err)
+	}
+	return nil
+}
+
+// writeTemp writes b to the file tmp (created or truncated) and syncs it.
+func (s *Store) writeTemp(tmp string, b []byte) error {
 	f, err := s.fs.Create(tmp, vfsOpts)
 	if err != nil {
 		return writeError("create "+tmp, err)
@@ -241,12 +261,6 @@ func (s *Store) writeFileAtomic(name string, b []byte) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("storage: close %s: %w", tmp, err)
 	}
-	if err := s.fs.Rename(tmp, name); err != nil {
-		return fmt.Errorf("storage: rename %s: %w", tmp, err)
-	}
-	if err := s.fs.SyncDir(filepath.Dir(name)); err != nil {
-		return fmt.Errorf("storage: sync dir %s: %w", filepath.Dir(name), err)
-	}
 	return nil
 }
 
@@ -255,6 +269,7 @@ func (s *Store) writeFileAtomic(name string, b []byte) error {
 // its tickers; exits when Close closes stop.background.
 func (s *Store) runBackground() {
 	defer s.wg.Done()
+	defer s.startScrubber()() // scrub.go: runs beside this goroutine, waited for on exit
 	ck := time.NewTicker(s.opts.CheckpointInterval)
 	defer ck.Stop()
 	rt := time.NewTicker(s.opts.Retention.CheckInterval)
@@ -263,7 +278,9 @@ func (s *Store) runBackground() {
 		select {
 		case <-ck.C:
 			if err := s.writeCheckpoint(false); err != nil {
-				s.log.Error("storage: checkpoint failed", "err", err)
+				s.logOnceFull(&s.hold.ckptFull, "storage: checkpoint failed", err)
+			} else if s.hold.ckptFull.Swap(false) {
+				s.log.Info("storage: checkpoint written again after a full disk")
 			}
 		case <-rt.C:
 			if _, err := s.ApplyRetention(); err != nil {

@@ -12,18 +12,29 @@ import (
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
-// crashFS is a MemFS whose machine can lose power at a chosen moment: crash
-// takes a CrashClone (what the disk holds after the power loss) while no
-// operation is in flight, and every operation after it fails with EIO (the
-// old store keeps running against a dead machine until it is closed).
+// crashFS is a MemFS whose machine can crash at a chosen moment, in one of
+// two modes (see vfs/memfs_crash.go for what each keeps):
 //
-// Operations hold mu shared; crash holds it exclusively, so an fsync either
-// completed before the clone (and its data is in it) or fails: an
-// acknowledgement can never rest on an fsync the clone missed. Writes
-// through a mapping are not operations: callers crash with the store's
-// append lock held.
+//   - powerLoss: crash takes a CrashClone, what the disk holds after the
+//     power goes (synced bytes and names, a random share of the rest);
+//   - processCrash: crash takes a ProcessCrashClone, what the kernel holds
+//     when the process dies (every byte, size and name handed to the OS).
+//
+// The moment is the n-th file operation from arm (the crash comes before
+// it runs), or the test's own call of crash. Either way the clone is taken
+// while no operation is in flight, and every operation after it fails with
+// EIO: the old store keeps running against a dead machine (its user-space
+// buffers die with it: nothing it does reaches the clone) until the test
+// closes it to stop its goroutines.
+//
+// Operations hold mu shared; crash holds it exclusively, so an operation
+// (a write, an fsync) either completed before the clone (and is in it) or
+// fails: an acknowledgement can never rest on an operation the clone
+// missed. Writes through a mapping are not operations: callers crash with
+// the store's append lock held.
 type crashFS struct {
 	mem   *vfs.MemFS
+	mode  crashMode
 	rng   *rand.Rand // draws which unsynced bytes survive; used under mu only
 	mu    sync.RWMutex
 	dead  atomic.Bool
@@ -32,13 +43,32 @@ type crashFS struct {
 	clone *vfs.MemFS   // after the crash
 }
 
-func newCrashFS(mem *vfs.MemFS, seed int64) *crashFS {
-	return &crashFS{mem: mem, rng: rand.New(rand.NewSource(seed))}
+// crashMode is what a crashFS's crash loses.
+type crashMode int
+
+const (
+	powerLoss    crashMode = iota // the machine: unsynced bytes and names may go
+	processCrash                  // the process: the kernel keeps all it was handed
+)
+
+func (m crashMode) String() string {
+	if m == processCrash {
+		return "process crash"
+	}
+	return "power loss"
+}
+
+// newCrashFS returns a crashFS over mem that loses power.
+func newCrashFS(mem *vfs.MemFS, seed int64) *crashFS { return newCrashFSMode(mem, seed, powerLoss) }
+
+// newCrashFSMode returns a crashFS over mem whose crash is mode.
+func newCrashFSMode(mem *vfs.MemFS, seed int64, mode crashMode) *crashFS {
+	return &crashFS{mem: mem, mode: mode, rng: rand.New(rand.NewSource(seed))}
 }
 
 var errDead = &fs.PathError{Op: "io", Path: "crashed", Err: syscall.EIO}
 
-// crash takes the after-power-loss image, once.
+// crash takes the after-crash image, once.
 func (c *crashFS) crash() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -49,7 +79,11 @@ func (c *crashFS) crashLocked() {
 	if c.dead.Load() {
 		return
 	}
-	c.clone = c.mem.CrashClone(c.rng)
+	if c.mode == processCrash {
+		c.clone = c.mem.ProcessCrashClone()
+	} else {
+		c.clone = c.mem.CrashClone(c.rng)
+	}
 	c.dead.Store(true)
 }
 

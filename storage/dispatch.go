@@ -5,14 +5,18 @@ import "fmt"
 // runDispatcher is the dispatcher goroutine: it takes the records appended
 // since its last round (in log order, from the append lock's queue), adds
 // their ConsumeQueue entries, then runs the OnDispatch callbacks. It owns
-// dispatched and dispatchOK. Woken by each append's kick; exits when Close
-// closes stop.dispatcher, after indexing everything written.
+// dispatched, dispatchOK and the held records (dispatch_retry.go). Woken by
+// each append's kick and by the retry timer while records are held; exits
+// when Close closes stop.dispatcher, after indexing everything written.
 func (s *Store) runDispatcher() {
 	defer s.wg.Done()
 	var spare []dispatchReq
 	for {
 		select {
 		case <-s.dispatchKick:
+			s.dispatchRound(&spare)
+		case <-s.hold.retryC():
+			s.hold.due = true
 			s.dispatchRound(&spare)
 		case <-s.stop.dispatcher:
 			s.dispatchRound(&spare)
@@ -43,30 +47,16 @@ func (s *Store) dispatchRound(spare *[]dispatchReq) {
 	if p := s.callbacks.Load(); p != nil {
 		cbs = *p
 	}
-	ok := !s.dispatchFailed
+	s.retryHeld(cbs, false)
 	for i := range batch {
 		r := &batch[i]
 		if r.indexed {
-			if err := s.index(r); err != nil {
-				if ok {
-					s.log.Error("storage: consume queue append failed; the queue stops here until a restart re-indexes it",
-						"topic", r.topic, "queue", r.qid, "offset", r.qoff, "err", err)
-				}
-				s.m.dispatchErrors.Add(1)
-				ok, s.dispatchFailed = false, true
-			}
-			for _, fn := range cbs {
-				fn(r.topic, r.qid, r.qoff)
-			}
+			s.dispatchOne(r, cbs) // indexes it, or holds it for a retry
 		}
-		if ok {
-			s.dispatchOK.Store(r.phys + int64(r.size))
-		}
+		s.dispatchOK.Store(s.dispatchFloor(r.phys + int64(r.size)))
 		*r = dispatchReq{}
 	}
-	if ok {
-		s.dispatchOK.Store(upTo)
-	}
+	s.dispatchOK.Store(s.dispatchFloor(upTo))
 	s.dispatched.Store(upTo)
 	// Keep the records not yet visible, in order, for the next round.
 	m := copy(all, all[n:])

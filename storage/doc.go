@@ -31,11 +31,22 @@
 //   - A write, allocate or create error refuses the append, writes
 //     nothing a reader or recovery could see, and leaves the store usable
 //     (ErrDiskFull wraps ENOSPC).
+//   - A full disk is not fatal anywhere. A ConsumeQueue entry that cannot
+//     be written is retried until it lands, its queue's later records
+//     waiting behind it (dispatch_retry.go). Open succeeds on a full disk,
+//     and the store is read-only (appends fail with ErrDiskFull, reads are
+//     served) while it lacks space for what it must write first; it leaves
+//     that state by itself (readonly.go). Close on a full disk returns
+//     ErrDiskFullAtClose and the next Open recovers.
 //   - Readers (GetMessages, ReadAt, the offset queries) may run
 //     concurrently with everything. Records are readable by physical
 //     offset once written (WrittenOffset), indexed in their queue by the
 //     dispatcher goroutine once they reach the store's durability level,
 //     which then calls the OnDispatch callbacks.
+//   - GetMessages serves no record it has not checked (size, magic,
+//     physical offset, whole-record CRC): it stops before a corrupt one,
+//     answers a read starting at one with a *CorruptRecordError and a
+//     NextOffset past it, and quarantines it (get_verify.go).
 //   - WrittenOffset >= HandedOffset >= DurableOffset; all only grow.
 //
 // # Files
@@ -43,8 +54,11 @@
 //	Dir/LOCK                       advisory lock: one process per store
 //	Dir/abort                      present while open; after a crash, Open scans
 //	Dir/checkpoint                 durable and dispatched offsets (checkpoint.go)
+//	Dir/quarantine.json            corrupt records reads found (quarantine.go)
 //	Dir/commitlog/<20-digit base>  segments; records as in package record
 //	Dir/consumequeue/<topic>/<q>/  package consumequeue
+//	Dir/lost+found/<UTC time>/     what recovery or Repair cut off the log, with
+//	                               manifest.json (lostfound.go); never read back
 //
 // A segment's records are followed by a blank record (record.MagicBlank)
 // covering the rest of its capacity once the next record does not fit;
@@ -52,9 +66,18 @@
 //
 // # Goroutines
 //
-// The flusher (flush.go), the dispatcher (dispatch.go) and the background
-// jobs (checkpoints, retention: checkpoint.go) run from Open to Close;
-// each one's comment says what wakes it and what it owns.
+// The flusher (flush.go), the dispatcher (dispatch.go), the background
+// jobs (checkpoints, retention: checkpoint.go) and the scrubber (scrub.go,
+// started and waited for by the background goroutine) run from Open to
+// Close; each one's comment says what wakes it and what it owns.
+//
+// # Damage
+//
+// Recovery cuts a torn tail after a crash and keeps what it cut in
+// lost+found (recovery.go); the scrubber re-reads sealed segments at rest
+// and reports bad records (ScrubStatus, Metrics); on a stopped store
+// Verify checks everything and Repair makes a store that will not open
+// openable (samsa store verify|repair DIR).
 //
 // All file I/O goes through package vfs; the segment write path is a
 // backend.Segment chosen by name (Options.Backend).

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"syscall"
 )
 
@@ -26,10 +27,17 @@ var (
 	// holds. An append refused with it wrote nothing; retry once space
 	// is freed.
 	ErrDiskFull = fmt.Errorf("storage: disk full: %w", syscall.ENOSPC)
+	// ErrDiskFullAtClose: Close could not finish cleanly, for lack of
+	// space only (the final checkpoint, the seal of a refused append's
+	// tail or a ConsumeQueue entry could not be written). Everything
+	// acknowledged is durable; the abort marker stays and the next Open
+	// recovers. It wraps ErrDiskFull.
+	ErrDiskFullAtClose = fmt.Errorf("storage: closed uncleanly for lack of space (the next Open recovers): %w", ErrDiskFull)
 	// ErrCorrupt: the files on disk are damaged in a way a crash cannot
 	// explain (a bad record below the durable offset, a missing segment);
 	// Open refuses to cut acknowledged data. A *CorruptError gives the
-	// offset.
+	// offset. A read that meets a corrupt record returns a
+	// *CorruptRecordError (get_verify.go), which matches it too.
 	ErrCorrupt = errors.New("storage: corrupt")
 	// ErrNotFound: no record at that CommitLog offset (below the min
 	// offset, deleted, or past the written one).
@@ -40,6 +48,9 @@ var (
 )
 
 // CorruptError says where recovery found corruption. It matches ErrCorrupt.
+// Its message names the problem and the way forward: `samsa store verify`
+// to see the damage, `samsa store repair` to cut the log at its last valid
+// record (keeping the rest in Dir/lost+found).
 type CorruptError struct {
 	// Offset is the CommitLog offset of the first bad record.
 	Offset int64
@@ -50,6 +61,12 @@ type CorruptError struct {
 	Durable int64
 	// Segment is the file holding Offset.
 	Segment string
+	// Missing, if positive, is how many bytes below Durable are missing
+	// because the log's files end early (a truncated last segment,
+	// segment files missing at the end): the file ends at Durable-Missing.
+	Missing int64
+	// Dir is the store's directory (for the advice), if known.
+	Dir string
 	// Err is what was wrong with the record.
 	Err error
 }
@@ -59,6 +76,14 @@ func (e *CorruptError) Error() string {
 		e.Offset, e.Segment, e.Durable, e.Err)
 	if e.Resume >= 0 {
 		s += fmt.Sprintf("; valid records resume at %d", e.Resume)
+	}
+	if e.Missing > 0 {
+		s += fmt.Sprintf("; the log's files end at offset %d: the last %d bytes the checkpoint says were durable are missing (a truncated or incompletely copied segment?)",
+			e.Durable-e.Missing, e.Missing)
+	}
+	if e.Dir != "" {
+		s += fmt.Sprintf("; run 'samsa store verify %s' to see the damage and 'samsa store repair %s' to cut the log at its last valid record (what follows is kept in %s)",
+			e.Dir, e.Dir, filepath.Join(e.Dir, lostFoundDir))
 	}
 	return s
 }

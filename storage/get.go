@@ -113,7 +113,10 @@ func (s *Store) EarliestStoreTime(topic string, queueID int32) (int64, error) {
 // record is taken whatever its size; maxBytes <= 0 means no limit) from
 // (topic, queueID) starting at queue offset offset, as RocketMQ's
 // DefaultMessageStore.getMessage: tagFilter (nil = all) is checked against
-// the ConsumeQueue tag hash, and the status says what happened.
+// the ConsumeQueue tag hash, and the status says what happened. Every
+// record returned has been checked (get_verify.go); at a corrupt one the
+// read stops, and a read starting at one returns a *CorruptRecordError
+// with NextOffset past it.
 func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
 	tagFilter func(tagsCode int64) bool) (GetResult, error) {
 	q := s.queue(topic, queueID)
@@ -176,6 +179,13 @@ scan:
 			if tagFilter != nil && !tagFilter(e.TagsCode) {
 				continue
 			}
+			if ce := s.checkEntry(topic, queueID, next-1, e); ce != nil {
+				if len(picked) == 0 {
+					return res, stopAtCorrupt(&res, ce)
+				}
+				next--
+				break scan
+			}
 			picked = append(picked, e)
 			offsets = append(offsets, next-1)
 			bytes += int(e.Size)
@@ -185,15 +195,15 @@ scan:
 	if len(picked) == 0 {
 		return res, nil
 	}
-	if err := s.readRecords(&res, picked, offsets, bytes); err != nil {
+	if err := s.readRecords(&res, topic, queueID, picked, offsets, bytes); err != nil {
 		return res, err
 	}
 	return res, nil
 }
 
 // readRecords reads the picked records into one buffer, one ReadAt per run
-// of adjacent records.
-func (s *Store) readRecords(res *GetResult, picked []consumequeue.Entry, offsets []int64, total int) error {
+// of adjacent records, and checks each before it joins the result.
+func (s *Store) readRecords(res *GetResult, topic string, queueID int32, picked []consumequeue.Entry, offsets []int64, total int) error {
 	buf := make([]byte, total)
 	res.Records = make([][]byte, 0, len(picked))
 	res.QueueOffsets = make([]int64, 0, len(picked))
@@ -207,6 +217,7 @@ func (s *Store) readRecords(res *GetResult, picked []consumequeue.Entry, offsets
 		run := buf[off : off+int(end-picked[i].PhysOffset)]
 		if err := s.readInto(run, picked[i].PhysOffset); err != nil {
 			if errors.Is(err, ErrNotFound) && len(res.Records) > 0 {
+				res.NextOffset = offsets[i]
 				break // retention got there first: return what we have
 			}
 			if errors.Is(err, ErrNotFound) {
@@ -217,7 +228,11 @@ func (s *Store) readRecords(res *GetResult, picked []consumequeue.Entry, offsets
 		}
 		for k := i; k < j; k++ {
 			n := int(picked[k].Size)
-			res.Records = append(res.Records, buf[off:off+n:off+n])
+			rec := buf[off : off+n : off+n]
+			if err := verifyRecord(rec, picked[k]); err != nil {
+				return stopAtCorrupt(res, s.corrupt(topic, queueID, offsets[k], picked[k], err))
+			}
+			res.Records = append(res.Records, rec)
 			res.QueueOffsets = append(res.QueueOffsets, offsets[k])
 			res.Bytes += n
 			off += n

@@ -25,7 +25,7 @@ func newClock() *fakeClock {
 	return c
 }
 
-func appendN(t *testing.T, s *Store, topic string, qid int32, n, size int) []AppendResult {
+func appendN(t testing.TB, s *Store, topic string, qid int32, n, size int) []AppendResult {
 	t.Helper()
 	var out []AppendResult
 	for i := 0; i < n; i++ {

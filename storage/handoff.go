@@ -25,14 +25,17 @@ import (
 // written (readers past handed could otherwise see a hole), so the store
 // is broken and nothing more is acknowledged.
 type handOver struct {
-	// mu guards writing; cond (on mu) is broadcast after every write-out.
+	// writing: an appender is the writer (one write-out at a time).
+	// Waiters that stop yielding park on cond (on mu), counted in parked;
+	// the writer broadcasts after its write when any are parked.
+	writing atomic.Bool
+	parked  atomic.Int32
 	mu      sync.Mutex
 	cond    sync.Cond
-	writing bool // an appender is the writer: one write-out at a time
-	// inflight counts appends between their start and the end of their
-	// hand-over; appended those of them that have appended (and so wait
-	// for, or do, a write-out).
-	inflight, appended atomic.Int64
+	// The writer's own (only the appender with writing set touches them):
+	// mark is the append count at the last write-out, lastN the appends
+	// that write covered.
+	mark, lastN int64
 	// inAppend: the backend's Append itself puts the bytes in the kernel
 	// (mmap), so appendLocked moves handed.
 	inAppend bool
@@ -66,53 +69,78 @@ func (s *Store) needsHandOff() bool {
 }
 
 // handOff returns once every byte below end is in the kernel. One
-// appender at a time is the writer; the others wait on the condition and
-// are all woken by the write that covers them (a broadcast: they do not
-// queue on a lock to learn it), so they append again while the next
-// writer gathers.
+// appender at a time is the writer (writing); the others wait for a write
+// that covers them, yielding the processor a few times (a write into the
+// page cache takes microseconds, less than parking and waking) and then
+// parking on the condition, which every write broadcasts to.
 func (s *Store) handOff(end int64) error {
-	if s.handed.Load() >= end {
-		return nil
-	}
 	h := &s.ho
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	waited := false
-	for s.handed.Load() < end {
+	wrote := false
+	defer func() {
+		if !wrote {
+			s.m.handOffFree.Add(1)
+		}
+	}()
+	for spins := 0; s.handed.Load() < end; {
 		if err := s.Err(); err != nil {
 			return err
 		}
-		if h.writing {
-			h.cond.Wait()
-			waited = true
+		if h.writing.CompareAndSwap(false, true) {
+			wrote = true
+			err := s.writeRound(end)
+			h.writing.Store(false)
+			if h.parked.Load() > 0 {
+				h.mu.Lock()
+				h.cond.Broadcast()
+				h.mu.Unlock()
+			}
+			if err != nil {
+				return err
+			}
 			continue
 		}
-		h.writing = true
-		h.mu.Unlock()
-		// Gather: while appends that started are still on their way
-		// (encoding, or waiting for the append lock), let them copy their
-		// bytes in first, so that this write covers them too. Bounded; a
-		// lone writer never yields.
-		for i := 0; i < maxGatherYields && h.appended.Load() < h.inflight.Load(); i++ {
+		if spins < maxHandOffSpins {
+			spins++
 			runtime.Gosched()
+			continue
 		}
-		err := s.writeOut()
 		h.mu.Lock()
-		h.writing = false
-		h.cond.Broadcast()
-		if err != nil {
-			return err
+		h.parked.Add(1)
+		for h.writing.Load() && s.handed.Load() < end {
+			h.cond.Wait()
 		}
-	}
-	if waited {
-		s.m.handOffFree.Add(1)
+		h.parked.Add(-1)
+		h.mu.Unlock()
 	}
 	return nil
 }
 
-// maxGatherYields bounds a hand-over's gather (each yield lets every
-// runnable goroutine run once).
-const maxGatherYields = 8
+// writeRound is one write-out by the writer: unless someone else's write
+// covered end meanwhile, it gathers, as group commit does (gather.go):
+// the appenders the last write released are on their way back
+// (closed-loop writers), so it waits, yielding, until as many appends
+// await a write as the last write covered. Bounded; a lone writer never
+// yields.
+func (s *Store) writeRound(end int64) error {
+	h := &s.ho
+	if s.handed.Load() >= end {
+		return nil
+	}
+	for i := 0; i < maxGatherYields && s.m.appends.Load()-h.mark < h.lastN; i++ {
+		runtime.Gosched()
+	}
+	n := s.m.appends.Load()
+	err := s.writeOut()
+	h.lastN, h.mark = n-h.mark, n
+	return err
+}
+
+// maxGatherYields bounds a write's gather, maxHandOffSpins a waiter's
+// yields before it parks.
+const (
+	maxGatherYields = 8
+	maxHandOffSpins = 16
+)
 
 // writeOut writes out every segment holding bytes in [handed, written)
 // and moves handed; only the hand-over's writer calls it.

@@ -42,18 +42,29 @@ type Metrics struct {
 	Rolls                        int64         // segments created by appends
 	SegmentsDeleted              int64         // by retention
 	WriteErrors                  int64         // appends refused by a write, seal or create error
-	DispatchErrors               int64         // ConsumeQueue appends that failed
+	DispatchErrors               int64         // ConsumeQueue append attempts that failed (each is retried)
+	DispatchHeld                 int64         // records waiting for a retry of their ConsumeQueue append
+	DispatchOutages              int64         // times records started to be held (one log line each)
+	ReadOnly                     bool          // appends refused for lack of space (ErrDiskFull) until it returns
 	PendingFull                  int64         // sync appends that waited for a MaxPending slot
 	WaitAbandoned                int64         // sync appends that stopped waiting (timeout, context)
 	Gathers                      int64         // sync rounds that waited for released writers to return
 	GatherMisses                 int64         // of those, the ones whose wait ended unfilled
 	GatherTime                   time.Duration // the flusher's time in those waits
-	Broken                       bool
-	// WriteOuts are hand-over rounds (handoff.go): WriteOut calls that
-	// moved HandedOffset; HandOffsFree the appends that found their bytes
-	// handed over by someone else's round once they got the lock.
+	// CorruptRecords are the corrupt records reads found since Open
+	// (each counted once); Quarantined the records in the quarantine
+	// now, found by this run or an earlier one (get_verify.go).
+	CorruptRecords int64
+	Quarantined    int
+	Broken         bool
+	// WriteOuts are hand-over rounds (handoff.go): write-outs that moved
+	// HandedOffset; HandOffsFree the hand-overs another appender's write
+	// covered.
 	WriteOuts, HandOffsFree int64
 	HandedOffset            int64
+	// The scrubber's (scrub.go): bytes and sealed segments it re-read,
+	// and the distinct bad records it found (see ScrubStatus).
+	ScrubBytes, ScrubSegments, ScrubCorrupt int64
 }
 
 // metrics are the live counters behind Metrics.
@@ -62,6 +73,12 @@ type metrics struct {
 	groups, groupWaiters, dirSyncs, flushedBytes, flushes                atomic.Int64
 	dispatchErrors, segmentsDeleted, gathers, gatherMisses, gatherNanos  atomic.Int64
 	writeOuts, handOffFree                                               atomic.Int64
+	corruptRecords                                                       atomic.Int64
+	scrubBytes, scrubSegments, scrubCorrupt                              atomic.Int64
+
+	// quarantine is the read path's list of corrupt records
+	// (quarantine.go); like the counters, Open makes it with the Store.
+	quarantine quarantine
 
 	mu struct {
 		sync.Mutex
@@ -99,21 +116,29 @@ func (s *Store) Metrics() Metrics {
 		FlushedBytes:     m.flushedBytes.Load(),
 		WrittenOffset:    s.written.Load(),
 		DurableOffset:    s.durable.Load(),
-		DispatchedOffset: s.dispatched.Load(),
+		DispatchedOffset: s.dispatchOK.Load(), // indexed: held records are not
 		MinOffset:        s.CommitLogMinOffset(),
 		Rolls:            m.rolls.Load(),
 		SegmentsDeleted:  m.segmentsDeleted.Load(),
 		WriteErrors:      m.writeErrors.Load(),
 		DispatchErrors:   m.dispatchErrors.Load(),
+		DispatchHeld:     s.hold.n.Load(),
+		DispatchOutages:  s.hold.outages.Load(),
+		ReadOnly:         s.ReadOnly(),
 		PendingFull:      m.pendingFull.Load(),
 		WaitAbandoned:    m.waitAbandoned.Load(),
 		Gathers:          m.gathers.Load(),
 		GatherMisses:     m.gatherMisses.Load(),
 		GatherTime:       time.Duration(m.gatherNanos.Load()),
+		CorruptRecords:   m.corruptRecords.Load(),
+		Quarantined:      s.quarantine().len(),
 		Broken:           s.Err() != nil,
 		WriteOuts:        m.writeOuts.Load(),
 		HandOffsFree:     m.handOffFree.Load(),
 		HandedOffset:     s.handed.Load(),
+		ScrubBytes:       m.scrubBytes.Load(),
+		ScrubSegments:    m.scrubSegments.Load(),
+		ScrubCorrupt:     m.scrubCorrupt.Load(),
 	}
 	if out.SyncGroups > 0 {
 		out.AvgGroup = float64(m.groupWaiters.Load()) / float64(out.SyncGroups)

@@ -26,15 +26,23 @@ import (
 //     torn tail. A power loss can leave any mix of the bytes written
 //     after the last checkpoint (unsynced blocks survive at random, valid
 //     records after a hole included), so a bad record there cannot be told
-//     from a torn write. The segment is truncated at the cut and later
-//     segments removed, durably, so no stale record can resurrect after
-//     the next append; the cut and any valid-looking record past it are
-//     logged. Records acknowledged after the last checkpoint are lost
-//     this way only to real corruption, not to a crash; CheckpointInterval
-//     bounds that window.
+//     from a torn write. If only zeros follow the cut (reserved or
+//     preallocated space: the usual end of the active segment) the log
+//     simply ends there and nothing is logged above Debug. Otherwise the
+//     segment's non-zero bytes past the cut and every later segment are
+//     moved to Dir/lost+found/<time>/ with a manifest of the valid records
+//     they held, and logged at Warn (lostfound.go); then the segment is
+//     truncated at the cut, durably, so no stale record can resurrect after
+//     the next append. Records acknowledged after the last checkpoint are
+//     cut this way only by real corruption, not by a crash;
+//     CheckpointInterval bounds that window, and lost+found keeps them.
 //   - A cut below it is corruption of acknowledged data: Open fails with a
-//     *CorruptError (ErrCorrupt) naming the offset and where valid records
-//     resume, and changes nothing.
+//     *CorruptError (ErrCorrupt) naming the offset, where valid records
+//     resume and what to run (samsa store verify / repair), and changes
+//     nothing.
+//
+// Only the segments from the checkpoint's on are scanned: older ones are
+// checked at rest by the scrubber (scrub.go) and by Verify.
 //
 // Then every ConsumeQueue is trimmed to the cut (TruncateFromPhys), the
 // records from the checkpoint's dispatched offset to the cut are indexed
@@ -42,7 +50,13 @@ import (
 // per-queue offset counters are taken from the queues, checked against the
 // checkpoint's. Last, the recovered tail is fsynced and a new checkpoint
 // written.
-func (s *Store) recover() error {
+func (s *Store) recover() (err error) {
+	defer func() {
+		var ce *CorruptError
+		if errors.Is(err, ErrCorrupt) && !errors.As(err, &ce) {
+			err = fmt.Errorf("%w; run 'samsa store verify %s' to see the damage and 'samsa store repair %s' to make the store open again", err, s.dir, s.dir)
+		}
+	}()
 	ck, haveCk, err := s.readCheckpoint()
 	if err != nil {
 		return err
@@ -55,7 +69,7 @@ func (s *Store) recover() error {
 		return fmt.Errorf("storage: stat %s: %w", s.abortPath(), err)
 	}
 	if !abort {
-		if err := s.createAbortMarker(); err != nil {
+		if err := s.createAbortMarker(); err != nil && !s.deferAbortMarker(err) {
 			return err
 		}
 	}
@@ -102,11 +116,20 @@ func (s *Store) recover() error {
 	s.durable.Store(durable)
 	s.dispatched.Store(end)
 	s.dispatchOK.Store(end)
+	s.adoptHeld() // records reindex could not index wait for the dispatcher
 	s.ckpt.last = ck
+	if !clean {
+		// A dead process may have created segment files no directory sync
+		// covered, and written ConsumeQueue entries it never synced;
+		// recovery adopts both, so it syncs both before the checkpoint
+		// below calls them durable.
+		s.dirDirty.Store(true)
+		s.cq.Each(func(_ string, _ int32, q *consumequeue.Queue) { q.MarkUnsynced() })
+	}
 	if err := s.flushTo(end); err != nil {
 		return fmt.Errorf("storage: flush the recovered log: %w", err)
 	}
-	if err := s.writeCheckpoint(false); err != nil {
+	if err := s.writeCheckpoint(false); err != nil && !s.deferCheckpoint(err) {
 		return err
 	}
 	s.log.Info("storage: opened", "dir", s.dir, "clean", clean, "segments", len(s.segs.list),
@@ -176,7 +199,7 @@ func (s *Store) recoverScan(files []segmentFile, ck checkpoint) (end, durable in
 	k := ck.durable
 	if len(files) == 0 {
 		if k > 0 {
-			return 0, 0, &CorruptError{Offset: 0, Resume: -1, Durable: k, Segment: s.clDir,
+			return 0, 0, &CorruptError{Offset: 0, Resume: -1, Durable: k, Segment: s.clDir, Missing: k, Dir: s.dir,
 				Err: errors.New("no segment files")}
 		}
 		// Nothing durable, and the first segment's name was lost: the
@@ -186,6 +209,7 @@ func (s *Store) recoverScan(files []segmentFile, ck checkpoint) (end, durable in
 	first, last := files[0].base, files[len(files)-1]
 	if k > last.base+s.segSize {
 		return 0, 0, &CorruptError{Offset: last.base + s.segSize, Resume: -1, Durable: k, Segment: last.path,
+			Missing: k - (last.base + s.segSize), Dir: s.dir,
 			Err: errors.New("segment files missing at the end")}
 	}
 	startAt := max(min(k, ck.dispatched), first)
@@ -304,68 +328,43 @@ func (s *Store) corruptAt(files []segmentFile, i int, sc segScan, k int64) error
 	if bad == nil {
 		bad = errors.New("segment ends early")
 	}
-	return &CorruptError{Offset: f.base + sc.end, Resume: resume, Durable: k, Segment: f.path, Err: bad}
+	var missing int64
+	if fileEnd := f.base + f.size; i == len(files)-1 && fileEnd < k {
+		missing = k - fileEnd
+	}
+	return &CorruptError{Offset: f.base + sc.end, Resume: resume, Durable: k, Segment: f.path, Missing: missing, Dir: s.dir, Err: bad}
 }
 
-// cutTail truncates segment i at the cut and removes the segments after
-// it, durably.
+// cutTail ends the log at the cut in segment i (unless the scan ended
+// sealed: nothing to cut). Zeros past the cut are reserved space, not a
+// torn tail, and stay; anything else past it (the segment's non-zero
+// bytes, later segments) goes to lost+found with a manifest and a Warn
+// line saying what valid records it held (lostfound.go), never silently.
 func (s *Store) cutTail(files []segmentFile, i int, sc segScan, sealedEnd bool) error {
-	f := files[i]
-	var removed []string
-	for _, g := range files[i+1:] {
-		removed = append(removed, filepath.Base(g.path))
+	if sealedEnd {
+		return nil
 	}
-	if !sealedEnd {
-		// Say whether valid-looking records lie past the cut: writes that
-		// were never acknowledged but survived the crash.
-		if r, err := openSegReader(s.fs, f.path); err == nil {
-			if at, _ := s.findValid(r, f.base, sc.end, sc.end+64<<20); at >= 0 {
-				s.log.Warn("storage: dropping unacknowledged records past a torn one", "cut", f.base+sc.end, "validAt", at)
-			}
-			r.Close()
-		}
-		if f.size > sc.end {
-			s.log.Warn("storage: cutting the torn tail of the commit log", "segment", f.path,
-				"at", f.base+sc.end, "droppedBytes", f.size-sc.end, "why", sc.bad)
-			if err := s.truncateFile(f.path, sc.end); err != nil {
-				return err
-			}
-		}
-	}
-	for _, g := range files[i+1:] {
-		if err := s.fs.Remove(g.path); err != nil {
-			return fmt.Errorf("storage: remove %s past the cut: %w", g.path, err)
-		}
-	}
-	if len(removed) > 0 {
-		s.log.Warn("storage: removed segments past the cut", "segments", removed)
-		if err := s.fs.SyncDir(s.clDir); err != nil {
-			return fmt.Errorf("storage: sync dir %s: %w", s.clDir, err)
-		}
-	}
-	return nil
-}
-
-// truncateFile cuts a segment file at size durably (re-reserving the rest
-// with Preallocate), so no old byte past the cut survives.
-func (s *Store) truncateFile(path string, size int64) error {
-	f, err := s.fs.Open(path, vfsOpts)
+	p, err := s.scanner().planCut(s.fs, s.dir, files, i, sc.end, sc.bad)
 	if err != nil {
-		return fmt.Errorf("storage: open %s: %w", path, err)
+		return err
 	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		return fmt.Errorf("storage: truncate %s at %d: %w", path, size, err)
+	if !p.tail.zeros() {
+		s.log.Warn("storage: cutting a torn tail off the commit log", "segment", p.seg.path, "at", p.cut,
+			"nonZeroBytes", p.tail.nonZero, "through", p.seg.base+p.tail.end, "why", sc.bad)
+	} else {
+		s.log.Debug("storage: the commit log ends here; zeros (reserved space) follow", "at", p.cut, "segment", p.seg.path)
 	}
+	if len(p.later) > 0 {
+		s.log.Warn("storage: segments lie past the cut", "cut", p.cut, "segments", len(p.later),
+			"first", p.later[0].path, "valid", p.lost.Valid.String())
+	}
+	reason := fmt.Sprintf("recovery after an unclean stop: no valid record at %d (%v)", p.cut, sc.bad)
+	var reserve int64
 	if s.opts.Preallocate {
-		if err := f.Allocate(size, s.segSize-size); err != nil {
-			return writeError(fmt.Sprintf("re-reserve %s from %d", path, size), err)
-		}
+		reserve = s.segSize - sc.end
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("storage: sync %s: %w", path, err)
-	}
-	return nil
+	_, err = applyCut(s.fs, s.dir, &p, s.clock(), reason, reserve, s.log)
+	return err
 }
 
 // reindex appends the ConsumeQueue entries of the records in [from, end).
@@ -392,13 +391,8 @@ func (s *Store) reindex(files []segmentFile, from, end int64) error {
 				return nil
 			}
 			n++
-			q := s.cq.Queue(string(rec.Topic), rec.QueueID)
-			err := q.Append(rec.QueueOffset, f.base+pos, rec.TotalSize, record.TagsCodeOf(rec.Properties))
-			if err != nil {
-				return fmt.Errorf("%w: re-index %s/%d offset %d (record at %d): %w",
-					ErrCorrupt, rec.Topic, rec.QueueID, rec.QueueOffset, f.base+pos, err)
-			}
-			return nil
+			return s.reindexRecord(&dispatchReq{topic: string(rec.Topic), qid: rec.QueueID, size: rec.TotalSize,
+				indexed: true, qoff: rec.QueueOffset, phys: f.base + pos, tags: record.TagsCodeOf(rec.Properties)})
 		})
 		r.Close()
 		if err != nil {

@@ -75,49 +75,83 @@ type segScan struct {
 	hasRecords bool
 }
 
+// scanner holds what the CommitLog walks need to know (the segment size),
+// so recovery, Verify, Repair and the scrubber share them: recovery
+// through the Store's wrappers, the others on a store at rest.
+type scanner struct {
+	segSize int64
+}
+
+func (s *Store) scanner() scanner { return scanner{segSize: s.segSize} }
+
+func (s *Store) scanSegment(r *segReader, base int64) (segScan, error) {
+	return s.scanner().scanSegment(r, base)
+}
+
+func (s *Store) findValid(r *segReader, base, from, limit int64) (int64, error) {
+	return s.scanner().findValid(r, base, from, limit)
+}
+
+func (s *Store) walkSegment(r *segReader, end int64, fn func(pos int64, rec []byte) error) error {
+	return s.scanner().walkSegment(r, end, fn)
+}
+
 // scanSegment validates the records of a segment from its start until a
 // blank or the first invalid record.
-func (s *Store) scanSegment(r *segReader, base int64) (segScan, error) {
+func (s scanner) scanSegment(r *segReader, base int64) (segScan, error) {
 	var sc segScan
 	pos := int64(0)
 	for {
-		rem := s.segSize - pos
-		h, err := r.at(pos, record.BlankSize)
-		if err != nil {
-			return sc, err
-		}
 		sc.end = pos
-		size, magic, herr := record.Header(h)
+		rec, blank, bad, err := s.checkAt(r, base, pos)
 		switch {
-		case herr != nil:
-			sc.bad = herr
-			return sc, nil
-		case magic == record.MagicBlank:
-			if int64(size) != rem {
-				sc.bad = fmt.Errorf("%w: blank of %d bytes where %d remain", record.ErrBadSize, size, rem)
-				return sc, nil
-			}
-			sc.sealed = true
-			return sc, nil
-		case magic != record.MagicMessage:
-			sc.bad = fmt.Errorf("%w: %#08x", record.ErrBadMagic, uint32(magic))
-			return sc, nil
-		case int(size) < record.MinSize || int64(size)+blankReserve > rem:
-			sc.bad = fmt.Errorf("%w: %d bytes at %d of a %d-byte segment", record.ErrBadSize, size, pos, s.segSize)
-			return sc, nil
-		}
-		rec, err := r.at(pos, int(size))
-		if err != nil {
+		case err != nil:
 			return sc, err
-		}
-		if _, err := record.Validate(rec, base+pos); err != nil {
-			sc.bad = err
+		case bad != nil:
+			sc.bad = bad
+			return sc, nil
+		case blank:
+			sc.sealed = true
 			return sc, nil
 		}
 		sc.lastTs = record.StoreTimestampOf(rec)
 		sc.hasRecords = true
-		pos += int64(size)
+		pos += int64(len(rec))
 	}
+}
+
+// checkAt validates what starts at pos of the segment (base, r): a
+// message record (returned; valid until r's next read) or the blank that
+// seals the segment (blank true, spanning exactly the rest of it). bad
+// says why it is neither; err is an I/O error.
+func (s scanner) checkAt(r *segReader, base, pos int64) (rec []byte, blank bool, bad, err error) {
+	rem := s.segSize - pos
+	h, err := r.at(pos, record.BlankSize)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	size, magic, herr := record.Header(h)
+	switch {
+	case herr != nil:
+		return nil, false, herr, nil
+	case magic == record.MagicBlank:
+		if int64(size) != rem {
+			return nil, false, fmt.Errorf("%w: blank of %d bytes where %d remain", record.ErrBadSize, size, rem), nil
+		}
+		return nil, true, nil, nil
+	case magic != record.MagicMessage:
+		return nil, false, fmt.Errorf("%w: %#08x", record.ErrBadMagic, uint32(magic)), nil
+	case int(size) < record.MinSize || int64(size)+blankReserve > rem:
+		return nil, false, fmt.Errorf("%w: %d bytes at %d of a %d-byte segment", record.ErrBadSize, size, pos, s.segSize), nil
+	}
+	rec, err = r.at(pos, int(size))
+	if err != nil {
+		return nil, false, nil, err
+	}
+	if _, err := record.Validate(rec, base+pos); err != nil {
+		return nil, false, err, nil
+	}
+	return rec, false, nil, nil
 }
 
 var magicBytes = binary.BigEndian.AppendUint32(nil, uint32(int64(record.MagicMessage)&0xffffffff))
@@ -126,7 +160,7 @@ var magicBytes = binary.BigEndian.AppendUint32(nil, uint32(int64(record.MagicMes
 // the segment (base, r): its magic where expected, its physical offset
 // equal to its place, and both CRCs holding. It returns the CommitLog
 // offset, or -1.
-func (s *Store) findValid(r *segReader, base, from, limit int64) (int64, error) {
+func (s scanner) findValid(r *segReader, base, from, limit int64) (int64, error) {
 	limit = min(limit, r.size)
 	p := from + 1
 	for p+int64(record.MinSize) <= limit {
@@ -164,7 +198,7 @@ func (s *Store) findValid(r *segReader, base, from, limit int64) (int64, error) 
 
 // walkSegment calls fn for every record of a segment already validated,
 // from its start up to end (an offset in the segment) or its blank.
-func (s *Store) walkSegment(r *segReader, end int64, fn func(pos int64, rec []byte) error) error {
+func (s scanner) walkSegment(r *segReader, end int64, fn func(pos int64, rec []byte) error) error {
 	pos := int64(0)
 	for pos < end {
 		h, err := r.at(pos, record.BlankSize)

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/samsamq/samsa/storage/consumequeue"
@@ -16,6 +17,7 @@ import (
 // bytes not yet durable or whose ConsumeQueue entries are not yet durable
 // (the last checkpoint's dispatched offset). The ConsumeQueues then drop
 // their files below the new min offset. It returns how many segments went.
+// On a full disk it still deletes up to the last checkpoint written.
 // The background job runs it every Retention.CheckInterval.
 func (s *Store) ApplyRetention() (int, error) {
 	s.retainMu.Lock()
@@ -27,7 +29,10 @@ func (s *Store) ApplyRetention() (int, error) {
 	if list := s.segmentsSnapshot(); len(list) > 1 &&
 		list[0].end(s.segSize) <= min(s.durable.Load(), s.dispatched.Load()) {
 		// Make the queues' entries for the oldest segment durable first.
-		if err := s.writeCheckpoint(false); err != nil {
+		// On a full disk the checkpoint cannot be written, but the last
+		// one still bounds what may go (retainable), and deleting is what
+		// frees space: go on.
+		if err := s.writeCheckpoint(false); err != nil && !errors.Is(err, syscall.ENOSPC) {
 			return 0, err
 		}
 	}

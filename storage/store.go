@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/samsamq/samsa/storage/backend"
@@ -44,16 +45,17 @@ type Store struct {
 	handed atomic.Int64
 	ho     handOver
 	// dispatched: every record below it has its ConsumeQueue entry
-	// appended (or failed to: see dispatchOK). dispatchOK stops at the
-	// first record whose entry could not be appended.
+	// appended or is held for a retry. dispatchOK stops at the first
+	// held record (dispatch_retry.go).
 	dispatched atomic.Int64
 	dispatchOK atomic.Int64
-	// dispatchFailed is set (by the dispatcher, which alone reads it) at
-	// the first failed ConsumeQueue append.
-	dispatchFailed bool
 	// carry: written records the dispatcher took but could not index yet
 	// (past the visible limit), in log order; the dispatcher's alone.
 	carry []dispatchReq
+	// hold: records whose ConsumeQueue append failed, retried until it
+	// succeeds, and the read-only state of a full disk (dispatch_retry.go,
+	// readonly.go).
+	hold dispatchHold
 	// dirDirty says a segment was created since the commitlog directory
 	// was last synced: the flusher syncs it before it reports any byte of
 	// the new segment durable.
@@ -103,6 +105,8 @@ type Store struct {
 		last checkpoint // the last one written or read
 	}
 	m metrics
+
+	scrub scrubState // scrub.go
 }
 
 type queueKey struct {
@@ -154,6 +158,7 @@ func Open(opts Options) (*Store, error) {
 		s.closeFiles()
 		return nil, err
 	}
+	s.quarantine() // load the read path's quarantine now, not at the first read
 	s.start()
 	return s, nil
 }
@@ -171,6 +176,9 @@ func (s *Store) open() error {
 		}
 	}
 	l, err := s.fs.Lock(filepath.Join(s.dir, "LOCK"))
+	if errors.Is(err, syscall.ENOSPC) { // a new store's LOCK on a full disk
+		return writeError("create "+filepath.Join(s.dir, "LOCK"), err)
+	}
 	if err != nil {
 		return fmt.Errorf("storage: lock %s (is another process using the store?): %w", s.dir, err)
 	}
@@ -188,7 +196,9 @@ func (s *Store) start() {
 
 // Close stops appends, flushes everything, writes a clean checkpoint and
 // removes the abort marker. After a fatal error it only releases the files
-// (the next Open recovers) and returns that error. Close is idempotent.
+// (the next Open recovers) and returns that error. On a full disk it
+// releases the files, leaves the abort marker and returns
+// ErrDiskFullAtClose (readonly.go). Close is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.mu.closed {
@@ -222,6 +232,10 @@ func (s *Store) Close() error {
 	// last records visible: index them now (every goroutine is gone).
 	var spare []dispatchReq
 	s.dispatchRound(&spare)
+	if err := s.finishHeld(); err != nil { // records still waiting for their index entry
+		errs = append(errs, err)
+		clean = false
+	}
 	if err := s.Err(); err == nil && clean {
 		if err := s.writeCheckpoint(true); err != nil {
 			errs = append(errs, err)
@@ -236,7 +250,7 @@ func (s *Store) Close() error {
 	if err := s.closeFiles(); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return s.closeError(errs)
 }
 
 // sealPoisoned seals the active segment if a refused append may have left

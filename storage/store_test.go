@@ -138,9 +138,9 @@ func mustOpen(t testing.TB, opts Options) *Store {
 func waitDispatched(t testing.TB, s *Store) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for s.dispatched.Load() < s.WrittenOffset() {
+	for s.dispatchOK.Load() < s.WrittenOffset() {
 		if time.Now().After(deadline) {
-			t.Fatalf("dispatcher stuck at %d, written %d", s.dispatched.Load(), s.WrittenOffset())
+			t.Fatalf("dispatcher stuck at %d, written %d", s.dispatchOK.Load(), s.WrittenOffset())
 		}
 		time.Sleep(time.Millisecond)
 	}

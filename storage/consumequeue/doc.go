@@ -44,6 +44,15 @@
 // After a restart MinOffset is the first file's start until the store applies
 // retention again.
 //
+// # Errors
+//
+// A failed write (WriteAt, Create, MkdirAll: a full disk, EIO) refuses the
+// Append or Flush that made it and changes nothing else: buffered entries
+// stay buffered (and readable) and are written again by the next Append or
+// Flush, so a caller that retries the same Append after the disk has room
+// loses nothing. A failed fsync sticks: the kernel may have dropped the
+// dirty pages, so every later Append and Flush of that queue returns it.
+//
 // # Concurrency
 //
 // Table and Queue are safe for concurrent use. A queue has one appender at a

@@ -90,7 +90,7 @@ type Queue struct {
 		// (tags code) undetectably, so a re-dispatch that disagrees with
 		// it replaces it instead of failing with ErrConflict.
 		suspect int64
-		err     error // sticky write or sync error
+		err     error // sticky fsync error (a failed write is only returned)
 		closed  bool
 	}
 }

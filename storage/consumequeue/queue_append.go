@@ -15,8 +15,13 @@ import (
 // for the last entry recovery found, which a crash may have torn: that one is
 // replaced (the entry is truncated durably, then appended). An offset past
 // MaxOffset is ErrGap. size must be positive and the record must start at or
-// after the end of the previous one (ErrInvalidEntry). A write error is
-// returned and sticks: every later Append and Flush returns it.
+// after the end of the previous one (ErrInvalidEntry).
+//
+// An error means the entry was not stored. A write error (ENOSPC, EIO from
+// WriteAt, Create or MkdirAll) leaves the queue as it was: the entries
+// buffered before it are kept and written again by the next Append or
+// Flush, so the caller retries the same Append once the disk has room. An
+// fsync error sticks: every later Append and Flush returns it.
 func (q *Queue) Append(queueOffset, physOffset int64, size int32, tagsCode int64) error {
 	e := Entry{PhysOffset: physOffset, Size: size, TagsCode: tagsCode}
 	q.appendMu.Lock()
@@ -72,13 +77,19 @@ func (q *Queue) append(queueOffset int64, e Entry) error {
 	n := len(q.mu.files)
 	if n == 0 || q.mu.max == q.mu.files[n-1].start+q.sh.perFile {
 		if err := q.writeBufLocked(); err != nil {
-			q.mu.err = err
-			return err
+			return err // not stored; the buffer is kept for the retry
 		}
 		return errNeedFile
 	}
 	if q.mu.wbuf == nil {
 		q.mu.wbuf = make([]byte, 0, writeBufEntries*EntrySize)
+	}
+	if len(q.mu.wbuf) == cap(q.mu.wbuf) {
+		// The write of the full buffer failed after an earlier Append
+		// stored its entry: try again before taking this one.
+		if err := q.writeBufLocked(); err != nil {
+			return err
+		}
 	}
 	b := len(q.mu.wbuf)
 	q.mu.wbuf = q.mu.wbuf[:b+EntrySize]
@@ -86,10 +97,9 @@ func (q *Queue) append(queueOffset int64, e Entry) error {
 	q.mu.max++
 	q.mu.last, q.mu.hasLast = e, true
 	if len(q.mu.wbuf) == cap(q.mu.wbuf) {
-		if err := q.writeBufLocked(); err != nil {
-			q.mu.err = err
-			return err
-		}
+		// The entry is stored (readable from the buffer) whatever this
+		// write does; a failure is retried by the next Append or Flush.
+		_ = q.writeBufLocked()
 	}
 	return nil
 }
@@ -145,7 +155,8 @@ func (q *Queue) addFile() error {
 	}
 	q.mu.RUnlock()
 	err := q.sealAndCreate(last, start)
-	if err != nil {
+	var se syncError
+	if errors.As(err, &se) {
 		q.mu.Lock()
 		if q.mu.err == nil {
 			q.mu.err = err
@@ -155,13 +166,22 @@ func (q *Queue) addFile() error {
 	return err
 }
 
+// syncError marks a failed fsync (of a file or a directory): it sticks,
+// where a failed mkdir, create or write is only returned.
+type syncError struct{ error }
+
+func (e syncError) Unwrap() error { return e.error }
+
+// sealAndCreate does addFile's I/O. A failed fsync comes back as a
+// syncError; any other failure leaves nothing to undo (a created file that
+// is not in files is created again, truncated, by the retry).
 func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 	fs := q.sh.fs
 	if last != nil {
 		// A Flush may be syncing it too, or have cleared dirty before its
 		// own sync finished: sync regardless (it is once per file).
 		if err := last.f.Sync(); err != nil {
-			return fmt.Errorf("consumequeue: %s: sync %s: %w", q, last.path, err)
+			return syncError{fmt.Errorf("consumequeue: %s: sync %s: %w", q, last.path, err)}
 		}
 		q.mu.Lock()
 		last.dirty = false // nothing writes a full file
@@ -172,7 +192,7 @@ func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 		}
 		for _, d := range []string{q.sh.root, filepath.Dir(q.dir)} {
 			if err := fs.SyncDir(d); err != nil {
-				return fmt.Errorf("consumequeue: %s: sync dir %s: %w", q, d, err)
+				return syncError{fmt.Errorf("consumequeue: %s: sync dir %s: %w", q, d, err)}
 			}
 		}
 		q.dirReady = true
@@ -184,7 +204,7 @@ func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 	}
 	if err := fs.SyncDir(q.dir); err != nil {
 		f.Close()
-		return fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)
+		return syncError{fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)}
 	}
 	q.mu.Lock()
 	q.mu.files = append(q.mu.files, &segFile{start: start, path: path, f: f})

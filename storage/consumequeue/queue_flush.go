@@ -7,7 +7,9 @@ import (
 
 // Flush writes the buffered entries and syncs every file written since the
 // last Flush: when it returns nil, every entry appended before the call is
-// durable. A failure sticks (later Appends and Flushes return it).
+// durable. A failed write of the buffer is returned and changes nothing (the
+// next Flush or Append writes it again); a failed fsync sticks (later
+// Appends and Flushes return it).
 func (q *Queue) Flush() error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
@@ -25,7 +27,6 @@ func (q *Queue) Flush() error {
 		return err
 	}
 	if err := q.writeBufLocked(); err != nil {
-		q.mu.err = err
 		q.mu.Unlock()
 		return err
 	}
@@ -51,6 +52,19 @@ func (q *Queue) Flush() error {
 		}
 	}
 	return nil
+}
+
+// MarkUnsynced makes the next Flush sync every file of the queue. Recovery
+// calls it after a crash: a dead process may have written entries it
+// never synced, which re-indexing then finds in place (so writes nothing
+// and marks nothing), and the checkpoint recovery writes must not call
+// them durable before they are.
+func (q *Queue) MarkUnsynced() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, f := range q.mu.files {
+		f.dirty = true
+	}
 }
 
 // close flushes and closes the queue's files; later calls return ErrClosed

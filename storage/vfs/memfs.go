@@ -11,7 +11,8 @@ import (
 	"syscall"
 )
 
-// MemFS is an in-memory file system that can lose power (CrashClone).
+// MemFS is an in-memory file system that can lose power (CrashClone) or
+// the process using it (ProcessCrashClone); memfs_crash.go compares the two.
 //
 // Durability model:
 //   - Each file holds its current bytes and a durable copy. Sync copies the

@@ -5,6 +5,82 @@ import (
 	"sort"
 )
 
+// Two crashes, side by side. A test takes one of these images of m at the
+// moment it chooses (with no goroutine writing through a mapping) and
+// reopens the store on it; the old store is abandoned: nothing it does
+// afterwards reaches the image.
+//
+//	                      ProcessCrashClone            CrashClone (power loss)
+//	what dies             the process: its user-space  the machine: the process and
+//	                      buffers, open files, locks,  the kernel's page cache and
+//	                      mappings                     unsynced directory entries
+//	bytes written         all kept (synced or not)     synced kept; each unsynced 4 KiB
+//	                                                   block kept or lost, one torn
+//	written via a mapping all kept                     as unsynced blocks
+//	size changes          all kept                     synced kept; unsynced all or none
+//	names (create,        all kept, SyncDir or not     as of the parent's last SyncDir
+//	rename, remove)
+//	durability state      kept: a later power loss     none left to lose: every byte
+//	                      of the clone still loses     and name of the clone is durable
+//	                      what m had not synced
+//
+// A process crash (kill -9, a panic, the OOM killer) loses only what the
+// process held; a power loss (or a kernel panic) also loses what the
+// kernel had not written back. A store that acknowledges an append once
+// its bytes are in the kernel (durability "process-crash") must lose no
+// acknowledged append to the first; only one that acknowledges after fsync
+// ("power-loss") survives the second.
+
+// ProcessCrashClone returns a new MemFS holding what the kernel holds when
+// the process using m dies: every file's current bytes and size, every
+// current name, whether synced or not, bytes written through a mapping
+// included. What m had not yet made durable stays not durable in the clone
+// (dirty blocks, unsynced sizes and names), so a CrashClone of the clone is
+// the power loss that follows. Files no name points at (removed while
+// open) are gone. The clone shares nothing with m and has m's capacity and
+// usage, no open files, locks or mappings. Call it while no goroutine
+// writes through a mapping of m.
+func (m *MemFS) ProcessCrashClone() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := NewMem()
+	c.mu.capacity = m.mu.capacity
+	c.mu.used = m.mu.used
+	c.mu.root = processNode(m.mu.root, map[*memNode]*memNode{})
+	return c
+}
+
+// processNode returns n's copy after a process crash (once per node: a
+// file reached by a current and a durable name stays one file).
+func processNode(n *memNode, memo map[*memNode]*memNode) *memNode {
+	if c, ok := memo[n]; ok {
+		return c
+	}
+	if n.dir {
+		c := newDirNode()
+		memo[n] = c
+		for k, cn := range n.children {
+			c.children[k] = processNode(cn, memo)
+		}
+		for k, sn := range n.synced {
+			c.synced[k] = processNode(sn, memo)
+		}
+		return c
+	}
+	d := &n.file
+	c := &memNode{file: memData{
+		cur:    append([]byte(nil), d.cur...),
+		dur:    append([]byte(nil), d.dur...),
+		minLen: d.minLen,
+		dirty:  append(blockSet(nil), d.dirty...),
+		backed: d.backed,
+	}}
+	// The mapping goes with the process; what it dirtied stays dirty.
+	d.mappedDirtyLocked(func(b int64) { c.file.dirty.add(b) })
+	memo[n] = c
+	return c
+}
+
 // CrashClone returns a new MemFS holding what a power loss would leave of
 // m: every durable name and byte; of each file's unsynced dirty blocks
 // (written, or differing in a mapped range) each kept or reverted to its

@@ -2,8 +2,9 @@
 //
 // Every byte the storage engine reads or writes goes through FS and File, so
 // tests can swap the operating system for an in-memory file system that can
-// crash (MemFS, which keeps synced data plus a random share of unsynced 4 KiB
-// blocks) or for a wrapper that injects errors (package errorfs).
+// crash (MemFS: a power loss keeps synced data plus a random share of
+// unsynced 4 KiB blocks, a process crash everything handed to it) or for a
+// wrapper that injects errors (package errorfs).
 //
 // Implementations: Default (the operating system, Linux), NewMem (MemFS)
 // and errorfs.Wrap (over either). Optional interfaces a File may have:

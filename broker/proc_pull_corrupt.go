@@ -1,0 +1,37 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage"
+)
+
+// A pull that starts at a corrupt record.
+//
+// The store serves no record that fails its checks: a pull over one gets
+// the records before it (SUCCESS, nextBeginOffset at the corrupt one), and
+// a pull starting at it gets a *storage.CorruptRecordError. That pull is
+// answered as RocketMQ answers an offset the consumer must leave:
+// PULL_OFFSET_MOVED with nextBeginOffset just past the record and a remark
+// naming topic, queue, queue offset and physical offset. Both clients then
+// continue from nextBeginOffset: ours (client.PullOffsetIllegal) moves its
+// queue there and commits; the official Go client (v2 push and pull
+// consumers, PullOffsetIllegal) drops the process queue, waits 10 s, stores
+// and persists nextBeginOffset, and the next rebalance resumes from it. A
+// held (long-poll) pull is answered by the same pullOnce, so the same way.
+// Each such answer is counted (stats.corruptSkips): a consumer group
+// skipped a message it will never get.
+
+// corruptAnswer answers a pull that starts at the corrupt record ce.
+func (b *Broker) corruptAnswer(pc *pullCtx, res storage.GetResult, ce *storage.CorruptRecordError) outFrame {
+	h := pc.h
+	next := ce.QueueOffset + 1
+	rh := protocol.PullMessageResponseHeader{NextBeginOffset: next, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
+	remark := fmt.Sprintf("CORRUPT_RECORD: topic %s queue %d queue offset %d physical offset %d is corrupt and not served; moved to %d (%v)",
+		ce.Topic, ce.QueueID, ce.QueueOffset, ce.PhysOffset, next, ce.Err)
+	b.stats.corruptSkips.Add(1)
+	b.log.Warn("broker: pull moved past a corrupt record", "group", h.ConsumerGroup, "topic", ce.Topic, "queue", ce.QueueID,
+		"queueOffset", ce.QueueOffset, "physOffset", ce.PhysOffset, "next", next)
+	return outFrame{cmd: respond(pc.req, protocol.PullOffsetMoved, remark, rh.Encode())}
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/samsamq/samsa/storage"
+)
+
+// samsa store verify|repair DIR: a stopped store's files, checked or
+// mended (storage.Verify, storage.Repair). Exit status: 0 clean (or
+// repaired), 1 corruption found, 2 usage or I/O error (the store in use
+// included).
+func init() {
+	register(command{name: "store", summary: "verify or repair a stopped store's files (exit 0 ok, 1 corrupt, 2 error)",
+		run: func(args []string) error {
+			if code := runStore(args, os.Stdout, os.Stderr); code != 0 {
+				os.Exit(code)
+			}
+			return nil
+		}})
+}
+
+const storeUsage = `usage: samsa store <subcommand> [flags] DIR
+
+subcommands:
+  verify DIR   check every segment record by record, the consume queues against
+               the log, and the checkpoint (read-only; exit 1 on corruption)
+  repair DIR   make a store that will not open openable: cut the log at its last
+               whole valid record, keep what follows in DIR/lost+found, trim the
+               consume queues, write a checkpoint that makes Open recover
+               (--dry-run: print the plan only)
+
+Both take the store's LOCK: stop the broker first.
+`
+
+// runStore is the store command; it returns the exit status.
+func runStore(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, storeUsage)
+		return 2
+	}
+	switch args[0] {
+	case "verify":
+		return storeVerify(args[1:], stdout, stderr)
+	case "repair":
+		return storeRepair(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, storeUsage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "samsa store: unknown subcommand %q\n\n%s", args[0], storeUsage)
+	return 2
+}
+
+// storeFlags parses a subcommand's flags and its one DIR argument.
+func storeFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (dir string, code int) {
+	fs.SetOutput(stderr)
+	rest, err := parseFlags(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return "", 0
+	}
+	if err != nil {
+		return "", 2
+	}
+	if len(rest) != 1 {
+		fmt.Fprintf(stderr, "usage: samsa %s [flags] DIR\n", fs.Name())
+		fs.PrintDefaults()
+		return "", 2
+	}
+	return rest[0], -1
+}
+
+func storeVerify(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("store verify", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	segSize := fs.Int64("segment-size", 0, "the store's segment size (default: from the checkpoint or the segment names)")
+	maxProblems := fs.Int("max-problems", 1000, "list at most this many problems (the counts stay exact)")
+	dir, code := storeFlags(fs, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	rep, err := storage.Verify(storage.VerifyOptions{Dir: dir, SegmentSize: *segSize, MaxProblems: *maxProblems})
+	if err != nil {
+		fmt.Fprintf(stderr, "samsa store verify: %v\n", err)
+		return 2
+	}
+	if *asJSON {
+		writeJSON(stdout, rep)
+	} else {
+		rep.WriteText(stdout)
+	}
+	if rep.Corrupt() {
+		return 1
+	}
+	return 0
+}
+
+func storeRepair(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("store repair", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	dryRun := fs.Bool("dry-run", false, "print the plan; change nothing")
+	segSize := fs.Int64("segment-size", 0, "the store's segment size (default: from the checkpoint or the segment names)")
+	dir, code := storeFlags(fs, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rep, err := storage.Repair(storage.RepairOptions{Dir: dir, SegmentSize: *segSize, DryRun: *dryRun, Logger: log})
+	if *asJSON {
+		writeJSON(stdout, rep)
+	} else {
+		rep.WriteText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "samsa store repair: %v\n", err)
+		return 2
+	}
+	return 0
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}

@@ -1,0 +1,212 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+func mustRepair(t *testing.T, opts Options, dryRun bool) RepairReport {
+	t.Helper()
+	r, err := Repair(RepairOptions{Dir: opts.Dir, FS: opts.FS, DryRun: dryRun, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *verbose {
+		var b strings.Builder
+		r.WriteText(&b)
+		t.Log(b.String())
+	}
+	return r
+}
+
+// verifyClean fails the test if Verify finds corruption.
+func verifyClean(t *testing.T, opts Options) {
+	t.Helper()
+	r := mustVerify(t, opts)
+	if r.Corrupt() {
+		var b strings.Builder
+		r.WriteText(&b)
+		t.Fatalf("Verify after repair: %s", b.String())
+	}
+}
+
+// The operator's case: the last segment truncated after a clean stop.
+// Open refuses; a dry run changes nothing; Repair cuts at the last whole
+// record, keeps the cut bytes, and the store opens with everything before.
+func TestRepairTruncatedAfterCleanStop(t *testing.T) {
+	mem, opts, res := cleanFixture(t, 10)
+	last := res[9]
+	patch(t, mem, opts, last.PhysicalOffset, func(f vfs.File, off int64) { f.Truncate(off + 30) })
+	seg := filepath.Join(opts.Dir, "commitlog", segmentName(last.PhysicalOffset/opts.SegmentSize*opts.SegmentSize))
+	before := readMemFile(t, mem, seg)
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open of a truncated store: %v", err)
+	}
+
+	plan := mustRepair(t, opts, true)
+	if !plan.Needed || plan.Cut != last.PhysicalOffset || plan.EntriesDropped != 1 || len(plan.Actions) == 0 {
+		t.Fatalf("dry run: %+v", plan)
+	}
+	if got := readMemFile(t, mem, seg); !bytes.Equal(got, before) || len(lostFoundDirs(t, opts)) != 0 {
+		t.Fatal("the dry run changed the store")
+	}
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open after a dry run: %v", err)
+	}
+
+	rep := mustRepair(t, opts, false)
+	if rep.Cut != last.PhysicalOffset || rep.LostFound == "" || rep.EntriesDropped != 1 {
+		t.Fatalf("repair: %+v", rep)
+	}
+	m := readManifest(t, mem, rep.LostFound)
+	kept := readMemFile(t, mem, filepath.Join(rep.LostFound, m.Files[0].Name))
+	if off := last.PhysicalOffset % opts.SegmentSize; !bytes.Equal(kept, bytes.TrimRight(before[off:], "\x00")) {
+		t.Fatalf("lost+found kept %d bytes, want the torn record's 30 up to its last non-zero one", len(kept))
+	}
+	verifyClean(t, opts)
+	s := mustOpen(t, opts)
+	if s.WrittenOffset() != last.PhysicalOffset || s.MaxQueueOffset("T", 1) != 4 || s.MaxQueueOffset("T", 0) != 5 {
+		t.Fatalf("after repair: written %d, T/1 %d, T/0 %d", s.WrittenOffset(), s.MaxQueueOffset("T", 1), s.MaxQueueOffset("T", 0))
+	}
+	for _, r := range res[:9] {
+		if _, err := s.ReadAt(r.PhysicalOffset, r.Size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustRepair(t, opts, false); r.Needed {
+		t.Fatalf("a second repair found work: %+v", r)
+	}
+}
+
+// A bad record below the durable offset after a crash, with later
+// segments holding valid records: Open refuses; Repair cuts there and
+// keeps the later segments whole in lost+found.
+func TestRepairCutKeepsLaterSegments(t *testing.T) {
+	mem, opts, res := corruptFixture(t, 40, 20, 4<<10)
+	seg := func(i int) int64 { return res[i].PhysicalOffset / opts.SegmentSize }
+	victim := -1
+	for i := 19; i > 0 && seg(i) == seg(20); i-- {
+		victim = i
+	}
+	if victim < 0 || seg(39) == seg(20) {
+		t.Fatal("fixture: want a victim below the checkpoint in its segment, and a later segment")
+	}
+	flipByte(t, mem, opts, res[victim].PhysicalOffset+90)
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "samsa store repair") {
+		t.Fatalf("Open: %v", err)
+	}
+	rep := mustRepair(t, opts, false)
+	want := int64(39 - victim) // the victim itself is not valid
+	if rep.Cut != res[victim].PhysicalOffset || rep.Lost.Valid.Records != want || rep.LostFound == "" {
+		t.Fatalf("repair: cut %d, kept %d valid records; want %d, %d", rep.Cut, rep.Lost.Valid.Records, res[victim].PhysicalOffset, want)
+	}
+	verifyClean(t, opts)
+	s := mustOpen(t, opts)
+	defer s.Close()
+	if s.WrittenOffset() != res[victim].PhysicalOffset {
+		t.Fatalf("written %d", s.WrittenOffset())
+	}
+}
+
+func TestRepairNothingToDo(t *testing.T) {
+	_, opts, _ := cleanFixture(t, 10)
+	rep := mustRepair(t, opts, false)
+	if rep.Needed || len(lostFoundDirs(t, opts)) != 0 {
+		t.Fatalf("repair of a sound store: %+v", rep)
+	}
+	s := mustOpen(t, opts)
+	s.Close()
+}
+
+// A consume queue shorter than the checkpoint says (its file truncated
+// after a clean stop): Open refuses; Repair makes the next Open re-index
+// the log into it.
+func TestRepairQueueBehindCheckpoint(t *testing.T) {
+	mem, opts, _ := cleanFixture(t, 10)
+	path := filepath.Join(opts.Dir, "consumequeue", "T", "0", strings.Repeat("0", 20))
+	f, err := mem.Open(path, vfs.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(2 * 20)
+	f.Sync()
+	f.Close()
+	_, err = Open(opts)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "samsa store repair") {
+		t.Fatalf("Open: %v", err)
+	}
+	rep := mustRepair(t, opts, false)
+	if !rep.Needed || rep.LostFound != "" {
+		t.Fatalf("repair: %+v", rep)
+	}
+	s := mustOpen(t, opts)
+	defer s.Close()
+	if got := s.MaxQueueOffset("T", 0); got != 5 {
+		t.Fatalf("T/0 max offset %d after repair, want 5", got)
+	}
+}
+
+// A damaged checkpoint: Open refuses and says what to run; Repair writes
+// one that makes Open scan and re-index the whole log.
+func TestRepairDamagedCheckpoint(t *testing.T) {
+	mem, opts, res := cleanFixture(t, 10)
+	ck := filepath.Join(opts.Dir, "checkpoint")
+	f, err := mem.Open(ck, vfs.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0xff, 0xff}, 20)
+	f.Sync()
+	f.Close()
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "samsa store repair") {
+		t.Fatalf("Open: %v", err)
+	}
+	if r := mustVerify(t, opts); !r.Corrupt() {
+		t.Fatalf("Verify missed the damaged checkpoint: %+v", r.Problems)
+	}
+	if rep := mustRepair(t, opts, false); !rep.Needed {
+		t.Fatalf("repair: %+v", rep)
+	}
+	s := mustOpen(t, opts)
+	defer s.Close()
+	last := res[9]
+	if s.WrittenOffset() != last.PhysicalOffset+int64(last.Size) || s.MaxQueueOffset("T", 1) != 5 {
+		t.Fatalf("after repair: written %d, T/1 %d", s.WrittenOffset(), s.MaxQueueOffset("T", 1))
+	}
+}
+
+// A segment file missing in the middle: Open refuses; Repair ends the log
+// at the gap and keeps the segments after it in lost+found.
+func TestRepairMissingSegment(t *testing.T) {
+	mem, opts, res := cleanFixture(t, 40)
+	if res[39].PhysicalOffset < 2*opts.SegmentSize {
+		t.Fatal("fixture: want three segments")
+	}
+	if err := mem.Remove(filepath.Join(opts.Dir, "commitlog", segmentName(opts.SegmentSize))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "samsa store repair") {
+		t.Fatalf("Open: %v", err)
+	}
+	rep := mustRepair(t, opts, false)
+	if rep.Cut != opts.SegmentSize || rep.LostFound == "" || rep.Lost.Valid.Records == 0 {
+		t.Fatalf("repair: %+v", rep)
+	}
+	verifyClean(t, opts)
+	if _, ok := problemAt(mustVerify(t, opts), SevNote, -1); !ok {
+		t.Fatal("Verify does not mention lost+found")
+	}
+	s := mustOpen(t, opts)
+	defer s.Close()
+	if s.WrittenOffset() != opts.SegmentSize {
+		t.Fatalf("written %d, want the gap at %d", s.WrittenOffset(), opts.SegmentSize)
+	}
+}
