@@ -55,15 +55,15 @@ func TestMarkdownMarksMisses(t *testing.T) {
 	r := &ExperimentResult{Experiment: "durability-kill", Seed: 42, Start: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC),
 		Cells: []CellResult{
 			{CellSpec: spec("mmap", "sync"), Durability: "power-loss", DurabilityNote: "durability=power-loss (mmap ...)",
-				Result: &Result{Durability: "power-loss", Kills: 3, Tally: Tally{Acked: 100}, RecoveryMs: Stats{Count: 3, P50: 200, P99: 400, Max: 400}}},
+				Result: &Result{Durability: "power-loss", Kills: 3, Tally: Tally{Sent: 104, Acked: 100}, RecoveryMs: Stats{Count: 3, P50: 200, P99: 400, Max: 400}}},
 			{CellSpec: spec("pwrite", "async"), Durability: "process-crash", DurabilityNote: "durability=process-crash (pwrite ...)",
-				Result: &Result{Durability: "process-crash", Kills: 3, KillsWithLoss: 3, Tally: Tally{Acked: 100, Lost: 7, AckedReassigned: 7}}},
+				Result: &Result{Durability: "process-crash", Kills: 3, KillsWithLoss: 3, Tally: Tally{Sent: 100, Acked: 100, Lost: 7, AckedReassigned: 7}}},
 			{CellSpec: spec("uring", "sync"), Durability: "power-loss", DurabilityNote: "durability=power-loss (mmap ...)",
 				Failed: "broker exited before acknowledging a send\nmore"},
 		}}
 	md := r.Markdown()
-	require.Contains(t, md, "| mmap/sync | power-loss | 3 | 100 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 200 / 400 / 400 | 0 | met |")
-	require.Contains(t, md, "| pwrite/async | process-crash | 3 | 100 | **7** | 0 | 3 | 0 | **7** | 0 | 0 |")
+	require.Contains(t, md, "| mmap/sync | power-loss | 3 | 104 / 100 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 200 / 400 / 400 | 0 | met |")
+	require.Contains(t, md, "| pwrite/async | process-crash | 3 | 100 / 100 | **7** | 0 | 3 | 0 | **7** | 0 | 0 |")
 	require.Contains(t, md, "**MISSED**")
 	require.Contains(t, md, "| uring/sync | power-loss | failed: broker exited before acknowledging a send |")
 	require.Equal(t, 2, strings.Count(md, "- durability="))

@@ -26,15 +26,16 @@ func (r *ExperimentResult) Markdown() string {
 		o.EnsureDefaults()
 		fmt.Fprintf(&b, "Run %s, seed %d (cell *i* uses seed+*i*), %.0f s. Each cell: %d producers (synchronous sends, ids in the body), "+
 			"%d queues, %d B bodies, %d MiB segments; SIGKILL %v–%v after each incarnation's first acknowledgement, %d times, then one SIGTERM; "+
-			"then every queue read back from offset 0. Recovery = restart → first acknowledged send.\n\n",
+			"then every queue read back from offset 0. Recovery = restart → first acknowledged send. "+
+			"*sent* counts attempts, with those refused while the broker was down (each producer tries again every %v).\n\n",
 			r.Start.Format("2006-01-02 15:04 UTC"), r.Seed, r.ElapsedSeconds, o.Producers, o.Queues, o.BodySize, o.SegmentSize>>20,
-			o.MinUp, o.MaxUp, o.Kills)
+			o.MinUp, o.MaxUp, o.Kills, failBackoff)
 	}
 	b.WriteString("**Target**: at durability process-crash or power-loss (every default configuration), 0 acknowledged messages lost, " +
 		"0 offsets reused (the consumer read one id there, the end holds another), 0 acknowledged offsets reassigned, " +
 		"0 served then lost; at every level, nothing lost to SIGTERM. A control cell (durability memory) must lose some: " +
 		"it shows the loop can still see a loss.\n\n")
-	b.WriteString("| cell | durability | kills | acked | lost | lost to TERM | kills with loss | offsets reused | acked offsets reassigned | served then lost | duplicates | recovery p50 / p99 / max ms | segments | target |\n")
+	b.WriteString("| cell | durability | kills | sent / acked | lost | lost to TERM | kills with loss | offsets reused | acked offsets reassigned | served then lost | duplicates | recovery p50 / p99 / max ms | segments | target |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	seen := map[string]bool{}
 	var notes []string
@@ -59,8 +60,8 @@ func (r *ExperimentResult) Markdown() string {
 		if !c.Met() {
 			verdict = "**MISSED**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %d | %s | %s | %s | %d | %.0f / %.0f / %.0f | %d | %s |\n",
-			c.Label, level, x.Kills, x.Acked, bold(x.Lost), bold(x.LostInTerm), x.KillsWithLoss,
+		fmt.Fprintf(&b, "| %s | %s | %d | %d / %d | %s | %s | %d | %s | %s | %s | %d | %.0f / %.0f / %.0f | %d | %s |\n",
+			c.Label, level, x.Kills, x.Sent, x.Acked, bold(x.Lost), bold(x.LostInTerm), x.KillsWithLoss,
 			bold(x.OffsetsReused), bold(x.AckedReassigned), bold(x.SeenLost), x.Duplicates,
 			x.RecoveryMs.P50, x.RecoveryMs.P99, x.RecoveryMs.Max, x.SegmentFiles, verdict)
 	}
