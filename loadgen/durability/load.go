@@ -42,10 +42,11 @@ func idOf(b []byte) string {
 	return string(b[:i])
 }
 
-// clientOptions are the settings every client of the run shares.
+// clientOptions are the settings every client of the run shares: the
+// client's defaults (RouteRefresh 30 s, 3 s timeouts), so that recovery is
+// what an application with a default client sees.
 func clientOptions(namesrv string) client.ClientOptions {
-	return client.ClientOptions{NameServers: []string{namesrv}, RequestTimeout: 3 * time.Second,
-		DialTimeout: time.Second, RouteRefresh: time.Second}
+	return client.ClientOptions{NameServers: []string{namesrv}}
 }
 
 // createTopic creates the run's topic on the broker, retrying until the
