@@ -160,32 +160,7 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 		return outFrame{cmd: resp}, code == protocol.PullNotFound
 	}
 	b.stats.get(h.Topic, len(res.Records), res.Bytes)
-	return outFrame{cmd: resp, parts: contiguous(res.Records)}, false
-}
-
-// contiguous returns records as one slice when they lie back to back in one
-// buffer (the store reads a pull's records into one), so the writer hands
-// the kernel one iovec rather than one per record.
-func contiguous(records [][]byte) [][]byte {
-	if len(records) < 2 || len(records[0]) == 0 {
-		return records
-	}
-	total := 0
-	for _, r := range records {
-		total += len(r)
-	}
-	if cap(records[0]) < total {
-		return records
-	}
-	whole := records[0][:total]
-	pos := 0
-	for _, r := range records {
-		if len(r) == 0 || &whole[pos] != &r[0] {
-			return records
-		}
-		pos += len(r)
-	}
-	return [][]byte{whole}
+	return outFrame{cmd: resp, parts: [][]byte{res.Whole}}, false
 }
 
 // pullCode maps a store status to RocketMQ's pull response code.

@@ -230,7 +230,11 @@ func (s *Store) readRecords(res *GetResult, topic string, queueID int32, picked 
 			n := int(picked[k].Size)
 			rec := buf[off : off+n : off+n]
 			if err := verifyRecord(rec, picked[k]); err != nil {
-				return stopAtCorrupt(res, s.corrupt(topic, queueID, offsets[k], picked[k], err))
+				err = stopAtCorrupt(res, s.corrupt(topic, queueID, offsets[k], picked[k], err))
+				if len(res.Records) > 0 {
+					res.Whole = buf[:res.Bytes:res.Bytes]
+				}
+				return err
 			}
 			res.Records = append(res.Records, rec)
 			res.QueueOffsets = append(res.QueueOffsets, offsets[k])
@@ -241,6 +245,7 @@ func (s *Store) readRecords(res *GetResult, topic string, queueID int32, picked 
 	}
 	if len(res.Records) > 0 {
 		res.Status = Found
+		res.Whole = buf[:res.Bytes:res.Bytes] // records were appended from buf's start, in order
 	}
 	return nil
 }

@@ -195,3 +195,23 @@ func TestPowerLossCutReportsAcknowledgedRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestGetMessagesWhole: Whole is the records back to back, one slice, so
+// the broker hands the kernel one iovec per pull answer.
+func TestGetMessagesWhole(t *testing.T) {
+	s := mustOpen(t, testOptions(vfs.NewMem(), "pwrite", FlushAsync))
+	defer s.Close()
+	for i := 0; i < 20; i++ {
+		if _, err := s.Append(context.Background(), testMessage("W", 0, 100+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDispatched(t, s)
+	res, err := s.GetMessages("W", 0, 3, 12, 0, nil)
+	if err != nil || len(res.Records) != 12 {
+		t.Fatalf("%d records, %v", len(res.Records), err)
+	}
+	if !bytes.Equal(res.Whole, bytes.Join(res.Records, nil)) || len(res.Whole) != res.Bytes {
+		t.Fatalf("Whole (%d bytes) is not the %d records (%d bytes) back to back", len(res.Whole), len(res.Records), res.Bytes)
+	}
+}

@@ -110,4 +110,8 @@ type GetResult struct {
 	MaxOffset  int64
 	// Bytes is the records' total size.
 	Bytes int
+	// Whole is every record of Records back to back in one slice (the
+	// buffer they are slices of), for writers that send them as one
+	// piece; nil when there are none.
+	Whole []byte
 }
