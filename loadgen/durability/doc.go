@@ -30,8 +30,12 @@
 // offset) and the end holds another there; an acknowledged offset is
 // reassigned when the acknowledgement named a (queue, offset) that at the
 // end holds another id. For a default configuration (no AckBuffered) all
-// three must be 0: the store's durability level is process-crash or
-// better (storage.Options.Durability).
+// three must be 0, and so must the ids the consumer read that are gone at
+// the end (served then lost): the store's durability level is
+// process-crash or better (storage.Options.Durability; the running
+// broker states its own in its stats, and the target follows that).
+// Nothing may be lost to SIGTERM at any level. Clients run with the
+// client's defaults, so recovery is what an application would see.
 //
 // # Bounds
 //
@@ -45,8 +49,11 @@
 //
 // An experiment file of kind "durability-kill" (experiments/
 // durability-kill.json) names the backends and flush policies to cross and
-// the settings; RunExperiment runs every cell and its result is written to
-// results/durability-kill/ and rendered into PERFORMANCE.md (Markdown).
+// the settings, plus cells listed one by one: a control with AckBuffered
+// (durability memory) that must lose messages, which shows the loop can
+// still see a loss. RunExperiment runs every cell and its result is
+// written to results/durability-kill/ and rendered into PERFORMANCE.md
+// (Markdown).
 //
 // Concurrency: Run owns every goroutine and process it starts and stops
 // them before it returns. A Ledger is safe for concurrent use.
