@@ -24,11 +24,13 @@ vet:
 # the race-checked packages' zero-allocation tests (the race detector
 # allocates, so they skip under it) without -race; the
 # second step runs even when the first fails, and the target fails if
-# either did, so one failing package never hides the others.
-test: vet
+# either did, so one failing package never hides the others. The built
+# binary is handed to the tests that run real processes (the kill loop's
+# smoke test in loadgen/durability).
+test: vet build
 	@rc=0; \
 	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS) || rc=1; \
-	$(GO) test -count=1 -timeout 12m $(REST_PKGS) || rc=1; \
+	SAMSA_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 12m $(REST_PKGS) || rc=1; \
 	$(GO) test -count=1 -timeout 5m -run 'ZeroAllocs' $(RACE_PKGS) || rc=1; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see above)"; fi; exit $$rc
 
@@ -50,10 +52,12 @@ fuzz:
 # regression is printed, and fails the target only with BENCH_GATE=1.
 # BENCH_FLAGS passes flags to every run (e.g. BENCH_FLAGS=--quick).
 # End-to-end experiments ("kind": "e2e") run with samsa loadgen on an
-# embedded cluster per run; make bench runs their quick form.
+# embedded cluster per run; make bench runs their quick form. The
+# durability-kill experiment goes the same way, with real name server and
+# broker processes killed (3 kills per cell quick, 50 in bench-full).
 BENCH_E2E_EXPERIMENTS     ?= experiments/consume-pull-vs-longpoll.json experiments/flush-e2e.json \
                              experiments/group-commit-e2e.json experiments/peer-nats.json \
-                             experiments/client-vs-official.json
+                             experiments/client-vs-official.json experiments/durability-kill.json
 BENCH_EXPERIMENTS         ?= experiments/storage-quick.json $(BENCH_E2E_EXPERIMENTS)
 BENCH_STORAGE_EXPERIMENTS ?= experiments/storage-quick.json
 BENCH_FULL_EXPERIMENTS    ?= experiments/storage-quick.json experiments/storage-backends.json \

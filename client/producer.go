@@ -85,6 +85,10 @@ func (p *Producer) writeRoute(ctx context.Context, topic string) (*topicRoute, e
 		return nil, err
 	}
 	if len(r.write) == 0 {
+		// The cached route emptied (its brokers left the name servers):
+		// look again now, so a broker that comes back is used as soon as
+		// it registers, not at the next RouteRefresh.
+		p.in.refreshSoon(topic)
 		return nil, fmt.Errorf("%w: %s has no writable queue", ErrNoRoute, topic)
 	}
 	return r, nil

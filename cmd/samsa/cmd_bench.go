@@ -15,6 +15,7 @@ import (
 
 	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/loadgen"
+	"github.com/samsamq/samsa/loadgen/durability"
 )
 
 func init() {
@@ -319,6 +320,17 @@ func benchReport(args []string) error {
 		kind, err := bench.ResultKind(p)
 		if err != nil {
 			return err
+		}
+		if kind == durability.Kind { // the kill loop's results too
+			r, err := durability.ReadResult(p)
+			if err != nil {
+				return err
+			}
+			if _, seen := e2e[r.Experiment]; !seen {
+				e2eOrder = append(e2eOrder, r.Experiment)
+			}
+			e2e[r.Experiment] = durabilitySection(r, p) + fmt.Sprintf("\nRendered by `%s`.\n", o.Command)
+			continue
 		}
 		if kind == "e2e" { // loadgen's end-to-end results get sections of their own
 			r, err := loadgen.ReadResult(p)

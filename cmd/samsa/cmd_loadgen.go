@@ -11,6 +11,7 @@ import (
 
 	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/loadgen"
+	"github.com/samsamq/samsa/loadgen/durability"
 )
 
 func init() {
@@ -55,6 +56,8 @@ func runLoadgen(args []string) error {
 	quick := fs.Bool("quick", false, "with --experiment: the quick durations")
 	out := fs.String("out", "results", "with --experiment: results directory")
 	perf := fs.String("performance", "", "with --experiment: also rewrite this file's generated section (e.g. PERFORMANCE.md)")
+	seed := fs.Uint64("seed", 0, "with a durability-kill experiment: the kill moments' seed (0: the file's, or the clock)")
+	gate := fs.Bool("gate", false, "with a durability-kill experiment: exit 1 when a cell misses its target")
 	var prof profileFlags
 	prof.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +77,11 @@ func runLoadgen(args []string) error {
 	lab := labSettings{namesrv: *namesrv, embedded: *embedded || *namesrv == "", brokerAddr: *brokerAddr,
 		natsURL: *natsURL, dataDir: *dataDir, backend: *backendName}
 	if *experiment != "" {
+		// experiment files carry a "kind" as result files do
+		if kind, err := bench.ResultKind(*experiment); err == nil && kind == durability.Kind {
+			return durabilityRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
+				dataDir: *dataDir, quick: *quick, gate: *gate, seed: *seed}.run(ctx)
+		}
 		return runExperimentFile(ctx, lab, *experiment, *quick, *out, *perf, commandLine())
 	}
 	w.SendMode, w.ConsumeMode = loadgen.SendMode(*send), loadgen.ConsumeMode(*consume)
@@ -148,10 +156,14 @@ func runExperimentFile(ctx context.Context, lab labSettings, path string, quick 
 // e2eSection is an e2e result's PERFORMANCE.md section: tables, charts,
 // the machine and the result file.
 func e2eSection(r *loadgen.ExperimentResult, charts []loadgen.Chart, path string) string {
-	machine := fmt.Sprint(r.Machine)
+	return fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", r.MarkdownCharts(charts), machineString(r.Machine), path)
+}
+
+// machineString renders a result's machine on one line.
+func machineString(v any) string {
 	var m bench.Machine
-	if b, err := json.Marshal(r.Machine); err == nil && json.Unmarshal(b, &m) == nil && m.Hostname != "" {
-		machine = m.String() // a result read back holds the machine as a map
+	if b, err := json.Marshal(v); err == nil && json.Unmarshal(b, &m) == nil && m.Hostname != "" {
+		return m.String() // a result read back holds the machine as a map
 	}
-	return fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", r.MarkdownCharts(charts), machine, path)
+	return fmt.Sprint(v)
 }

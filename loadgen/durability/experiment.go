@@ -1,0 +1,155 @@
+package durability
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Kind is the "kind" of a durability experiment file and its result.
+const Kind = "durability-kill"
+
+// Experiment is an experiment file of kind "durability-kill": the settings
+// every cell runs with, and the cells, backends × flush policies plus any
+// listed one by one.
+type Experiment struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	Description string `json:"description"`
+	// Base is every cell's settings; Quick overrides them for --quick.
+	Base  Settings        `json:"base"`
+	Quick json.RawMessage `json:"quick,omitempty"`
+	// Backends × Flushes are the cells, in that order.
+	Backends []string `json:"backends"`
+	Flushes  []string `json:"flushes"`
+	// Cells are more cells (an AckBuffered one, say).
+	Cells []CellSpec `json:"cells,omitempty"`
+	// Seed seeds cell i's kill moments with Seed+i. 0: from the clock.
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// Settings are the Options fields an experiment file sets (see Options).
+type Settings struct {
+	SegmentSize     int64    `json:"segment_size,omitempty"`
+	Producers       int      `json:"producers,omitempty"`
+	Queues          int      `json:"queues,omitempty"`
+	BodySize        int      `json:"body_size,omitempty"`
+	Kills           int      `json:"kills,omitempty"`
+	NoTermCycle     bool     `json:"no_term_cycle,omitempty"`
+	MinUp           Duration `json:"min_up,omitempty"`
+	MaxUp           Duration `json:"max_up,omitempty"`
+	RecoveryTimeout Duration `json:"recovery_timeout,omitempty"`
+	Props           []string `json:"props,omitempty"`
+}
+
+// CellSpec is one broker configuration.
+type CellSpec struct {
+	Label       string `json:"label,omitempty"` // default backend/flush
+	Backend     string `json:"backend"`
+	Flush       string `json:"flush"`
+	AckBuffered bool   `json:"ack_buffered,omitempty"`
+	// ExpectLoss makes the cell a control: its target is to lose some
+	// acknowledged messages to the kills (an AckBuffered cell), which
+	// shows the loop can still see a loss.
+	ExpectLoss bool `json:"expect_loss,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("500ms").
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string such as \"500ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// LoadExperiment reads and checks a durability experiment file.
+func LoadExperiment(path string) (*Experiment, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var e Experiment
+	if err := strictDecode(b, &e); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if e.Kind != Kind {
+		return nil, fmt.Errorf("%s: kind %q is not %q", path, e.Kind, Kind)
+	}
+	if _, err := e.Expand(false); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := e.Expand(true); err != nil {
+		return nil, fmt.Errorf("%s: quick: %w", path, err)
+	}
+	return &e, nil
+}
+
+func strictDecode(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// Cell is a CellSpec with the settings it runs with.
+type Cell struct {
+	CellSpec
+	Settings Settings
+}
+
+// Expand lists the cells: Backends × Flushes, then Cells; with quick the
+// Quick overrides apply to the settings.
+func (e *Experiment) Expand(quick bool) ([]Cell, error) {
+	s := e.Base
+	if quick && len(e.Quick) > 0 {
+		if err := strictDecode(e.Quick, &s); err != nil {
+			return nil, err
+		}
+	}
+	var specs []CellSpec
+	for _, b := range e.Backends {
+		for _, f := range e.Flushes {
+			specs = append(specs, CellSpec{Backend: b, Flush: f})
+		}
+	}
+	specs = append(specs, e.Cells...)
+	if len(specs) == 0 {
+		return nil, errors.New("no cells")
+	}
+	var cells []Cell
+	var errs []error
+	for _, cs := range specs {
+		if cs.Label == "" {
+			cs.Label = cs.Backend + "/" + cs.Flush
+			if cs.AckBuffered {
+				cs.Label += "/ack-buffered"
+			}
+		}
+		c := Cell{CellSpec: cs, Settings: s}
+		o := c.Options("samsa", "", 1)
+		o.EnsureDefaults()
+		if err := o.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("cell %s: %w", cs.Label, err))
+		}
+		cells = append(cells, c)
+	}
+	return cells, errors.Join(errs...)
+}
+
+// Options are the cell's run options.
+func (c Cell) Options(binary, dir string, seed uint64) Options {
+	s := c.Settings
+	return Options{Binary: binary, Dir: dir, Backend: c.Backend, Flush: c.Flush, AckBuffered: c.AckBuffered,
+		SegmentSize: s.SegmentSize, Producers: s.Producers, Queues: s.Queues, BodySize: s.BodySize,
+		Kills: s.Kills, NoTermCycle: s.NoTermCycle, MinUp: time.Duration(s.MinUp), MaxUp: time.Duration(s.MaxUp),
+		RecoveryTimeout: time.Duration(s.RecoveryTimeout), Props: s.Props, Seed: seed}
+}

@@ -1,0 +1,152 @@
+package durability
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/samsamq/samsa/internal/resultfile"
+)
+
+// ExperimentResult is what a durability experiment writes under results/.
+type ExperimentResult struct {
+	Experiment  string       `json:"experiment"`
+	Kind        string       `json:"kind"`
+	Description string       `json:"description"`
+	Command     string       `json:"command"`
+	Quick       bool         `json:"quick"`
+	Start       time.Time    `json:"start"`
+	Seed        uint64       `json:"seed"`
+	Machine     any          `json:"machine,omitempty"`
+	Cells       []CellResult `json:"cells"`
+	// ElapsedSeconds is the whole run's wall time.
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+}
+
+// CellResult is one cell's outcome: a Result, or why there is none.
+type CellResult struct {
+	CellSpec
+	Settings Settings `json:"settings"`
+	// Durability is the store's level for the cell, known even when the
+	// run failed.
+	Durability     string `json:"durability"`
+	DurabilityNote string `json:"durability_note"`
+	// Failed is why the loop could not run to the end (a broker that did
+	// not start or recover, ...).
+	Failed string  `json:"failed,omitempty"`
+	Result *Result `json:"result,omitempty"`
+}
+
+// Met says whether the cell met its target (false when it failed): a
+// control must have lost something to the kills, and nothing to SIGTERM.
+func (c *CellResult) Met() bool {
+	if c.Failed != "" || c.Result == nil {
+		return false
+	}
+	if c.ExpectLoss {
+		return c.Result.Lost > 0 && c.Result.LostInTerm == 0
+	}
+	return c.Result.Met()
+}
+
+// RunOptions are an experiment run's plumbing.
+type RunOptions struct {
+	// Binary is the samsa binary the cells run (required).
+	Binary string
+	// Dir is where cells make their data dirs (see Options.Dir).
+	Dir string
+	// Quick applies the experiment's quick settings.
+	Quick bool
+	// Seed overrides the experiment's seed (0: the file's, or the clock).
+	Seed uint64
+	// Progress gets the cells' progress lines (default io.Discard).
+	Progress io.Writer
+}
+
+// RunExperiment runs every cell in turn. A cell that fails is recorded
+// and the next one runs; only ctx ending stops the run early.
+func RunExperiment(ctx context.Context, e *Experiment, ro RunOptions) (*ExperimentResult, error) {
+	cells, err := e.Expand(ro.Quick)
+	if err != nil {
+		return nil, err
+	}
+	if ro.Progress == nil {
+		ro.Progress = io.Discard
+	}
+	seed := ro.Seed
+	if seed == 0 {
+		seed = e.Seed
+	}
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	res := &ExperimentResult{Experiment: e.Name, Kind: Kind, Description: e.Description, Quick: ro.Quick,
+		Start: time.Now().UTC(), Seed: seed}
+	fmt.Fprintf(ro.Progress, "== %s: %d cells, seed %d (cell i uses seed+i)\n", e.Name, len(cells), seed)
+	for i, c := range cells {
+		o := c.Options(ro.Binary, ro.Dir, seed+uint64(i))
+		o.Progress = prefixWriter{ro.Progress, "   "}
+		cr := CellResult{CellSpec: c.CellSpec, Settings: c.Settings,
+			Durability: o.Durability().String(), DurabilityNote: o.DurabilityNote()}
+		fmt.Fprintf(ro.Progress, "== %s: cell %d/%d: %s (durability %s)\n", e.Name, i+1, len(cells), c.Label, cr.Durability)
+		r, err := Run(ctx, o)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			cr.Failed = err.Error()
+			fmt.Fprintf(ro.Progress, "   failed: %v\n", err)
+		}
+		cr.Result = r
+		res.Cells = append(res.Cells, cr)
+	}
+	res.ElapsedSeconds = time.Since(res.Start).Seconds()
+	return res, nil
+}
+
+// Missed lists the cells that failed or missed their target.
+func (r *ExperimentResult) Missed() []string {
+	var out []string
+	for i := range r.Cells {
+		if c := &r.Cells[i]; !c.Met() {
+			out = append(out, c.Label)
+		}
+	}
+	return out
+}
+
+// WriteResult writes res as <dir>/<experiment>/<host>-<UTC start>.json and
+// returns the path.
+func WriteResult(dir string, res *ExperimentResult) (string, error) {
+	host, _ := os.Hostname()
+	return resultfile.Write(dir, res.Experiment, host, res.Start, res)
+}
+
+// ReadResult reads a file written by WriteResult.
+func ReadResult(path string) (*ExperimentResult, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r ExperimentResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// prefixWriter indents a cell's progress lines under its header.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	s := strings.TrimRight(string(b), "\n")
+	_, err := io.WriteString(p.w, p.prefix+strings.ReplaceAll(s, "\n", "\n"+p.prefix)+"\n")
+	return len(b), err
+}

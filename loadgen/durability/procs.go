@@ -1,0 +1,213 @@
+package durability
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// proc is one child process: a name server or one broker incarnation.
+// Its exited channel closes when the process has been reaped; err is the
+// Wait error then.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	log    *os.File
+	exited chan struct{}
+	err    error
+}
+
+// startProc runs binary with args, output appended to logPath, and a
+// goroutine that reaps it. The child gets SIGKILL if this process dies.
+func startProc(name, binary, logPath string, args []string) (*proc, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(f, "=== %s: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), binary, strings.Join(args, " "))
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: f, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// alive reports whether the process has not exited yet.
+func (p *proc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill sends SIGKILL and waits (up to timeout) until the process is reaped.
+func (p *proc) kill(timeout time.Duration) error {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	return p.wait(timeout)
+}
+
+// term sends SIGTERM and waits up to timeout for a clean exit; a process
+// still there then is killed and the timeout reported.
+func (p *proc) term(timeout time.Duration) error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.wait(timeout); err != nil {
+		_ = p.kill(timeout)
+		return err
+	}
+	if p.err != nil {
+		return fmt.Errorf("%s: exit after SIGTERM: %w", p.name, p.err)
+	}
+	return nil
+}
+
+func (p *proc) wait(timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%s (pid %d) still running %v after the signal", p.name, p.cmd.Process.Pid, timeout)
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitListening dials addr until it accepts, p exits, or timeout passes.
+func waitListening(p *proc, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited before listening on %s: %v", p.name, addr, p.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not listening on %s after %v", p.name, addr, timeout)
+}
+
+// cluster is a name server and a broker of one run, on loopback.
+type cluster struct {
+	opts        *Options
+	dir         string // the run's dir: store/, namesrv.log, broker.log
+	namesrvAddr string
+	brokerPort  int
+	namesrv     *proc
+	broker      *proc
+	starts      int // broker incarnations started
+}
+
+// newCluster makes the run's dir and picks the ports.
+func newCluster(o *Options) (*cluster, error) {
+	parent := o.Dir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	if abs, err := filepath.Abs(parent); err == nil {
+		parent = abs
+	}
+	dir, err := os.MkdirTemp(parent, "durability-"+o.Backend+"-"+o.Flush+"-")
+	if err != nil {
+		return nil, err
+	}
+	nsPort, err1 := freePort()
+	bPort, err2 := freePort()
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, err
+	}
+	return &cluster{opts: o, dir: dir, namesrvAddr: "127.0.0.1:" + strconv.Itoa(nsPort), brokerPort: bPort}, nil
+}
+
+func (c *cluster) brokerAddr() string { return "127.0.0.1:" + strconv.Itoa(c.brokerPort) }
+
+// startNamesrv starts the name server and waits until it listens.
+func (c *cluster) startNamesrv() error {
+	p, err := startProc("namesrv", c.opts.Binary, filepath.Join(c.dir, "namesrv.log"),
+		[]string{"namesrv", "-listen", c.namesrvAddr, "-log-level", "warn"})
+	if err != nil {
+		return err
+	}
+	c.namesrv = p
+	return waitListening(p, c.namesrvAddr, c.opts.StartTimeout)
+}
+
+// brokerArgs is the broker's command line for the run's configuration.
+func (c *cluster) brokerArgs() []string {
+	o := c.opts
+	args := []string{"broker", "-n", c.namesrvAddr, "-dir", filepath.Join(c.dir, "store"),
+		"-listen", "127.0.0.1", "-port", strconv.Itoa(c.brokerPort), "-admin", "off",
+		"-flush", o.Flush, "-backend", o.Backend, "-log-level", "info",
+		"-D", "mappedFileSizeCommitLog=" + strconv.FormatInt(o.SegmentSize, 10),
+		"-D", "brokerName=" + brokerName}
+	if o.AckBuffered {
+		args = append(args, "-D", "transientStorePoolEnable=true")
+	}
+	for _, kv := range o.Props {
+		args = append(args, "-D", kv)
+	}
+	return args
+}
+
+// startBroker starts a broker incarnation; it does not wait for it.
+func (c *cluster) startBroker() error {
+	p, err := startProc("broker", c.opts.Binary, filepath.Join(c.dir, "broker.log"), c.brokerArgs())
+	if err != nil {
+		return err
+	}
+	c.broker = p
+	c.starts++
+	return nil
+}
+
+// close kills whatever still runs.
+func (c *cluster) close() {
+	for _, p := range []*proc{c.broker, c.namesrv} {
+		if p != nil && p.alive() {
+			_ = p.kill(c.opts.StopTimeout)
+		}
+	}
+}
+
+// logTail is the last n lines of one of the run's logs, for errors.
+func (c *cluster) logTail(name string, n int) string {
+	b, err := os.ReadFile(filepath.Join(c.dir, name))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -1,0 +1,240 @@
+package durability
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Run runs one kill loop (see the package doc) and returns its result. An
+// error means the loop could not do its job (a process would not start or
+// recover, the read-back failed); losses are in the result, not errors.
+// On an error the data dir and logs are kept, and the error names them.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("durability: %w", err)
+	}
+	if o.Seed == 0 {
+		o.Seed = uint64(time.Now().UnixNano())
+	}
+	began := time.Now()
+	c, err := newCluster(&o)
+	if err != nil {
+		return nil, fmt.Errorf("durability: %w", err)
+	}
+	fmt.Fprintf(o.Progress, "durability: %s: seed %d, dir %s\n", o.Backend+"/"+o.Flush, o.Seed, c.dir)
+	r := &runner{o: &o, c: c, l: NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
+	res, err := r.run(ctx)
+	c.close()
+	if err != nil {
+		tail := ""
+		if c.starts > 0 {
+			tail = "\nbroker.log (last lines):\n" + c.logTail("broker.log", 25)
+		}
+		return nil, fmt.Errorf("durability: %w (%s/%s, seed %d; data and logs kept in %s)%s", err, o.Backend, o.Flush, o.Seed, c.dir, tail)
+	}
+	res.ElapsedSeconds = time.Since(began).Seconds()
+	if o.KeepDir {
+		res.Dir = c.dir
+	} else {
+		_ = os.RemoveAll(c.dir)
+	}
+	return res, nil
+}
+
+// runner is one Run's state; its methods run on Run's goroutine.
+type runner struct {
+	o   *Options
+	c   *cluster
+	l   *Ledger
+	rng *rand.Rand
+}
+
+func (r *runner) run(ctx context.Context) (*Result, error) {
+	o, c := r.o, r.c
+	if err := r.start(ctx); err != nil {
+		return nil, err
+	}
+	ld, err := startLoad(o, c.namesrvAddr, r.l)
+	if err != nil {
+		return nil, err
+	}
+	loadStopped := false
+	defer func() {
+		if !loadStopped {
+			_ = ld.stop(o.StopTimeout)
+		}
+	}()
+	res := &Result{Config: o.String(), Seed: o.Seed, Durability: o.Durability().String(),
+		DurabilityNote: o.DurabilityNote(), TermCycle: !o.NoTermCycle,
+		BrokerDurability: brokerDurability(ctx, c.namesrvAddr, c.brokerAddr())}
+	if err := r.cycles(ctx, res); err != nil {
+		return nil, err
+	}
+	// The last incarnation runs a while too: what it acknowledges must be
+	// there, with no crash in between.
+	if err := r.sleep(ctx, o.MinUp); err != nil {
+		return nil, err
+	}
+	loadStopped = true
+	if err := ld.stop(o.StopTimeout); err != nil {
+		return nil, err
+	}
+	stored, short, err := readBack(ctx, c.namesrvAddr, o.Queues, r.l, o.ReadTimeout)
+	if err != nil {
+		return nil, r.brokerErr(err)
+	}
+	r.tally(res)
+	res.Stored, res.ReadBackShort = stored, short
+	if files, err := filepath.Glob(filepath.Join(c.dir, "store", "commitlog", "*")); err == nil {
+		res.SegmentFiles = len(files)
+	}
+	fmt.Fprintf(o.Progress, "durability: %s/%s: %d kills, %d acked, %d lost (%d in the TERM cycle), %d duplicates, %d offsets reused, %d acked offsets reassigned; recovery p50 %.0f ms, max %.0f ms\n",
+		o.Backend, o.Flush, res.Kills, res.Acked, res.Lost, res.LostInTerm, res.Duplicates, res.OffsetsReused,
+		res.AckedReassigned, res.RecoveryMs.P50, res.RecoveryMs.Max)
+	return res, nil
+}
+
+// start starts the name server and the first broker incarnation and
+// creates the topic.
+func (r *runner) start(ctx context.Context) error {
+	o, c := r.o, r.c
+	if err := c.startNamesrv(); err != nil {
+		return fmt.Errorf("%w; namesrv.log ends: %s", err, c.logTail("namesrv.log", 1))
+	}
+	if err := c.startBroker(); err != nil {
+		return err
+	}
+	if err := waitListening(c.broker, c.brokerAddr(), o.StartTimeout); err != nil {
+		return r.brokerErr(err)
+	}
+	return r.brokerErr(createTopic(ctx, c.namesrvAddr, c.brokerAddr(), o.Queues, o.StartTimeout))
+}
+
+// cycles runs the kill cycles and the SIGTERM one, each after its
+// incarnation's first acknowledgement, and waits for the last restart's.
+// Cycle i's recovery is known at cycle i+1's first acknowledgement.
+func (r *runner) cycles(ctx context.Context, res *Result) error {
+	o := r.o
+	n := o.Kills
+	if !o.NoTermCycle {
+		n++
+	}
+	var recoveries []time.Duration
+	for i := 0; i <= n; i++ {
+		if err := r.awaitFirstAck(ctx, i == 0); err != nil {
+			return err
+		}
+		if i > 0 {
+			prev := &res.Cycles[i-1]
+			prev.RecoveryMs = float64(r.l.Recovery()) / 1e6
+			if prev.Signal == "TERM" {
+				res.TermRecoveryMs = prev.RecoveryMs
+			} else {
+				recoveries = append(recoveries, r.l.Recovery())
+			}
+		}
+		if i == n {
+			break
+		}
+		cy, err := r.cycle(ctx, i, !o.NoTermCycle && i == n-1)
+		if err != nil {
+			return err
+		}
+		res.Cycles = append(res.Cycles, cy)
+	}
+	res.RecoveryMs = statsOf(recoveries)
+	return nil
+}
+
+// tally fills res from the ledger: totals, and each cycle's share.
+func (r *runner) tally(res *Result) {
+	res.Tally = r.l.Tally()
+	for i := range res.Cycles {
+		cy := &res.Cycles[i]
+		cy.Acked, cy.Lost = res.AckedByEpoch[cy.Epoch], res.LostByEpoch[cy.Epoch]
+		if cy.Signal == "TERM" {
+			res.LostInTerm = cy.Lost
+			continue
+		}
+		res.Kills++
+		if cy.Lost > 0 {
+			res.KillsWithLoss++
+		}
+	}
+}
+
+// awaitFirstAck waits for the current incarnation's first acknowledged
+// send: StartTimeout on the first start, RecoveryTimeout after a restart.
+func (r *runner) awaitFirstAck(ctx context.Context, first bool) error {
+	timeout := r.o.RecoveryTimeout
+	if first {
+		timeout = r.o.StartTimeout
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-r.l.FirstAck():
+		return nil
+	case <-r.c.broker.exited:
+		return r.brokerErr(fmt.Errorf("broker exited before acknowledging a send: %v", r.c.broker.err))
+	case <-t.C:
+		return r.brokerErr(fmt.Errorf("no acknowledged send within %v of the broker's start", timeout))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// cycle lets incarnation i run for a seeded time, stops it (SIGKILL, or
+// SIGTERM when term), and starts the next.
+func (r *runner) cycle(ctx context.Context, i int, term bool) (Cycle, error) {
+	o, c := r.o, r.c
+	up := o.MinUp
+	if span := o.MaxUp - o.MinUp; span > 0 {
+		up += time.Duration(r.rng.Int64N(int64(span) + 1))
+	}
+	cy := Cycle{Signal: "KILL", Epoch: i + 1, UpMs: float64(up) / 1e6}
+	if term {
+		cy.Signal = "TERM"
+	}
+	if err := r.sleep(ctx, up); err != nil {
+		return cy, err
+	}
+	if term {
+		if err := c.broker.term(o.StopTimeout); err != nil {
+			return cy, r.brokerErr(err)
+		}
+	} else if err := c.broker.kill(o.StopTimeout); err != nil {
+		return cy, r.brokerErr(err)
+	}
+	fmt.Fprintf(o.Progress, "  cycle %d: %s after %v up; restarting\n", i+1, cy.Signal, up.Round(time.Millisecond))
+	r.l.Restarted(time.Now())
+	return cy, c.startBroker()
+}
+
+// sleep waits d unless the broker exits or ctx ends first.
+func (r *runner) sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-r.c.broker.exited:
+		return r.brokerErr(fmt.Errorf("broker exited by itself: %v", r.c.broker.err))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// brokerErr adds the broker's last log line to err when the broker has
+// exited: usually the reason (Run adds the log's tail).
+func (r *runner) brokerErr(err error) error {
+	if err == nil || r.c.broker == nil || r.c.broker.alive() {
+		return err
+	}
+	return fmt.Errorf("%w; the broker's last words: %s", err, r.c.logTail("broker.log", 1))
+}
