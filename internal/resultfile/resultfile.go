@@ -30,3 +30,17 @@ func Write(dir, experiment, host string, start time.Time, v any) (string, error)
 	}
 	return path, os.WriteFile(path, append(b, '\n'), 0o644)
 }
+
+// Read unmarshals the result file at path into a new T; an error names
+// the file.
+func Read[T any](path string) (*T, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &v, nil
+}

@@ -2,7 +2,6 @@ package durability
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -128,15 +127,7 @@ func WriteResult(dir string, res *ExperimentResult) (string, error) {
 
 // ReadResult reads a file written by WriteResult.
 func ReadResult(path string) (*ExperimentResult, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var r ExperimentResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &r, nil
+	return resultfile.Read[ExperimentResult](path)
 }
 
 // prefixWriter indents a cell's progress lines under its header.
