@@ -164,6 +164,12 @@ func (s *Store) writeOut() error {
 			continue
 		}
 		if _, err := g.seg.WriteOut(); err != nil {
+			if s.handed.Load() >= w {
+				return nil // Close's final flush wrote it out and closed the segment meanwhile
+			}
+			if s.isClosed() {
+				return fmt.Errorf("%w: write out %s: %w", ErrClosed, g.path, err)
+			}
 			s.m.writeErrors.Add(1)
 			return s.breakWith(fmt.Errorf("write out %s: %w", g.path, err))
 		}

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -213,5 +214,50 @@ func TestGetMessagesWhole(t *testing.T) {
 	}
 	if !bytes.Equal(res.Whole, bytes.Join(res.Records, nil)) || len(res.Whole) != res.Bytes {
 		t.Fatalf("Whole (%d bytes) is not the %d records (%d bytes) back to back", len(res.Whole), len(res.Records), res.Bytes)
+	}
+}
+
+// TestCloseDuringHandOff: Close while appenders hand over never breaks
+// the store, and an append that fails says the store closed, not that it
+// broke.
+func TestCloseDuringHandOff(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		s := mustOpen(t, testOptions(vfs.NewMem(), "pwrite", FlushAsync))
+		var wg sync.WaitGroup
+		var started sync.WaitGroup
+		errs := make(chan error, 8)
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			started.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					if i == 20 {
+						started.Done()
+					}
+					if _, err := s.Append(context.Background(), testMessage("C", int32(w), 500)); err != nil {
+						if i < 20 {
+							started.Done()
+						}
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		started.Wait()
+		if err := s.Close(); err != nil {
+			t.Fatalf("round %d: Close: %v", round, err)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if errors.Is(err, ErrBroken) || !errors.Is(err, ErrClosed) {
+				t.Fatalf("round %d: an append during Close failed with %v", round, err)
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("round %d: store broken by Close: %v", round, err)
+		}
 	}
 }
