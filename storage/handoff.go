@@ -137,13 +137,15 @@ func (s *Store) writeRound(end int64) error {
 
 // maxGatherYields bounds a write's gather, maxHandOffSpins a waiter's
 // yields before it parks. A yield goes through the scheduler's global run
-// queue lock, so more of them cost more than they gather: at 64 writers
-// (bench storage, pwrite async, 3 alternated rounds) 16 and 8 made
-// 290-343k msgs/s, 4 and 4 made 338-350k, 0 and 0 (park at once, write at
-// once) 375-379k with 550 writes per 1,000 appends against 21-29.
+// queue lock, so more of them cost more than they gather. bench storage
+// --backend pwrite --flush async --writers 64, alternated rounds on a quiet
+// machine: (spins 16, gather 8) 290-343k msgs/s; (4, 4) 329, 381, 312,
+// 412k; (1, 1) 390, 396, 345, 419k in the same rounds (the old buffered
+// mode 468-501k); (0, 0), parking and writing at once, 288-362k with 450-580
+// write calls per 1,000 appends against 28-45.
 const (
-	maxGatherYields = 4
-	maxHandOffSpins = 4
+	maxGatherYields = 1
+	maxHandOffSpins = 1
 )
 
 // writeOut writes out every segment holding bytes in [handed, written)
