@@ -3,23 +3,15 @@ package loadgen
 import (
 	"fmt"
 	"strings"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Markdown renders an experiment result as tables: one row per cell with
 // medians (and the min–max spread of throughput), then the comparisons.
 func (r *ExperimentResult) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s\n\n", r.Experiment)
-	if r.Description != "" {
-		fmt.Fprintf(&b, "%s\n\n", r.Description)
-	}
-	if r.Command != "" {
-		fmt.Fprintf(&b, "Command: `%s`", r.Command)
-		if r.Quick {
-			b.WriteString(" (quick)")
-		}
-		b.WriteString("\n\n")
-	}
+	resultfile.Heading(&b, r.Experiment, r.Description, r.Command, r.Quick)
 	fmt.Fprintf(&b, "Run %s; medians over repeats; latencies in ms; e2e = intended send → consumer; lag = how late the generator sent after the intended time (open loop; part of send and e2e).\n\n", r.Start.Format("2006-01-02 15:04 UTC"))
 	b.WriteString("| cell | driver | flush | durability | rate | msgs/s (min–max) | MB/s | send p50 | send p99 | e2e p50 | e2e p99 | e2e p99.9 | lag p99 | errors |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")

@@ -14,12 +14,12 @@ import (
 // kernel's already.
 //
 // It is group commit without a goroutine: the appender that finds its
-// bytes not yet handed over takes the write-out lock and writes out
-// everything written so far (its own bytes and those of every appender
-// that came meanwhile), so a lone writer pays one write per append and
-// no goroutine switch, and under load one write covers many appends. An
-// appender that gets the lock after someone else's write-out covered it
-// returns at once.
+// bytes not yet handed over and no write-out running becomes the writer
+// and writes out everything written so far (its own bytes and those of
+// every appender that came meanwhile), so a lone writer pays one write per
+// append and no goroutine switch, and under load one write covers many
+// appends. An appender that finds a write-out running waits for one that
+// covers it (handOff).
 //
 // A write-out failure is terminal, as an fsync failure is: the bytes are
 // written (readers past handed could otherwise see a hole), so the store

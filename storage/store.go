@@ -40,7 +40,7 @@ type Store struct {
 	written atomic.Int64
 	durable atomic.Int64
 	// handed: every byte below it is in the kernel (handoff.go); stored
-	// by the write-out lock's holder, the appender (mmap) or a flush.
+	// by the hand-over's writer, the appender (mmap) or a flush.
 	// durable <= handed <= written once a flush moves durable.
 	handed atomic.Int64
 	ho     handOver

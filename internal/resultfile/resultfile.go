@@ -44,3 +44,19 @@ func Read[T any](path string) (*T, error) {
 	}
 	return &v, nil
 }
+
+// Heading writes the start of an experiment's PERFORMANCE.md section: its
+// title, its description and the command that ran it (marked quick).
+func Heading(b *strings.Builder, experiment, description, command string, quick bool) {
+	fmt.Fprintf(b, "### %s\n\n", experiment)
+	if description != "" {
+		fmt.Fprintf(b, "%s\n\n", description)
+	}
+	if command != "" {
+		fmt.Fprintf(b, "Command: `%s`", command)
+		if quick {
+			b.WriteString(" (quick)")
+		}
+		b.WriteString("\n\n")
+	}
+}

@@ -3,6 +3,8 @@ package durability
 import (
 	"fmt"
 	"strings"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Markdown renders an experiment result as its PERFORMANCE.md section:
@@ -10,17 +12,7 @@ import (
 // of each durability level that ran.
 func (r *ExperimentResult) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s\n\n", r.Experiment)
-	if r.Description != "" {
-		fmt.Fprintf(&b, "%s\n\n", r.Description)
-	}
-	if r.Command != "" {
-		fmt.Fprintf(&b, "Command: `%s`", r.Command)
-		if r.Quick {
-			b.WriteString(" (quick)")
-		}
-		b.WriteString("\n\n")
-	}
+	resultfile.Heading(&b, r.Experiment, r.Description, r.Command, r.Quick)
 	if len(r.Cells) > 0 {
 		o := Cell{CellSpec: r.Cells[0].CellSpec, Settings: r.Cells[0].Settings}.Options("", "", 0)
 		o.EnsureDefaults()
