@@ -23,6 +23,16 @@
 // ReportInterval in the style of Kafka's perf tools and returns a Result
 // (JSON-serialisable) with the percentiles of both histograms.
 //
+// Link latency for replication experiments lives in loadgen/linkdelay:
+// a cell whose master→slave HA link should take, say, 2 ms each way
+// opens a linkdelay.Link (netem inside a network namespace of the lab's
+// own where the kernel supports it, a delaying TCP proxy elsewhere),
+// starts its processes with the link's Command and gives the slave the
+// link's DialAddr; producers and consumers keep loopback speed. Results
+// print the delay with its method ("2ms one-way (netem)") and the round
+// trip measured through the link: the two methods are not the same
+// measurement.
+//
 // Concurrency: Run owns every goroutine it starts and stops them all before
 // it returns. Drivers must allow Send and consumer callbacks from many
 // goroutines at once.
