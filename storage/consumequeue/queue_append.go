@@ -42,6 +42,30 @@ func (q *Queue) Append(queueOffset, physOffset int64, size int32, tagsCode int64
 	}
 }
 
+// StartAt makes a queue that has no file yet begin at queue offset off:
+// MinOffset and MaxOffset become off and its first file is named for off.
+// It is for a replica whose CommitLog begins after the queue's first
+// records (they lie below it). A queue with a file refuses with
+// ErrConflict.
+func (q *Queue) StartAt(off int64) error {
+	q.appendMu.Lock()
+	defer q.appendMu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.mu.closed:
+		return ErrClosed
+	case q.nameErr != nil:
+		return q.nameErr
+	case len(q.mu.files) > 0:
+		return fmt.Errorf("%w: %s: start at offset %d: the queue has files (offsets [%d, %d))", ErrConflict, q, off, q.mu.min, q.mu.max)
+	case off < 0:
+		return fmt.Errorf("%w: %s: start at offset %d", ErrInvalidEntry, q, off)
+	}
+	q.mu.min, q.mu.max, q.mu.bufStart = off, off, off
+	return nil
+}
+
 // append's answers that Append resolves outside mu, then calls it again.
 var (
 	// errNeedFile: the last file is full (its buffer written) or there is none.
