@@ -127,7 +127,7 @@ func (s *Store) truncateLocked(off int64) error {
 		return s.breakWith(fmt.Errorf("truncate to %d: %w", off, err))
 	}
 	// 4. The rest of the state.
-	s.resetOffsetsLocked(off)
+	s.resetOffsetsLocked(off, off)
 	s.countersFromQueuesLocked(nil)
 	s.heldCountersLocked()
 	s.dispatchOK.Store(s.dispatchFloor(off))
@@ -223,10 +223,11 @@ func (s *Store) reopenSegment(base, written int64) (*segment, error) {
 	return &segment{base: base, path: path, seg: sg}, nil
 }
 
-// resetOffsetsLocked makes off the end of everything after a cut: the
-// offsets, the records waiting to be indexed, the held ones, and the
-// waiters above it (released with an error). Callers run exclusive.
-func (s *Store) resetOffsetsLocked(off int64) {
+// resetOffsetsLocked makes off the end of everything after a cut at from
+// (off, or -1 for a reset: everything goes): the offsets, the records
+// waiting to be indexed and the held ones at or past from, and the waiters
+// above from (released with an error). Callers run exclusive.
+func (s *Store) resetOffsetsLocked(off, from int64) {
 	s.written.Store(off)
 	s.handed.Store(off)
 	s.durable.Store(off)
@@ -234,7 +235,7 @@ func (s *Store) resetOffsetsLocked(off int64) {
 	s.dispatchOK.Store(off)
 	keep := func(rs []dispatchReq) []dispatchReq {
 		n := 0
-		for n < len(rs) && rs[n].phys < off {
+		for n < len(rs) && rs[n].phys < from {
 			n++
 		}
 		clear(rs[n:])
@@ -242,10 +243,10 @@ func (s *Store) resetOffsetsLocked(off int64) {
 	}
 	s.mu.dispatch = keep(s.mu.dispatch)
 	s.carry = keep(s.carry)
-	s.dropHeldFrom(off)
+	s.dropHeldFrom(from)
 	n := 0
 	for _, w := range s.mu.pending {
-		if w.end > off {
+		if w.end > from {
 			s.release(w, fmt.Errorf("storage: the log was cut at %d, below %d", off, w.end))
 			continue
 		}
@@ -304,7 +305,7 @@ func (s *Store) resetLocked(base int64) error {
 	s.mu.active, s.mu.poisoned = ng, false
 	clear(s.mu.counters)
 	clear(s.mu.topics)
-	s.resetOffsetsLocked(base) // under segs: readers check written there
+	s.resetOffsetsLocked(base, -1) // under segs: readers check written there
 	s.ckpt.last = ck
 	return nil
 }

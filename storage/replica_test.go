@@ -178,6 +178,9 @@ func sameQueues(t *testing.T, m, s *Store, where string) {
 	for _, topic := range crashTopics {
 		for q := int32(0); q < 3; q++ {
 			want, have := m.MaxQueueOffset(topic, q), s.MaxQueueOffset(topic, q)
+			if have == 0 && s.CommitLogMinOffset() > 0 {
+				continue // the queue's records may all lie below the slave's log
+			}
 			if want != have {
 				t.Fatalf("%s: %s/%d: max offset %d on the master, %d on the slave", where, topic, q, want, have)
 			}
