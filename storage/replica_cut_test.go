@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
@@ -152,15 +151,8 @@ func testTruncateTo(t *testing.T, be string, policy FlushPolicy) {
 	sameLog(t, m2, s, "after following the new master again")
 
 	// Restart: recovery agrees.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = mustOpen(t, so)
-	defer s.Close()
-	sameLog(t, m2, s, "after the slave's restart")
-	appendRandom(t, m2, rng, 20)
-	newReplicator(m2, s, 64<<10).catchUp(t)
-	sameLog(t, m2, s, "after the restart and more")
+	s = restartAndFollow(t, m2, s, so, rng, 64<<10)
+	s.Close()
 }
 
 // TestResetTo: a slave with a log of its own resets to a later segment
@@ -209,15 +201,8 @@ func TestResetTo(t *testing.T) {
 			}
 			newReplicator(m, s, 64<<10).catchUp(t)
 			sameLog(t, m, s, "after copying from the base")
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s = mustOpen(t, so)
-			defer s.Close()
-			sameLog(t, m, s, "after the slave's restart")
-			appendRandom(t, m, rng, 30)
-			newReplicator(m, s, 64<<10).catchUp(t)
-			sameLog(t, m, s, "after more")
+			s = restartAndFollow(t, m, s, so, rng, 64<<10)
+			s.Close()
 		})
 	}
 }
@@ -323,5 +308,3 @@ func testCutCrash(t *testing.T, op string, mode crashMode) {
 		}
 	}
 }
-
-var _ = errors.Is

@@ -273,19 +273,27 @@ func testReplicate(t *testing.T, be string, policy FlushPolicy, bufSize int) {
 	}
 
 	// Restart the slave: recovery keeps it; replication goes on.
+	s = restartAndFollow(t, m, s, so, rng, bufSize)
+	defer s.Close()
+	if d := s.DurableOffset(); policy == FlushSync && d != s.WrittenOffset() {
+		t.Fatalf("sync slave: durable %d, written %d", d, s.WrittenOffset())
+	}
+}
+
+// restartAndFollow restarts the slave s (opened with so) and checks its
+// log is still m's; then m takes more appends and the slave follows,
+// copying with a bufSize buffer. It returns the reopened slave.
+func restartAndFollow(t *testing.T, m, s *Store, so Options, rng *rand.Rand, bufSize int) *Store {
+	t.Helper()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = mustOpen(t, so)
-	defer s.Close()
 	sameLog(t, m, s, "after the slave's restart")
-	appendRandom(t, m, rng, 40)
-	r = newReplicator(m, s, bufSize)
-	r.catchUp(t)
-	sameLog(t, m, s, "after more replication")
-	if d := s.DurableOffset(); policy == FlushSync && d != s.WrittenOffset() {
-		t.Fatalf("sync slave: durable %d, written %d", d, s.WrittenOffset())
-	}
+	appendRandom(t, m, rng, 30)
+	newReplicator(m, s, bufSize).catchUp(t)
+	sameLog(t, m, s, "after the restart and more")
+	return s
 }
 
 func isIndexed(rec []byte) bool { return indexed(record.SysFlagOf(rec)) }

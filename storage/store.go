@@ -34,9 +34,11 @@ type Store struct {
 	cq   *consumequeue.Table
 
 	// written is the CommitLog offset up to which records are appended
-	// and readable; durable up to which they are fsynced. Both only grow,
-	// both are stored by one goroutine at a time (written under mu, durable
-	// by the flusher) and loaded by anyone.
+	// and readable; durable up to which they are fsynced. Both only grow
+	// (but a cut, replica_cut.go, sets every offset here to the cut, under
+	// mu, flushMu and the segment list's lock), both are stored by one
+	// goroutine at a time (written under mu, durable by the flusher) and
+	// loaded by anyone.
 	written atomic.Int64
 	durable atomic.Int64
 	// handed: every byte below it is in the kernel (handoff.go); stored
