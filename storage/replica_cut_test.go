@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,6 +182,9 @@ func TestResetTo(t *testing.T) {
 			}
 
 			so := replOptions(t, vfs.NewMem(), "/slave", be, FlushAsync)
+			var shift atomic.Int64 // the slave's clock, for retention
+			so.Clock = func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
+			so.Retention.MaxAge = time.Hour
 			s := mustOpen(t, so)
 			appendRandom(t, s, rng, 30) // a log of its own
 			base := m.CommitLogMinOffset() + 2*m.segSize
@@ -201,6 +205,19 @@ func TestResetTo(t *testing.T) {
 			}
 			newReplicator(m, s, 64<<10).catchUp(t)
 			sameLog(t, m, s, "after copying from the base")
+			s = restartAndFollow(t, m, s, so, rng, 64<<10)
+			// Retention on the reset slave, then a restart.
+			if err := s.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			shift.Store(int64(2 * time.Hour))
+			if n, err := s.ApplyRetention(); err != nil || n == 0 {
+				t.Fatalf("retention on the slave deleted %d segments: %v", n, err)
+			}
+			if lo := s.CommitLogMinOffset(); lo <= base {
+				t.Fatalf("min offset %d after retention, base %d", lo, base)
+			}
+			sameLog(t, m, s, "after retention on the slave")
 			s = restartAndFollow(t, m, s, so, rng, 64<<10)
 			s.Close()
 		})

@@ -185,6 +185,11 @@ func sameQueues(t *testing.T, m, s *Store, where string) {
 				t.Fatalf("%s: %s/%d: max offset %d on the master, %d on the slave", where, topic, q, want, have)
 			}
 			from := s.MinQueueOffset(topic, q)
+			for lo := s.CommitLogMinOffset(); from < have; from++ { // after a restart MinOffset lags retention
+				if e, err := s.queue(topic, q).Entry(from); err != nil || e.PhysOffset >= lo {
+					break
+				}
+			}
 			a, errA := m.GetMessages(topic, q, from, 1<<20, 0, nil)
 			b, errB := s.GetMessages(topic, q, from, 1<<20, 0, nil)
 			if errA != nil || errB != nil || a.Status != b.Status || len(a.Records) != len(b.Records) {
