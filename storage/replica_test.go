@@ -15,6 +15,7 @@ import (
 
 	"github.com/samsamq/samsa/storage/record"
 	"github.com/samsamq/samsa/storage/vfs"
+	"github.com/samsamq/samsa/storage/vfs/errorfs"
 )
 
 // replOptions are a replication test's store options: small segments (the
@@ -593,4 +594,39 @@ func TestReplicaZeroAllocs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAppendReplicatedWriteError: a write that fails part way (torn, some
+// bytes past the tail) refuses the replicated bytes without breaking the
+// store; the same bytes then go in, written over the cut-off tail, and the
+// slave is the master's, across a power loss too.
+func TestAppendReplicatedWriteError(t *testing.T) {
+	m, chunks := replFixture(t, "pwrite", FlushSync, 30)
+	mem := vfs.NewMem()
+	efs := errorfs.Wrap(mem)
+	so := replOptions(t, efs, "/slave", "pwrite", FlushSync)
+	s := mustOpen(t, so)
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.AppendReplicated(ctx, 0, chunks[0]); err != nil {
+		t.Fatal(err)
+	}
+	from := int64(len(chunks[0]))
+	efs.AddRule(errorfs.Rule{Op: errorfs.OpWrite, Path: "commitlog", Tear: true, TearAt: 100})
+	end, err := s.AppendReplicated(ctx, from, chunks[1])
+	if err == nil || errors.Is(err, ErrReplicaMismatch) || end != from || s.WrittenOffset() != from {
+		t.Fatalf("a torn write: end %d, written %d, err %v; want a write error at %d", end, s.WrittenOffset(), err, from)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("the store broke: %v", err)
+	}
+	efs.ClearRules()
+	newReplicator(m, s, 64<<10).catchUp(t)
+	sameLog(t, m, s, "after the write error")
+	img := mem.CrashClone(nil)
+	s.Close()
+	so.FS = img
+	s2 := mustOpen(t, so)
+	defer s2.Close()
+	sameLog(t, m, s2, "after a power loss")
 }
