@@ -88,12 +88,13 @@ func (s *Store) ReadLog(from int64, buf []byte) (int, error) {
 	}
 	segEnd := g.end(s.segSize)
 	avail := min(handed, g.base+g.seg.Written()) - from
+	if avail < record.BlankSize { // below handed a header always follows a boundary
+		return 0, fmt.Errorf("storage: read log at %d: not a record boundary (%s holds records up to %d)",
+			from, g.path, g.base+g.seg.Written())
+	}
 	want := int(min(int64(len(buf)), avail))
 	if want < record.BlankSize {
-		if int64(len(buf)) < avail {
-			return 0, fmt.Errorf("storage: read log at %d: a %d-byte buffer holds no record", from, len(buf))
-		}
-		return 0, nil
+		return 0, fmt.Errorf("storage: read log at %d: a %d-byte buffer holds no record", from, len(buf))
 	}
 	if _, err := g.seg.ReadAt(buf[:want], from-g.base); err != nil {
 		return 0, fmt.Errorf("storage: read log: read %d bytes at %d of %s: %w", want, from-g.base, g.path, err)

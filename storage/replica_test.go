@@ -502,6 +502,12 @@ func TestReadLogBounds(t *testing.T) {
 	if _, err := m.ReadLog(100, buf); err == nil {
 		t.Fatal("ReadLog off a record boundary succeeded")
 	}
+	if _, err := m.ReadLog(m.segSize-4, buf); err == nil { // in the first segment's blank
+		t.Fatal("ReadLog inside a blank filler succeeded")
+	}
+	if _, err := m.ReadLog(0, buf[:4]); err == nil {
+		t.Fatal("ReadLog with a 4-byte buffer succeeded")
+	}
 	// Below the log: a master reset to a later base has nothing below it.
 	if err := m.ResetTo(4 * m.segSize); err != nil {
 		t.Fatal(err)
