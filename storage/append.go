@@ -121,17 +121,24 @@ func (s *Store) append(ctx context.Context, msgs []*Message, res []AppendResult)
 		}
 		return false, err
 	}
+	return true, s.acknowledge(ctx, end, w)
+}
+
+// acknowledge is an append's wait after its bytes are written up to end:
+// for the flush that covers w (FlushSync), or for the hand-over of its
+// bytes to the kernel; then the dispatcher is kicked.
+func (s *Store) acknowledge(ctx context.Context, end int64, w *waiter) error {
 	if w != nil {
 		kick(s.flushKick) // the flusher's round kicks the dispatcher
-		return true, s.wait(ctx, w)
+		return s.wait(ctx, w)
 	}
 	if s.needsHandOff() {
 		if err := s.handOff(end); err != nil {
-			return true, err
+			return err
 		}
 	}
 	kick(s.dispatchKick)
-	return true, nil
+	return nil
 }
 
 // recordSize checks m and returns its record's size.
@@ -164,13 +171,7 @@ func kick(ch chan struct{}) {
 func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w *waiter) (end int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mu.closed {
-		return 0, ErrClosed
-	}
-	if err := s.Err(); err != nil {
-		return 0, err
-	}
-	if err := s.readOnlyErr(); err != nil { // a full disk (readonly.go)
+	if err := s.appendableLocked(true); err != nil {
 		return 0, err
 	}
 	g := s.mu.active
@@ -225,13 +226,33 @@ func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w 
 		})
 	}
 	if w != nil {
-		w.end = end
-		s.mu.pending = append(s.mu.pending, w)
-		s.pendingN.Store(int64(len(s.mu.pending)))
+		s.pendLocked(w, end)
 	}
 	s.m.appends.Add(int64(len(msgs)))
 	s.m.appendBytes.Add(int64(len(buf)))
 	return end, nil
+}
+
+// appendableLocked says why nothing may be appended now (nil if it may):
+// the store is closed or broken, or (writing) read-only on a full disk.
+func (s *Store) appendableLocked(writing bool) error {
+	if s.mu.closed {
+		return ErrClosed
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if writing {
+		return s.readOnlyErr() // a full disk (readonly.go)
+	}
+	return nil
+}
+
+// pendLocked queues w, waiting for durability up to end, for the flusher.
+func (s *Store) pendLocked(w *waiter, end int64) {
+	w.end = end
+	s.mu.pending = append(s.mu.pending, w)
+	s.pendingN.Store(int64(len(s.mu.pending)))
 }
 
 // counterLocked returns the next-queue-offset counter of (topic, qid).

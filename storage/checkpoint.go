@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"sort"
 	"time"
@@ -152,15 +153,21 @@ func (s *Store) readCheckpoint() (c checkpoint, ok bool, err error) {
 func (s *Store) writeCheckpoint(clean bool) error {
 	s.ckpt.Lock()
 	defer s.ckpt.Unlock()
+	return s.writeCheckpointLocked(clean, math.MaxInt64)
+}
+
+// writeCheckpointLocked is writeCheckpoint, claiming nothing at or past
+// upTo (a cut's). Callers hold ckpt.
+func (s *Store) writeCheckpointLocked(clean bool, upTo int64) error {
 	last := s.ckpt.last
-	d := s.durable.Load()
-	x := s.dispatchOK.Load()
+	d := min(s.durable.Load(), upTo)
+	x := min(s.dispatchOK.Load(), upTo)
 	if err := s.cq.Flush(); err != nil {
 		if clean {
 			return fmt.Errorf("storage: flush consume queues: %w", err)
 		}
 		s.logOnceFull(&s.hold.cqFlushFull, "storage: consume queue flush failed; the checkpoint keeps its dispatched offset", err)
-		x = last.dispatched
+		x = min(last.dispatched, upTo)
 	} else {
 		s.hold.cqFlushFull.Store(false)
 	}

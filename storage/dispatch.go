@@ -1,6 +1,11 @@
 package storage
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/samsamq/samsa/storage/consumequeue"
+)
 
 // runDispatcher is the dispatcher goroutine: it takes the records appended
 // since its last round (in log order, from the append lock's queue), adds
@@ -29,6 +34,13 @@ func (s *Store) runDispatcher() {
 // (visibleLimit: the acknowledgement level's offset), carrying the rest
 // to a later round.
 func (s *Store) dispatchRound(spare *[]dispatchReq) {
+	s.dispatchMu.Lock()
+	defer s.dispatchMu.Unlock()
+	s.dispatchRoundLocked(spare)
+}
+
+// dispatchRoundLocked is dispatchRound; callers hold dispatchMu.
+func (s *Store) dispatchRoundLocked(spare *[]dispatchReq) {
 	s.mu.Lock()
 	fresh := s.mu.dispatch
 	s.mu.dispatch = (*spare)[:0]
@@ -66,8 +78,24 @@ func (s *Store) dispatchRound(spare *[]dispatchReq) {
 
 // index appends r's ConsumeQueue entry.
 func (s *Store) index(r *dispatchReq) error {
-	if err := s.cq.Queue(r.topic, r.qid).Append(r.qoff, r.phys, r.size, r.tags); err != nil {
+	if err := s.appendEntry(r); err != nil {
 		return fmt.Errorf("storage: index %s/%d offset %d: %w", r.topic, r.qid, r.qoff, err)
 	}
 	return nil
+}
+
+// appendEntry appends r's entry to its ConsumeQueue. A queue with no file
+// yet whose first record has an offset above 0 starts at it, when the log
+// does not begin at 0: a replica that began at a later segment base
+// (ResetTo) meets queues whose earlier records lie below its log
+// (AppendReplicated accepted the offset).
+func (s *Store) appendEntry(r *dispatchReq) error {
+	q := s.cq.Queue(r.topic, r.qid)
+	err := q.Append(r.qoff, r.phys, r.size, r.tags)
+	if errors.Is(err, consumequeue.ErrGap) && q.MaxOffset() == 0 && s.CommitLogMinOffset() > 0 {
+		if q.StartAt(r.qoff) == nil {
+			err = q.Append(r.qoff, r.phys, r.size, r.tags)
+		}
+	}
+	return err
 }

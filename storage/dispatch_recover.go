@@ -20,7 +20,7 @@ func (s *Store) reindexRecord(r *dispatchReq) error {
 		s.hold.n.Add(1)
 		return nil
 	}
-	err := s.cq.Queue(r.topic, r.qid).Append(r.qoff, r.phys, r.size, r.tags)
+	err := s.appendEntry(r)
 	switch {
 	case err == nil:
 		return nil
@@ -45,12 +45,18 @@ func (s *Store) adoptHeld() {
 		return
 	}
 	s.mu.Lock()
-	for k, rs := range s.hold.queues {
-		c := s.counterLocked(k.topic, k.qid)
-		*c = max(*c, rs[len(rs)-1].qoff+1)
-	}
+	s.heldCountersLocked()
 	s.mu.Unlock()
 	s.dispatchOK.Store(s.dispatchFloor(s.dispatchOK.Load()))
 	s.log.Warn("storage: recovery could not re-index every record; the dispatcher retries them",
 		"records", s.hold.n.Load(), "queues", len(s.hold.queues), "from", s.dispatchOK.Load())
+}
+
+// heldCountersLocked moves each held queue's counter past its last held
+// record (they are not in the ConsumeQueue the counters were taken from).
+func (s *Store) heldCountersLocked() {
+	for k, rs := range s.hold.queues {
+		c := s.counterLocked(k.topic, k.qid)
+		*c = max(*c, rs[len(rs)-1].qoff+1)
+	}
 }

@@ -185,13 +185,37 @@ func (s *Store) retryHeld(cbs []func(string, int32, int64), force bool) {
 		h.arm()
 		return
 	}
+	s.endOutage("storage: consume queues caught up; the held records are indexed")
+}
+
+// endOutage ends the outage, logging msg, once no record is held.
+func (s *Store) endOutage(msg string) {
+	h := &s.hold
 	if h.n.Load() == 0 && !h.since.IsZero() {
-		s.log.Info("storage: consume queues caught up; the held records are indexed",
-			"outage", time.Since(h.since).Round(time.Millisecond), "failedAttempts", h.tries, "firstErr", h.first)
+		s.log.Info(msg, "outage", time.Since(h.since).Round(time.Millisecond), "failedAttempts", h.tries, "firstErr", h.first)
 		h.since, h.first, h.full = time.Time{}, nil, false
 		h.queues = nil // drop the memory the outage grew
 		s.setReadOnly(roIndex, false)
 	}
+}
+
+// dropHeldFrom forgets the held records at or past off (a cut removed
+// them from the log); callers hold dispatchMu.
+func (s *Store) dropHeldFrom(off int64) {
+	h := &s.hold
+	for k, rs := range h.queues {
+		n := len(rs)
+		for n > 0 && rs[n-1].phys >= off {
+			n--
+		}
+		h.n.Add(-int64(len(rs) - n))
+		if n == 0 {
+			delete(h.queues, k)
+		} else {
+			h.queues[k] = rs[:n]
+		}
+	}
+	s.endOutage("storage: the held records were cut off the log; the outage ends")
 }
 
 // skipUnnamable drops the entry of a record whose topic or queue id cannot

@@ -47,7 +47,15 @@
 //     physical offset, whole-record CRC): it stops before a corrupt one,
 //     answers a read starting at one with a *CorruptRecordError and a
 //     NextOffset past it, and quarantines it (get_verify.go).
-//   - WrittenOffset >= HandedOffset >= DurableOffset; all only grow.
+//   - Replication (replica.go): ReadLog copies a master's whole records
+//     up to HandedOffset, and may run concurrently with everything;
+//     AppendReplicated writes them into a slave at the same offsets
+//     through the normal write path, checked record by record; FlushTo
+//     waits for durability. TruncateTo and ResetTo cut the log
+//     (replica_cut.go); their caller runs no append meanwhile, readers may
+//     run and get errors or nothing, never a record out of place.
+//   - WrittenOffset >= HandedOffset >= DurableOffset; all only grow,
+//     except that TruncateTo and ResetTo set them all to the cut.
 //
 // # Files
 //
@@ -55,6 +63,8 @@
 //	Dir/abort                      present while open; after a crash, Open scans
 //	Dir/checkpoint                 durable and dispatched offsets (checkpoint.go)
 //	Dir/quarantine.json            corrupt records reads found (quarantine.go)
+//	Dir/reset                      a ResetTo decided and not finished: Open
+//	                               finishes it (replica_cut.go)
 //	Dir/commitlog/<20-digit base>  segments; records as in package record
 //	Dir/consumequeue/<topic>/<q>/  package consumequeue
 //	Dir/lost+found/<UTC time>/     what recovery or Repair cut off the log, with

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -11,10 +12,11 @@ import (
 //
 //   - sync: woken by every sync append's kick; runs group-commit rounds.
 //   - async: woken by a ticker every Flush.Interval.
-//   - none: does nothing until Close.
+//   - none: flushes nothing by itself.
 //
-// It exits when Close closes stop.flusher, after a last round that
-// releases every waiter.
+// Under every policy a kick with waiters queued (FlushTo's) runs a round
+// at once. It exits when Close closes stop.flusher, after a last round
+// that releases every waiter.
 func (s *Store) runFlusher() {
 	defer s.wg.Done()
 	switch s.policy {
@@ -23,7 +25,16 @@ func (s *Store) runFlusher() {
 	case FlushAsync:
 		s.asyncFlusher()
 	default:
-		<-s.stop.flusher
+		var spare []*waiter
+		for {
+			select {
+			case <-s.flushKick:
+				s.flushRound(&spare, nil)
+			case <-s.stop.flusher:
+				s.flushRound(&spare, nil)
+				return
+			}
+		}
 	}
 }
 
@@ -63,7 +74,11 @@ func (s *Store) syncFlusher() {
 
 // flushRound snapshots the waiters, flushes everything written, and
 // releases the snapshot with the result, telling g (if any) what it saw.
+// It holds flushMu throughout: a cut (TruncateTo) between the snapshot and
+// the flush would leave a waiter above what the flush can reach.
 func (s *Store) flushRound(spare *[]*waiter, g *gatherer) {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
 	s.mu.Lock()
 	batch := s.mu.pending
 	s.mu.pending = (*spare)[:0]
@@ -132,12 +147,18 @@ func (s *Store) asyncFlusher() {
 	defer t.Stop()
 	lastFull := time.Now()
 	threshold := f.dirtyThreshold()
+	var spare []*waiter
 	for {
 		select {
 		case <-t.C:
+		case <-s.flushKick: // FlushTo
+			s.flushRound(&spare, nil)
+			continue
 		case <-s.stop.flusher:
+			s.flushRound(&spare, nil)
 			return
 		}
+		s.flushMu.Lock()
 		w := s.written.Load()
 		dirty := w - s.durable.Load()
 		full := time.Since(lastFull) >= f.FullInterval
@@ -146,6 +167,7 @@ func (s *Store) asyncFlusher() {
 				s.log.Error("storage: async flush failed", "err", err)
 			}
 		}
+		s.flushMu.Unlock()
 		if full {
 			lastFull = time.Now()
 		}
@@ -153,7 +175,7 @@ func (s *Store) asyncFlusher() {
 }
 
 // flushTo makes the log durable at least up to w (a value of written read
-// by the caller before the call): it syncs the commitlog directory if a
+// by the caller before the call; callers hold flushMu): it syncs the commitlog directory if a
 // segment was created, then flushes every segment holding bytes in
 // [durable, w). An error is terminal: it becomes the sticky ErrBroken
 // error, and durable never moves again.
@@ -207,5 +229,40 @@ func (s *Store) finalFlush() error {
 	if err := s.Err(); err != nil {
 		return err
 	}
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
 	return s.flushTo(s.written.Load())
+}
+
+// FlushTo returns once DurableOffset() >= off, joining the group commit:
+// it queues a waiter as a sync Append does and wakes the flusher, whose
+// round flushes everything written and releases it. Under the async and
+// none policies that round starts at once, not at the next tick. off >
+// WrittenOffset() is an error. Like a sync Append it gives up with
+// ErrFlushTimeout after Flush.Timeout, with the context's error, or with
+// the sticky ErrBroken error.
+func (s *Store) FlushTo(ctx context.Context, off int64) error {
+	if s.durable.Load() >= off {
+		return nil
+	}
+	if err := s.acquireSlot(ctx); err != nil {
+		return err
+	}
+	w := s.getWaiter()
+	s.mu.Lock()
+	err := s.appendableLocked(false)
+	if written := s.written.Load(); err == nil && off > written {
+		err = fmt.Errorf("storage: flush to %d: past the written offset %d", off, written)
+	}
+	if err == nil {
+		s.pendLocked(w, off)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.putWaiter(w)
+		<-s.sem
+		return err
+	}
+	kick(s.flushKick)
+	return s.wait(ctx, w)
 }

@@ -28,11 +28,11 @@ func (s *Store) ReadAt(physOffset int64, size int32) ([]byte, error) {
 
 // readInto fills b with the log's bytes at phys (within one segment).
 func (s *Store) readInto(b []byte, phys int64) error {
+	s.segs.RLock() // written is checked under it: a cut lowers it under the write lock
+	defer s.segs.RUnlock()
 	if phys < 0 || phys+int64(len(b)) > s.written.Load() {
 		return fmt.Errorf("%w: [%d, %d) past the written offset %d", ErrNotFound, phys, phys+int64(len(b)), s.written.Load())
 	}
-	s.segs.RLock()
-	defer s.segs.RUnlock()
 	g := s.segmentAtLocked(phys)
 	if g == nil {
 		return fmt.Errorf("%w: offset %d (min offset %d)", ErrNotFound, phys, s.minOffsetLocked())
@@ -117,7 +117,28 @@ func (s *Store) EarliestStoreTime(topic string, queueID int32) (int64, error) {
 // record returned has been checked (get_verify.go); at a corrupt one the
 // read stops, and a read starting at one returns a *CorruptRecordError
 // with NextOffset past it.
+//
+// A read that meets a cut (TruncateTo, ResetTo) reads again: it may have
+// taken an index entry from before the cut and the log's bytes from after.
 func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
+	tagFilter func(tagsCode int64) bool) (GetResult, error) {
+	for try := 0; ; try++ {
+		gen := s.cuts.Load()
+		res, err := s.getMessages(gen, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
+		if gen%2 == 0 && s.cuts.Load() == gen && !errors.Is(err, errCutDuringRead) {
+			return res, err
+		}
+		if try == 3 {
+			return GetResult{Status: OffsetFoundNull, NextOffset: offset}, errCutDuringRead
+		}
+	}
+}
+
+// errCutDuringRead: the log was cut while a read ran, again and again.
+var errCutDuringRead = errors.New("storage: the log was cut during the read; read again")
+
+// getMessages is GetMessages, for reads that began at cut generation gen.
+func (s *Store) getMessages(gen int64, topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
 	tagFilter func(tagsCode int64) bool) (GetResult, error) {
 	q := s.queue(topic, queueID)
 	minOff, maxOff := q.MinOffset(), q.MaxOffset()
@@ -195,7 +216,7 @@ scan:
 	if len(picked) == 0 {
 		return res, nil
 	}
-	if err := s.readRecords(&res, topic, queueID, picked, offsets, bytes); err != nil {
+	if err := s.readRecords(gen, &res, topic, queueID, picked, offsets, bytes); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -203,7 +224,7 @@ scan:
 
 // readRecords reads the picked records into one buffer, one ReadAt per run
 // of adjacent records, and checks each before it joins the result.
-func (s *Store) readRecords(res *GetResult, topic string, queueID int32, picked []consumequeue.Entry, offsets []int64, total int) error {
+func (s *Store) readRecords(gen int64, res *GetResult, topic string, queueID int32, picked []consumequeue.Entry, offsets []int64, total int) error {
 	buf := make([]byte, total)
 	res.Records = make([][]byte, 0, len(picked))
 	res.QueueOffsets = make([]int64, 0, len(picked))
@@ -230,6 +251,9 @@ func (s *Store) readRecords(res *GetResult, topic string, queueID int32, picked 
 			n := int(picked[k].Size)
 			rec := buf[off : off+n : off+n]
 			if err := verifyRecord(rec, picked[k]); err != nil {
+				if s.cuts.Load() != gen {
+					return errCutDuringRead // not corrupt: another record lies there now
+				}
 				err = stopAtCorrupt(res, s.corrupt(topic, queueID, offsets[k], picked[k], err))
 				if len(res.Records) > 0 {
 					res.Whole = buf[:res.Bytes:res.Bytes]

@@ -181,12 +181,21 @@ func (s *Store) writeOut() error {
 	return nil
 }
 
-// storeHanded raises handed to w (never lowers it).
+// storeHanded raises handed to w (never lowers it) and runs the OnHanded
+// callbacks if it did.
 func (s *Store) storeHanded(w int64) {
 	for {
 		h := s.handed.Load()
-		if w <= h || s.handed.CompareAndSwap(h, w) {
+		if w <= h {
 			return
+		}
+		if s.handed.CompareAndSwap(h, w) {
+			break
+		}
+	}
+	if p := s.onHanded.Load(); p != nil {
+		for _, fn := range *p {
+			fn(w)
 		}
 	}
 }

@@ -140,6 +140,13 @@ func (s *Store) addQuarantine(e QuarantineEntry, err error) bool {
 		}
 	}
 	q.byPhys.Store(&m)
+	s.writeQuarantineLocked(m)
+	return true
+}
+
+// writeQuarantineLocked rewrites the file with m; a failure is logged.
+// Callers hold the quarantine's mu.
+func (s *Store) writeQuarantineLocked(m map[int64]quarantined) {
 	f := quarantineFile{Version: quarantineVersion}
 	for _, x := range m {
 		f.Records = append(f.Records, x.QuarantineEntry)
@@ -153,7 +160,26 @@ func (s *Store) addQuarantine(e QuarantineEntry, err error) bool {
 		s.log.Error("storage: could not write the quarantine file; the record stays quarantined until restart",
 			"file", s.quarantinePath(), "err", werr)
 	}
-	return true
+}
+
+// dropQuarantineFrom forgets the entries at or past off (a cut removed
+// their records; new records will lie there) and rewrites the file.
+func (s *Store) dropQuarantineFrom(off int64) {
+	q := s.quarantine()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	old := *q.byPhys.Load()
+	m := make(map[int64]quarantined, len(old))
+	for p, x := range old {
+		if p < off {
+			m[p] = x
+		}
+	}
+	if len(m) == len(old) {
+		return
+	}
+	q.byPhys.Store(&m)
+	s.writeQuarantineLocked(m)
 }
 
 // Quarantined returns the corrupt records the store has found (in this run

@@ -57,6 +57,9 @@ func (s *Store) recover() (err error) {
 			err = fmt.Errorf("%w; run 'samsa store verify %s' to see the damage and 'samsa store repair %s' to make the store open again", err, s.dir, s.dir)
 		}
 	}()
+	if err := s.finishReset(); err != nil { // a crash in ResetTo (replica_cut.go)
+		return err
+	}
 	ck, haveCk, err := s.readCheckpoint()
 	if err != nil {
 		return err
@@ -127,7 +130,10 @@ func (s *Store) recover() (err error) {
 		s.dirDirty.Store(true)
 		s.cq.MarkUnsynced()
 	}
-	if err := s.flushTo(end); err != nil {
+	s.flushMu.Lock()
+	err = s.flushTo(end)
+	s.flushMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("storage: flush the recovered log: %w", err)
 	}
 	if err := s.writeCheckpoint(false); err != nil && !s.deferCheckpoint(err) {
@@ -138,15 +144,20 @@ func (s *Store) recover() (err error) {
 	return nil
 }
 
-// removeStaleTemp removes a checkpoint temp file a crash left behind.
+// removeStaleTemp removes a checkpoint (or reset marker) temp file a
+// crash left behind.
 func (s *Store) removeStaleTemp() error {
-	tmp := s.checkpointPath() + ".tmp"
-	ok, err := exists(s.fs, tmp)
-	if err != nil || !ok {
-		return err
-	}
-	if err := s.fs.Remove(tmp); err != nil {
-		return fmt.Errorf("storage: remove %s: %w", tmp, err)
+	for _, tmp := range []string{s.checkpointPath() + ".tmp", s.resetPath() + ".tmp"} {
+		ok, err := exists(s.fs, tmp)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if err := s.fs.Remove(tmp); err != nil {
+			return fmt.Errorf("storage: remove %s: %w", tmp, err)
+		}
 	}
 	return nil
 }
@@ -287,6 +298,19 @@ func (s *Store) recoverScan(files []segmentFile, ck checkpoint) (end, durable in
 // logged, with the total, so a power loss under async flush that cuts
 // acknowledged records says which.
 func (s *Store) trimQueues(end int64) error {
+	dropped, err := s.dropEntriesFrom(end, "storage: recovery dropped indexed (acknowledged) records the log no longer holds")
+	if dropped > 0 {
+		s.log.Warn("storage: recovery cut acknowledged records", "records", dropped, "logEnd", end,
+			"durability", s.opts.Durability().String(),
+			"why", "a power loss (or corruption) took bytes that were indexed; queue offsets past the cut will be reused")
+	}
+	return err
+}
+
+// dropEntriesFrom drops every ConsumeQueue entry pointing at or past end,
+// durably, logging each queue's dropped offsets with msg, and returns how
+// many went.
+func (s *Store) dropEntriesFrom(end int64, msg string) (int64, error) {
 	var errs []error
 	var dropped int64
 	s.cq.Each(func(topic string, qid int32, q *consumequeue.Queue) {
@@ -297,16 +321,10 @@ func (s *Store) trimQueues(end int64) error {
 		}
 		if after := q.MaxOffset(); after < before {
 			dropped += before - after
-			s.log.Warn("storage: recovery dropped indexed (acknowledged) records the log no longer holds",
-				"topic", topic, "queue", qid, "fromOffset", after, "toOffset", before, "records", before-after, "logEnd", end)
+			s.log.Warn(msg, "topic", topic, "queue", qid, "fromOffset", after, "toOffset", before, "records", before-after, "logEnd", end)
 		}
 	})
-	if dropped > 0 {
-		s.log.Warn("storage: recovery cut acknowledged records", "records", dropped, "logEnd", end,
-			"durability", s.opts.Durability().String(),
-			"why", "a power loss (or corruption) took bytes that were indexed; queue offsets past the cut will be reused")
-	}
-	return errors.Join(errs...)
+	return dropped, errors.Join(errs...)
 }
 
 // corruptAt builds the error for a cut below the durable offset k.
@@ -412,18 +430,11 @@ func (s *Store) reindex(files []segmentFile, from, end int64) error {
 func (s *Store) rebuildCounters(ck checkpoint, haveCk bool) error {
 	var errs []error
 	seen := map[queueKey]bool{}
-	s.cq.Each(func(topic string, qid int32, q *consumequeue.Queue) {
-		k := queueKey{topic, qid}
+	s.countersFromQueuesLocked(func(k queueKey, n int64) { // the store is not shared yet
 		seen[k] = true
-		n := q.MaxOffset()
 		if want := ck.queues[k]; haveCk && n < want {
 			errs = append(errs, fmt.Errorf("%w: consume queue %s/%d ends at offset %d; the checkpoint had %d durable",
-				ErrCorrupt, topic, qid, n, want))
-		}
-		if n > 0 {
-			c := new(int64)
-			*c = n
-			s.mu.counters[k] = c
+				ErrCorrupt, k.topic, k.qid, n, want))
 		}
 	})
 	for k, want := range ck.queues {
@@ -433,4 +444,23 @@ func (s *Store) rebuildCounters(ck checkpoint, haveCk bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// countersFromQueuesLocked sets the per-queue offset counters from the
+// ConsumeQueues (each queue holding offsets continues after its last),
+// showing each queue's next offset to check (if not nil).
+func (s *Store) countersFromQueuesLocked(check func(k queueKey, next int64)) {
+	clear(s.mu.counters)
+	s.cq.Each(func(topic string, qid int32, q *consumequeue.Queue) {
+		k := queueKey{topic, qid}
+		n := q.MaxOffset()
+		if check != nil {
+			check(k, n)
+		}
+		if n > 0 {
+			c := new(int64)
+			*c = n
+			s.mu.counters[k] = c
+		}
+	})
 }

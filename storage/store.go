@@ -34,9 +34,11 @@ type Store struct {
 	cq   *consumequeue.Table
 
 	// written is the CommitLog offset up to which records are appended
-	// and readable; durable up to which they are fsynced. Both only grow,
-	// both are stored by one goroutine at a time (written under mu, durable
-	// by the flusher) and loaded by anyone.
+	// and readable; durable up to which they are fsynced. Both only grow
+	// (but a cut, replica_cut.go, sets every offset here to the cut, under
+	// mu, flushMu and the segment list's lock), both are stored by one
+	// goroutine at a time (written under mu, durable by the flusher) and
+	// loaded by anyone.
 	written atomic.Int64
 	durable atomic.Int64
 	// handed: every byte below it is in the kernel (handoff.go); stored
@@ -78,16 +80,19 @@ type Store struct {
 		active   *segment // the segment appends go to (nil before the first)
 		poisoned bool     // a write into active failed: seal it before the next append
 		counters map[queueKey]*int64
-		lastTs   int64         // newest store timestamp handed out
-		pending  []*waiter     // sync appends waiting for durability, in offset order
-		dispatch []dispatchReq // written records not yet indexed, in offset order
+		topics   map[string]string // topic names of replicated records, interned
+		lastTs   int64             // newest store timestamp handed out
+		pending  []*waiter         // sync appends waiting for durability, in offset order
+		dispatch []dispatchReq     // written records not yet indexed, in offset order
 		closed   bool
 	}
 
 	waiters   sync.Pool // *waiter
+	replBufs  sync.Pool // *replBatch
 	bufs      sync.Pool // *encodeBuf
 	sem       chan struct{}
 	callbacks atomic.Pointer[[]func(topic string, queueID int32, queueOffset int64)]
+	onHanded  atomic.Pointer[[]func(handed int64)]
 
 	pendingN     atomic.Int64 // len(mu.pending), for the flusher's gatherer
 	flushKick    chan struct{}
@@ -99,6 +104,16 @@ type Store struct {
 	}
 
 	retainMu sync.Mutex // one ApplyRetention at a time
+	// flushMu is held by whoever flushes (a flush round, the async
+	// flusher, recovery, Close) and by TruncateTo and ResetTo, which close
+	// segments a flush must not meet. dispatchMu is held by each dispatch
+	// round and by those two. Lock order: retainMu, dispatchMu, flushMu,
+	// mu, ckpt, segs.
+	flushMu, dispatchMu sync.Mutex
+	// cuts counts TruncateTo and ResetTo calls begun and ended (odd while
+	// one runs): a read that saw it change may have mixed the log before
+	// and after a cut, and reads again (get.go).
+	cuts atomic.Int64
 
 	ckpt struct {
 		sync.Mutex
@@ -150,6 +165,8 @@ func Open(opts Options) (*Store, error) {
 	s.stop.dispatcher = make(chan struct{})
 	s.stop.background = make(chan struct{})
 	s.mu.counters = make(map[queueKey]*int64)
+	s.mu.topics = make(map[string]string)
+	s.replBufs.New = func() any { return new(replBatch) }
 	s.sem = make(chan struct{}, opts.Flush.MaxPending)
 	s.waiters.New = func() any { return newWaiter() }
 	s.bufs.New = func() any { return new(encodeBuf) }
@@ -339,14 +356,20 @@ func (s *Store) CommitLogMinOffset() int64 {
 // indexed in its ConsumeQueue (long-poll wakes on it). Register before
 // traffic; fn must not block.
 func (s *Store) OnDispatch(fn func(topic string, queueID int32, queueOffset int64)) {
+	addCallback(&s.callbacks, fn)
+}
+
+// addCallback appends fn to the list p points at (replaced, never changed
+// in place, so callers run it without a lock).
+func addCallback[F any](p *atomic.Pointer[[]F], fn F) {
 	for {
-		old := s.callbacks.Load()
-		var next []func(string, int32, int64)
+		old := p.Load()
+		var next []F
 		if old != nil {
 			next = append(next, *old...)
 		}
 		next = append(next, fn)
-		if s.callbacks.CompareAndSwap(old, &next) {
+		if p.CompareAndSwap(old, &next) {
 			return
 		}
 	}

@@ -42,6 +42,29 @@ func (q *Queue) Append(queueOffset, physOffset int64, size int32, tagsCode int64
 	}
 }
 
+// StartAt makes a queue that has no file yet begin at queue offset off:
+// MinOffset and MaxOffset become off and its first file is named for off.
+// It is for a replica whose CommitLog begins after the queue's first
+// records (they lie below it). A queue with a file refuses with
+// ErrConflict.
+func (q *Queue) StartAt(off int64) error {
+	q.appendMu.Lock()
+	defer q.appendMu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.usableLocked(); err != nil {
+		return err
+	}
+	switch {
+	case len(q.mu.files) > 0:
+		return fmt.Errorf("%w: %s: start at offset %d: the queue has files (offsets [%d, %d))", ErrConflict, q, off, q.mu.min, q.mu.max)
+	case off < 0:
+		return fmt.Errorf("%w: %s: start at offset %d", ErrInvalidEntry, q, off)
+	}
+	q.mu.min, q.mu.max, q.mu.bufStart = off, off, off
+	return nil
+}
+
 // append's answers that Append resolves outside mu, then calls it again.
 var (
 	// errNeedFile: the last file is full (its buffer written) or there is none.
@@ -55,13 +78,10 @@ var (
 func (q *Queue) append(queueOffset int64, e Entry) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if err := q.usableLocked(); err != nil {
+		return err
+	}
 	switch {
-	case q.mu.closed:
-		return ErrClosed
-	case q.nameErr != nil:
-		return q.nameErr
-	case q.mu.err != nil:
-		return q.mu.err
 	case queueOffset > q.mu.max:
 		return fmt.Errorf("%w: %s: offset %d, max offset %d", ErrGap, q, queueOffset, q.mu.max)
 	case queueOffset < q.mu.max:
@@ -102,6 +122,18 @@ func (q *Queue) append(queueOffset int64, e Entry) error {
 		_ = q.writeBufLocked()
 	}
 	return nil
+}
+
+// usableLocked says why nothing can be appended (closed, a name that
+// cannot be a directory, a sticky fsync error), or nil. Callers hold mu.
+func (q *Queue) usableLocked() error {
+	switch {
+	case q.mu.closed:
+		return ErrClosed
+	case q.nameErr != nil:
+		return q.nameErr
+	}
+	return q.mu.err
 }
 
 // checkStoredLocked compares e with the stored entry at off < max.

@@ -15,8 +15,9 @@ type Table struct {
 	opts Options
 	sh   *shared
 
-	// topicDirs are the topic directories OpenTable found (nothing removes
-	// one), for MarkUnsynced. Set before the table is shared.
+	// topicDirs are the topic directories OpenTable found (only Clear
+	// removes them), for MarkUnsynced. Set before the table is shared,
+	// then changed under mu by Clear.
 	topicDirs []string
 
 	mu struct {
@@ -184,6 +185,26 @@ func (t *Table) syncDirs() error {
 	}
 	t.mu.dirsDirty = false
 	return nil
+}
+
+// Clear closes every queue and forgets it, leaving the table open and
+// empty: Queue makes new, empty queues from then on, and readers of a
+// cleared queue get ErrClosed. The files stay: removing them is the
+// caller's (a store that resets its log removes the table's directory
+// contents). Nothing may append meanwhile.
+func (t *Table) Clear() error {
+	t.mu.Lock()
+	old := t.mu.queues
+	t.mu.queues = make(map[queueKey]*Queue)
+	t.topicDirs = nil
+	t.mu.Unlock()
+	var errs []error
+	for _, q := range old {
+		if err := q.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close flushes and closes every queue. Later calls on the table's queues
