@@ -80,7 +80,7 @@ func TruncateEpochs(list []Epoch, off int64) []Epoch {
 
 // epochFor returns the index of the entry holding offset off: the last
 // one starting at or below it (the first entry when off precedes every
-// start: a master's oldest entry stands for everything below it), and the
+// start, which a master's list does not allow: see EpochFile), and the
 // offset where that entry ends (math.MaxInt64 for the last entry).
 func epochFor(list []Epoch, off int64) (int, int64) {
 	i := len(list) - 1

@@ -40,8 +40,12 @@ import (
 //     any counted epoch; later starts count up from it) covering its whole
 //     retained log: no slave shares it, so every slave copies afresh.
 //
-// A list longer than MaxEpochs loses its oldest entries; a master's first
-// entry then stands for everything below it too.
+// A list longer than MaxEpochs merges its two oldest entries (the older
+// start, the newer epoch), so the first entry still covers the oldest
+// retained byte; a slave whose last shared epoch was among them copies
+// afresh. A master's first entry always starts at or below its log's
+// oldest byte; a list that does not (edited by hand) is no usable
+// history.
 type EpochFile struct {
 	fs   vfs.FS
 	path string
@@ -181,6 +185,11 @@ func (f *EpochFile) BeginMasterEpoch(written, minOffset int64) (Epoch, error) {
 	for len(list) > 0 && list[len(list)-1].Start > written {
 		list = list[:len(list)-1]
 	}
+	if len(list) > 0 && list[0].Start > minOffset {
+		f.log.Error("ha: the epoch list starts above the log's oldest byte: treating it as no epoch history",
+			"path", f.path, "firstEpoch", list[0].Epoch, "firstStart", list[0].Start, "minOffset", minOffset)
+		list = nil
+	}
 	var e Epoch
 	if len(list) == 0 {
 		fresh := uint32(max(f.now().Unix()-epochClockBase, 1))
@@ -204,6 +213,9 @@ func (f *EpochFile) BeginMasterEpoch(written, minOffset int64) (Epoch, error) {
 func (f *EpochFile) Record(e Epoch, at int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if n := len(f.list); n > 0 && f.list[n-1] == e && e.Start <= at {
+		return nil // the common case: the epoch goes on
+	}
 	list, changed, err := recordEpoch(slices.Clone(f.list), e, at)
 	if err != nil || !changed {
 		return err
@@ -232,8 +244,9 @@ func (f *EpochFile) Reset() error {
 
 // storeLocked writes list (trimmed to MaxEpochs) and makes it current.
 func (f *EpochFile) storeLocked(list []Epoch) error {
-	if len(list) > MaxEpochs {
-		list = list[len(list)-MaxEpochs:]
+	for len(list) > MaxEpochs {
+		list[1].Start = list[0].Start
+		list = list[1:]
 	}
 	if err := validEpochs(list); err != nil {
 		return fmt.Errorf("ha: internal: epoch list: %w", err)
