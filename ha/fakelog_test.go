@@ -44,7 +44,7 @@ func newMemLog(seg int64, maxRecord int) *memLog {
 
 func (l *memLog) written() int64 { return l.min + int64(len(l.data)) }
 
-func (l *memLog) HandedOffset() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.handed }
+func (l *memLog) HandedOffset() int64  { l.mu.Lock(); defer l.mu.Unlock(); return l.handed }
 func (l *memLog) WrittenOffset() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.written() }
 func (l *memLog) DurableOffset() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.durable }
 func (l *memLog) CommitLogMinOffset() int64 {

@@ -33,8 +33,8 @@ type logCapture struct {
 }
 
 func (c *logCapture) Enabled(context.Context, slog.Level) bool { return true }
-func (c *logCapture) WithAttrs([]slog.Attr) slog.Handler      { return c }
-func (c *logCapture) WithGroup(string) slog.Handler           { return c }
+func (c *logCapture) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *logCapture) WithGroup(string) slog.Handler            { return c }
 func (c *logCapture) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	b.WriteString(r.Message)

@@ -21,9 +21,9 @@ import (
 type lagRing struct {
 	lastAt atomic.Int64 // at of the newest sample: the lock-free skip
 	mu     sync.Mutex
-	buf  [lagSamples]lagSample
-	n    int // samples held
-	next int // where the next sample goes
+	buf    [lagSamples]lagSample
+	n      int // samples held
+	next   int // where the next sample goes
 }
 
 type lagSample struct {
