@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/storage/vfs"
+	"github.com/samsamq/samsa/storage/vfs/errorfs"
 )
 
 const epochPath = "/ha/epoch"
@@ -130,4 +131,39 @@ func TestEpochFileCrashClones(t *testing.T) {
 			t.Fatalf("crash after change %d: %v, want %v", i, got, states[i])
 		}
 	}
+}
+
+// An unreadable file is treated as a corrupt one: moved aside, no history.
+func TestEpochFileUnreadable(t *testing.T) {
+	mem := vfs.NewMem()
+	f := openEpochs(t, mem)
+	must(t, f.Record(Epoch{1, 0}, 0))
+	efs := errorfs.Wrap(mem, errorfs.Rule{Op: errorfs.OpRead, Path: "epoch"})
+	if got := openEpochs(t, efs).Entries(); len(got) != 0 {
+		t.Fatalf("unreadable file gave %v", got)
+	}
+	if _, err := mem.Stat(epochPath + ".corrupt"); err != nil {
+		t.Fatalf("unreadable file not moved aside: %v", err)
+	}
+}
+
+// A failed write changes nothing: the old list stays, in memory and on
+// disk.
+func TestEpochFileWriteFailure(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := errorfs.Wrap(mem)
+	f := openEpochs(t, efs)
+	must(t, f.Record(Epoch{1, 0}, 0))
+	efs.AddRule(errorfs.Rule{Op: errorfs.OpSync, Path: "epoch"})
+	if err := f.Record(Epoch{2, 100}, 100); !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("record with a failing sync: %v", err)
+	}
+	want := []Epoch{{1, 0}}
+	if got := f.Entries(); !slices.Equal(got, want) {
+		t.Fatalf("in memory: %v", got)
+	}
+	if got := openEpochs(t, mem.CrashClone(rand.New(rand.NewSource(3)))).Entries(); !slices.Equal(got, want) {
+		t.Fatalf("on disk: %v", got)
+	}
+	must(t, f.Record(Epoch{2, 100}, 100)) // the rule fired once
 }

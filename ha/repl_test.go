@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/samsamq/samsa/storage/vfs"
+	"github.com/samsamq/samsa/storage/vfs/errorfs"
 )
 
 const (
@@ -376,5 +377,22 @@ func TestConcurrentWaitersOverTheLink(t *testing.T) {
 	// AckFlushed: what the slave acknowledged is durable there.
 	if d, a := sn.log.DurableOffset(), m.Slaves()[0].AckOffset; d < a {
 		t.Fatalf("slave acknowledged %d with %d durable", a, d)
+	}
+}
+
+// An epoch file that cannot be written drops the link (the data it would
+// cover is not appended); the slave retries and goes on.
+func TestEpochWriteFailureDropsLink(t *testing.T) {
+	rng := seeded(t)
+	mn := newNode(t, testSeg)
+	sn := &node{log: newMemLog(testSeg, testMaxRec), fs: vfs.NewMem()}
+	efs := errorfs.Wrap(sn.fs, errorfs.Rule{Op: errorfs.OpSync, Path: "epoch"})
+	sn.epochs = openEpochs(t, efs)
+	m := startMaster(t, mn, "", nil)
+	s := startSlave(t, sn, 1, masterAddr(m), nil)
+	fill(mn.log, rng, 50, 1)
+	caughtUp(t, mn.log, sn.log)
+	if st := s.Status(); st.Reconnects == 0 || !errors.Is(st.LastError, errorfs.ErrInjected) {
+		t.Fatalf("status %+v", st)
 	}
 }
