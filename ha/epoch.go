@@ -13,7 +13,7 @@ import (
 // first truncates to agree with the one before), which is what lets a
 // slave find how much of its log it may keep.
 type Epoch struct {
-	Epoch uint32
+	Epoch uint64
 	Start int64
 }
 

@@ -23,7 +23,7 @@ import (
 //	off  size  field   why
 //	  0     8  MAGIC   "SAMSAEP1": format and version
 //	  8     4  COUNT   entries, ≤ MaxEpochs
-//	 12  12×n  ENTRIES EPOCH 4, START 8; epochs and starts strictly increasing
+//	 12  16×n  ENTRIES EPOCH 8, START 8; epochs and starts strictly increasing
 //	  .     4  CRC     CRC32 (IEEE) of everything before it
 //
 // No usable history. A missing, unreadable or corrupt file never stops
@@ -36,9 +36,10 @@ import (
 //   - A master with an empty list cannot know which epoch numbers were
 //     used before, and reusing one with the same start would let a slave
 //     keep bytes the master no longer has. It opens a fresh epoch whose
-//     number comes from the clock (seconds since 2020-01-01 UTC, far above
-//     any counted epoch; later starts count up from it) covering its whole
-//     retained log: no slave shares it, so every slave copies afresh.
+//     number comes from the clock (nanoseconds since 2020-01-01 UTC: far
+//     above any counted epoch, and no two starts share one; later starts
+//     count up from it) covering its whole retained log: no slave shares
+//     it, so every slave copies afresh.
 //
 // A list longer than MaxEpochs merges its two oldest entries (the older
 // start, the newer epoch), so the first entry still covers the oldest
@@ -55,13 +56,14 @@ type EpochFile struct {
 	list []Epoch
 	// maxEver is the highest epoch this file ever held: a master's next
 	// epoch exceeds it even after truncation dropped it.
-	maxEver uint32
+	maxEver uint64
 }
 
 const (
 	epochMagic      = "SAMSAEP1"
 	epochFileHeader = 12
-	// epochClockBase is 2020-01-01 UTC: a fresh epoch is the seconds since.
+	// epochClockBase is 2020-01-01 UTC (Unix seconds): a fresh epoch is
+	// the nanoseconds since.
 	epochClockBase = 1577836800
 )
 
@@ -123,8 +125,8 @@ func encodeEpochFile(list []Epoch) []byte {
 	be.PutUint32(b[8:], uint32(len(list)))
 	p := epochFileHeader
 	for _, e := range list {
-		be.PutUint32(b[p:], e.Epoch)
-		be.PutUint64(b[p+4:], uint64(e.Start))
+		be.PutUint64(b[p:], e.Epoch)
+		be.PutUint64(b[p+8:], uint64(e.Start))
 		p += epochEntrySize
 	}
 	be.PutUint32(b[p:], crc32.ChecksumIEEE(b[:p]))
@@ -146,7 +148,7 @@ func decodeEpochFile(b []byte) ([]Epoch, error) {
 	list := make([]Epoch, n)
 	for i := range list {
 		q := epochFileHeader + i*epochEntrySize
-		list[i] = Epoch{Epoch: be.Uint32(b[q:]), Start: int64(be.Uint64(b[q+4:]))}
+		list[i] = Epoch{Epoch: be.Uint64(b[q:]), Start: int64(be.Uint64(b[q+8:]))}
 	}
 	if err := validEpochs(list); err != nil {
 		return nil, fmt.Errorf("ha: epoch file: %w", err)
@@ -192,7 +194,7 @@ func (f *EpochFile) BeginMasterEpoch(written, minOffset int64) (Epoch, error) {
 	}
 	var e Epoch
 	if len(list) == 0 {
-		fresh := uint32(max(f.now().Unix()-epochClockBase, 1))
+		fresh := uint64(max(f.now().Sub(time.Unix(epochClockBase, 0)), 1))
 		e = Epoch{Epoch: max(fresh, f.maxEver+1), Start: minOffset}
 	} else {
 		e = Epoch{Epoch: f.maxEver + 1, Start: written}

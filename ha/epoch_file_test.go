@@ -28,19 +28,19 @@ func TestEpochFilePersists(t *testing.T) {
 	f.now = func() time.Time { return time.Unix(epochClockBase+1000, 0) }
 	e, err := f.BeginMasterEpoch(0, 0)
 	must(t, err)
-	if e != (Epoch{1000, 0}) {
-		t.Fatalf("first epoch without history: %+v, want the clock epoch 1000 at 0", e)
+	if e != (Epoch{1000e9, 0}) {
+		t.Fatalf("first epoch without history: %+v, want the clock epoch 1000 s at 0", e)
 	}
 	e, err = f.BeginMasterEpoch(500, 0)
 	must(t, err)
-	if e != (Epoch{1001, 500}) {
+	if e != (Epoch{1000e9 + 1, 500}) {
 		t.Fatalf("second start: %+v", e)
 	}
 	// A restart with nothing written since replaces the empty epoch.
 	e, err = f.BeginMasterEpoch(500, 0)
 	must(t, err)
-	want := []Epoch{{1000, 0}, {1002, 500}}
-	if got := f.Entries(); e != (Epoch{1002, 500}) || !slices.Equal(got, want) {
+	want := []Epoch{{1000e9, 0}, {1000e9 + 2, 500}}
+	if got := f.Entries(); e != (Epoch{1000e9 + 2, 500}) || !slices.Equal(got, want) {
 		t.Fatalf("restart without writes: %+v, list %v, want %v", e, got, want)
 	}
 	// Every change is durable: a power loss keeps it.
@@ -109,7 +109,7 @@ func TestEpochFileCorrupt(t *testing.T) {
 	g.now = func() time.Time { return time.Unix(epochClockBase+7, 0) }
 	e, err := g.BeginMasterEpoch(9000, 4096)
 	must(t, err)
-	if e != (Epoch{7, 4096}) {
+	if e != (Epoch{7e9, 4096}) {
 		t.Fatalf("fresh epoch %+v", e)
 	}
 }
@@ -123,7 +123,7 @@ func TestEpochFileCrashClones(t *testing.T) {
 	states = append(states, nil)
 	rng := rand.New(rand.NewSource(77))
 	for i := 1; i <= 20; i++ {
-		must(t, f.Record(Epoch{uint32(i), int64(i * 100)}, int64(i*100)))
+		must(t, f.Record(Epoch{uint64(i), int64(i * 100)}, int64(i*100)))
 		states = append(states, f.Entries())
 		clone := mem.CrashClone(rng)
 		got := openEpochs(t, clone).Entries()

@@ -27,7 +27,7 @@ func TestConsistentPoint(t *testing.T) {
 		{"same epoch number, different start", E{{1, 0}, {2, 700}}, 900, E{{1, 0}, {2, 600}}, 900, 600},
 		{"master list trimmed at the front", E{{1, 0}, {2, 100}, {3, 200}}, 300, E{{3, 200}, {4, 250}}, 400, 250},
 		{"nothing in common", E{{1, 0}}, 500, E{{2, 0}}, 500, -1},
-		{"fresh clock epoch on the master", E{{1, 0}, {2, 100}}, 300, E{{190000000, 0}}, 300, -1},
+		{"fresh clock epoch on the master", E{{1, 0}, {2, 100}}, 300, E{{2e17, 0}}, 300, -1},
 		{"empty local", nil, 0, E{{1, 0}}, 10, -1},
 		{"empty remote", E{{1, 0}}, 10, nil, 0, -1},
 		{"interleaved epochs", E{{1, 0}, {3, 10}, {5, 20}}, 30, E{{1, 0}, {2, 5}, {4, 15}, {6, 25}}, 40, 5},

@@ -40,7 +40,7 @@ import (
 //	 24     8  HANDED    the master's handed offset: the end of its last epoch
 //	 32     4  MAXBODY   the largest TRANSFER data the master sends
 //	 36     .  REASON
-//	  .  12×n  EPOCHS    EPOCH 4, START 8: the master's epoch list, to find
+//	  .  16×n  EPOCHS    EPOCH 8, START 8: the master's epoch list, to find
 //	                     the consistent point
 //
 // TRANSFER-START, slave → master: OFFSET 8, where the slave's log ends
@@ -50,11 +50,11 @@ import (
 // TRANSFER, master → slave:
 //
 //	  0     8  OFFSET    CommitLog offset of DATA's first byte
-//	  8     4  EPOCH     the epoch DATA belongs to (a frame never spans two)
-//	 12     8  EPOCHSTART where that epoch starts
-//	 20     8  CONFIRM   the offset every in-sync replica holds
-//	 28     8  HANDED    the master's handed offset (the slave's lag)
-//	 36     .  DATA      LENGTH−36 bytes of whole records; none = heartbeat
+//	  8     8  EPOCH     the epoch DATA belongs to (a frame never spans two)
+//	 16     8  EPOCHSTART where that epoch starts
+//	 24     8  CONFIRM   the offset every in-sync replica holds
+//	 32     8  HANDED    the master's handed offset (the slave's lag)
+//	 40     .  DATA      LENGTH−40 bytes of whole records; none = heartbeat
 //
 // ACK, slave → master: OFFSET 8, the slave's log end (its durable offset
 // with SlaveConfig.AckFlushed), after each append and on heartbeats.
@@ -72,9 +72,9 @@ const (
 
 	handshakeFixed     = 28
 	replyFixed         = 36
-	transferHeaderSize = 36
+	transferHeaderSize = 40
 	offsetFrameSize    = 8
-	epochEntrySize     = 12
+	epochEntrySize     = 16
 
 	maxAddrLen   = 255
 	maxReasonLen = 1024
@@ -120,7 +120,7 @@ type handshakeReply struct {
 // transferHeader heads a TRANSFER frame; Size is its data length.
 type transferHeader struct {
 	Offset     int64
-	Epoch      uint32
+	Epoch      uint64
 	EpochStart int64
 	Confirm    int64
 	Handed     int64
@@ -227,7 +227,7 @@ func decodeHandshake(p []byte) (handshake, error) {
 	return h, nil
 }
 
-// maxWireBody bounds MAXBODY so that 36+MAXBODY fits an int32 LENGTH.
+// maxWireBody bounds MAXBODY so that the TRANSFER header plus MAXBODY fits an int32 LENGTH.
 const maxWireBody = 1<<31 - 1 - transferHeaderSize
 
 func appendHandshakeReply(b []byte, r handshakeReply) []byte {
@@ -248,8 +248,8 @@ func appendHandshakeReply(b []byte, r handshakeReply) []byte {
 	be.PutUint32(p[32:], uint32(r.MaxBody))
 	q := replyFixed + copy(p[replyFixed:], r.Reason)
 	for _, e := range r.Epochs {
-		be.PutUint32(p[q:], e.Epoch)
-		be.PutUint64(p[q+4:], uint64(e.Start))
+		be.PutUint64(p[q:], e.Epoch)
+		be.PutUint64(p[q+8:], uint64(e.Start))
 		q += epochEntrySize
 	}
 	return b
@@ -276,7 +276,7 @@ func decodeHandshakeReply(p []byte) (handshakeReply, error) {
 		r.Epochs = make([]Epoch, ne)
 		q := replyFixed + rl
 		for i := range r.Epochs {
-			r.Epochs[i] = Epoch{Epoch: be.Uint32(p[q:]), Start: int64(be.Uint64(p[q+4:]))}
+			r.Epochs[i] = Epoch{Epoch: be.Uint64(p[q:]), Start: int64(be.Uint64(p[q+8:]))}
 			q += epochEntrySize
 		}
 	}
@@ -303,10 +303,10 @@ func putTransferHeader(b []byte, h transferHeader) {
 	putEnvelope(b, kindTransfer, transferHeaderSize+h.Size)
 	p := b[envelopeSize:transferFrameHeader]
 	be.PutUint64(p[0:], uint64(h.Offset))
-	be.PutUint32(p[8:], h.Epoch)
-	be.PutUint64(p[12:], uint64(h.EpochStart))
-	be.PutUint64(p[20:], uint64(h.Confirm))
-	be.PutUint64(p[28:], uint64(h.Handed))
+	be.PutUint64(p[8:], h.Epoch)
+	be.PutUint64(p[16:], uint64(h.EpochStart))
+	be.PutUint64(p[24:], uint64(h.Confirm))
+	be.PutUint64(p[32:], uint64(h.Handed))
 }
 
 // decodeTransfer splits a TRANSFER payload into its header and data.
@@ -316,10 +316,10 @@ func decodeTransfer(p []byte) (transferHeader, []byte, error) {
 		return h, nil, fmt.Errorf("%w: TRANSFER of %d bytes", ErrProtocol, len(p))
 	}
 	h.Offset = int64(be.Uint64(p[0:]))
-	h.Epoch = be.Uint32(p[8:])
-	h.EpochStart = int64(be.Uint64(p[12:]))
-	h.Confirm = int64(be.Uint64(p[20:]))
-	h.Handed = int64(be.Uint64(p[28:]))
+	h.Epoch = be.Uint64(p[8:])
+	h.EpochStart = int64(be.Uint64(p[16:]))
+	h.Confirm = int64(be.Uint64(p[24:]))
+	h.Handed = int64(be.Uint64(p[32:]))
 	h.Size = len(p) - transferHeaderSize
 	if h.Offset < 0 || h.EpochStart < 0 || h.EpochStart > h.Offset || h.Confirm < 0 || h.Handed < 0 || h.Handed-int64(h.Size) < h.Offset {
 		return h, nil, fmt.Errorf("%w: TRANSFER offset %d, size %d, epoch %d from %d, confirm %d, handed %d",

@@ -37,6 +37,8 @@ type Master struct {
 	// handed is the last handed offset OnHanded reported.
 	handed atomic.Int64
 	lag    lagRing
+	// lastRefusal is the last failed handshake's error, logged once.
+	lastRefusal atomic.Value
 
 	mu struct {
 		sync.Mutex
@@ -78,6 +80,7 @@ func NewMaster(cfg MasterConfig) (*Master, error) {
 	m.mu.quorum = -1
 	m.mu.top = make([]int64, 0, m.need)
 	m.lag.init()
+	m.lastRefusal.Store("")
 	m.handed.Store(l.HandedOffset())
 	l.OnHanded(m.onHanded)
 	m.lg.Info("ha: master started", "addr", ln.Addr().String(), "epoch", e.Epoch, "epochStart", e.Start, "config", cfg.String())

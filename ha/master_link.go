@@ -2,9 +2,11 @@ package ha
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -59,7 +61,12 @@ func (m *Master) serve(c net.Conn) {
 	l, err := m.handshake(c, fr, remote)
 	if err != nil {
 		if !m.closed.Load() {
-			m.lg.Warn("ha: slave handshake failed", "remote", remote, "err", err)
+			// A refused slave retries every few seconds: say it once.
+			level := slog.LevelWarn
+			if msg := err.Error(); m.lastRefusal.Swap(msg) == msg {
+				level = slog.LevelDebug
+			}
+			m.lg.Log(context.Background(), level, "ha: slave handshake failed", "remote", remote, "err", err)
 		}
 		return
 	}

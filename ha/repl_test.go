@@ -76,6 +76,16 @@ func startSlave(t *testing.T, n *node, id int64, addr *addrOf, mod func(*SlaveCo
 	return s
 }
 
+// linked starts a master and a slave (id 1) following it, on new nodes.
+func linked(t *testing.T, slaveMod func(*SlaveConfig)) (mn, sn *node, m *Master, addr *addrOf, s *Slave) {
+	t.Helper()
+	mn, sn = newNode(t, testSeg), newNode(t, testSeg)
+	m = startMaster(t, mn, "", nil)
+	addr = masterAddr(m)
+	s = startSlave(t, sn, 1, addr, slaveMod)
+	return mn, sn, m, addr, s
+}
+
 // fill appends count records of random sizes (seeded) and returns the
 // log's end.
 func fill(l *memLog, rng *rand.Rand, count int, tag byte) int64 {
@@ -147,10 +157,7 @@ func TestReplicateByteIdentical(t *testing.T) {
 // stream crosses an epoch boundary, which no frame spans.
 func TestSlaveRestartCatchUp(t *testing.T) {
 	rng := seeded(t)
-	mn, sn := newNode(t, testSeg), newNode(t, testSeg)
-	m := startMaster(t, mn, "", nil)
-	addr := masterAddr(m)
-	s := startSlave(t, sn, 1, addr, nil)
+	mn, sn, m, addr, s := linked(t, nil)
 	fill(mn.log, rng, 100, 1)
 	caughtUp(t, mn.log, sn.log)
 	s.Close()
@@ -174,11 +181,8 @@ func TestSlaveRestartCatchUp(t *testing.T) {
 // at the consistent point and follows.
 func TestDivergedSlaveTruncated(t *testing.T) {
 	rng := seeded(t)
-	mn, sn := newNode(t, testSeg), newNode(t, testSeg)
-	m := startMaster(t, mn, "", nil)
-	addr := masterAddr(m)
 	logs := &logCapture{}
-	startSlave(t, sn, 1, addr, func(c *SlaveConfig) { c.Logger = slog.New(logs) })
+	mn, sn, m, addr, _ := linked(t, func(c *SlaveConfig) { c.Logger = slog.New(logs) })
 	keep := fill(mn.log, rng, 200, 1)
 	fill(mn.log, rng, 50, 2) // the tail the master will lose
 	caughtUp(t, mn.log, sn.log)
@@ -273,10 +277,8 @@ func TestStalledSlaveBlocksNothing(t *testing.T) {
 
 func TestReconnectAfterMasterRestart(t *testing.T) {
 	rng := seeded(t)
-	mn, sn := newNode(t, testSeg), newNode(t, testSeg)
-	m := startMaster(t, mn, "", nil)
+	mn, sn, m, _, s := linked(t, nil)
 	addr := m.Addr().String()
-	s := startSlave(t, sn, 1, masterAddr(m), nil)
 	fill(mn.log, rng, 100, 1)
 	caughtUp(t, mn.log, sn.log)
 	m.Close()
@@ -297,11 +299,9 @@ func TestReconnectAfterMasterRestart(t *testing.T) {
 // reconnects and copies it again.
 func TestBadRecordDropsLink(t *testing.T) {
 	rng := seeded(t)
-	mn, sn := newNode(t, testSeg), newNode(t, testSeg)
-	m := startMaster(t, mn, "", nil)
 	fault := &Fault{}
 	fault.CorruptNext(2)
-	s := startSlave(t, sn, 1, masterAddr(m), func(c *SlaveConfig) { c.Fault = fault })
+	mn, sn, _, _, s := linked(t, func(c *SlaveConfig) { c.Fault = fault })
 	fill(mn.log, rng, 200, 1)
 	caughtUp(t, mn.log, sn.log)
 	if st := s.Status(); st.Reconnects < 2 || !errors.Is(st.LastError, errMismatch) {
@@ -313,10 +313,7 @@ func TestBadRecordDropsLink(t *testing.T) {
 // master's log afresh from its oldest byte.
 func TestSlaveBehindRetention(t *testing.T) {
 	rng := seeded(t)
-	mn, sn := newNode(t, testSeg), newNode(t, testSeg)
-	m := startMaster(t, mn, "", nil)
-	addr := masterAddr(m)
-	s := startSlave(t, sn, 1, addr, nil)
+	mn, sn, _, addr, s := linked(t, nil)
 	fill(mn.log, rng, 50, 1)
 	caughtUp(t, mn.log, sn.log)
 	s.Close()
@@ -350,9 +347,7 @@ func TestFromLastSegment(t *testing.T) {
 // SYNC_MASTER under concurrency: many producers append and wait at once;
 // every wait is released by the slave's acknowledgements.
 func TestConcurrentWaitersOverTheLink(t *testing.T) {
-	mn, sn := newNode(t, testSeg), newNode(t, testSeg)
-	m := startMaster(t, mn, "", nil)
-	startSlave(t, sn, 1, masterAddr(m), func(c *SlaveConfig) { c.AckFlushed = true })
+	mn, sn, m, _, _ := linked(t, func(c *SlaveConfig) { c.AckFlushed = true })
 	waitFor(t, "slave linked", func() bool { return len(m.Slaves()) == 1 })
 	const producers, each = 16, 40
 	errs := make(chan error, producers)
@@ -394,5 +389,39 @@ func TestEpochWriteFailureDropsLink(t *testing.T) {
 	caughtUp(t, mn.log, sn.log)
 	if st := s.Status(); st.Reconnects == 0 || !errors.Is(st.LastError, errorfs.ErrInjected) {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// A lost epoch file is read conservatively: whichever side lost it, the
+// slave cannot prove its log matches and copies the master's afresh.
+func TestLostEpochFileCopiesAfresh(t *testing.T) {
+	for _, side := range []string{"master", "slave"} {
+		t.Run(side, func(t *testing.T) {
+			rng := seeded(t)
+			mn, sn, m, addr, s := linked(t, nil)
+			fill(mn.log, rng, 100, 1)
+			caughtUp(t, mn.log, sn.log)
+			s.Close()
+			m.Close()
+			lost, reason := mn, "no epoch in common"
+			if side == "slave" {
+				lost, reason = sn, "no epoch history"
+			}
+			must(t, lost.fs.Remove(epochPath))
+			mn.reopenEpochs(t)
+			sn.reopenEpochs(t)
+			m = startMaster(t, mn, "", nil)
+			addr.set(m.Addr().String())
+			fill(mn.log, rng, 20, 2)
+			logs := &logCapture{}
+			startSlave(t, sn, 1, addr, func(c *SlaveConfig) { c.Logger = slog.New(logs) })
+			caughtUp(t, mn.log, sn.log)
+			if !logs.has("afresh", reason) {
+				t.Fatalf("no fresh copy for %q: %q", reason, logs.lines)
+			}
+			if got, want := sn.epochs.Entries(), mn.epochs.Entries(); !slices.Equal(got, want) {
+				t.Fatalf("slave epochs %v, master %v", got, want)
+			}
+		})
 	}
 }
