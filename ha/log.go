@@ -16,8 +16,9 @@ type SourceLog interface {
 	// HandedOffset, never across a segment boundary (a segment's trailing
 	// filler is included; the next read starts at the next segment base).
 	// 0, nil means nothing new. A buf too short for the next record gets
-	// 0 and io.ErrShortBuffer. from below CommitLogMinOffset is an error
-	// (storage.ErrLogTrimmed).
+	// 0 and io.ErrShortBuffer (0, nil is tolerated: the master retries
+	// with a buffer of MaxRecordSize). from below CommitLogMinOffset is
+	// an error (storage.ErrLogTrimmed).
 	ReadLog(from int64, buf []byte) (int, error)
 	// OnHanded registers fn, called each time HandedOffset grows with its
 	// new value. fn must not block.

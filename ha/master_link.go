@@ -222,9 +222,13 @@ func (l *link) sendBatch(buf []byte, next int64) (int, error) {
 	}
 	data := buf[transferFrameHeader:]
 	n, err := l.m.log.ReadLog(next, data[:limit])
-	if errors.Is(err, io.ErrShortBuffer) {
-		// A record above the batch size goes alone.
-		n, err = l.m.log.ReadLog(next, data[:min(int64(len(data)), boundary-next)])
+	if errors.Is(err, io.ErrShortBuffer) || (err == nil && n == 0 && limit < int64(len(data)) && l.m.log.HandedOffset() > next) {
+		// A record above the batch size goes alone. (A log that answers
+		// a short buffer with 0, nil is caught by the second test.)
+		limit = min(int64(len(data)), boundary-next)
+		if n, err = l.m.log.ReadLog(next, data[:limit]); err == nil && n == 0 && l.m.log.HandedOffset() > next {
+			return 0, fmt.Errorf("the log returns nothing at %d below its handed offset, even into %d bytes", next, limit)
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read the log at %d: %w", next, err)

@@ -425,3 +425,19 @@ func TestLostEpochFileCopiesAfresh(t *testing.T) {
 		})
 	}
 }
+
+// Records larger than the batch size go one a frame, whether the log
+// answers a short buffer with io.ErrShortBuffer or with 0, nil.
+func TestRecordsAboveBatchSize(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quietShort=%t", quiet), func(t *testing.T) {
+			rng := seeded(t)
+			mn, sn := newNode(t, testSeg), newNode(t, testSeg)
+			mn.log.quietShort = quiet
+			m := startMaster(t, mn, "", func(c *MasterConfig) { c.TransferBatchSize = 1024 })
+			startSlave(t, sn, 1, masterAddr(m), nil)
+			fill(mn.log, rng, 300, 1) // most records exceed 1 KiB
+			caughtUp(t, mn.log, sn.log)
+		})
+	}
+}
