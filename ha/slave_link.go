@@ -1,0 +1,194 @@
+package ha
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// slaveLink is the slave's end of one connection.
+type slaveLink struct {
+	s    *Slave
+	conn net.Conn
+	fr   frameReader
+
+	wmu    sync.Mutex // one writer at a time: the apply loop, the heartbeat
+	wbuf   [envelopeSize + offsetFrameSize]byte
+	acked  atomic.Int64 // last offset acknowledged
+	ackedT atomic.Int64 // when (unix ns)
+}
+
+// session runs one link to addr until it fails. progressed says whether
+// it applied any frame (the back-off then restarts from its minimum).
+func (s *Slave) session(addr string) (progressed bool, err error) {
+	d := net.Dialer{Timeout: s.cfg.DialTimeout}
+	c, err := d.DialContext(s.ctx, "tcp", addr)
+	if err != nil {
+		return false, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	defer c.Close()
+	defer context.AfterFunc(s.ctx, func() { c.Close() })()
+	l := &slaveLink{s: s, conn: c, fr: frameReader{r: bufio.NewReaderSize(c, 64<<10)}}
+	start, maxData, err := l.handshake()
+	if err != nil {
+		return false, err
+	}
+	s.setConnected(addr)
+	s.lg.Info("ha: slave following", "master", addr, "from", start)
+	return l.follow(maxData)
+}
+
+// handshake sends HANDSHAKE, aligns the local log with the master's
+// answer and sends TRANSFER-START. It returns where streaming starts and
+// the largest frame data the master will send.
+func (l *slaveLink) handshake() (int64, int, error) {
+	s := l.s
+	l.conn.SetDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
+	defer l.conn.SetDeadline(time.Time{})
+	hs := handshake{BrokerID: s.cfg.BrokerID, Addr: s.cfg.Addr, SegmentSize: s.log.SegmentSize(),
+		MaxBody: s.cfg.MaxBatchSize, FromLastSegment: s.cfg.FromLastSegment}
+	if _, err := l.conn.Write(appendHandshake(nil, hs)); err != nil {
+		return 0, 0, fmt.Errorf("write HANDSHAKE: %w", err)
+	}
+	p, err := l.fr.next(kindHandshakeReply, maxReply)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read HANDSHAKE answer: %w", err)
+	}
+	rep, err := decodeHandshakeReply(p)
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case rep.Refused:
+		return 0, 0, fmt.Errorf("%w: %s", ErrRefused, rep.Reason)
+	case rep.SegmentSize != hs.SegmentSize:
+		return 0, 0, fmt.Errorf("%w: master segment size %d, local %d", ErrRefused, rep.SegmentSize, hs.SegmentSize)
+	case rep.MaxBody > s.cfg.MaxBatchSize:
+		return 0, 0, fmt.Errorf("%w: master frames of %d bytes, bound %d", ErrProtocol, rep.MaxBody, s.cfg.MaxBatchSize)
+	}
+	start, err := s.align(rep)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := l.sendOffset(kindTransferStart, start); err != nil {
+		return 0, 0, fmt.Errorf("write TRANSFER-START: %w", err)
+	}
+	return start, rep.MaxBody, nil
+}
+
+// follow applies TRANSFER frames and acknowledges each, until an error.
+func (l *slaveLink) follow(maxData int) (progressed bool, err error) {
+	s := l.s
+	hbDone := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go l.heartbeat(hbDone, &wg)
+	defer wg.Wait()
+	defer close(hbDone)
+	for {
+		if err := s.cfg.Fault.wait(s.ctx); err != nil {
+			return progressed, err
+		}
+		l.conn.SetReadDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
+		p, err := l.fr.next(kindTransfer, transferHeaderSize+maxData)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return progressed, fmt.Errorf("master silent for %v: %w", s.cfg.HousekeepingInterval, err)
+			}
+			return progressed, fmt.Errorf("read TRANSFER: %w", err)
+		}
+		if err := s.cfg.Fault.wait(s.ctx); err != nil {
+			return progressed, err
+		}
+		end, err := l.apply(p)
+		if err != nil {
+			return progressed, err
+		}
+		progressed = true
+		if err := l.sendOffset(kindAck, end); err != nil {
+			return progressed, fmt.Errorf("write ACK: %w", err)
+		}
+	}
+}
+
+// apply checks and appends one TRANSFER frame and returns the offset to
+// acknowledge.
+func (l *slaveLink) apply(p []byte) (int64, error) {
+	s := l.s
+	h, data, err := decodeTransfer(p)
+	if err != nil {
+		return 0, err
+	}
+	w := s.log.WrittenOffset()
+	if h.Offset != w {
+		return 0, fmt.Errorf("%w: frame at %d, local log ends at %d", ErrGap, h.Offset, w)
+	}
+	end := w
+	if h.Size > 0 {
+		// The epoch is durable before the data it covers.
+		if err := s.epochs.Record(Epoch{Epoch: h.Epoch, Start: h.EpochStart}, h.Offset); err != nil {
+			return 0, err
+		}
+		s.cfg.Fault.mangle(data)
+		if end, err = s.log.AppendReplicated(s.ctx, h.Offset, data); err != nil {
+			return 0, fmt.Errorf("append %d bytes at %d: %w", h.Size, h.Offset, err)
+		}
+		if end != h.Offset+int64(h.Size) {
+			return 0, fmt.Errorf("%w: appending %d bytes at %d ended at %d", ErrGap, h.Size, h.Offset, end)
+		}
+	}
+	if s.cfg.AckFlushed {
+		if err := s.log.FlushTo(s.ctx, end); err != nil {
+			return 0, fmt.Errorf("flush to %d: %w", end, err)
+		}
+	}
+	s.noteFrame(h, end)
+	return end, nil
+}
+
+// heartbeat is the link's second goroutine: it acknowledges again when
+// nothing was acknowledged for HeartbeatInterval (not while stalled).
+// Ends when done closes.
+func (l *slaveLink) heartbeat(done <-chan struct{}, wg *sync.WaitGroup) {
+	defer wg.Done()
+	every := l.s.cfg.HeartbeatInterval
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if l.s.cfg.Fault.stalled() || time.Since(time.Unix(0, l.ackedT.Load())) < every {
+				continue
+			}
+			if err := l.sendOffset(kindAck, -1); err != nil {
+				l.conn.Close() // the apply loop sees it and ends the link
+				return
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
+// sendOffset writes a TRANSFER-START or ACK frame; off -1 repeats the
+// last acknowledgement (read under the lock, so acks never go back).
+func (l *slaveLink) sendOffset(kind byte, off int64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if off < 0 {
+		off = l.acked.Load()
+	}
+	putOffsetFrame(&l.wbuf, kind, off)
+	l.conn.SetWriteDeadline(time.Now().Add(l.s.cfg.HousekeepingInterval))
+	if _, err := l.conn.Write(l.wbuf[:]); err != nil {
+		return err
+	}
+	l.acked.Store(off)
+	l.ackedT.Store(time.Now().UnixNano())
+	return nil
+}

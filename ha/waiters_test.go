@@ -1,0 +1,207 @@
+package ha
+
+import (
+	"errors"
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+func TestWaitQueueOrder(t *testing.T) {
+	var wq waitQueue
+	mk := func(end, deadline int64) *waiter { w := newWaiter(); w.end, w.deadline = end, deadline; return w }
+	ws := []*waiter{mk(30, 5), mk(10, 1), mk(20, 9), mk(10, 3), mk(40, 2)}
+	for _, w := range ws {
+		wq.push(w)
+	}
+	var ends []int64
+	for _, w := range wq.q[wq.head:] {
+		ends = append(ends, w.end)
+	}
+	if want := []int64{10, 10, 20, 30, 40}; !equalInts(ends, want) {
+		t.Fatalf("order %v, want %v", ends, want)
+	}
+	if wq.q[wq.head] != ws[1] { // FIFO among equal ends
+		t.Fatal("equal ends out of arrival order")
+	}
+	if n := wq.release(20, nil); n != 3 || wq.len() != 2 {
+		t.Fatalf("release(20) freed %d, %d left", n, wq.len())
+	}
+	if n := wq.expire(2, ErrSlaveTimeout); n != 1 || wq.len() != 1 {
+		t.Fatalf("expire(2) freed %d, %d left", n, wq.len())
+	}
+	if err := <-ws[4].done; !errors.Is(err, ErrSlaveTimeout) {
+		t.Fatalf("expired waiter got %v", err)
+	}
+	wq.failAll(ErrClosed)
+	if err := <-ws[0].done; !errors.Is(err, ErrClosed) || wq.len() != 0 {
+		t.Fatalf("failAll: %v, %d left", err, wq.len())
+	}
+}
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// newBareMaster is a master with one slave link that has no slave
+// behind it (a pipe): the test acknowledges for it with onAck.
+func newBareMaster(t *testing.T, inSync int) (*Master, []*link, *memLog) {
+	t.Helper()
+	lg := newMemLog(1<<20, 4096)
+	ep := openEpochs(t, vfs.NewMem())
+	m, err := NewMaster(MasterConfig{Addr: "127.0.0.1:0", Log: lg, Epochs: ep, InSyncReplicas: inSync, Logger: quietLogger()})
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	var links []*link
+	for id := int64(1); id < int64(inSync); id++ {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		l := &link{m: m, conn: a, brokerID: id, addr: "pipe", kick: make(chan struct{}, 1), done: make(chan struct{})}
+		l.heard.Store(m.now())
+		if !m.register(l) {
+			t.Fatal("register refused")
+		}
+		links = append(links, l)
+	}
+	return m, links, lg
+}
+
+func (m *Master) pendingLen() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.pending.len()
+}
+
+// One acknowledgement releases every waiter it covers, and only those.
+func TestManyWaitersReleasedByOneAck(t *testing.T) {
+	m, links, _ := newBareMaster(t, 2)
+	const n = 200
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.WaitReplicated(int64(1000 + i*10))
+		}()
+	}
+	waitFor(t, "all waiters queued", func() bool { return m.pendingLen() == n })
+	m.onAck(links[0], 1000+(n/2-1)*10) // covers the first half
+	waitFor(t, "half released", func() bool { return m.pendingLen() == n/2 })
+	m.onAck(links[0], 1<<40)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("waiter %d: %v", i, err)
+		}
+	}
+}
+
+// With InSyncReplicas 3 a waiter needs two slaves: the second-highest
+// acknowledgement releases.
+func TestWaitReplicatedQuorum(t *testing.T) {
+	m, links, _ := newBareMaster(t, 3)
+	done := make(chan error, 1)
+	go func() { done <- m.WaitReplicated(500) }()
+	waitFor(t, "waiter queued", func() bool { return m.pendingLen() == 1 })
+	m.onAck(links[0], 900)
+	select {
+	case err := <-done:
+		t.Fatalf("released by one slave of two: %v", err)
+	case <-time.After(10 * time.Millisecond):
+	}
+	m.onAck(links[1], 500)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// One slave leaves: too few remain, so a waiter fails at once.
+	links[1].close(errors.New("test"))
+	m.unregister(links[1])
+	if err := m.WaitReplicated(10_000); !errors.Is(err, ErrSlaveNotAvailable) {
+		t.Fatalf("with one slave of two: %v", err)
+	}
+}
+
+// A waiter left behind when its slave goes away is told at once.
+func TestWaitersFailWhenSlavesLeave(t *testing.T) {
+	m, links, _ := newBareMaster(t, 2)
+	done := make(chan error, 1)
+	go func() { done <- m.WaitReplicated(500) }()
+	waitFor(t, "waiter queued", func() bool { return m.pendingLen() == 1 })
+	links[0].close(errors.New("test"))
+	m.unregister(links[0])
+	if err := <-done; !errors.Is(err, ErrSlaveNotAvailable) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestWaitReplicatedZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	m, links, _ := newBareMaster(t, 2)
+	ends := make(chan int64)
+	go func() { // the acknowledging slave
+		for end := range ends {
+			for m.pendingLen() == 0 {
+				runtime.Gosched()
+			}
+			m.onAck(links[0], end)
+		}
+	}()
+	defer close(ends)
+	var end int64
+	call := func() {
+		end += 100
+		ends <- end
+		if err := m.WaitReplicated(end); err != nil {
+			panic(err)
+		}
+	}
+	for i := 0; i < 100; i++ { // warm the pool and the queue
+		call()
+	}
+	if allocs := testing.AllocsPerRun(2000, call); allocs != 0 {
+		t.Fatalf("WaitReplicated allocates %.2f times per call", allocs)
+	}
+}
+
+func TestLagRing(t *testing.T) {
+	var r lagRing
+	r.init()
+	ms := int64(time.Millisecond)
+	if got := r.lag(0, 50*ms, 50*ms); got != 50*time.Millisecond {
+		t.Fatalf("no samples: %v", got)
+	}
+	r.note(0, 1000*ms)   // handed rose above 0 at 1 s
+	r.note(100, 1050*ms) // within the period: skipped
+	r.note(200, 1200*ms) // above 200 at 1.2 s
+	r.note(300, 1400*ms)
+	for _, c := range []struct {
+		ack  int64
+		want time.Duration
+	}{{0, 1000}, {150, 1000}, {200, 800}, {299, 800}, {300, 600}, {5000, 600}} {
+		if got := r.lag(c.ack, 2000*ms, 2000*ms); got != c.want*time.Millisecond {
+			t.Errorf("lag(%d) = %v, want %v", c.ack, got, c.want*time.Millisecond)
+		}
+	}
+	for i := int64(0); i < lagSamples+10; i++ { // wrap the ring
+		r.note(1000+i, 2000*ms+i*lagPeriod)
+	}
+	now := 2000*ms + (lagSamples+10)*lagPeriod
+	if got, want := r.lag(0, now, now), time.Duration(lagSamples*lagPeriod); got != want {
+		t.Fatalf("behind the ring: %v, want the oldest sample's age %v", got, want)
+	}
+}
