@@ -112,22 +112,30 @@ func (l *memLog) Append(payload []byte) int64 {
 	return end
 }
 
-func (l *memLog) ReadLog(from int64, buf []byte) (int, error) {
+// ReadLog gives a filler alone, as its header (as storage gives its blank
+// filler), with next at the segment's end.
+func (l *memLog) ReadLog(from int64, buf []byte) (int, int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if from < l.min {
-		return 0, fmt.Errorf("%w: %d < %d", errTrimmed, from, l.min)
+		return 0, from, fmt.Errorf("%w: %d < %d", errTrimmed, from, l.min)
 	}
 	if from > l.written() {
-		return 0, fmt.Errorf("memlog: read at %d past the end %d", from, l.written())
+		return 0, from, fmt.Errorf("memlog: read at %d past the end %d", from, l.written())
 	}
 	segEnd := (from/l.seg + 1) * l.seg
 	pos, n := from, 0
 	for pos < l.handed && pos < segEnd {
 		size := int(be.Uint32(l.data[pos-l.min:]))
+		if be.Uint32(l.data[pos-l.min+4:]) == magicFiller {
+			if n > 0 || len(buf) < recHeader {
+				break
+			}
+			return copy(buf, l.data[pos-l.min:pos-l.min+recHeader]), segEnd, nil
+		}
 		if n+size > len(buf) {
 			if n == 0 && !l.quietShort {
-				return 0, io.ErrShortBuffer
+				return 0, from, io.ErrShortBuffer
 			}
 			break
 		}
@@ -135,7 +143,7 @@ func (l *memLog) ReadLog(from int64, buf []byte) (int, error) {
 		n += size
 		pos += int64(size)
 	}
-	return n, nil
+	return n, pos, nil
 }
 
 // check validates data as whole records starting at from.
@@ -170,6 +178,12 @@ func (l *memLog) AppendReplicated(ctx context.Context, from int64, data []byte) 
 	if from != l.written() {
 		defer l.mu.Unlock()
 		return 0, fmt.Errorf("%w: append at %d, log ends at %d", errMismatch, from, l.written())
+	}
+	segEnd := (from/l.seg + 1) * l.seg
+	if len(data) == recHeader && be.Uint32(data[4:]) == magicFiller && from+int64(be.Uint32(data)) == segEnd {
+		// A filler's header alone: the rest is zeros.
+		data = append(data[:recHeader:recHeader], make([]byte, segEnd-from-recHeader)...)
+		be.PutUint32(data[8:], crc32.ChecksumIEEE(data[recHeader:]))
 	}
 	if err := l.check(from, data); err != nil {
 		l.mu.Unlock()

@@ -13,13 +13,15 @@ type SourceLog interface {
 	// CommitLogMinOffset is the oldest retained byte (a segment base).
 	CommitLogMinOffset() int64
 	// ReadLog copies whole records starting at from into buf: never past
-	// HandedOffset, never across a segment boundary (a segment's trailing
-	// filler is included; the next read starts at the next segment base).
-	// 0, nil means nothing new. A buf too short for the next record gets
-	// 0 and io.ErrShortBuffer (0, nil is tolerated: the master retries
-	// with a buffer of MaxRecordSize). from below CommitLogMinOffset is
-	// an error (storage.ErrLogTrimmed).
-	ReadLog(from int64, buf []byte) (int, error)
+	// HandedOffset, never across a segment boundary. It returns the bytes
+	// copied and where the next read starts: from+n, or the next segment
+	// base when what it copied is a segment's trailing filler, which may
+	// come as less than its declared size (storage copies a blank filler
+	// as its 8-byte header alone). 0 bytes, nil means nothing new. A buf
+	// too short for the next record gets 0 and io.ErrShortBuffer (0, nil
+	// is tolerated: the master retries with a buffer of MaxRecordSize).
+	// from below CommitLogMinOffset is an error (storage.ErrLogTrimmed).
+	ReadLog(from int64, buf []byte) (n int, next int64, err error)
 	// OnHanded registers fn, called each time HandedOffset grows with its
 	// new value. fn must not block.
 	OnHanded(fn func(handed int64))
@@ -45,8 +47,9 @@ type ReplicaLog interface {
 	// DurableOffset is the end of what is known fsynced.
 	DurableOffset() int64
 	// AppendReplicated appends data, whole records copied from the
-	// master, at from, which must equal WrittenOffset. It checks each
-	// record (size, CRC, segment boundaries) and returns the new end. An
+	// master's ReadLog, at from, which must equal WrittenOffset. It checks
+	// each record (size, CRC, segment boundaries) and returns the new end
+	// (the next segment base after a segment's filler). An
 	// error (wrapping storage.ErrReplicaMismatch) means nothing usable was
 	// appended and the link must be dropped.
 	AppendReplicated(ctx context.Context, from int64, data []byte) (end int64, err error)

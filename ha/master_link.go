@@ -184,22 +184,22 @@ func (l *link) send(from int64) {
 	wrote := false
 	for {
 		for {
-			n, err := l.sendBatch(buf, next)
+			end, err := l.sendBatch(buf, next)
 			if err != nil {
 				l.close(err)
 				return
 			}
-			if n == 0 {
+			if end == next {
 				break
 			}
-			next += int64(n)
+			next = end
 			wrote = true
 		}
 		select {
 		case <-l.kick:
 		case <-hb.C:
 			if !wrote {
-				if _, err := l.write(buf, next, 0); err != nil {
+				if err := l.write(buf, next, 0, next); err != nil {
 					l.close(err)
 					return
 				}
@@ -212,46 +212,49 @@ func (l *link) send(from int64) {
 }
 
 // sendBatch reads the log at next, up to the batch size and never past
-// next's epoch, and sends it as one frame. It returns the log bytes sent
-// (0: nothing new).
-func (l *link) sendBatch(buf []byte, next int64) (int, error) {
+// next's epoch, and sends it as one frame. It returns where the log
+// continues after what it sent (next: nothing new).
+func (l *link) sendBatch(buf []byte, next int64) (int64, error) {
 	_, boundary := epochFor(l.m.epochs, next)
 	limit := int64(l.batch)
 	if boundary-next < limit {
 		limit = boundary - next
 	}
 	data := buf[transferFrameHeader:]
-	n, err := l.m.log.ReadLog(next, data[:limit])
+	n, end, err := l.m.log.ReadLog(next, data[:limit])
 	if errors.Is(err, io.ErrShortBuffer) || (err == nil && n == 0 && limit < int64(len(data)) && l.m.log.HandedOffset() > next) {
 		// A record above the batch size goes alone. (A log that answers
 		// a short buffer with 0, nil is caught by the second test.)
 		limit = min(int64(len(data)), boundary-next)
-		if n, err = l.m.log.ReadLog(next, data[:limit]); err == nil && n == 0 && l.m.log.HandedOffset() > next {
-			return 0, fmt.Errorf("the log returns nothing at %d below its handed offset, even into %d bytes", next, limit)
+		if n, end, err = l.m.log.ReadLog(next, data[:limit]); err == nil && n == 0 && l.m.log.HandedOffset() > next {
+			return next, fmt.Errorf("the log returns nothing at %d below its handed offset, even into %d bytes", next, limit)
 		}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read the log at %d: %w", next, err)
+		return next, fmt.Errorf("read the log at %d: %w", next, err)
 	}
 	if n == 0 {
-		return 0, nil
+		return next, nil
 	}
-	return l.write(buf, next, n)
+	if end < next+int64(n) {
+		return next, fmt.Errorf("the log read %d bytes at %d but continues at %d", n, next, end)
+	}
+	return end, l.write(buf, next, n, end)
 }
 
-// write sends the TRANSFER frame in buf carrying n log bytes from next
-// (n == 0: a heartbeat).
-func (l *link) write(buf []byte, next int64, n int) (int, error) {
+// write sends the TRANSFER frame in buf carrying n log bytes from next,
+// which reach end in the log (n == 0: a heartbeat, end == next).
+func (l *link) write(buf []byte, next int64, n int, end int64) error {
 	m := l.m
 	i, _ := epochFor(m.epochs, next)
 	e := m.epochs[i]
 	h := transferHeader{Offset: next, Epoch: e.Epoch, EpochStart: min(e.Start, next), Confirm: m.ConfirmOffset(),
-		Handed: max(m.log.HandedOffset(), next+int64(n)), Size: n}
+		Handed: max(m.log.HandedOffset(), end), Size: n}
 	putTransferHeader(buf, h)
-	l.sent.Store(next + int64(n))
+	l.sent.Store(end)
 	l.conn.SetWriteDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
 	if _, err := l.conn.Write(buf[:transferFrameHeader+n]); err != nil {
-		return 0, fmt.Errorf("write TRANSFER at %d: %w", next, err)
+		return fmt.Errorf("write TRANSFER at %d: %w", next, err)
 	}
-	return n, nil
+	return nil
 }

@@ -138,8 +138,10 @@ func (l *slaveLink) apply(p []byte) (int64, error) {
 		if end, err = s.log.AppendReplicated(s.ctx, h.Offset, data); err != nil {
 			return 0, fmt.Errorf("append %d bytes at %d: %w", h.Size, h.Offset, err)
 		}
-		if end != h.Offset+int64(h.Size) {
-			return 0, fmt.Errorf("%w: appending %d bytes at %d ended at %d", ErrGap, h.Size, h.Offset, end)
+		if end < h.Offset+int64(h.Size) || end > h.Handed {
+			// (A segment's filler comes as its header: end is then the
+			// next segment base, past the bytes, never past the master.)
+			return 0, fmt.Errorf("%w: appending %d bytes at %d ended at %d (master handed %d)", ErrGap, h.Size, h.Offset, end, h.Handed)
 		}
 	}
 	if s.cfg.AckFlushed {

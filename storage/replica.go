@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/samsamq/samsa/storage/record"
 )
@@ -39,11 +40,24 @@ var ErrLogTrimmed = errors.New("storage: offset below the oldest retained segmen
 // SegmentSize is the size of every CommitLog segment (Options.SegmentSize).
 func (s *Store) SegmentSize() int64 { return s.segSize }
 
-// MaxRecordSize is the largest piece ReadLog copies whole: a record (or a
-// batch) takes at most SegmentSize()-8 bytes, and a segment's blank filler
-// can span the whole segment, so it is SegmentSize(). A ReadLog buffer of
-// that size always makes progress.
-func (s *Store) MaxRecordSize() int { return int(s.segSize) }
+// MaxRecordSize is the largest record ReadLog copies: a message record
+// with a body of MaxMessageSize, the longest topic, IPv6 hosts and full
+// properties (a batch is stored as separate records), at most what a
+// segment takes. A ReadLog buffer of that size always makes progress; a
+// blank filler is copied as its 8-byte header alone.
+func (s *Store) MaxRecordSize() int {
+	return min(record.MaxSize(s.opts.MaxMessageSize), s.maxRec)
+}
+
+// logSpan is how far a readLog result of n bytes read at from reaches in
+// the log: from+n, or the next segment's base when it is a blank filler's
+// header (n == record.BlankSize: no message record is that short).
+func logSpan(from int64, n int, segSize int64) int64 {
+	if n == record.BlankSize {
+		return from - from%segSize + segSize
+	}
+	return from + int64(n)
+}
 
 // OnHanded registers fn, called each time HandedOffset grows, with the new
 // value, from the goroutine that moved it, after the store (an appender,
@@ -54,22 +68,28 @@ func (s *Store) MaxRecordSize() int { return int(s.segSize) }
 func (s *Store) OnHanded(fn func(handed int64)) { addCallback(&s.onHanded, fn) }
 
 // ReadLog copies whole records starting at physical offset from (a record
-// boundary) into buf and returns the byte count. It never copies past
-// HandedOffset() (bytes already in the kernel), never a partial record,
-// and never across a segment boundary: a segment's trailing blank filler
-// record IS included, whole (its 8-byte header, then zeros to the
-// segment's end), so the next call starts at the next segment's base
-// offset. n==0, err==nil: nothing new yet. from < CommitLogMinOffset():
-// ErrLogTrimmed. from > HandedOffset(): an error. len(buf) >=
-// MaxRecordSize() always makes progress; a smaller buf that cannot hold
-// the next record returns an error. A record whose header is damaged, or
-// whose physical-offset field is not its position (from is not a record
+// boundary) into buf and returns the byte count n and where the next call
+// starts, next. It never copies past HandedOffset() (bytes already in the
+// kernel), never a partial record, and never across a segment boundary. A segment's trailing blank filler
+// comes alone, as its 8-byte header (all the master wrote of it; the rest
+// of the segment is zeros): n == record.BlankSize, and next is the next
+// segment's base offset; otherwise next is from+n. n==0, err==nil: nothing
+// new yet. from < CommitLogMinOffset(): ErrLogTrimmed. from > HandedOffset():
+// an error. len(buf) >= MaxRecordSize() always makes progress; a smaller
+// buf that cannot hold the next record gets an error wrapping
+// io.ErrShortBuffer. A record whose header is damaged, or whose
+// physical-offset field is not its position (from is not a record
 // boundary), is an error when it comes first and ends the copy otherwise;
 // CRCs are left to the slave (AppendReplicated checks every record).
 //
 // It may run concurrently with everything (one ReadAt under the segment
 // list's read lock) and does not allocate.
-func (s *Store) ReadLog(from int64, buf []byte) (int, error) {
+func (s *Store) ReadLog(from int64, buf []byte) (n int, next int64, err error) {
+	n, err = s.readLog(from, buf)
+	return n, logSpan(from, n, s.segSize), err
+}
+
+func (s *Store) readLog(from int64, buf []byte) (int, error) {
 	s.segs.RLock() // handed is read under it: a cut lowers it under the write lock
 	defer s.segs.RUnlock()
 	handed := s.handed.Load()
@@ -110,24 +130,17 @@ func (s *Store) ReadLog(from int64, buf []byte) (int, error) {
 				bad = fmt.Errorf("%w: blank of %d bytes where %d remain", record.ErrBadSize, size, segEnd-at)
 				break
 			}
-			if segEnd > handed {
-				return n, nil // not handed whole yet
+			if segEnd > handed || n > 0 {
+				return n, nil // not handed whole yet, or it comes alone next
 			}
-			if int(size) > len(buf)-n {
-				if n == 0 {
-					return 0, fmt.Errorf("storage: read log at %d: the %d-byte blank filler does not fit a %d-byte buffer", at, size, len(buf))
-				}
-				return n, nil
-			}
-			clear(buf[n+record.BlankSize : n+int(size)])
-			return n + int(size), nil
+			return record.BlankSize, nil
 		case magic != record.MagicMessage:
 			bad = fmt.Errorf("%w: %#08x", record.ErrBadMagic, uint32(magic))
 		case int(size) < record.MinSize || int64(size)+blankReserve > segEnd-at:
 			bad = fmt.Errorf("%w: %d bytes at %d of a %d-byte segment", record.ErrBadSize, size, at-g.base, s.segSize)
 		case n+int(size) > want:
 			if n == 0 && int(size) > len(buf) {
-				return 0, fmt.Errorf("storage: read log at %d: the %d-byte record does not fit a %d-byte buffer", at, size, len(buf))
+				return 0, fmt.Errorf("storage: read log at %d: the %d-byte record does not fit a %d-byte buffer: %w", at, size, len(buf), io.ErrShortBuffer)
 			}
 			return n, nil // the rest comes with the next call
 		case record.PhysOffsetOf(buf[n:]) != at:

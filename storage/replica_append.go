@@ -46,7 +46,8 @@ func mismatch(off int64, format string, args ...any) error {
 // mismatch; a queue this store holds no offset of takes any first offset
 // when the log does not begin at 0, as after ResetTo to a later base, and
 // 0 otherwise). A blank filler must declare exactly the rest of the
-// segment and end data. Any failure appends nothing and returns an error
+// segment and end data, either as its 8-byte header alone (what ReadLog
+// gives) or whole. Any failure appends nothing and returns an error
 // wrapping ErrReplicaMismatch naming the offset.
 //
 // The bytes are written unchanged (the slave's CommitLog is
@@ -121,7 +122,7 @@ func (s *Store) parseReplicated(from int64, data []byte, b *replBatch) (blankAt 
 		case herr != nil:
 			return -1, mismatch(at, "a partial record header (%d bytes)", len(data)-pos)
 		case magic == record.MagicBlank:
-			if int64(size) != segEnd-at || len(data)-pos != int(size) {
+			if int64(size) != segEnd-at || (len(data)-pos != record.BlankSize && len(data)-pos != int(size)) {
 				return -1, mismatch(at, "a blank filler of %d bytes with %d bytes of data and %d of segment left", size, len(data)-pos, segEnd-at)
 			}
 			return pos, nil

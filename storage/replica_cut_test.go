@@ -117,7 +117,7 @@ func testTruncateTo(t *testing.T, be string, policy FlushPolicy) {
 					}
 				}
 			}
-			if n, err := s.ReadLog(0, buf); err == nil && n > 0 {
+			if n, _, err := s.ReadLog(0, buf); err == nil && n > 0 {
 				if _, err := record.Validate(buf, 0); err != nil {
 					t.Errorf("ReadLog(0) gave a bad record: %v", err)
 					return

@@ -81,12 +81,12 @@ func newReplicator(m, s *Store, bufSize int) *replicator {
 func (r *replicator) step(t testing.TB) bool {
 	t.Helper()
 	from := r.s.WrittenOffset()
-	n, err := r.m.ReadLog(from, r.buf)
+	n, next, err := r.m.ReadLog(from, r.buf)
 	buf := r.buf
-	if err != nil && strings.Contains(err.Error(), "does not fit") {
+	if errors.Is(err, io.ErrShortBuffer) {
 		r.grown++
 		buf = r.big
-		n, err = r.m.ReadLog(from, buf)
+		n, next, err = r.m.ReadLog(from, buf)
 	}
 	if err != nil {
 		t.Fatalf("ReadLog(%d): %v", from, err)
@@ -94,14 +94,14 @@ func (r *replicator) step(t testing.TB) bool {
 	if n == 0 {
 		return false
 	}
-	if h := r.m.HandedOffset(); from+int64(n) > h {
+	if h := r.m.HandedOffset(); next > h {
 		t.Fatalf("ReadLog(%d) returned %d bytes, past the handed offset %d", from, n, h)
 	}
 	end, err := r.s.AppendReplicated(context.Background(), from, buf[:n])
 	if err != nil {
 		t.Fatalf("AppendReplicated(%d, %d bytes): %v", from, n, err)
 	}
-	if end != from+int64(n) || end != r.s.WrittenOffset() {
+	if end != next || end != r.s.WrittenOffset() {
 		t.Fatalf("AppendReplicated(%d, %d bytes) = %d, written %d", from, n, end, r.s.WrittenOffset())
 	}
 	return true
@@ -315,12 +315,12 @@ func replFixture(t *testing.T, be string, policy FlushPolicy, n int) (*Store, []
 	var chunks [][]byte
 	buf := make([]byte, m.MaxRecordSize())
 	for from := int64(0); from < m.HandedOffset(); {
-		k, err := m.ReadLog(from, buf)
+		k, next, err := m.ReadLog(from, buf)
 		if err != nil || k == 0 {
 			t.Fatalf("ReadLog(%d) = %d, %v", from, k, err)
 		}
 		chunks = append(chunks, bytes.Clone(buf[:k]))
-		from += int64(k)
+		from = next
 	}
 	return m, chunks
 }
@@ -333,12 +333,10 @@ func TestReplicaMismatch(t *testing.T) {
 	s := mustOpen(t, replOptions(t, vfs.NewMem(), "/slave", "pwrite", FlushAsync))
 	defer s.Close()
 	ctx := context.Background()
-	// Take the first chunk in, so that queue offsets are under way.
-	if _, err := s.AppendReplicated(ctx, 0, chunks[0]); err != nil {
-		t.Fatal(err)
-	}
-	from := int64(len(chunks[0]))
-	good := chunks[1]
+	// Take the first segment in (its records, then its blank filler), so
+	// that queue offsets are under way.
+	from := takeChunks(t, s, chunks[:2])
+	good := chunks[2]
 	recs := splitRecords(t, good)
 	if len(recs) < 2 {
 		t.Fatalf("chunk 1 has %d records; want 2 or more", len(recs))
@@ -370,7 +368,7 @@ func TestReplicaMismatch(t *testing.T) {
 		{"queue offset repeated", from, reseal(-1, 0)},
 		{"partial record", from, good[:len(good)-5]},
 		{"partial header", from, good[:last[0]+4]},
-		{"another chunk's bytes", from, chunks[2]},
+		{"another chunk's bytes", from, chunks[4]},
 		{"bad magic", from, append(bytes.Clone(good[:last[0]]), make([]byte, last[1]-last[0])...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -395,6 +393,20 @@ func TestReplicaMismatch(t *testing.T) {
 	r := newReplicator(m, s, 64<<10)
 	r.catchUp(t)
 	sameLog(t, m, s, "after the refused appends")
+}
+
+// takeChunks appends chunks to s from offset 0 and returns the end.
+func takeChunks(t *testing.T, s *Store, chunks [][]byte) int64 {
+	t.Helper()
+	from := int64(0)
+	for _, c := range chunks {
+		end, err := s.AppendReplicated(context.Background(), from, c)
+		if err != nil {
+			t.Fatalf("AppendReplicated(%d, %d bytes): %v", from, len(c), err)
+		}
+		from = end
+	}
+	return from
 }
 
 // splitRecords returns each record's [start, end) in b.
@@ -448,7 +460,7 @@ func TestReadLogBounds(t *testing.T) {
 		t.Fatalf("handed %d, written %d: the test wants the hand-over behind", h, m.WrittenOffset())
 	}
 	for from := int64(0); ; {
-		n, err := m.ReadLog(from, buf)
+		n, next, err := m.ReadLog(from, buf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -458,10 +470,10 @@ func TestReadLogBounds(t *testing.T) {
 			}
 			break
 		}
-		if from+int64(n) > m.HandedOffset() {
+		if next > m.HandedOffset() {
 			t.Fatalf("ReadLog(%d) = %d, past the handed offset %d", from, n, m.HandedOffset())
 		}
-		from += int64(n)
+		from = next
 	}
 	if err := m.FlushTo(context.Background(), m.WrittenOffset()); err != nil {
 		t.Fatal(err)
@@ -475,47 +487,51 @@ func TestReadLogBounds(t *testing.T) {
 	}
 	mu.Unlock()
 
-	// Record by record, with a buffer that holds one: each call one record
-	// or the whole blank filler, which ends exactly at its segment's end.
+	// Record by record, with a buffer that holds one: each call one record,
+	// or a blank filler's header alone, which spans to its segment's end.
 	from := int64(0)
 	for from < m.HandedOffset() {
 		size, magic, _ := record.Header(mustRead(t, m, from, record.BlankSize))
-		n, err := m.ReadLog(from, buf[:size])
-		if err != nil || n != int(size) {
-			t.Fatalf("ReadLog(%d, %d-byte buffer) = %d, %v", from, size, n, err)
-		}
+		want := int(size)
 		if magic == record.MagicBlank {
-			if (from+int64(n))%m.segSize != 0 || !bytes.Equal(buf[record.BlankSize:n], make([]byte, n-record.BlankSize)) {
-				t.Fatalf("blank at %d: %d bytes, not to the segment's end or not zeros", from, n)
-			}
+			want = record.BlankSize
+		}
+		n, next, err := m.ReadLog(from, buf[:want])
+		if err != nil || n != want {
+			t.Fatalf("ReadLog(%d, %d-byte buffer) = %d, %v", from, want, n, err)
+		}
+		if magic == record.MagicBlank && from+int64(size) != next {
+			t.Fatalf("blank at %d of %d bytes: next %d is not its segment's end", from, size, next)
+		} else if magic != record.MagicBlank && next != from+int64(n) {
+			t.Fatalf("record at %d of %d bytes: next %d", from, n, next)
 		}
 		if n > record.BlankSize+1 {
-			if _, err := m.ReadLog(from, buf[:size-1]); err == nil {
-				t.Fatalf("ReadLog(%d) with a buffer one byte short succeeded", from)
+			if _, _, err := m.ReadLog(from, buf[:size-1]); !errors.Is(err, io.ErrShortBuffer) {
+				t.Fatalf("ReadLog(%d) with a buffer one byte short: %v, want io.ErrShortBuffer", from, err)
 			}
 		}
-		from += int64(n)
+		from = next
 	}
-	if _, err := m.ReadLog(from+1, buf); err == nil {
+	if _, _, err := m.ReadLog(from+1, buf); err == nil {
 		t.Fatal("ReadLog past the handed offset succeeded")
 	}
-	if _, err := m.ReadLog(100, buf); err == nil {
+	if _, _, err := m.ReadLog(100, buf); err == nil {
 		t.Fatal("ReadLog off a record boundary succeeded")
 	}
-	if _, err := m.ReadLog(m.segSize-4, buf); err == nil { // in the first segment's blank
+	if _, _, err := m.ReadLog(m.segSize-4, buf); err == nil { // in the first segment's blank
 		t.Fatal("ReadLog inside a blank filler succeeded")
 	}
-	if _, err := m.ReadLog(0, buf[:4]); err == nil {
+	if _, _, err := m.ReadLog(0, buf[:4]); err == nil {
 		t.Fatal("ReadLog with a 4-byte buffer succeeded")
 	}
 	// Below the log: a master reset to a later base has nothing below it.
 	if err := m.ResetTo(4 * m.segSize); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.ReadLog(0, buf); !errors.Is(err, ErrLogTrimmed) {
+	if _, _, err := m.ReadLog(0, buf); !errors.Is(err, ErrLogTrimmed) {
 		t.Fatalf("ReadLog below the min offset: %v, want ErrLogTrimmed", err)
 	}
-	if n, err := m.ReadLog(4*m.segSize, buf); n != 0 || err != nil {
+	if n, _, err := m.ReadLog(4*m.segSize, buf); n != 0 || err != nil {
 		t.Fatalf("ReadLog at the end of an empty log: %d, %v", n, err)
 	}
 }
@@ -584,7 +600,7 @@ func TestReplicaZeroAllocs(t *testing.T) {
 			buf := make([]byte, 2048) // one record a call
 			step := func() {
 				from := s.WrittenOffset()
-				n, err := m.ReadLog(from, buf)
+				n, _, err := m.ReadLog(from, buf)
 				if err != nil || n == 0 {
 					t.Fatalf("ReadLog(%d) = %d, %v", from, n, err)
 				}
@@ -614,12 +630,9 @@ func TestAppendReplicatedWriteError(t *testing.T) {
 	s := mustOpen(t, so)
 	defer s.Close()
 	ctx := context.Background()
-	if _, err := s.AppendReplicated(ctx, 0, chunks[0]); err != nil {
-		t.Fatal(err)
-	}
-	from := int64(len(chunks[0]))
+	from := takeChunks(t, s, chunks[:2])
 	efs.AddRule(errorfs.Rule{Op: errorfs.OpWrite, Path: "commitlog", Tear: true, TearAt: 100})
-	end, err := s.AppendReplicated(ctx, from, chunks[1])
+	end, err := s.AppendReplicated(ctx, from, chunks[2])
 	if err == nil || errors.Is(err, ErrReplicaMismatch) || end != from || s.WrittenOffset() != from {
 		t.Fatalf("a torn write: end %d, written %d, err %v; want a write error at %d", end, s.WrittenOffset(), err, from)
 	}

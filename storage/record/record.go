@@ -117,6 +117,12 @@ const (
 	MinSize = fixedLen + 8 + 8 + 1 + CRCReservedLen
 )
 
+// MaxSize is the largest message record with a body of at most maxBody
+// bytes: IPv6 hosts, the longest topic and full properties.
+func MaxSize(maxBody int) int {
+	return fixedLen + 2*(16+4) + maxBody + MaxTopicLen + MaxPropertiesLen
+}
+
 func hostLen(sysFlag, bit int32) int {
 	if sysFlag&bit != 0 {
 		return 16 + 4
