@@ -8,8 +8,10 @@ import (
 
 // processHeartbeat answers HEART_BEAT (34): it learns the client's
 // producer and consumer groups and subscriptions, creates each consumer
-// group's retry topic (%RETRY%group), and notifies a group's members when
-// its membership or subscriptions changed.
+// group's retry topic (%RETRY%group) and, with autoCreateSubscriptionGroup,
+// its subscription group config (not on a slave: those come from the
+// master), and notifies a group's members when its membership or
+// subscriptions changed.
 func (b *Broker) processHeartbeat(c *conn, req *protocol.Command) *protocol.Command {
 	var hb protocol.HeartbeatData
 	if err := protocol.UnmarshalBody(req.Body, &hb); err != nil {
@@ -41,6 +43,14 @@ func (b *Broker) processHeartbeat(c *conn, req *protocol.Command) *protocol.Comm
 			ch.Subscriptions = append(ch.Subscriptions, s)
 		}
 		h.Consumers = append(h.Consumers, ch)
+		if b.isSlave() {
+			continue // the master creates the retry topic and group; the sync copies them
+		}
+		if b.cfg.AutoCreateSubscriptionGroup {
+			if _, err := b.groups.createIfMissing(cd.GroupName); err != nil {
+				b.log.Error("broker: create subscription group", "group", cd.GroupName, "err", err)
+			}
+		}
 		retry := RetryGroupPrefix + cd.GroupName
 		if ValidateTopic(retry) == nil {
 			_, created, err := b.topics.createIfMissing(retry, 1, PermRead|PermWrite)
