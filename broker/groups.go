@@ -14,7 +14,7 @@ import (
 // groupsFile is subscriptionGroup.json, RocketMQ's SubscriptionGroupWrapper.
 type groupsFile struct {
 	SubscriptionGroupTable map[string]protocol.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
-	DataVersion            DataVersion                                `json:"dataVersion"`
+	DataVersion            DataVersion                                 `json:"dataVersion"`
 }
 
 // groupManager holds the subscription group configs (RocketMQ's
