@@ -59,18 +59,12 @@ func (f *fakeReplicator) waited() []int64 {
 // startSyncMaster starts a SYNC_MASTER with repl attached (nil: none).
 func startSyncMaster(t *testing.T, dir string, repl replicator, mutate func(*Config)) *Broker {
 	t.Helper()
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	cfg := Config{StorePathRootDir: dir, Logger: quietLogger(), MappedFileSizeCommitLog: 4 << 20, BrokerRole: SyncMaster}
-	_ = cfg.Set("listenPort", "0")
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBroker(t, dir, func(c *Config) {
+		c.BrokerRole = SyncMaster
+		if mutate != nil {
+			mutate(c)
+		}
+	})
 	if repl != nil {
 		b.setReplicator(repl)
 	}

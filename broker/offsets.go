@@ -144,32 +144,26 @@ func (m *offsetManager) groupsOf(topic string) []string {
 
 // removeTopic forgets every offset on topic.
 func (m *offsetManager) removeTopic(topic string) {
-	m.mu.Lock()
-	for k := range m.mu.table {
-		if k.topic == topic {
-			delete(m.mu.table, k)
-			m.mu.dirty = true
-		}
-	}
-	for r := range m.mu.local {
-		if r.topic == topic {
-			delete(m.mu.local, r)
-		}
-	}
-	m.mu.Unlock()
+	m.removeWhere(func(k offsetKey) bool { return k.topic == topic })
 }
 
 // removeGroup forgets every offset of group.
 func (m *offsetManager) removeGroup(group string) {
+	m.removeWhere(func(k offsetKey) bool { return k.group == group })
+}
+
+// removeWhere forgets the offsets (committed and local) of every
+// (topic, group) gone says goes.
+func (m *offsetManager) removeWhere(gone func(offsetKey) bool) {
 	m.mu.Lock()
 	for k := range m.mu.table {
-		if k.group == group {
+		if gone(k) {
 			delete(m.mu.table, k)
 			m.mu.dirty = true
 		}
 	}
 	for r := range m.mu.local {
-		if r.group == group {
+		if gone(r.offsetKey) {
 			delete(m.mu.local, r)
 		}
 	}

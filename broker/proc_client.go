@@ -88,13 +88,7 @@ func (b *Broker) processGetConsumerList(_ *conn, req *protocol.Command) *protoco
 	if len(ids) == 0 {
 		return protocol.NewResponse(req, protocol.SystemError, "no consumer for this group, "+h.ConsumerGroup)
 	}
-	body, err := protocol.MarshalBody(protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
-	if err != nil {
-		return protocol.NewResponse(req, protocol.SystemError, err.Error())
-	}
-	r := protocol.NewResponse(req, protocol.Success, "")
-	r.Body = body
-	return r
+	return protocol.NewBodyResponse(req, protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
 }
 
 // processLockBatch answers LOCK_BATCH_MQ (41): the orderly consumer asks
@@ -113,13 +107,7 @@ func (b *Broker) processLockBatch(_ *conn, req *protocol.Command) *protocol.Comm
 	for _, k := range locked {
 		out.LockOKMQSet = append(out.LockOKMQSet, protocol.MessageQueue{Topic: k.Topic, BrokerName: b.cfg.BrokerName, QueueID: k.QueueID})
 	}
-	data, err := protocol.MarshalBody(out)
-	if err != nil {
-		return protocol.NewResponse(req, protocol.SystemError, err.Error())
-	}
-	r := protocol.NewResponse(req, protocol.Success, "")
-	r.Body = data
-	return r
+	return protocol.NewBodyResponse(req, out)
 }
 
 // processUnlockBatch answers UNLOCK_BATCH_MQ (42).

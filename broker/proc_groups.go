@@ -32,14 +32,8 @@ func (b *Broker) processUpdateAndCreateGroup(_ *conn, req *protocol.Command) *pr
 // table as a SubscriptionGroupWrapper (what a slave copies).
 func (b *Broker) processGetAllGroups(_ *conn, req *protocol.Command) *protocol.Command {
 	table, v := b.groups.snapshot()
-	body, err := protocol.MarshalBody(protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: table,
+	return protocol.NewBodyResponse(req, protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: table,
 		DataVersion: protocol.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}})
-	if err != nil {
-		return protocol.NewResponse(req, protocol.SystemError, err.Error())
-	}
-	r := protocol.NewResponse(req, protocol.Success, "")
-	r.Body = body
-	return r
 }
 
 // processDeleteGroup answers DELETE_SUBSCRIPTIONGROUP (207): the group's

@@ -12,11 +12,5 @@ import (
 func (b *Broker) processGetAllConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	w := protocol.ConsumerOffsetSerializeWrapper{OffsetTable: b.offsets.wire(),
 		DataVersion: protocol.DataVersion{Timestamp: b.cfg.Clock().UnixMilli()}}
-	body, err := protocol.MarshalBody(w)
-	if err != nil {
-		return protocol.NewResponse(req, protocol.SystemError, err.Error())
-	}
-	r := protocol.NewResponse(req, protocol.Success, "")
-	r.Body = body
-	return r
+	return protocol.NewBodyResponse(req, w)
 }

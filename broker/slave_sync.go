@@ -121,15 +121,24 @@ func (s *slaveSync) call(master string, req *protocol.Command) (*protocol.Comman
 	return resp, nil
 }
 
-// syncTopics adopts the master's topic table when its version differs.
-func (s *slaveSync) syncTopics(master string) error {
-	resp, err := s.call(master, protocol.NewRequest(protocol.GetAllTopicConfig, nil, nil))
+// fetch asks the master for one of its tables (code) and decodes the
+// answer's body into v.
+func (s *slaveSync) fetch(master string, code int16, v any) error {
+	resp, err := s.call(master, protocol.NewRequest(code, nil, nil))
 	if err != nil {
 		return err
 	}
+	if err := protocol.UnmarshalBody(resp.Body, v); err != nil {
+		return fmt.Errorf("broker: %s from master %s: %w", protocol.RequestName(code), master, err)
+	}
+	return nil
+}
+
+// syncTopics adopts the master's topic table when its version differs.
+func (s *slaveSync) syncTopics(master string) error {
 	var w protocol.TopicConfigSerializeWrapper
-	if err := protocol.UnmarshalBody(resp.Body, &w); err != nil {
-		return fmt.Errorf("broker: master's topic table: %w", err)
+	if err := s.fetch(master, protocol.GetAllTopicConfig, &w); err != nil {
+		return err
 	}
 	table := make(map[string]TopicConfig, len(w.TopicConfigTable))
 	for name, tc := range w.TopicConfigTable {
@@ -149,13 +158,9 @@ func (s *slaveSync) syncTopics(master string) error {
 // syncOffsets hands the master the offsets committed here that are ahead
 // of its own, then adopts the master's table.
 func (s *slaveSync) syncOffsets(master string) error {
-	resp, err := s.call(master, protocol.NewRequest(protocol.GetAllConsumerOffset, nil, nil))
-	if err != nil {
-		return err
-	}
 	var w protocol.ConsumerOffsetSerializeWrapper
-	if err := protocol.UnmarshalBody(resp.Body, &w); err != nil {
-		return fmt.Errorf("broker: master's offset table: %w", err)
+	if err := s.fetch(master, protocol.GetAllConsumerOffset, &w); err != nil {
+		return err
 	}
 	theirs := make(map[offsetRef]int64)
 	for k, qs := range w.OffsetTable {
@@ -195,13 +200,9 @@ func (s *slaveSync) syncOffsets(master string) error {
 // syncGroups adopts the master's subscription groups when their version
 // differs.
 func (s *slaveSync) syncGroups(master string) error {
-	resp, err := s.call(master, protocol.NewRequest(protocol.GetAllSubscriptionGroupConfig, nil, nil))
-	if err != nil {
-		return err
-	}
 	var w protocol.SubscriptionGroupWrapper
-	if err := protocol.UnmarshalBody(resp.Body, &w); err != nil {
-		return fmt.Errorf("broker: master's subscription groups: %w", err)
+	if err := s.fetch(master, protocol.GetAllSubscriptionGroupConfig, &w); err != nil {
+		return err
 	}
 	changed, err := s.b.groups.adopt(w.SubscriptionGroupTable, DataVersion{Timestamp: w.DataVersion.Timestamp, Counter: w.DataVersion.Counter})
 	if changed {
