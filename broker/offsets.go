@@ -114,9 +114,11 @@ func (m *offsetManager) commit(group, topic string, queue int32, offset int64) {
 	if m.setLocked(r, offset) {
 		m.mu.dirty = true
 	}
-	if m.mu.local != nil && m.mu.local[r] != offset {
-		m.mu.local[r] = offset
-		m.mu.dirty = true
+	if m.mu.local != nil {
+		if old, ok := m.mu.local[r]; !ok || old != offset {
+			m.mu.local[r] = offset
+			m.mu.dirty = true
+		}
 	}
 	m.mu.Unlock()
 }
