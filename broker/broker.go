@@ -31,6 +31,7 @@ type Broker struct {
 	offsets *offsetManager
 	clients *clientManager
 	locks   *lockManager
+	groups  *groupManager
 	poll    *longPoll
 	appends *appendCombiner // nil with SYNC_FLUSH: single sends append alone
 	stats   stats
@@ -61,6 +62,19 @@ type Broker struct {
 	// offsetSaveFull: the periodic offset save failed for lack of space
 	// and said so once (diskfull.go).
 	offsetSaveFull atomic.Bool
+
+	// Replication (ha.go). repl is the master side of the link, nil until
+	// one is attached (set before Start); haPort the link's listening
+	// port once known; master what a slave learned of its master.
+	repl   replicator
+	haPort atomic.Int32
+	master struct {
+		mu struct {
+			sync.Mutex
+			addr, haAddr string
+		}
+	}
+	metaSync *slaveSync // nil on a master
 }
 
 // ErrClosed is returned by Start after Close.
@@ -84,6 +98,7 @@ func New(cfg Config) (*Broker, error) {
 	b.offsets = newOffsetManager(cfg.FS, &b.cfg)
 	b.clients = newClientManager(cfg.ClientChannelMaxIdle)
 	b.locks = newLockManager(DefaultLockMaxLive)
+	b.groups = newGroupManager(cfg.FS, &b.cfg)
 	if err := cfg.FS.MkdirAll(cfg.ConfigDir()); err != nil && !b.startOnFull(err) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
@@ -91,6 +106,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.offsets.load(); err != nil {
+		return nil, err
+	}
+	if err := b.groups.load(); err != nil {
 		return nil, err
 	}
 	st, err := storage.Open(b.storeOptions())
@@ -108,6 +126,9 @@ func New(cfg Config) (*Broker, error) {
 	st.OnDispatch(b.poll.onDispatch)
 	b.metrics = newMetrics(b)
 	b.reg = newRegistrar(b)
+	if cfg.BrokerRole == Slave {
+		b.metaSync = newSlaveSync(b)
+	}
 	b.procs = b.processors()
 	return b, nil
 }
@@ -184,11 +205,14 @@ func (b *Broker) Start() error {
 	b.goLoop(b.acceptLoop)
 	b.goLoop(b.offsetFlushLoop)
 	b.goLoop(b.clientScanLoop)
+	if b.metaSync != nil {
+		b.goLoop(b.metaSync.run)
+	}
 	b.reg.registerAll(true)
 	b.goLoop(b.reg.run)
 	b.log.Info("broker: started", "addr", b.Addr(), "admin", b.AdminAddr(), "name", b.cfg.BrokerName,
-		"cluster", b.cfg.BrokerClusterName, "namesrv", b.cfg.NamesrvAddrs, "store", b.cfg.StorePathRootDir,
-		"flush", b.cfg.FlushDiskType, "backend", b.cfg.StoreBackend)
+		"id", b.cfg.BrokerID, "role", b.cfg.BrokerRole, "cluster", b.cfg.BrokerClusterName, "namesrv", b.cfg.NamesrvAddrs,
+		"store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType, "backend", b.cfg.StoreBackend)
 	so := b.store.Options()
 	b.log.Info("broker: "+so.DurabilityNote(), "durability", so.Durability().String())
 	return nil
@@ -288,6 +312,9 @@ func (b *Broker) shutdown() error {
 		b.reg.unregisterAll()
 	}
 	b.reg.close()
+	if b.metaSync != nil {
+		b.metaSync.close()
+	}
 	if err := b.store.Close(); err != nil && !errors.Is(err, storage.ErrDiskFullAtClose) {
 		errs = append(errs, fmt.Errorf("broker: close store: %w", err))
 	} else if err != nil {

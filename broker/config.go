@@ -25,9 +25,10 @@ const (
 // BrokerRole is RocketMQ's brokerRole.
 type BrokerRole string
 
-// Roles. Replication is not part of this package yet: a SYNC_MASTER stores
-// and answers SLAVE_NOT_AVAILABLE (as RocketMQ does with no slave
-// attached), and Validate refuses SLAVE.
+// Roles (see doc.go, "Master and slave"). A master has brokerId 0, a
+// slave brokerId 1 or more. Until a replicator is attached (ha.go), a
+// SYNC_MASTER stores and answers SLAVE_NOT_AVAILABLE, as RocketMQ does with
+// no slave attached.
 const (
 	AsyncMaster BrokerRole = "ASYNC_MASTER"
 	SyncMaster  BrokerRole = "SYNC_MASTER"
@@ -152,6 +153,79 @@ type Config struct {
 	// processing at once across connections. Default 1024.
 	MaxConcurrentRequests int
 
+	// Replication (config_ha.go checks these; RocketMQ's names unless
+	// marked ours).
+
+	// HAListenPort (haListenPort): the replication listener's port.
+	// Default listenPort+1 (RocketMQ's BrokerStartup); with listenPort 0,
+	// 0: a free port, advertised once the listener has it.
+	HAListenPort int
+	// HAMasterAddress (haMasterAddress): a slave's master's replication
+	// address, host:port. Empty (default): learned from the name server's
+	// REGISTER_BROKER answer (its haServerAddr), as RocketMQ does.
+	HAMasterAddress string
+	// HASendHeartbeatInterval (haSendHeartbeatInterval, ms): how often a
+	// slave reports its offset when nothing arrives. Default 5 s.
+	HASendHeartbeatInterval time.Duration
+	// HAHousekeepingInterval (haHousekeepingInterval, ms): a replication
+	// connection silent this long is closed. Default 20 s.
+	HAHousekeepingInterval time.Duration
+	// HATransferBatchSize (haTransferBatchSize): the most CommitLog bytes
+	// the master ships in one frame. Default 32 KiB.
+	HATransferBatchSize int
+	// HAMaxGapNotInSync (haMaxGapNotInSync): a slave further behind than
+	// this many bytes is not in sync (a SYNC_MASTER does not wait for it).
+	// Default 256 MiB.
+	HAMaxGapNotInSync int64
+	// HASlaveAckTimeout (haSlaveAckTimeout, ours, ms): how long a
+	// SYNC_MASTER send waits for its slaves before FLUSH_SLAVE_TIMEOUT.
+	// Default syncFlushTimeout (RocketMQ waits syncFlushTimeout too).
+	HASlaveAckTimeout time.Duration
+	// HASlaveAckFlushed (haSlaveAckFlushed, ours): a slave "holds" a
+	// record once it is flushed on the slave (true), or once it is
+	// appended there (false, default: RocketMQ's meaning; the copy
+	// survives the master's loss, not a crash of both).
+	HASlaveAckFlushed bool
+	// HAFullCopy (haFullCopy, ours): a new, empty slave copies from the
+	// master's oldest CommitLog segment (true, default), or from its last
+	// segment as RocketMQ does (false: older messages live on the master
+	// only).
+	HAFullCopy bool
+	// InSyncReplicas (inSyncReplicas): copies a SYNC_MASTER send needs,
+	// the master's own counted (RocketMQ's meaning): it waits for
+	// inSyncReplicas-1 slaves, and for at least one. Default 1.
+	InSyncReplicas int
+	// MinInSyncReplicas (minInSyncReplicas): the fewest copies a send may
+	// count on when in-sync replicas are lowered automatically. Default 1.
+	MinInSyncReplicas int
+	// TotalReplicas (totalReplicas): copies of the log in the broker
+	// group, the master's counted. Default inSyncReplicas.
+	TotalReplicas int
+	// SlaveReadEnable (slaveReadEnable): a master's pull answer may send a
+	// consumer reading far behind the tail to a slave, and a slave keeps
+	// the consumers it serves. Default false: pulls are steered to the
+	// master (a slave still serves them when the master is gone).
+	SlaveReadEnable bool
+	// AccessMessageInMemoryMaxRatio (accessMessageInMemoryMaxRatio,
+	// percent): a pull reading more than this share of
+	// TotalPhysicalMemorySize behind the CommitLog's end reads "from
+	// disk"; with slaveReadEnable the master then suggests a slave.
+	// Default 40.
+	AccessMessageInMemoryMaxRatio int
+	// TotalPhysicalMemorySize (totalPhysicalMemorySize, ours): the memory
+	// AccessMessageInMemoryMaxRatio is a share of. Default: the machine's
+	// physical memory (RocketMQ's StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE).
+	TotalPhysicalMemorySize int64
+	// SlaveSyncInterval (slaveSyncInterval, ours, ms): how often a slave
+	// copies topics, consumer offsets and subscription groups from its
+	// master (RocketMQ's SlaveSynchronize: every 10 s in 4.x). Default
+	// 10 s.
+	SlaveSyncInterval time.Duration
+	// AutoCreateSubscriptionGroup (autoCreateSubscriptionGroup): a
+	// consumer group's heartbeat creates its subscription group config
+	// (subscriptionGroup.json) on a master. Default true.
+	AutoCreateSubscriptionGroup bool
+
 	// Version is what the text protocol's version command reports (not a
 	// property). Default DefaultVersion.
 	Version string
@@ -246,6 +320,7 @@ func (c *Config) EnsureDefaults() {
 	}
 	setInt(&c.MaxFrameSize, DefaultMaxFrame)
 	setInt(&c.MaxConcurrentRequests, DefaultMaxConcurrent)
+	c.ensureHADefaults()
 	if c.FS == nil {
 		c.FS = vfs.Default
 	}
@@ -310,13 +385,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("flushDiskType %q is not ASYNC_FLUSH or SYNC_FLUSH", c.FlushDiskType)
 	}
-	switch c.BrokerRole {
-	case AsyncMaster, SyncMaster:
-	case Slave:
-		bad("brokerRole SLAVE: replication is not implemented yet; run a master")
-	default:
-		bad("brokerRole %q is not ASYNC_MASTER, SYNC_MASTER or SLAVE", c.BrokerRole)
-	}
+	c.validateHA(bad)
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
 		bad("defaultTopicQueueNums %d out of [1, 1024]", c.DefaultTopicQueueNums)
 	}

@@ -153,6 +153,23 @@ var properties = []property{
 	boolProp("textProtocolEnable", func(c *Config) *bool { return &c.TextProtocolEnable }),
 	intProp("maxFrameSize", func(c *Config) *int { return &c.MaxFrameSize }),
 	intProp("maxConcurrentRequests", func(c *Config) *int { return &c.MaxConcurrentRequests }),
+	intProp("haListenPort", func(c *Config) *int { return &c.HAListenPort }),
+	strProp("haMasterAddress", func(c *Config) *string { return &c.HAMasterAddress }),
+	msProp("haSendHeartbeatInterval", func(c *Config) *time.Duration { return &c.HASendHeartbeatInterval }),
+	msProp("haHousekeepingInterval", func(c *Config) *time.Duration { return &c.HAHousekeepingInterval }),
+	intProp("haTransferBatchSize", func(c *Config) *int { return &c.HATransferBatchSize }),
+	int64Prop("haMaxGapNotInSync", func(c *Config) *int64 { return &c.HAMaxGapNotInSync }),
+	msProp("haSlaveAckTimeout", func(c *Config) *time.Duration { return &c.HASlaveAckTimeout }),
+	boolProp("haSlaveAckFlushed", func(c *Config) *bool { return &c.HASlaveAckFlushed }),
+	boolProp("haFullCopy", func(c *Config) *bool { return &c.HAFullCopy }),
+	intProp("inSyncReplicas", func(c *Config) *int { return &c.InSyncReplicas }),
+	intProp("minInSyncReplicas", func(c *Config) *int { return &c.MinInSyncReplicas }),
+	intProp("totalReplicas", func(c *Config) *int { return &c.TotalReplicas }),
+	boolProp("slaveReadEnable", func(c *Config) *bool { return &c.SlaveReadEnable }),
+	intProp("accessMessageInMemoryMaxRatio", func(c *Config) *int { return &c.AccessMessageInMemoryMaxRatio }),
+	int64Prop("totalPhysicalMemorySize", func(c *Config) *int64 { return &c.TotalPhysicalMemorySize }),
+	msProp("slaveSyncInterval", func(c *Config) *time.Duration { return &c.SlaveSyncInterval }),
+	boolProp("autoCreateSubscriptionGroup", func(c *Config) *bool { return &c.AutoCreateSubscriptionGroup }),
 }
 
 var propertyIndex = func() map[string]*property {

@@ -55,9 +55,11 @@ func ownBody(cmd *protocol.Command, aliased bool) {
 	}
 }
 
-// inlineSend reports whether the reader processes cmd itself.
+// inlineSend reports whether the reader processes cmd itself: not when
+// sends wait for slaves (the reader would stop reading for a replication
+// round trip; on their own goroutines the waits overlap).
 func (c *conn) inlineSend(cmd *protocol.Command) bool {
-	return c.b.appends != nil && (cmd.Code == protocol.SendMessage || cmd.Code == protocol.SendMessageV2)
+	return c.b.appends != nil && !c.b.waitsForSlaves() && (cmd.Code == protocol.SendMessage || cmd.Code == protocol.SendMessageV2)
 }
 
 // nextFrameBuffered reports whether a whole frame is already in the

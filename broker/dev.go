@@ -2,8 +2,10 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/samsamq/samsa/namesrv"
 )
@@ -21,6 +23,11 @@ type DevOptions struct {
 	// StorePathRootDir and NamesrvAddrs, and, unless set, a free port
 	// (listenPort 0). Zero fields get the usual defaults.
 	Broker Config
+	// Slaves is how many slaves (brokerId 1, 2, ...) run beside the
+	// master, on free ports. With slaves the master's store is Dir/master
+	// and slave i's Dir/slave-i. They copy the master's metadata; the
+	// CommitLog itself follows once the replication link is wired in.
+	Slaves int
 	// Logger for both servers. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -30,6 +37,7 @@ type DevOptions struct {
 type Dev struct {
 	Namesrv *namesrv.Server
 	Broker  *Broker
+	Slaves  []*Broker // DevOptions.Slaves of them
 	Dir     string
 	tempDir bool
 	keep    bool
@@ -41,8 +49,8 @@ func (d *Dev) NamesrvAddr() string { return d.Namesrv.Addr() }
 // BrokerAddr is the broker's remoting address.
 func (d *Dev) BrokerAddr() string { return d.Broker.Addr() }
 
-// StartDev starts a name server and a broker registered with it, both on
-// loopback.
+// StartDev starts a name server and a broker registered with it (and
+// DevOptions.Slaves slaves of it), all on loopback.
 func StartDev(opts DevOptions) (*Dev, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -70,6 +78,9 @@ func StartDev(opts DevOptions) (*Dev, error) {
 	d.Namesrv = ns
 	cfg := opts.Broker.clone()
 	cfg.StorePathRootDir = d.Dir
+	if opts.Slaves > 0 {
+		cfg.StorePathRootDir = filepath.Join(d.Dir, "master")
+	}
 	cfg.NamesrvAddrs = []string{ns.Addr()}
 	if cfg.ListenPort == 0 {
 		_ = cfg.Set("listenPort", "0")
@@ -77,19 +88,46 @@ func StartDev(opts DevOptions) (*Dev, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = opts.Logger
 	}
-	b, err := New(cfg)
-	if err == nil {
-		if err = b.Start(); err != nil {
-			b.Close()
-		}
-	}
+	b, err := startDevBroker(cfg)
 	if err != nil {
 		ns.Close()
 		d.removeDir()
 		return nil, err
 	}
 	d.Broker = b
+	for i := 1; i <= opts.Slaves; i++ {
+		s, err := startDevBroker(devSlaveConfig(cfg, d.Dir, i))
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("broker: dev slave %d: %w", i, err)
+		}
+		d.Slaves = append(d.Slaves, s)
+	}
 	return d, nil
+}
+
+func startDevBroker(cfg Config) (*Broker, error) {
+	b, err := New(cfg)
+	if err == nil {
+		if err = b.Start(); err != nil {
+			b.Close()
+		}
+	}
+	return b, err
+}
+
+// devSlaveConfig is slave i of the master's config: its own store and
+// free ports.
+func devSlaveConfig(master Config, dir string, i int) Config {
+	c := master.clone()
+	c.StorePathRootDir = filepath.Join(dir, fmt.Sprintf("slave-%d", i))
+	c.BrokerRole, c.BrokerID = Slave, int64(i)
+	_ = c.Set("listenPort", "0")
+	_ = c.Set("haListenPort", "0")
+	if c.AdminListen != "off" {
+		c.AdminListen = DefaultAdminListen
+	}
+	return c
 }
 
 func (d *Dev) removeDir() {
@@ -98,10 +136,14 @@ func (d *Dev) removeDir() {
 	}
 }
 
-// Close stops the broker (cleanly), then the name server, and removes a
-// temporary directory.
+// Close stops the slaves and the broker (cleanly), then the name server,
+// and removes a temporary directory.
 func (d *Dev) Close() error {
-	err := d.Broker.Close()
+	var err error
+	for _, s := range d.Slaves {
+		err = errors.Join(err, s.Close())
+	}
+	err = errors.Join(err, d.Broker.Close())
 	err = errors.Join(err, d.Namesrv.Close())
 	d.removeDir()
 	return err

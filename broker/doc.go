@@ -28,10 +28,35 @@
 //     channel expiry after ClientChannelMaxIdle;
 //   - lockManager: the orderly consumer's queue locks (LOCK_BATCH_MQ);
 //   - holder: long-poll pulls waiting for a message, woken from
-//     Store.OnDispatch and expired by deadline.
+//     Store.OnDispatch and expired by deadline;
+//   - groupManager: subscription group configs, subscriptionGroup.json.
 //
 // Files under StorePathRootDir/config/ are written atomically (temp file,
 // fsync, rename, fsync the directory) through storage/vfs.
+//
+// # Master and slave
+//
+// brokerRole is ASYNC_MASTER or SYNC_MASTER (brokerId 0) or SLAVE
+// (brokerId 1 or more, the same brokerName as its master). What a role
+// means here, apart from the CommitLog bytes the replication link ships
+// (package ha, attached through the hooks in ha.go):
+//   - A slave registers under its id with its HA address; the name
+//     server's answer names its master (remoting and HA addresses), unless
+//     haMasterAddress fixes the latter (register.go, ha.go).
+//   - A slave refuses sends (SERVICE_NOT_AVAILABLE), send-back, and topic
+//     and group changes, and never creates a topic (slave.go). It serves
+//     pulls, long polls and offset queries from its own store; it never
+//     moves a consumer's offset and ignores a pull's commit flag.
+//   - A slave copies its master's topics, consumer offsets and
+//     subscription groups every slaveSyncInterval; offsets committed to it
+//     while the master is away are handed to the master first
+//     (slave_sync.go).
+//   - Pull answers suggest the broker for the queue's next pull
+//     (pull_route.go): a slave when slaveReadEnable is on and the consumer
+//     reads far behind the tail, else the master.
+//   - A SYNC_MASTER waits after each append until its slaves hold the
+//     record (replicator.WaitReplicated), on the goroutine that waited for
+//     the append; without a replicator it answers SLAVE_NOT_AVAILABLE.
 //
 // # Long-lived goroutines
 //
@@ -40,5 +65,7 @@
 // by the earliest hold deadline or a new earlier one), the registrar (every
 // RegisterNameServerPeriod or on a topic change), the offset flusher (every
 // FlushConsumerOffsetInterval), the client scanner (every 10 s) and the
-// admin HTTP server. Close stops them in that order of dependency.
+// admin HTTP server, and on a slave the metadata sync (every
+// SlaveSyncInterval, or when the name server names a new master). Close
+// stops them in that order of dependency.
 package broker

@@ -22,6 +22,17 @@ func quietLogger() *slog.Logger {
 // startBroker starts a broker on loopback with a temp store.
 func startBroker(t *testing.T, dir string, mutate func(*Config)) *Broker {
 	t.Helper()
+	b := newBroker(t, dir, mutate)
+	if err := b.Start(); err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newBroker makes (not starts) a broker on loopback with a temp store.
+func newBroker(t *testing.T, dir string, mutate func(*Config)) *Broker {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -33,10 +44,6 @@ func startBroker(t *testing.T, dir string, mutate func(*Config)) *Broker {
 	}
 	b, err := New(cfg)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		b.Close()
 		t.Fatal(err)
 	}
 	return b

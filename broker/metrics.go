@@ -64,7 +64,16 @@ var (
 	mHeldIdx     = desc("samsa_store_dispatch_held", "Records whose ConsumeQueue entry waits for a retry (unreadable until it lands).", prometheus.GaugeValue)
 	mDispErrs    = desc("samsa_store_dispatch_errors_total", "ConsumeQueue append attempts that failed (each is retried).", prometheus.CounterValue)
 	mFlushLat    = desc("samsa_store_flush_latency_seconds", "Flush round latency (directory sync and segment flushes).", prometheus.UntypedValue)
-	allDescs     = []metricDesc{mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
+	mSlaveNA     = desc("samsa_broker_send_slave_not_available_total", "Sends a SYNC_MASTER stored but answered SLAVE_NOT_AVAILABLE.", prometheus.CounterValue)
+	mSlaveTO     = desc("samsa_broker_send_flush_slave_timeouts_total", "Sends a SYNC_MASTER stored but answered FLUSH_SLAVE_TIMEOUT.", prometheus.CounterValue)
+	mSlaveRef    = desc("samsa_broker_send_refused_as_slave_total", "Sends a slave refused (SERVICE_NOT_AVAILABLE).", prometheus.CounterValue)
+	mHASlaveAck  = desc("samsa_ha_slave_ack_offset_bytes", "CommitLog offset each slave reported holding (a master's).", prometheus.GaugeValue, "slave")
+	mHASlaveLag  = desc("samsa_ha_slave_behind_bytes", "How far each slave is behind the master's written offset.", prometheus.GaugeValue, "slave")
+	mHASlaveSync = desc("samsa_ha_slave_in_sync", "1 while a SYNC_MASTER waits for the slave.", prometheus.GaugeValue, "slave")
+	mSyncRounds  = desc("samsa_broker_slave_sync_rounds_total", "Metadata sync rounds a slave ran against its master.", prometheus.CounterValue)
+	mSyncFails   = desc("samsa_broker_slave_sync_failures_total", "Metadata sync rounds that did not copy everything.", prometheus.CounterValue)
+	allDescs     = []metricDesc{mSlaveNA, mSlaveTO, mSlaveRef, mHASlaveAck, mHASlaveLag, mHASlaveSync, mSyncRounds, mSyncFails,
+		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mStoreOff,
 		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined,
 		mReadOnly, mHeldIdx, mDispErrs, mFlushLat}
@@ -106,6 +115,18 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range s.topicSnapshot() {
 		emit(mTopicPuts, t.Puts, t.Topic)
 		emit(mTopicGets, t.Gets, t.Topic)
+	}
+	emit(mSlaveNA, s.slaveNotAvailable.Load())
+	emit(mSlaveTO, s.slaveTimeouts.Load())
+	emit(mSlaveRef, s.slaveRefused.Load())
+	for _, sl := range c.b.Slaves() {
+		emit(mHASlaveAck, sl.AckOffset, sl.Addr)
+		emit(mHASlaveLag, sl.Behind, sl.Addr)
+		emit(mHASlaveSync, int64(boolInt(sl.InSync)), sl.Addr)
+	}
+	if m := c.b.metaSync; m != nil {
+		emit(mSyncRounds, m.rounds.Load())
+		emit(mSyncFails, m.failures.Load())
 	}
 	m := c.b.store.Metrics()
 	emit(mStoreOff, m.WrittenOffset, "written")

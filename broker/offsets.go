@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,14 +17,26 @@ import (
 // JSON, which fastjson also reads).
 type offsetsFile struct {
 	OffsetTable map[string]map[string]int64 `json:"offsetTable"`
+	// LocalTable (ours, a slave's only) holds the commits made on the
+	// slave that its master has not taken yet (slave_sync.go), so they
+	// survive a restart of the slave.
+	LocalTable map[string]map[string]int64 `json:"slaveLocalOffsetTable,omitempty"`
 }
 
 // offsetKey is a (topic, group) pair.
 type offsetKey struct{ topic, group string }
 
+// offsetRef is one queue's offset of a group.
+type offsetRef struct {
+	offsetKey
+	queue int32
+}
+
 // offsetManager holds committed consumer offsets, persisted by save (the
-// broker calls it every FlushConsumerOffsetInterval and on close). Safe for
-// concurrent use; no goroutines.
+// broker calls it every FlushConsumerOffsetInterval and on close). On a
+// slave it also remembers which offsets were committed there (local), for
+// the metadata sync to hand them to the master. Safe for concurrent use;
+// no goroutines.
 type offsetManager struct {
 	file   jsonFile
 	saveMu sync.Mutex
@@ -31,13 +44,37 @@ type offsetManager struct {
 		sync.RWMutex
 		table map[offsetKey]map[int32]int64
 		dirty bool
+		// local: on a slave, the offsets committed to it and not yet
+		// taken by the master; nil on a master.
+		local map[offsetRef]int64
 	}
 }
 
 func newOffsetManager(fs vfs.FS, cfg *Config) *offsetManager {
 	m := &offsetManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "consumerOffset.json")}}
 	m.mu.table = make(map[offsetKey]map[int32]int64)
+	if cfg.BrokerRole == Slave {
+		m.mu.local = make(map[offsetRef]int64)
+	}
 	return m
+}
+
+// parseOffsetTable reads the file's "topic@group" → queue → offset form.
+func parseOffsetTable(in map[string]map[string]int64, fn func(r offsetRef, off int64)) error {
+	for k, qs := range in {
+		topic, group, ok := strings.Cut(k, "@")
+		if !ok || topic == "" || group == "" {
+			return fmt.Errorf("broker: consumerOffset.json: bad key %q (want topic@group)", k)
+		}
+		for q, off := range qs {
+			id, err := strconv.ParseInt(q, 10, 32)
+			if err != nil || id < 0 {
+				return fmt.Errorf("broker: consumerOffset.json: %s: bad queue id %q", k, q)
+			}
+			fn(offsetRef{offsetKey{topic, group}, int32(id)}, off)
+		}
+	}
+	return nil
 }
 
 func (m *offsetManager) load() error {
@@ -48,36 +85,40 @@ func (m *offsetManager) load() error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for k, qs := range f.OffsetTable {
-		topic, group, ok := strings.Cut(k, "@")
-		if !ok || topic == "" || group == "" {
-			return fmt.Errorf("broker: consumerOffset.json: bad key %q (want topic@group)", k)
-		}
-		t := make(map[int32]int64, len(qs))
-		for q, off := range qs {
-			id, err := strconv.ParseInt(q, 10, 32)
-			if err != nil || id < 0 {
-				return fmt.Errorf("broker: consumerOffset.json: %s: bad queue id %q", k, q)
-			}
-			t[int32(id)] = off
-		}
-		m.mu.table[offsetKey{topic, group}] = t
+	err = parseOffsetTable(f.OffsetTable, func(r offsetRef, off int64) { m.setLocked(r, off) })
+	if err != nil || m.mu.local == nil {
+		return err // a master has no use for a slave's leftovers: they are in its table
 	}
-	return nil
+	return parseOffsetTable(f.LocalTable, func(r offsetRef, off int64) { m.mu.local[r] = off })
+}
+
+// setLocked sets one offset; it reports a change.
+func (m *offsetManager) setLocked(r offsetRef, offset int64) bool {
+	t := m.mu.table[r.offsetKey]
+	if t == nil {
+		t = make(map[int32]int64)
+		m.mu.table[r.offsetKey] = t
+	}
+	if old, ok := t[r.queue]; ok && old == offset {
+		return false
+	}
+	t[r.queue] = offset
+	return true
 }
 
 // commit records group's offset for (topic, queue).
+// On a slave the commit is also remembered as local, for the master.
 func (m *offsetManager) commit(group, topic string, queue int32, offset int64) {
-	k := offsetKey{topic, group}
+	r := offsetRef{offsetKey{topic, group}, queue}
 	m.mu.Lock()
-	t := m.mu.table[k]
-	if t == nil {
-		t = make(map[int32]int64)
-		m.mu.table[k] = t
-	}
-	if old, ok := t[queue]; !ok || old != offset {
-		t[queue] = offset
+	if m.setLocked(r, offset) {
 		m.mu.dirty = true
+	}
+	if m.mu.local != nil {
+		if old, ok := m.mu.local[r]; !ok || old != offset {
+			m.mu.local[r] = offset
+			m.mu.dirty = true
+		}
 	}
 	m.mu.Unlock()
 }
@@ -105,11 +146,27 @@ func (m *offsetManager) groupsOf(topic string) []string {
 
 // removeTopic forgets every offset on topic.
 func (m *offsetManager) removeTopic(topic string) {
+	m.removeWhere(func(k offsetKey) bool { return k.topic == topic })
+}
+
+// removeGroup forgets every offset of group.
+func (m *offsetManager) removeGroup(group string) {
+	m.removeWhere(func(k offsetKey) bool { return k.group == group })
+}
+
+// removeWhere forgets the offsets (committed and local) of every
+// (topic, group) gone says goes.
+func (m *offsetManager) removeWhere(gone func(offsetKey) bool) {
 	m.mu.Lock()
 	for k := range m.mu.table {
-		if k.topic == topic {
+		if gone(k) {
 			delete(m.mu.table, k)
 			m.mu.dirty = true
+		}
+	}
+	for r := range m.mu.local {
+		if gone(r.offsetKey) {
+			delete(m.mu.local, r)
 		}
 	}
 	m.mu.Unlock()
@@ -133,6 +190,16 @@ func (m *offsetManager) save(force bool) error {
 		}
 		f.OffsetTable[k.topic+"@"+k.group] = t
 	}
+	for r, off := range m.mu.local {
+		if f.LocalTable == nil {
+			f.LocalTable = make(map[string]map[string]int64)
+		}
+		k := r.topic + "@" + r.group
+		if f.LocalTable[k] == nil {
+			f.LocalTable[k] = make(map[string]int64)
+		}
+		f.LocalTable[k][strconv.Itoa(int(r.queue))] = off
+	}
 	m.mu.dirty = false
 	m.mu.Unlock()
 	if err := m.file.save(f); err != nil {
@@ -142,4 +209,53 @@ func (m *offsetManager) save(force bool) error {
 		return err
 	}
 	return nil
+}
+
+// wire returns the table in GET_ALL_CONSUMER_OFFSET's form.
+func (m *offsetManager) wire() map[string]map[int32]int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[string]map[int32]int64, len(m.mu.table))
+	for k, qs := range m.mu.table {
+		out[k.topic+"@"+k.group] = maps.Clone(qs)
+	}
+	return out
+}
+
+// localChanges returns a slave's offsets its master has not taken yet.
+func (m *offsetManager) localChanges() map[offsetRef]int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return maps.Clone(m.mu.local)
+}
+
+// taken forgets a local offset the master now has (or has passed),
+// unless a newer commit replaced it meanwhile.
+func (m *offsetManager) taken(r offsetRef, offset int64) {
+	m.mu.Lock()
+	if off, ok := m.mu.local[r]; ok && off == offset {
+		delete(m.mu.local, r)
+		m.mu.dirty = true
+	}
+	m.mu.Unlock()
+}
+
+// adopt takes the master's offsets (SlaveSynchronize.syncConsumerOffset:
+// the master's entries replace the slave's, offsets only the slave has
+// stay), except those committed locally and not yet taken by the master.
+// It reports whether anything changed.
+func (m *offsetManager) adopt(master map[offsetRef]int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := false
+	for r, off := range master {
+		if _, local := m.mu.local[r]; local {
+			continue
+		}
+		if m.setLocked(r, off) {
+			changed = true
+		}
+	}
+	m.mu.dirty = m.mu.dirty || changed
+	return changed
 }

@@ -8,8 +8,10 @@ import (
 
 // processHeartbeat answers HEART_BEAT (34): it learns the client's
 // producer and consumer groups and subscriptions, creates each consumer
-// group's retry topic (%RETRY%group), and notifies a group's members when
-// its membership or subscriptions changed.
+// group's retry topic (%RETRY%group) and, with autoCreateSubscriptionGroup,
+// its subscription group config (not on a slave: those come from the
+// master), and notifies a group's members when its membership or
+// subscriptions changed.
 func (b *Broker) processHeartbeat(c *conn, req *protocol.Command) *protocol.Command {
 	var hb protocol.HeartbeatData
 	if err := protocol.UnmarshalBody(req.Body, &hb); err != nil {
@@ -41,6 +43,14 @@ func (b *Broker) processHeartbeat(c *conn, req *protocol.Command) *protocol.Comm
 			ch.Subscriptions = append(ch.Subscriptions, s)
 		}
 		h.Consumers = append(h.Consumers, ch)
+		if b.isSlave() {
+			continue // the master creates the retry topic and group; the sync copies them
+		}
+		if b.cfg.AutoCreateSubscriptionGroup {
+			if _, err := b.groups.createIfMissing(cd.GroupName); err != nil {
+				b.log.Error("broker: create subscription group", "group", cd.GroupName, "err", err)
+			}
+		}
 		retry := RetryGroupPrefix + cd.GroupName
 		if ValidateTopic(retry) == nil {
 			_, created, err := b.topics.createIfMissing(retry, 1, PermRead|PermWrite)
@@ -78,13 +88,7 @@ func (b *Broker) processGetConsumerList(_ *conn, req *protocol.Command) *protoco
 	if len(ids) == 0 {
 		return protocol.NewResponse(req, protocol.SystemError, "no consumer for this group, "+h.ConsumerGroup)
 	}
-	body, err := protocol.MarshalBody(protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
-	if err != nil {
-		return protocol.NewResponse(req, protocol.SystemError, err.Error())
-	}
-	r := protocol.NewResponse(req, protocol.Success, "")
-	r.Body = body
-	return r
+	return protocol.NewBodyResponse(req, protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
 }
 
 // processLockBatch answers LOCK_BATCH_MQ (41): the orderly consumer asks
@@ -103,13 +107,7 @@ func (b *Broker) processLockBatch(_ *conn, req *protocol.Command) *protocol.Comm
 	for _, k := range locked {
 		out.LockOKMQSet = append(out.LockOKMQSet, protocol.MessageQueue{Topic: k.Topic, BrokerName: b.cfg.BrokerName, QueueID: k.QueueID})
 	}
-	data, err := protocol.MarshalBody(out)
-	if err != nil {
-		return protocol.NewResponse(req, protocol.SystemError, err.Error())
-	}
-	r := protocol.NewResponse(req, protocol.Success, "")
-	r.Body = data
-	return r
+	return protocol.NewBodyResponse(req, out)
 }
 
 // processUnlockBatch answers UNLOCK_BATCH_MQ (42).

@@ -29,7 +29,8 @@ type pullCtx struct {
 // records concatenated as they lie in the CommitLog (written with writev,
 // never copied together). A pull that finds nothing and carries the suspend
 // flag is held (long-poll) until a message for its queue is dispatched or
-// its hold ends.
+// its hold ends. The answer suggests where the queue's next pull should go
+// (pull_route.go); a slave serves pulls from its own store.
 func (b *Broker) processPull(c *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.PullMessageRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
@@ -68,7 +69,10 @@ func (b *Broker) processPull(c *conn, req *protocol.Command) *protocol.Command {
 		filter = sub.Tags
 	}
 	pc := &pullCtx{c: c, req: req, h: h, filter: filter}
-	if h.HasFlag(protocol.PullFlagCommitOffset) {
+	if h.HasFlag(protocol.PullFlagCommitOffset) && !b.isSlave() {
+		// A slave ignores the flag (RocketMQ's PullMessageProcessor): a
+		// pull's commit is a by-product, UPDATE_CONSUMER_OFFSET the
+		// commit a slave keeps for its master.
 		b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
 	suspend := h.HasFlag(protocol.PullFlagSuspend)
@@ -92,13 +96,16 @@ func (b *Broker) holdPull(pc *pullCtx) bool {
 		// nothing but the timer.
 		hold = b.cfg.ShortPollingTime
 	}
+	// A slave's pull below what it holds (slaveOutOfRange) waits out its
+	// hold: arrivals would wake it at once, and nothing there will match.
+	timerOnly := short || b.isSlave() && pc.h.QueueOffset < b.store.MinQueueOffset(pc.h.Topic, pc.h.QueueID)
 	hold = min(max(hold, 0), b.cfg.LongPollingMaxHold)
 	p := &heldPull{key: QueueKey{pc.h.Topic, pc.h.QueueID}, offset: pc.h.QueueOffset,
-		deadline: b.cfg.Clock().Add(hold), timerOnly: short, req: pc}
+		deadline: b.cfg.Clock().Add(hold), timerOnly: timerOnly, req: pc}
 	if !b.poll.hold(p) {
 		return false
 	}
-	if !short {
+	if !timerOnly {
 		b.poll.recheck(p, b.store.MaxQueueOffset(pc.h.Topic, pc.h.QueueID))
 	}
 	return true
@@ -145,12 +152,12 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 	if err != nil {
 		return outFrame{cmd: protocol.NewResponse(req, protocol.SystemError, "store getMessage failed: "+err.Error())}, false
 	}
-	code := pullCode(res.Status, h.QueueOffset)
+	rh := protocol.PullMessageResponseHeader{SuggestWhichBrokerID: b.suggestBroker(h.ConsumerGroup, &res),
+		NextBeginOffset: res.NextOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
+	code := b.slaveOutOfRange(pullCode(res.Status, h.QueueOffset), h, &rh)
 	if holding && code == protocol.PullNotFound {
 		return outFrame{}, true
 	}
-	rh := protocol.PullMessageResponseHeader{SuggestWhichBrokerID: 0, NextBeginOffset: res.NextOffset,
-		MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
 	resp := respond(req, code, res.Status.String(), rh.Encode())
 	if code == protocol.PullOffsetMoved {
 		b.log.Info("broker: pull offset moved", "group", h.ConsumerGroup, "topic", h.Topic, "queue", h.QueueID,

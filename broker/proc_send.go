@@ -16,7 +16,9 @@ import (
 // processSend answers SEND_MESSAGE (10) and SEND_MESSAGE_V2 (310): one
 // message, appended to the store. With SYNC_FLUSH the answer waits until
 // the record is durable; FLUSH_DISK_TIMEOUT when that takes longer than
-// syncFlushTimeout (the record is stored and may yet become durable).
+// syncFlushTimeout (the record is stored and may yet become durable). A
+// SYNC_MASTER then waits for its slaves (sendResponse). A slave refuses
+// every send with SERVICE_NOT_AVAILABLE (slave.go).
 func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
 	m, resp := b.prepareSend(c, req)
 	if resp != nil {
@@ -35,6 +37,9 @@ func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
 // prepareSend checks a single send and makes its message, or gives the
 // answer instead (a refusal, or a batch's whole answer).
 func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, *protocol.Command) {
+	if r := b.refuseSendOnSlave(req); r != nil {
+		return nil, r
+	}
 	h, err := protocol.DecodeSendMessageRequest(req)
 	if err != nil {
 		return nil, protocol.NewResponse(req, protocol.SystemError, "bad send header: "+err.Error())
@@ -88,23 +93,27 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 }
 
 // sendResponse answers a stored single message or batch: SUCCESS,
-// FLUSH_DISK_TIMEOUT (stored, durability unknown), SLAVE_NOT_AVAILABLE
-// (SYNC_MASTER without a slave), or the store's refusal.
+// FLUSH_DISK_TIMEOUT (stored, durability unknown), SLAVE_NOT_AVAILABLE or
+// FLUSH_SLAVE_TIMEOUT (a SYNC_MASTER's slaves do not hold it; stored), or
+// the store's refusal. On a SYNC_MASTER it first waits for the slaves
+// (replicaStatus), on the caller's goroutine, even after a flush timeout;
+// a replica failure wins over FLUSH_DISK_TIMEOUT, as in RocketMQ (4.x
+// handleHA runs after handleDiskFlush and overwrites its status; 5.x
+// combines the two futures the same way).
 func (b *Broker) sendResponse(req *protocol.Command, topic string, queue int32, bodyBytes int,
 	res []storage.AppendResult, err error) *protocol.Command {
-	code := protocol.Success
-	remark := ""
-	switch {
-	case err == nil:
-		if b.cfg.BrokerRole == SyncMaster {
-			code, remark = protocol.SlaveNotAvailable, "no slave attached to this SYNC_MASTER"
-		}
-	case errors.Is(err, storage.ErrFlushTimeout) && len(res) > 0 && res[0].Size > 0:
-		b.stats.flushTimeout.Add(1)
-		code, remark = protocol.FlushDiskTimeout, "stored, but not flushed to disk within syncFlushTimeout "+b.cfg.SyncFlushTimeout.String()
-	default:
+	flushTimeout := errors.Is(err, storage.ErrFlushTimeout) && len(res) > 0 && res[0].Size > 0
+	if err != nil && !flushTimeout {
 		b.stats.sendErrors.Add(1)
 		return errorResponse(req, err)
+	}
+	code, remark := protocol.Success, ""
+	if flushTimeout {
+		b.stats.flushTimeout.Add(1)
+		code, remark = protocol.FlushDiskTimeout, "stored, but not flushed to disk within syncFlushTimeout "+b.cfg.SyncFlushTimeout.String()
+	}
+	if c, r := b.replicaStatus(res); c != protocol.Success {
+		code, remark = c, r
 	}
 	b.stats.put(topic, len(res), bodyBytes)
 	rh := &protocol.SendMessageResponseHeader{MsgID: offsetMsgIDs(b.storeHost, res), QueueID: queue, QueueOffset: res[0].QueueOffset,

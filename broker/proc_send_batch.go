@@ -15,6 +15,9 @@ import (
 // header's properties, if any, are added to every message's (RocketMQ's
 // MessageExtBatch encoder does the same).
 func (b *Broker) processSendBatch(c *conn, req *protocol.Command) *protocol.Command {
+	if r := b.refuseSendOnSlave(req); r != nil {
+		return r
+	}
 	h, err := protocol.DecodeSendMessageRequest(req)
 	if err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad send header: "+err.Error())

@@ -23,8 +23,12 @@ const (
 // the dead-letter topic %DLQ%group once it was retried maxReconsumeTimes
 // (or the client asked with a negative delay level). The broker has no
 // schedule service yet, so the delay level is not honoured: the retry is
-// consumable at once.
+// consumable at once. A slave refuses it (SYSTEM_ERROR, as RocketMQ 4.x
+// answers a put its slave store refused).
 func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Command {
+	if r := b.refuseSendBackOnSlave(req); r != nil {
+		return r
+	}
 	h := &protocol.ConsumerSendMsgBackRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
@@ -70,8 +74,19 @@ func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Comma
 		StoreHost:      b.storeHost,
 		ReconsumeTimes: rec.ReconsumeTimes + 1,
 	}
-	if _, err := b.store.Append(context.Background(), m); err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
+	res, err := b.store.Append(context.Background(), m)
+	if err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
 		return errorResponse(req, err)
+	}
+	if b.waitsForSlaves() {
+		// As safe as a send when the slaves are there; when they are not
+		// the copy is stored all the same, and a failure answer would only
+		// make the client store a second one (RocketMQ answers
+		// SYSTEM_ERROR with the put status; we answer as for a flush
+		// timeout).
+		if code, remark := b.replicaStatus([]storage.AppendResult{res}); code != protocol.Success {
+			b.log.Debug("broker: send-back stored without its slave copy", "topic", topic, "code", code, "remark", remark)
+		}
 	}
 	b.stats.put(topic, 1, len(rec.Body))
 	return protocol.NewResponse(req, protocol.Success, "")

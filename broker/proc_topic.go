@@ -9,8 +9,11 @@ import (
 // processUpdateAndCreateTopic answers UPDATE_AND_CREATE_TOPIC (17): it
 // stores the topic's config and re-registers with the name servers before
 // answering, so a client can route to the topic as soon as it has the
-// answer.
+// answer. A slave refuses it (its topics are its master's).
 func (b *Broker) processUpdateAndCreateTopic(_ *conn, req *protocol.Command) *protocol.Command {
+	if r := b.refuseMetadataOnSlave(req); r != nil {
+		return r
+	}
 	h := &protocol.CreateTopicRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
@@ -46,8 +49,11 @@ func (b *Broker) processGetAllTopicConfig(_ *conn, req *protocol.Command) *proto
 
 // processDeleteTopic answers DELETE_TOPIC_IN_BROKER (215): the topic's
 // config and its groups' offsets go (its records stay until retention
-// deletes their segments).
+// deletes their segments). A slave refuses it.
 func (b *Broker) processDeleteTopic(_ *conn, req *protocol.Command) *protocol.Command {
+	if r := b.refuseMetadataOnSlave(req); r != nil {
+		return r
+	}
 	topic := req.Ext("topic")
 	if err := ValidateTopic(topic); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, err.Error())
@@ -77,4 +83,10 @@ func (b *Broker) topicWrapper() protocol.TopicConfigSerializeWrapper {
 			TopicSysFlag: int32(tc.TopicSysFlag), Order: tc.Order}
 	}
 	return w
+}
+
+// topicFromWire converts one topic of a TopicConfigSerializeWrapper.
+func topicFromWire(name string, tc protocol.TopicConfig) TopicConfig {
+	return TopicConfig{TopicName: name, ReadQueueNums: int(tc.ReadQueueNums), WriteQueueNums: int(tc.WriteQueueNums),
+		Perm: int(tc.Perm), TopicFilterType: tc.TopicFilterType, TopicSysFlag: int(tc.TopicSysFlag), Order: tc.Order}
 }

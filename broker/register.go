@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -51,14 +49,13 @@ func (r *registrar) topicsChanged() {
 	}
 }
 
-func (r *registrar) haAddr() string {
-	port := r.b.storeHost.Port()
-	return net.JoinHostPort(r.b.cfg.BrokerIP1, strconv.Itoa(int(port)+1))
-}
-
 // registerAll registers with every name server in parallel and waits for
 // them (each bounded by RegisterBrokerTimeout); failures are logged, the
-// next period retries. first logs successes too.
+// next period retries. first logs successes too. A slave learns its
+// master from the answers (RegisterBrokerResponseHeader's masterAddr and
+// haServerAddr): the first answer that names one, or none when no answer
+// does (RocketMQ reads the first answer only; a name server that restarted
+// and has not heard from the master yet should not hide it).
 func (r *registrar) registerAll(first bool) {
 	addrs := r.b.cfg.NamesrvAddrs
 	if len(addrs) == 0 || r.b.Addr() == "" {
@@ -72,10 +69,11 @@ func (r *registrar) registerAll(first bool) {
 		return
 	}
 	h := protocol.RegisterBrokerRequestHeader{BrokerName: r.b.cfg.BrokerName, BrokerAddr: r.b.Addr(),
-		ClusterName: r.b.cfg.BrokerClusterName, HAServerAddr: r.haAddr(), BrokerID: r.b.cfg.BrokerID,
+		ClusterName: r.b.cfg.BrokerClusterName, HAServerAddr: r.b.haAdvertised(), BrokerID: r.b.cfg.BrokerID,
 		BodyCrc32: protocol.BodyCRC32(body)}
+	answers := make([]*protocol.RegisterBrokerResponseHeader, len(addrs))
 	var wg sync.WaitGroup
-	for _, a := range addrs {
+	for i, a := range addrs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -84,14 +82,29 @@ func (r *registrar) registerAll(first bool) {
 			switch {
 			case err != nil:
 				r.b.log.Warn("broker: register with name server failed", "namesrv", a, "err", err)
+				return
 			case resp.Code != protocol.Success:
 				r.b.log.Warn("broker: name server refused registration", "namesrv", a, "code", resp.Code, "remark", resp.Remark)
+				return
 			case first:
 				r.b.log.Info("broker: registered with name server", "namesrv", a, "addr", r.b.Addr())
+			}
+			var rh protocol.RegisterBrokerResponseHeader
+			if err := rh.Decode(resp.ExtFields); err == nil {
+				answers[i] = &rh
 			}
 		}()
 	}
 	wg.Wait()
+	var got *protocol.RegisterBrokerResponseHeader
+	for _, a := range answers {
+		if a != nil && (got == nil || got.MasterAddr == "") {
+			got = a
+		}
+	}
+	if got != nil {
+		r.b.learnMaster(got.HAServerAddr, got.MasterAddr)
+	}
 }
 
 // unregisterAll tells every name server the broker is leaving.

@@ -29,11 +29,15 @@ type stats struct {
 	badFrames    atomic.Int64 // connections closed for a bad frame
 	sendErrors   atomic.Int64 // sends answered with an error code
 	flushTimeout atomic.Int64 // sends answered FLUSH_DISK_TIMEOUT
-	held         atomic.Int64 // long-poll pulls held right now
-	heldTotal    atomic.Int64
-	wokenTotal   atomic.Int64 // held pulls answered on arrival
-	expiredTotal atomic.Int64 // held pulls answered on deadline
-	corruptSkips atomic.Int64 // pulls moved past a corrupt record (proc_pull_corrupt.go)
+	// sends a SYNC_MASTER answered SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT
+	slaveNotAvailable atomic.Int64
+	slaveTimeouts     atomic.Int64
+	slaveRefused      atomic.Int64 // sends a slave refused
+	held              atomic.Int64 // long-poll pulls held right now
+	heldTotal         atomic.Int64
+	wokenTotal        atomic.Int64 // held pulls answered on arrival
+	expiredTotal      atomic.Int64 // held pulls answered on deadline
+	corruptSkips      atomic.Int64 // pulls moved past a corrupt record (proc_pull_corrupt.go)
 
 	topics sync.Map // topic → *topicCounters
 }

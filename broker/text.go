@@ -15,7 +15,9 @@ import (
 //
 //	stats [item]   STAT <name> <value> lines, then END. Items: (none)
 //	               everything; "topics" per-topic counts; "store" the
-//	               store's offsets and flush figures.
+//	               store's offsets and flush figures; "ha" the role,
+//	               the slaves (on a master) or the master and the
+//	               metadata sync (on a slave).
 //	version        VERSION <version>
 //	quit           closes the connection
 //
@@ -87,6 +89,9 @@ func (b *Broker) writeStats(w *bufio.Writer, item string) bool {
 	case "":
 		lines = append(b.generalStats(), b.topicStats()...)
 		lines = append(lines, b.storeStats()...)
+		lines = append(lines, b.haStats()...)
+	case "ha":
+		lines = b.haStats()
 	case "topics":
 		lines = b.topicStats()
 	case "store":
@@ -111,6 +116,7 @@ func (b *Broker) generalStats() []statLine {
 		{"version", b.cfg.Version},
 		{"broker_name", b.cfg.BrokerName},
 		{"broker_id", b.cfg.BrokerID},
+		{"broker_role", string(b.cfg.BrokerRole)},
 		{"cluster", b.cfg.BrokerClusterName},
 		{"curr_connections", s.currConns.Load()},
 		{"total_connections", s.totalConns.Load()},

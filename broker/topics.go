@@ -89,6 +89,9 @@ func ValidateTopic(name string) error {
 type topicManager struct {
 	file  jsonFile
 	clock func() time.Time
+	// readOnly: a slave, whose table changes only by adopt (its master's
+	// copy); every other change fails with errSlaveMetadata.
+	readOnly bool
 	// system names the topics the broker made itself.
 	system map[string]bool
 	// saveMu serialises writes of the file, outside mu.
@@ -102,7 +105,7 @@ type topicManager struct {
 
 func newTopicManager(fs vfs.FS, cfg *Config) *topicManager {
 	m := &topicManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "topics.json")},
-		clock: cfg.Clock, system: make(map[string]bool)}
+		clock: cfg.Clock, system: make(map[string]bool), readOnly: cfg.BrokerRole == Slave}
 	m.mu.table = make(map[string]TopicConfig)
 	add := func(tc TopicConfig) {
 		m.mu.table[tc.TopicName] = tc
@@ -189,6 +192,9 @@ func (m *topicManager) bumpLocked() {
 // update creates or replaces a topic (UPDATE_AND_CREATE_TOPIC). changed is
 // false when the stored config was already equal.
 func (m *topicManager) update(tc TopicConfig) (changed bool, err error) {
+	if m.readOnly {
+		return false, errSlaveMetadata
+	}
 	if err := ValidateTopic(tc.TopicName); err != nil {
 		return false, err
 	}
@@ -216,6 +222,9 @@ func (m *topicManager) update(tc TopicConfig) (changed bool, err error) {
 func (m *topicManager) createInSend(topic, defaultTopic string, clientQueues, sysFlag int) (tc TopicConfig, created bool, err error) {
 	if tc, ok := m.get(topic); ok {
 		return tc, false, nil
+	}
+	if m.readOnly {
+		return TopicConfig{}, false, errSlaveMetadata
 	}
 	if err := ValidateTopic(topic); err != nil {
 		return TopicConfig{}, false, err
@@ -250,6 +259,9 @@ func (m *topicManager) createIfMissing(topic string, queues, perm int) (tc Topic
 	if tc, ok := m.get(topic); ok {
 		return tc, false, nil
 	}
+	if m.readOnly {
+		return TopicConfig{}, false, errSlaveMetadata
+	}
 	if err := ValidateTopic(topic); err != nil {
 		return TopicConfig{}, false, err
 	}
@@ -267,6 +279,9 @@ func (m *topicManager) createIfMissing(topic string, queues, perm int) (tc Topic
 
 // remove deletes a topic; it reports whether it existed.
 func (m *topicManager) remove(topic string) (bool, error) {
+	if m.readOnly {
+		return false, errSlaveMetadata
+	}
 	m.mu.Lock()
 	if _, ok := m.mu.table[topic]; !ok || m.system[topic] {
 		m.mu.Unlock()
@@ -276,4 +291,33 @@ func (m *topicManager) remove(topic string) (bool, error) {
 	m.bumpLocked()
 	m.mu.Unlock()
 	return true, m.save()
+}
+
+// adopt replaces the table with the master's when its version differs
+// (SlaveSynchronize.syncTopicConfig: topics the master lacks go, the
+// master's are put, its version kept). It returns the topics that went
+// (their offsets go too) and whether anything changed (then saved).
+func (m *topicManager) adopt(table map[string]TopicConfig, v DataVersion) (removed []string, changed bool, err error) {
+	m.mu.Lock()
+	if m.mu.version == v {
+		m.mu.Unlock()
+		return nil, false, nil
+	}
+	for name := range m.mu.table {
+		if _, ok := table[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	m.mu.table = make(map[string]TopicConfig, len(table))
+	for name, tc := range table {
+		if ValidateTopic(name) != nil {
+			continue
+		}
+		tc.TopicName = name
+		m.mu.table[name] = tc
+	}
+	m.mu.version = v
+	m.mu.Unlock()
+	sort.Strings(removed)
+	return removed, true, m.save()
 }

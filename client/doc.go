@@ -58,6 +58,13 @@
 // Pulling a queue pauses while it holds MaxInFlight messages or
 // MaxInFlightBytes. A failed message goes back to the broker's retry
 // topic (or is retried locally in broadcasting and ordered modes).
+//
+// Pulls go where the broker's last answer for the queue suggested
+// (suggestWhichBrokerId: a slave when the broker's slaveReadEnable is on
+// and the consumer reads far behind, else the master), else to the
+// master; with the master gone from the route they go to a slave, and
+// offsets are then read from and committed to the slave, which hands them
+// to its master when it is back.
 // Offsets live behind OffsetStore: on the brokers (the clustering
 // default), in a FileOffsetStore (the broadcasting default), in memory,
 // or in the caller's own.

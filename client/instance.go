@@ -32,6 +32,9 @@ type instance struct {
 		refreshing map[string]bool // topics with a refreshSoon under way
 		routes     map[string]*routeEntry
 		brokers    map[string]protocol.BrokerData // every broker of every route, by name
+		// pullFrom is the broker id the last pull answer of a queue
+		// suggested (pullroute.go); absent means the master.
+		pullFrom map[MessageQueue]int64
 	}
 }
 
@@ -58,6 +61,7 @@ func newInstance(opts ClientOptions, onRequest func(addr string, req *protocol.C
 	in.mu.routes = map[string]*routeEntry{}
 	in.mu.refreshing = map[string]bool{}
 	in.mu.brokers = map[string]protocol.BrokerData{}
+	in.mu.pullFrom = map[MessageQueue]int64{}
 	return in
 }
 

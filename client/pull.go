@@ -94,14 +94,15 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 	if o.Expression == "" {
 		o.Expression = protocol.SubAll
 	}
-	addr, err := in.queueAddr(ctx, q, true)
+	addr, slave, err := in.pullAddr(ctx, q)
 	if err != nil {
 		done(nil, err)
 		return
 	}
 	h := protocol.PullMessageRequestHeader{
 		ConsumerGroup: group, Topic: q.Topic, QueueID: int32(q.QueueID), QueueOffset: offset,
-		MaxMsgNums: int32(o.MaxMessages), SysFlag: protocol.BuildPullSysFlag(commit >= 0, o.Wait > 0, true, false),
+		// A slave ignores a pull's commit (RocketMQ's clients clear the flag for one).
+		MaxMsgNums: int32(o.MaxMessages), SysFlag: protocol.BuildPullSysFlag(commit >= 0 && !slave, o.Wait > 0, true, false),
 		CommitOffset: max(commit, 0), SuspendTimeoutMillis: o.Wait.Milliseconds(), Subscription: o.Expression,
 		SubVersion: 0, ExpressionType: protocol.ExpressionTag, BrokerName: q.BrokerName,
 	}
@@ -115,12 +116,17 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 			done(nil, fmt.Errorf("client: pull %v@%d: %w", q, offset, err))
 			return
 		}
-		done(pullResult(resp, addr, q, offset, f))
+		res, suggest, err := pullResult(resp, addr, q, offset, f)
+		if err == nil {
+			in.notePullFrom(q, suggest)
+		}
+		done(res, err)
 	})
 }
 
-// pullResult reads a PULL_MESSAGE answer.
-func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int64, f tagFilter) (*PullResult, error) {
+// pullResult reads a PULL_MESSAGE answer; suggest is the broker id it
+// says the queue's next pull should go to.
+func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int64, f tagFilter) (res *PullResult, suggest int64, err error) {
 	var status PullStatus
 	switch resp.Code {
 	case protocol.Success:
@@ -132,21 +138,21 @@ func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int6
 	case protocol.PullOffsetMoved:
 		status = PullOffsetIllegal
 	default:
-		return nil, fmt.Errorf("client: pull %v@%d: %w", q, offset, responseError(addr, resp))
+		return nil, 0, fmt.Errorf("client: pull %v@%d: %w", q, offset, responseError(addr, resp))
 	}
 	var rh protocol.PullMessageResponseHeader
 	if err := rh.Decode(resp.ExtFields); err != nil {
-		return nil, fmt.Errorf("client: pull answer from %s: %w", addr, err)
+		return nil, 0, fmt.Errorf("client: pull answer from %s: %w", addr, err)
 	}
-	res := &PullResult{Status: status, NextOffset: rh.NextBeginOffset, MinOffset: rh.MinOffset, MaxOffset: rh.MaxOffset}
+	res = &PullResult{Status: status, NextOffset: rh.NextBeginOffset, MinOffset: rh.MinOffset, MaxOffset: rh.MaxOffset}
 	if status != PullFound {
 		res.Remark = resp.Remark
-		return res, nil
+		return res, rh.SuggestWhichBrokerID, nil
 	}
 	res.Bytes = len(resp.Body)
 	msgs, err := decodeMessages(resp.Body, q.BrokerName)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	res.Messages = msgs[:0]
 	for _, m := range msgs {
@@ -155,7 +161,7 @@ func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int6
 			res.Messages = append(res.Messages, m)
 		}
 	}
-	return res, nil
+	return res, rh.SuggestWhichBrokerID, nil
 }
 
 // PullConsumerOptions configure a PullConsumer.

@@ -12,17 +12,17 @@ import (
 // Per-queue requests every kind of client makes: offsets and the
 // consumer group's committed progress.
 
-// queueAddr returns where to ask about q: its broker's master, else a
-// slave (readOnly requests only).
-func (in *instance) queueAddr(ctx context.Context, q MessageQueue, readOnly bool) (string, error) {
-	if a := in.brokerAddr(q.BrokerName, readOnly); a != "" {
+// queueAddr returns where to ask about q: its broker's master, else (with
+// slaveOK) its lowest-numbered slave.
+func (in *instance) queueAddr(ctx context.Context, q MessageQueue, slaveOK bool) (string, error) {
+	if a := in.brokerAddr(q.BrokerName, slaveOK); a != "" {
 		return a, nil
 	}
 	// Unknown broker: the topic's route names it.
 	if _, err := in.route(ctx, q.Topic); err != nil {
 		return "", err
 	}
-	if a := in.brokerAddr(q.BrokerName, readOnly); a != "" {
+	if a := in.brokerAddr(q.BrokerName, slaveOK); a != "" {
 		return a, nil
 	}
 	return "", fmt.Errorf("%w: broker %s of %v has no address", ErrNoRoute, q.BrokerName, q)
@@ -80,9 +80,11 @@ func (in *instance) searchOffset(ctx context.Context, q MessageQueue, t time.Tim
 }
 
 // queryConsumerOffset is group's committed offset of q, ErrNoOffset when
-// the broker has none (QUERY_NOT_FOUND).
+// the broker has none (QUERY_NOT_FOUND). It asks the master, or a slave
+// when the route has no master (the slave holds the master's offsets as
+// of its last copy, and those committed to it since).
 func (in *instance) queryConsumerOffset(ctx context.Context, group string, q MessageQueue) (int64, error) {
-	addr, err := in.queueAddr(ctx, q, false)
+	addr, err := in.queueAddr(ctx, q, true)
 	if err != nil {
 		return 0, err
 	}
@@ -100,9 +102,11 @@ func (in *instance) queryConsumerOffset(ctx context.Context, group string, q Mes
 }
 
 // updateConsumerOffset commits group's offset of q (UPDATE_CONSUMER_OFFSET,
-// answered, so the caller knows it landed).
+// answered, so the caller knows it landed) to the master, or to a slave
+// when the route has no master (RocketMQ's Java client does the same; the
+// slave hands such commits to its master when it is back).
 func (in *instance) updateConsumerOffset(ctx context.Context, group string, q MessageQueue, offset int64) error {
-	addr, err := in.queueAddr(ctx, q, false)
+	addr, err := in.queueAddr(ctx, q, true)
 	if err != nil {
 		return err
 	}

@@ -25,12 +25,12 @@ func (s *Server) handle(c *conn, req *protocol.Command) *protocol.Command {
 		s.mu.RLock()
 		ci := s.mu.routes.ClusterInfo()
 		s.mu.RUnlock()
-		return bodyResponse(req, ci)
+		return protocol.NewBodyResponse(req, ci)
 	case protocol.GetAllTopicListFromNameServer:
 		s.mu.RLock()
 		tl := protocol.TopicList{TopicList: s.mu.routes.Topics()}
 		s.mu.RUnlock()
-		return bodyResponse(req, tl)
+		return protocol.NewBodyResponse(req, tl)
 	case protocol.DeleteTopicInNamesrv:
 		var h protocol.DeleteTopicRequestHeader
 		if err := h.Decode(req.ExtFields); err != nil {
@@ -49,16 +49,6 @@ func (s *Server) handle(c *conn, req *protocol.Command) *protocol.Command {
 
 func badRequest(req *protocol.Command, err error) *protocol.Command {
 	return protocol.NewResponse(req, protocol.SystemError, err.Error())
-}
-
-func bodyResponse(req *protocol.Command, v any) *protocol.Command {
-	body, err := protocol.MarshalBody(v)
-	if err != nil {
-		return protocol.NewResponse(req, protocol.SystemError, err.Error())
-	}
-	resp := protocol.NewResponse(req, protocol.Success, "")
-	resp.Body = body
-	return resp
 }
 
 func (s *Server) registerBroker(c *conn, req *protocol.Command) *protocol.Command {
@@ -154,7 +144,7 @@ func (s *Server) getRouteInfo(req *protocol.Command) *protocol.Command {
 	if !ok {
 		return protocol.NewResponse(req, protocol.TopicNotExist, "No topic route info in name server for the topic: "+h.Topic)
 	}
-	return bodyResponse(req, rd)
+	return protocol.NewBodyResponse(req, rd)
 }
 
 func (s *Server) kvConfig(req *protocol.Command) *protocol.Command {
@@ -185,7 +175,7 @@ func (s *Server) kvConfig(req *protocol.Command) *protocol.Command {
 		if !ok {
 			return protocol.NewResponse(req, protocol.QueryNotFound, "No config item, Namespace: "+ns)
 		}
-		return bodyResponse(req, protocol.KVTable{Table: table})
+		return protocol.NewBodyResponse(req, protocol.KVTable{Table: table})
 	}
 	var h protocol.GetKVConfigRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {

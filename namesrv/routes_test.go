@@ -296,3 +296,37 @@ func TestActingMasterWipesWrite(t *testing.T) {
 		t.Fatalf("no master, still writable: %+v", rd.QueueDatas[0])
 	}
 }
+
+// TestSlaveLearnsMasterChanges: a slave's registration answer names its
+// master's current addresses: none while the master is gone (expired), the
+// new ones when it returns elsewhere; the route keeps the slave's address
+// throughout, so consumers can read from it.
+func TestSlaveLearnsMasterChanges(t *testing.T) {
+	clock := newFakeClock()
+	rt := NewRouteTable(clock, 10*time.Second)
+	mustRegister(t, rt, registration("c1", "broker-a", 0, "a0:1", 1, topicConfig("T", 4)))
+	if res := mustRegister(t, rt, registration("c1", "broker-a", 1, "a1:1", 1)); res.MasterAddr != "a0:1" || res.HAServerAddr != "a0:11" {
+		t.Fatalf("slave's answer: %+v", res)
+	}
+	clock.Advance(6 * time.Second)
+	mustRegister(t, rt, registration("c1", "broker-a", 1, "a1:1", 1)) // the slave stays alive
+	clock.Advance(6 * time.Second)
+	if gone := rt.ScanNotActive(); len(gone) != 1 || gone[0].BrokerAddr != "a0:1" {
+		t.Fatalf("expired %+v", gone)
+	}
+	if res := mustRegister(t, rt, registration("c1", "broker-a", 1, "a1:1", 1)); res.MasterAddr != "" || res.HAServerAddr != "" {
+		t.Fatalf("slave's answer with the master gone: %+v", res)
+	}
+	rd, ok := rt.Route("T")
+	if !ok || !reflect.DeepEqual(rd.BrokerDatas[0].BrokerAddrs, map[int64]string{1: "a1:1"}) {
+		t.Fatalf("route with the master gone: %+v %v", rd, ok)
+	}
+	mustRegister(t, rt, registration("c1", "broker-a", 0, "a2:1", 2, topicConfig("T", 4)))
+	if res := mustRegister(t, rt, registration("c1", "broker-a", 1, "a1:1", 1)); res.MasterAddr != "a2:1" || res.HAServerAddr != "a2:11" {
+		t.Fatalf("slave's answer after the master's return: %+v", res)
+	}
+	rd, _ = rt.Route("T")
+	if !reflect.DeepEqual(rd.BrokerDatas[0].BrokerAddrs, map[int64]string{0: "a2:1", 1: "a1:1"}) {
+		t.Fatalf("route after the return: %v", rd.BrokerDatas[0].BrokerAddrs)
+	}
+}

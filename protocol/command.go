@@ -142,6 +142,18 @@ func NewResponse(req *Command, code int16, remark string) *Command {
 	}
 }
 
+// NewBodyResponse is a SUCCESS response to req whose body is v as JSON
+// (MarshalBody), or SYSTEM_ERROR when v does not encode.
+func NewBodyResponse(req *Command, v any) *Command {
+	body, err := MarshalBody(v)
+	if err != nil {
+		return NewResponse(req, SystemError, err.Error())
+	}
+	r := NewResponse(req, Success, "")
+	r.Body = body
+	return r
+}
+
 // IsResponse reports whether the response flag is set.
 func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
 

@@ -49,7 +49,7 @@ func stdio(t *testing.T, in string, f func() error) (string, error) {
 // TestClientCommands drives the client commands against an embedded
 // cluster, as a user would from a shell.
 func TestClientCommands(t *testing.T) {
-	dev, err := broker.StartDev(broker.DevOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	dev, err := broker.StartDev(broker.DevOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Slaves: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,18 @@ func TestClientCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &offs); err != nil || len(offs.Queues) != 2 || offs.Lag != 0 {
 		t.Fatalf("offsets: %v %+v\n%s", err, offs, out)
 	}
-	if out := run("", runCluster); !strings.Contains(out, "master") || !strings.Contains(out, dev.BrokerAddr()) {
+	if out := run("", runCluster); !strings.Contains(out, "master") || !strings.Contains(out, dev.BrokerAddr()) ||
+		!strings.Contains(out, "ASYNC_MASTER") || !strings.Contains(out, dev.Slaves[0].Addr()) || !strings.Contains(out, "SLAVE") {
 		t.Fatalf("cluster: %q", out)
+	}
+	var rows []struct {
+		ID         int64  `json:"id"`
+		Role       string `json:"role"`
+		BrokerRole string `json:"brokerRole"`
+	}
+	if out := run("", runCluster, "--json"); json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 2 ||
+		rows[1].ID != 1 || rows[1].Role != "slave" || rows[1].BrokerRole != "SLAVE" {
+		t.Fatalf("cluster --json: %q", out)
 	}
 	if out := run("", runStats, "--broker", dev.BrokerAddr()); !strings.Contains(out, "broker_name") {
 		t.Fatalf("stats: %q", out)

@@ -1,25 +1,31 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 
+	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/protocol"
 )
 
 func init() {
-	register(command{name: "cluster", summary: "list the clusters' brokers, roles and addresses", run: runCluster})
+	register(command{name: "cluster", summary: "list the clusters' brokers (masters and slaves), roles and addresses", run: runCluster})
 }
 
-// clusterBroker is one row of `samsa cluster`.
+// clusterBroker is one row of `samsa cluster`: Role is what the name
+// server's id says (master for 0, else slave), BrokerRole what the broker
+// reports of itself (its brokerRole; "?" when it does not answer).
 type clusterBroker struct {
-	Cluster string `json:"cluster"`
-	Broker  string `json:"broker"`
-	ID      int64  `json:"id"`
-	Role    string `json:"role"`
-	Addr    string `json:"addr"`
+	Cluster    string `json:"cluster"`
+	Broker     string `json:"broker"`
+	ID         int64  `json:"id"`
+	Role       string `json:"role"`
+	BrokerRole string `json:"brokerRole"`
+	Addr       string `json:"addr"`
 }
 
 func runCluster(args []string) error {
@@ -47,7 +53,7 @@ func runCluster(args []string) error {
 				if id != protocol.MasterID {
 					role = "slave"
 				}
-				rows = append(rows, clusterBroker{cluster, n, id, role, addr})
+				rows = append(rows, clusterBroker{Cluster: cluster, Broker: n, ID: id, Role: role, Addr: addr})
 			}
 		}
 	}
@@ -61,15 +67,39 @@ func runCluster(args []string) error {
 		}
 		return a.ID < b.ID
 	})
+	brokerRoles(ctx, a, rows)
 	if cf.json {
 		if rows == nil {
 			rows = []clusterBroker{}
 		}
 		return printJSON(rows)
 	}
-	tw := table("CLUSTER", "BROKER", "ID", "ROLE", "ADDRESS")
+	tw := table("CLUSTER", "BROKER", "ID", "ROLE", "BROKER ROLE", "ADDRESS")
 	for _, r := range rows {
-		row(tw, r.Cluster, r.Broker, strconv.FormatInt(r.ID, 10), r.Role, r.Addr)
+		row(tw, r.Cluster, r.Broker, strconv.FormatInt(r.ID, 10), r.Role, r.BrokerRole, r.Addr)
 	}
 	return tw.Flush()
+}
+
+// brokerRoles asks every broker for its brokerRole (the text stats'
+// broker_role), all at once, each bounded by the request timeout.
+func brokerRoles(ctx context.Context, a *client.Admin, rows []clusterBroker) {
+	var wg sync.WaitGroup
+	for i := range rows {
+		wg.Add(1)
+		go func(r *clusterBroker) {
+			defer wg.Done()
+			r.BrokerRole = "?"
+			stats, err := a.BrokerStats(ctx, r.Addr)
+			if err != nil {
+				return
+			}
+			for _, s := range stats {
+				if s.Name == "broker_role" {
+					r.BrokerRole = s.Value
+				}
+			}
+		}(&rows[i])
+	}
+	wg.Wait()
 }

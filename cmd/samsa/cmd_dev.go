@@ -23,6 +23,7 @@ func runDev(args []string) error {
 	dir := fs.String("dir", "", "data directory (default: a temporary one, removed on exit)")
 	keep := fs.Bool("keep", false, "keep the temporary data directory on exit")
 	nsListen := fs.String("namesrv", "127.0.0.1:9876", "name server address (127.0.0.1:0 picks a free port)")
+	slaves := fs.Int("slaves", 0, "slaves to run beside the broker (brokerId 1, 2, ...; free ports)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: samsa dev [flags]\n\nA name server and a broker in one process, both on loopback.\n\n")
 		fs.PrintDefaults()
@@ -39,7 +40,7 @@ func runDev(args []string) error {
 	if !portGiven {
 		_ = cfg.Set("listenPort", "10911")
 	}
-	opts := broker.DevOptions{Dir: *dir, Keep: *keep, NamesrvListen: *nsListen, Broker: cfg, Logger: log}
+	opts := broker.DevOptions{Dir: *dir, Keep: *keep, NamesrvListen: *nsListen, Broker: cfg, Logger: log, Slaves: *slaves}
 	dev, err := broker.StartDev(opts)
 	if err != nil && !portGiven && isAddrInUse(err) {
 		// The well-known ports are taken (another cluster runs): pick
@@ -54,6 +55,9 @@ func runDev(args []string) error {
 	}
 	fmt.Printf("samsa dev: name server %s  broker %s (%s)  metrics http://%s/metrics  data %s\n",
 		dev.NamesrvAddr(), dev.BrokerAddr(), dev.Broker.Config().BrokerName, dev.Broker.AdminAddr(), dev.Dir)
+	for _, s := range dev.Slaves {
+		fmt.Printf("samsa dev: slave %s (brokerId %d)  metrics http://%s/metrics\n", s.Addr(), s.Config().BrokerID, s.AdminAddr())
+	}
 	fmt.Printf("try: printf 'stats\\r\\n' | nc %s   (clients: name server %s)\n",
 		hostPortSpace(dev.BrokerAddr()), dev.NamesrvAddr())
 	sig := make(chan os.Signal, 1)

@@ -1,0 +1,214 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// masterCallTimeout bounds each request a slave makes to its master
+// (RocketMQ's BrokerOuterAPI uses 3 s for these).
+const masterCallTimeout = 3 * time.Second
+
+// errNoMaster: the slave does not know a live master to copy from.
+var errNoMaster = errors.New("broker: no master known (the name server names none)")
+
+// slaveSync is a slave's SlaveSynchronize: every SlaveSyncInterval, and at
+// once when the name server names a new master, it copies the master's
+// topic configs (GET_ALL_TOPIC_CONFIG), consumer offsets
+// (GET_ALL_CONSUMER_OFFSET) and subscription groups
+// (GET_ALL_SUBSCRIPTIONGROUP_CONFIG), and persists them as the broker
+// does its own.
+//
+// Offsets committed to the slave (consumers do that while the master is
+// gone) are kept as local changes and go to the master first, with
+// UPDATE_CONSUMER_OFFSET, when they are ahead of the master's: after a
+// fail-over and return the group resumes from the furthest point either
+// broker saw, rather than re-reading everything consumed meanwhile. (An
+// offset an operator moved back on the master while the slave still held
+// a local commit ahead of it is moved forward again; resets are made with
+// the consumers stopped, and then the slave has nothing pending.) A local
+// commit the master is already at or past is dropped. Until the master
+// takes a local commit, the copy of the master's table leaves that queue
+// alone.
+//
+// The loop (run) is the only goroutine; round may also be called directly
+// (tests). Rounds are serialised.
+type slaveSync struct {
+	b    *Broker
+	rpc  *rpcClient
+	kick chan struct{} // cap 1: a round is wanted now
+
+	mu       sync.Mutex // one round at a time
+	rounds   atomic.Int64
+	failures atomic.Int64
+	lastOK   atomic.Int64 // unix ms of the last round that copied everything
+	failing  atomic.Bool  // the last round failed (logged once per streak)
+}
+
+func newSlaveSync(b *Broker) *slaveSync {
+	return &slaveSync{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize), kick: make(chan struct{}, 1)}
+}
+
+// kickNow asks the loop for a round now (the master changed).
+func (s *slaveSync) kickNow() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run is the loop: a round every SlaveSyncInterval or when kicked, until
+// the broker stops.
+func (s *slaveSync) run() {
+	t := time.NewTicker(s.b.cfg.SlaveSyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.b.stop:
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		s.logRound(s.round())
+	}
+}
+
+func (s *slaveSync) logRound(err error) {
+	switch {
+	case err == nil && s.failing.Swap(false):
+		s.b.log.Info("broker: metadata copied from the master again", "master", s.b.MasterAddr())
+	case err != nil && !s.failing.Swap(true):
+		s.b.log.Warn("broker: metadata sync with the master failed; retrying every slaveSyncInterval",
+			"master", s.b.MasterAddr(), "err", err)
+	}
+}
+
+// round copies everything once from the current master.
+func (s *slaveSync) round() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rounds.Add(1)
+	master := s.b.MasterAddr()
+	if master == "" || master == s.b.Addr() {
+		s.failures.Add(1)
+		return errNoMaster
+	}
+	// Each part goes on when another fails, as RocketMQ's syncAll does.
+	err := errors.Join(s.syncTopics(master), s.syncOffsets(master), s.syncGroups(master))
+	if err != nil {
+		s.failures.Add(1)
+		return err
+	}
+	s.lastOK.Store(s.b.cfg.Clock().UnixMilli())
+	return nil
+}
+
+// call sends req to the master and returns a SUCCESS answer.
+func (s *slaveSync) call(master string, req *protocol.Command) (*protocol.Command, error) {
+	resp, err := s.rpc.call(master, req, masterCallTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %s to master %s: %w", protocol.RequestName(req.Code), master, err)
+	}
+	if resp.Code != protocol.Success {
+		return nil, fmt.Errorf("broker: %s to master %s: code %d: %s", protocol.RequestName(req.Code), master, resp.Code, resp.Remark)
+	}
+	return resp, nil
+}
+
+// fetch asks the master for one of its tables (code) and decodes the
+// answer's body into v.
+func (s *slaveSync) fetch(master string, code int16, v any) error {
+	resp, err := s.call(master, protocol.NewRequest(code, nil, nil))
+	if err != nil {
+		return err
+	}
+	if err := protocol.UnmarshalBody(resp.Body, v); err != nil {
+		return fmt.Errorf("broker: %s from master %s: %w", protocol.RequestName(code), master, err)
+	}
+	return nil
+}
+
+// syncTopics adopts the master's topic table when its version differs.
+func (s *slaveSync) syncTopics(master string) error {
+	var w protocol.TopicConfigSerializeWrapper
+	if err := s.fetch(master, protocol.GetAllTopicConfig, &w); err != nil {
+		return err
+	}
+	table := make(map[string]TopicConfig, len(w.TopicConfigTable))
+	for name, tc := range w.TopicConfigTable {
+		table[name] = topicFromWire(name, tc)
+	}
+	removed, changed, err := s.b.topics.adopt(table, DataVersion{Timestamp: w.DataVersion.Timestamp, Counter: w.DataVersion.Counter})
+	for _, t := range removed {
+		s.b.offsets.removeTopic(t)
+	}
+	if changed {
+		s.b.log.Info("broker: topic table copied from the master", "master", master, "topics", len(table), "removed", len(removed))
+		s.b.reg.topicsChanged()
+	}
+	return err
+}
+
+// syncOffsets hands the master the offsets committed here that are ahead
+// of its own, then adopts the master's table.
+func (s *slaveSync) syncOffsets(master string) error {
+	var w protocol.ConsumerOffsetSerializeWrapper
+	if err := s.fetch(master, protocol.GetAllConsumerOffset, &w); err != nil {
+		return err
+	}
+	theirs := make(map[offsetRef]int64)
+	for k, qs := range w.OffsetTable {
+		topic, group, ok := strings.Cut(k, "@")
+		if !ok || topic == "" || group == "" {
+			continue
+		}
+		for q, off := range qs {
+			theirs[offsetRef{offsetKey{topic, group}, q}] = off
+		}
+	}
+	pushed := 0
+	for r, off := range s.b.offsets.localChanges() {
+		if cur, ok := theirs[r]; ok && cur >= off {
+			s.b.offsets.taken(r, off) // the master is there already
+			continue
+		}
+		h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: r.group, Topic: r.topic, QueueID: r.queue, CommitOffset: off}
+		if _, err := s.call(master, protocol.NewRequest(protocol.UpdateConsumerOffset, h.Encode(), nil)); err != nil {
+			return err // the rest waits for the next round; nothing is adopted over it
+		}
+		theirs[r] = off
+		s.b.offsets.taken(r, off)
+		pushed++
+	}
+	if pushed > 0 {
+		s.b.log.Info("broker: offsets committed to this slave handed to the master", "master", master, "queues", pushed)
+	}
+	if s.b.offsets.adopt(theirs) || pushed > 0 {
+		if err := s.b.offsets.save(false); err != nil {
+			return fmt.Errorf("broker: save offsets copied from the master: %w", err)
+		}
+	}
+	return nil
+}
+
+// syncGroups adopts the master's subscription groups when their version
+// differs.
+func (s *slaveSync) syncGroups(master string) error {
+	var w protocol.SubscriptionGroupWrapper
+	if err := s.fetch(master, protocol.GetAllSubscriptionGroupConfig, &w); err != nil {
+		return err
+	}
+	changed, err := s.b.groups.adopt(w.SubscriptionGroupTable, DataVersion{Timestamp: w.DataVersion.Timestamp, Counter: w.DataVersion.Counter})
+	if changed {
+		s.b.log.Info("broker: subscription groups copied from the master", "master", master, "groups", len(w.SubscriptionGroupTable))
+	}
+	return err
+}
+
+func (s *slaveSync) close() { s.rpc.close() }
