@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/samsamq/samsa/ha"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
 )
@@ -66,9 +67,11 @@ type Broker struct {
 	// Replication (ha.go). repl is the master side of the link, nil until
 	// one is attached (set before Start); haPort the link's listening
 	// port once known; master what a slave learned of its master.
-	repl   replicator
-	haPort atomic.Int32
-	master struct {
+	repl     replicator
+	haPort   atomic.Int32
+	haMaster *ha.Master // a master's end of the link (ha_link.go)
+	haSlave  *ha.Slave  // a slave's end
+	master   struct {
 		mu struct {
 			sync.Mutex
 			addr, haAddr string
@@ -128,6 +131,14 @@ func New(cfg Config) (*Broker, error) {
 	b.reg = newRegistrar(b)
 	if cfg.BrokerRole == Slave {
 		b.metaSync = newSlaveSync(b)
+	} else if err := b.startHAMaster(); err != nil && !isDiskFull(err) {
+		st.Close()
+		return nil, err
+	} else if err != nil {
+		// The new epoch cannot be recorded: no slave may follow a log
+		// whose epochs are unknown, and the store takes no writes anyway.
+		b.log.Warn("broker: disk full at start: the replication epoch cannot be written; this master runs without "+
+			"its replication link until a restart with free space (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE)", "err", err)
 	}
 	b.procs = b.processors()
 	return b, nil
@@ -210,6 +221,11 @@ func (b *Broker) Start() error {
 	}
 	b.reg.registerAll(true)
 	b.goLoop(b.reg.run)
+	if b.cfg.BrokerRole == Slave {
+		if err := b.startHASlave(); err != nil {
+			return err
+		}
+	}
 	b.log.Info("broker: started", "addr", b.Addr(), "admin", b.AdminAddr(), "name", b.cfg.BrokerName,
 		"id", b.cfg.BrokerID, "role", b.cfg.BrokerRole, "cluster", b.cfg.BrokerClusterName, "namesrv", b.cfg.NamesrvAddrs,
 		"store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType, "backend", b.cfg.StoreBackend)
@@ -315,6 +331,7 @@ func (b *Broker) shutdown() error {
 	if b.metaSync != nil {
 		b.metaSync.close()
 	}
+	b.closeHA()
 	if err := b.store.Close(); err != nil && !errors.Is(err, storage.ErrDiskFullAtClose) {
 		errs = append(errs, fmt.Errorf("broker: close store: %w", err))
 	} else if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/samsamq/samsa/ha"
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
@@ -229,6 +230,9 @@ type Config struct {
 	// Version is what the text protocol's version command reports (not a
 	// property). Default DefaultVersion.
 	Version string
+	// HAFault (not a property) injects faults into a slave's replication
+	// link: tests stall it to make a SYNC_MASTER time out.
+	HAFault *ha.Fault
 	// FS is the file system of the store and the config files (not a
 	// property). Default vfs.Default.
 	FS vfs.FS

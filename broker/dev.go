@@ -25,8 +25,9 @@ type DevOptions struct {
 	Broker Config
 	// Slaves is how many slaves (brokerId 1, 2, ...) run beside the
 	// master, on free ports. With slaves the master's store is Dir/master
-	// and slave i's Dir/slave-i. They copy the master's metadata; the
-	// CommitLog itself follows once the replication link is wired in.
+	// and slave i's Dir/slave-i. Each follows the master's CommitLog over
+	// the replication link and copies its metadata; Broker.BrokerRole
+	// (ASYNC_MASTER or SYNC_MASTER) says whether sends wait for them.
 	Slaves int
 	// Logger for both servers. Default slog.Default().
 	Logger *slog.Logger

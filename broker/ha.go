@@ -54,15 +54,20 @@ type SlaveStatus struct {
 	// Addr is the slave's address (its replication connection's remote
 	// end).
 	Addr string
+	// BrokerID is the slave's brokerId.
+	BrokerID int64
 	// AckOffset is the CommitLog offset the slave last reported holding.
 	AckOffset int64
-	// Behind is the master's written offset minus AckOffset, in bytes.
+	// Behind is the master's handed offset minus AckOffset, in bytes.
 	Behind int64
+	// LagTime is how long ago the master's log passed AckOffset (0 when
+	// caught up).
+	LagTime time.Duration
 	// InSync: within haMaxGapNotInSync and reporting in time; a
 	// SYNC_MASTER waits only for slaves in sync.
 	InSync bool
-	// LastAck is when the slave last reported.
-	LastAck time.Time
+	// Since is when its in-sync state last changed, or its link was made.
+	Since time.Time
 }
 
 // setReplicator attaches the replication link. It must be called before

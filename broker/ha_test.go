@@ -249,7 +249,7 @@ func TestSyncMasterFlushAndReplica(t *testing.T) {
 // the replicator reports.
 func TestHAStats(t *testing.T) {
 	f := &fakeReplicator{slaves: []SlaveStatus{{Addr: "10.0.0.2:10912", AckOffset: 4096, Behind: 128, InSync: true,
-		LastAck: time.UnixMilli(1_700_000_000_000)}}}
+		Since: time.UnixMilli(1_700_000_000_000)}}}
 	b := startSyncMaster(t, "", f, nil)
 	defer b.Close()
 	var buf bytes.Buffer
@@ -260,7 +260,7 @@ func TestHAStats(t *testing.T) {
 	w.Flush()
 	for _, want := range []string{"STAT ha_role SYNC_MASTER", "STAT ha_slaves 1", "STAT slave:10.0.0.2:10912:ack_offset 4096",
 		"STAT slave:10.0.0.2:10912:behind_bytes 128", "STAT slave:10.0.0.2:10912:in_sync 1",
-		"STAT slave:10.0.0.2:10912:last_ack_ms 1700000000000"} {
+		"STAT slave:10.0.0.2:10912:since_ms 1700000000000"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("stats ha lacks %q:\n%s", want, buf.String())
 		}

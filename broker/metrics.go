@@ -68,11 +68,12 @@ var (
 	mSlaveTO     = desc("samsa_broker_send_flush_slave_timeouts_total", "Sends a SYNC_MASTER stored but answered FLUSH_SLAVE_TIMEOUT.", prometheus.CounterValue)
 	mSlaveRef    = desc("samsa_broker_send_refused_as_slave_total", "Sends a slave refused (SERVICE_NOT_AVAILABLE).", prometheus.CounterValue)
 	mHASlaveAck  = desc("samsa_ha_slave_ack_offset_bytes", "CommitLog offset each slave reported holding (a master's).", prometheus.GaugeValue, "slave")
-	mHASlaveLag  = desc("samsa_ha_slave_behind_bytes", "How far each slave is behind the master's written offset.", prometheus.GaugeValue, "slave")
+	mHASlaveLag  = desc("samsa_ha_slave_behind_bytes", "How far each slave is behind the master's handed offset.", prometheus.GaugeValue, "slave")
+	mHASlaveLagT = desc("samsa_ha_slave_lag_seconds", "How long ago the master's log passed each slave's acknowledged offset.", prometheus.GaugeValue, "slave")
 	mHASlaveSync = desc("samsa_ha_slave_in_sync", "1 while a SYNC_MASTER waits for the slave.", prometheus.GaugeValue, "slave")
 	mSyncRounds  = desc("samsa_broker_slave_sync_rounds_total", "Metadata sync rounds a slave ran against its master.", prometheus.CounterValue)
 	mSyncFails   = desc("samsa_broker_slave_sync_failures_total", "Metadata sync rounds that did not copy everything.", prometheus.CounterValue)
-	allDescs     = []metricDesc{mSlaveNA, mSlaveTO, mSlaveRef, mHASlaveAck, mHASlaveLag, mHASlaveSync, mSyncRounds, mSyncFails,
+	allDescs     = []metricDesc{mSlaveNA, mSlaveTO, mSlaveRef, mHASlaveAck, mHASlaveLag, mHASlaveLagT, mHASlaveSync, mSyncRounds, mSyncFails,
 		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mStoreOff,
 		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined,
@@ -122,6 +123,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, sl := range c.b.Slaves() {
 		emit(mHASlaveAck, sl.AckOffset, sl.Addr)
 		emit(mHASlaveLag, sl.Behind, sl.Addr)
+		ch <- prometheus.MustNewConstMetric(mHASlaveLagT.d, mHASlaveLagT.kind, sl.LagTime.Seconds(), sl.Addr)
 		emit(mHASlaveSync, int64(boolInt(sl.InSync)), sl.Addr)
 	}
 	if m := c.b.metaSync; m != nil {

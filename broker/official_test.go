@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -167,6 +168,29 @@ func runOfficialChild(t *testing.T, phase string, dev *Dev) {
 	}
 }
 
+// startOfficialChild starts phase in a child with extra environment; the
+// caller waits for cmd (it is killed after 4 minutes) and reads out.
+func startOfficialChild(t *testing.T, phase string, dev *Dev, env ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	raceDir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=official", "SAMSA_OFFICIAL_PHASE="+phase,
+		"SAMSA_NS="+dev.NamesrvAddr(), "SAMSA_BROKER_ADDR="+dev.BrokerAddr(),
+		"GORACE=exitcode=0 log_path="+filepath.Join(raceDir, "race"))
+	cmd.Env = append(cmd.Env, env...)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(4*time.Minute, func() { cmd.Process.Kill() })
+	t.Cleanup(func() {
+		timer.Stop()
+		cmd.Process.Kill()
+	})
+	return cmd, out
+}
+
 // officialChild runs one phase of the scenario with the official client.
 func officialChild() error {
 	rlog.SetLogLevel("error")
@@ -176,6 +200,9 @@ func officialChild() error {
 		return officialPhase1(ns, brokerAddr)
 	case "2":
 		return officialPhase2(ns)
+	case "slave":
+		n, _ := strconv.ParseInt(os.Getenv("SAMSA_SLAVE_N"), 10, 64)
+		return officialSlavePhase(ns, n, os.Getenv("SAMSA_PROGRESS"))
 	}
 	return fmt.Errorf("unknown phase %q", os.Getenv("SAMSA_OFFICIAL_PHASE"))
 }

@@ -1,15 +1,19 @@
 package broker
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // haStats are the replication lines of the text stats: the role, the
 // sends a SYNC_MASTER could not replicate and a slave refused, then per
 // slave (a master's, from the replicator's Slaves)
 //
 //	slave:<addr>:ack_offset    CommitLog offset the slave reported holding
-//	slave:<addr>:behind_bytes  master's written offset minus that
+//	slave:<addr>:behind_bytes  master's handed offset minus that
+//	slave:<addr>:lag_ms        how long ago the master's log passed it
 //	slave:<addr>:in_sync       1 when a SYNC_MASTER waits for it
-//	slave:<addr>:last_ack_ms   unix ms of its last report
+//	slave:<addr>:since_ms      unix ms its in-sync state last changed
 //
 // or, on a slave, its master and the metadata sync's progress.
 func (b *Broker) haStats() []statLine {
@@ -30,8 +34,9 @@ func (b *Broker) haStats() []statLine {
 		lines = append(lines,
 			statLine{p + "ack_offset", sl.AckOffset},
 			statLine{p + "behind_bytes", sl.Behind},
+			statLine{p + "lag_ms", sl.LagTime.Milliseconds()},
 			statLine{p + "in_sync", boolInt(sl.InSync)},
-			statLine{p + "last_ack_ms", unixMs(sl.LastAck)})
+			statLine{p + "since_ms", unixMs(sl.Since)})
 	}
 	return lines
 }
@@ -39,9 +44,20 @@ func (b *Broker) haStats() []statLine {
 // slaveSideStats are a slave's lines: whom it follows and how the
 // metadata sync goes.
 func (b *Broker) slaveSideStats() []statLine {
+	ls := b.LinkStatus()
+	lastErr := ""
+	if ls.LastError != nil {
+		lastErr = ls.LastError.Error()
+	}
 	lines := []statLine{
 		{"ha_master_addr", b.MasterAddr()},
 		{"ha_master_ha_addr", b.HAMasterAddr()},
+		{"ha_link_connected", boolInt(ls.Connected)},
+		{"ha_link_offset", ls.Offset},
+		{"ha_link_behind_bytes", max(ls.MasterHanded-ls.Offset, 0)},
+		{"ha_link_confirm_offset", ls.ConfirmOffset},
+		{"ha_link_reconnects", ls.Reconnects},
+		{"ha_link_last_error", strconv.Quote(lastErr)},
 	}
 	if m := b.metaSync; m != nil {
 		lines = append(lines,

@@ -24,6 +24,7 @@ func runDev(args []string) error {
 	keep := fs.Bool("keep", false, "keep the temporary data directory on exit")
 	nsListen := fs.String("namesrv", "127.0.0.1:9876", "name server address (127.0.0.1:0 picks a free port)")
 	slaves := fs.Int("slaves", 0, "slaves to run beside the broker (brokerId 1, 2, ...; free ports)")
+	replication := fs.String("replication", "", "with --slaves: sync (SYNC_MASTER: a send is answered once a slave holds it) or async (ASYNC_MASTER); default the broker's role")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: samsa dev [flags]\n\nA name server and a broker in one process, both on loopback.\n\n")
 		fs.PrintDefaults()
@@ -34,6 +35,18 @@ func runDev(args []string) error {
 	cfg, log, err := f.config(fs)
 	if err != nil {
 		return err
+	}
+	switch *replication {
+	case "":
+	case "sync":
+		cfg.BrokerRole = broker.SyncMaster
+	case "async":
+		cfg.BrokerRole = broker.AsyncMaster
+	default:
+		return fmt.Errorf("dev: --replication %q: want sync or async", *replication)
+	}
+	if *replication != "" && *slaves == 0 {
+		return errors.New("dev: --replication needs --slaves N")
 	}
 	portGiven := false
 	fs.Visit(func(fl *flag.Flag) { portGiven = portGiven || fl.Name == "port" })
@@ -56,7 +69,8 @@ func runDev(args []string) error {
 	fmt.Printf("samsa dev: name server %s  broker %s (%s)  metrics http://%s/metrics  data %s\n",
 		dev.NamesrvAddr(), dev.BrokerAddr(), dev.Broker.Config().BrokerName, dev.Broker.AdminAddr(), dev.Dir)
 	for _, s := range dev.Slaves {
-		fmt.Printf("samsa dev: slave %s (brokerId %d)  metrics http://%s/metrics\n", s.Addr(), s.Config().BrokerID, s.AdminAddr())
+		fmt.Printf("samsa dev: slave %s (brokerId %d, following %s)  metrics http://%s/metrics\n", s.Addr(), s.Config().BrokerID,
+			dev.Broker.Config().BrokerRole, s.AdminAddr())
 	}
 	fmt.Printf("try: printf 'stats\\r\\n' | nc %s   (clients: name server %s)\n",
 		hostPortSpace(dev.BrokerAddr()), dev.NamesrvAddr())

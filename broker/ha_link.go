@@ -1,0 +1,131 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	"github.com/samsamq/samsa/ha"
+)
+
+// The replication link (package ha) wired into the broker: a master (ASYNC
+// or SYNC) runs an ha.Master on haListenPort that every slave of its group
+// follows; a SLAVE runs an ha.Slave that follows the master the name server
+// (or haMasterAddress) names. Both sides keep the epoch file in
+// <storePathRootDir>/ha/epochs.
+
+// haMaster adapts *ha.Master to the broker's replicator.
+type haMaster struct{ m *ha.Master }
+
+func (h haMaster) WaitReplicated(end int64) error {
+	switch err := h.m.WaitReplicated(end); {
+	case err == nil:
+		return nil
+	case errors.Is(err, ha.ErrSlaveTimeout):
+		return errSlaveTimeout
+	case errors.Is(err, ha.ErrSlaveNotAvailable):
+		return errSlaveNotAvailable
+	default:
+		return err
+	}
+}
+
+func (h haMaster) Slaves() []SlaveStatus {
+	src := h.m.Slaves()
+	out := make([]SlaveStatus, len(src))
+	for i, s := range src {
+		out[i] = SlaveStatus{Addr: s.Addr, BrokerID: s.BrokerID, AckOffset: s.AckOffset, Behind: s.LagBytes,
+			LagTime: s.LagTime, InSync: s.InSync, Since: s.Since}
+	}
+	return out
+}
+
+// epochPath is where the broker keeps its replication epochs.
+func (b *Broker) epochPath() string { return filepath.Join(b.cfg.StorePathRootDir, "ha", "epochs") }
+
+func (b *Broker) openEpochs() (*ha.EpochFile, error) {
+	if err := b.cfg.FS.MkdirAll(filepath.Dir(b.epochPath())); err != nil {
+		return nil, fmt.Errorf("broker: replication epochs: %w", err)
+	}
+	return ha.OpenEpochFile(b.cfg.FS, b.epochPath(), b.log)
+}
+
+// startHAMaster opens a master's replication listener and its new epoch.
+// It runs in New, before the broker takes its first send: the epoch must
+// start where the recovered log ends.
+func (b *Broker) startHAMaster() error {
+	epochs, err := b.openEpochs()
+	if err != nil {
+		return err
+	}
+	c := &b.cfg
+	m, err := ha.NewMaster(ha.MasterConfig{
+		Addr:                 net.JoinHostPort(c.ListenAddr, strconv.Itoa(c.HAListenPort)),
+		Log:                  b.store,
+		Epochs:               epochs,
+		InSyncReplicas:       c.SlaveAcksNeeded() + 1, // ha counts the master
+		AckTimeout:           c.HASlaveAckTimeout,
+		TransferBatchSize:    c.HATransferBatchSize,
+		MaxGapNotInSync:      c.HAMaxGapNotInSync,
+		HeartbeatInterval:    c.HASendHeartbeatInterval,
+		HousekeepingInterval: c.HAHousekeepingInterval,
+		Logger:               b.log,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: replication listener: %w", err)
+	}
+	b.haMaster = m
+	b.setReplicator(haMaster{m})
+	b.setHAPort(m.Addr().(*net.TCPAddr).Port)
+	return nil
+}
+
+// startHASlave starts a slave's link. It follows HAMasterAddr, which the
+// first registration may only just have learned; until an address is
+// known the link retries with back-off.
+func (b *Broker) startHASlave() error {
+	epochs, err := b.openEpochs()
+	if err != nil {
+		return err
+	}
+	c := &b.cfg
+	s, err := ha.NewSlave(ha.SlaveConfig{
+		MasterAddr:           b.HAMasterAddr,
+		BrokerID:             c.BrokerID,
+		Addr:                 b.Addr(),
+		Log:                  b.store,
+		Epochs:               epochs,
+		FromLastSegment:      !c.HAFullCopy,
+		AckFlushed:           c.HASlaveAckFlushed,
+		HeartbeatInterval:    c.HASendHeartbeatInterval,
+		HousekeepingInterval: c.HAHousekeepingInterval,
+		Fault:                c.HAFault,
+		Logger:               b.log,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: replication link: %w", err)
+	}
+	b.haSlave = s
+	return nil
+}
+
+// LinkStatus is a slave's replication link as it stands (zero on a
+// master).
+func (b *Broker) LinkStatus() ha.LinkStatus {
+	if b.haSlave == nil {
+		return ha.LinkStatus{}
+	}
+	return b.haSlave.Status()
+}
+
+// closeHA stops the replication link before the store closes.
+func (b *Broker) closeHA() {
+	if b.haSlave != nil {
+		b.haSlave.Close()
+	}
+	if b.haMaster != nil {
+		b.haMaster.Close()
+	}
+}
