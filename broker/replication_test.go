@@ -28,7 +28,8 @@ import (
 
 func startReplicated(t *testing.T, role BrokerRole, mutate func(*Config)) *Dev {
 	t.Helper()
-	cfg := Config{BrokerRole: role, MappedFileSizeCommitLog: 1 << 20, HASendHeartbeatInterval: 100 * time.Millisecond}
+	cfg := Config{BrokerRole: role, MappedFileSizeCommitLog: 1 << 20, HASendHeartbeatInterval: 100 * time.Millisecond,
+		SlaveSyncInterval: 200 * time.Millisecond}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -278,4 +279,37 @@ func writeStatsTo(out *bytes.Buffer, b *Broker, item string) bool {
 	ok := b.writeStats(w, item)
 	w.Flush()
 	return ok
+}
+
+// TestSlaveLongPollWakesOnReplication: a long-poll held on the slave is
+// answered when a record sent to the master is replicated and indexed
+// there (woken, not expired).
+func TestSlaveLongPollWakesOnReplication(t *testing.T) {
+	dev := startReplicated(t, AsyncMaster, nil)
+	master, slave := dev.Broker, dev.Slaves[0]
+	mc := dialRaw(t, master.Addr())
+	if r := mc.call(createTopicReq("lp", 1)); r.Code != protocol.Success {
+		t.Fatalf("create topic: %s", r)
+	}
+	waitLong(t, func() bool { _, ok := slave.topics.get("lp"); return ok }, "the slave's copy of the topic")
+	sc := dialRaw(t, slave.Addr())
+	held := sc.start(pullReq("g", "lp", 0, 0, 32, 60*time.Second, "*"))
+	waitLong(t, func() bool { return slave.stats.held.Load() == 1 }, "the pull held on the slave")
+	if r := mc.call(sendReq("lp", 0, []byte("replicated"), nil)); r.Code != protocol.Success {
+		t.Fatalf("send: %s", r)
+	}
+	select {
+	case r := <-held:
+		if r.Code != protocol.Success {
+			t.Fatalf("held pull on the slave: %s", r)
+		}
+		if recs := decodeRecords(t, r.Body); len(recs) != 1 || string(recs[0].Body) != "replicated" {
+			t.Fatalf("held pull on the slave got %d records", len(recs))
+		}
+	case <-time.After(50 * time.Second): // well inside the 60 s hold: woken, not expired
+		t.Fatal("the held pull on the slave was not answered")
+	}
+	if slave.stats.wokenTotal.Load() == 0 {
+		t.Fatal("the pull was not woken by the replicated record")
+	}
 }
