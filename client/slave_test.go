@@ -85,20 +85,21 @@ func (c *testCluster) stat(addr, name string) int64 {
 	return 0
 }
 
-// seed appends the same messages to (topic, 0) of every broker's store,
-// standing in for replication, and waits until they are readable.
+// seed appends messages to (topic, 0) of the master's store (bs[0]) and
+// waits until every broker in bs (its slaves by replication) serves them.
 func seed(t *testing.T, topic string, bodies []string, bs ...*broker.Broker) {
 	t.Helper()
-	for _, b := range bs {
-		host := netip.MustParseAddrPort(b.Addr())
-		for _, body := range bodies {
-			m := &storage.Message{Topic: topic, QueueID: 0, Body: []byte(body), BornTimestamp: time.Now().UnixMilli(),
-				BornHost: host, StoreHost: host}
-			if _, err := b.Store().Append(context.Background(), m); err != nil {
-				t.Fatal(err)
-			}
+	b := bs[0]
+	host := netip.MustParseAddrPort(b.Addr())
+	for _, body := range bodies {
+		m := &storage.Message{Topic: topic, QueueID: 0, Body: []byte(body), BornTimestamp: time.Now().UnixMilli(),
+			BornHost: host, StoreHost: host}
+		if _, err := b.Store().Append(context.Background(), m); err != nil {
+			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
+	}
+	for _, b := range bs {
+		deadline := time.Now().Add(60 * time.Second)
 		for b.Store().MaxQueueOffset(topic, 0) < int64(len(bodies)) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: %d of %d seeded messages readable", b.Addr(), b.Store().MaxQueueOffset(topic, 0), len(bodies))

@@ -18,14 +18,26 @@ func init() {
 
 // clusterBroker is one row of `samsa cluster`: Role is what the name
 // server's id says (master for 0, else slave), BrokerRole what the broker
-// reports of itself (its brokerRole; "?" when it does not answer).
+// reports of itself (its brokerRole; "?" when it does not answer). A
+// slave's replication figures are its master's view of it (text stats
+// slave:<addr>:...): nil when the master does not report it.
 type clusterBroker struct {
-	Cluster    string `json:"cluster"`
-	Broker     string `json:"broker"`
-	ID         int64  `json:"id"`
-	Role       string `json:"role"`
-	BrokerRole string `json:"brokerRole"`
-	Addr       string `json:"addr"`
+	Cluster     string       `json:"cluster"`
+	Broker      string       `json:"broker"`
+	ID          int64        `json:"id"`
+	Role        string       `json:"role"`
+	BrokerRole  string       `json:"brokerRole"`
+	Addr        string       `json:"addr"`
+	Replication *replication `json:"replication,omitempty"`
+	stats       map[string]string
+}
+
+// replication is a slave as its master sees it.
+type replication struct {
+	AckOffset   int64 `json:"ackOffset"`
+	BehindBytes int64 `json:"behindBytes"`
+	LagMs       int64 `json:"lagMs"`
+	InSync      bool  `json:"inSync"`
 }
 
 func runCluster(args []string) error {
@@ -68,15 +80,16 @@ func runCluster(args []string) error {
 		return a.ID < b.ID
 	})
 	brokerRoles(ctx, a, rows)
+	slaveReplication(rows)
 	if cf.json {
 		if rows == nil {
 			rows = []clusterBroker{}
 		}
 		return printJSON(rows)
 	}
-	tw := table("CLUSTER", "BROKER", "ID", "ROLE", "BROKER ROLE", "ADDRESS")
+	tw := table("CLUSTER", "BROKER", "ID", "ROLE", "BROKER ROLE", "ADDRESS", "REPLICATION")
 	for _, r := range rows {
-		row(tw, r.Cluster, r.Broker, strconv.FormatInt(r.ID, 10), r.Role, r.BrokerRole, r.Addr)
+		row(tw, r.Cluster, r.Broker, strconv.FormatInt(r.ID, 10), r.Role, r.BrokerRole, r.Addr, r.Replication.String())
 	}
 	return tw.Flush()
 }
@@ -94,12 +107,48 @@ func brokerRoles(ctx context.Context, a *client.Admin, rows []clusterBroker) {
 			if err != nil {
 				return
 			}
+			r.stats = make(map[string]string, len(stats))
 			for _, s := range stats {
-				if s.Name == "broker_role" {
-					r.BrokerRole = s.Value
-				}
+				r.stats[s.Name] = s.Value
+			}
+			if v, ok := r.stats["broker_role"]; ok {
+				r.BrokerRole = v
 			}
 		}(&rows[i])
 	}
 	wg.Wait()
+}
+
+// slaveReplication fills each slave row's replication figures from its
+// master's stats (rows sorted: a group's master, id 0, comes first).
+func slaveReplication(rows []clusterBroker) {
+	var master *clusterBroker
+	for i := range rows {
+		r := &rows[i]
+		if r.ID == protocol.MasterID {
+			master = r
+			continue
+		}
+		if master == nil || master.Cluster != r.Cluster || master.Broker != r.Broker || master.stats == nil {
+			continue
+		}
+		p := "slave:" + r.Addr + ":"
+		if _, ok := master.stats[p+"ack_offset"]; !ok {
+			continue
+		}
+		num := func(k string) int64 { n, _ := strconv.ParseInt(master.stats[p+k], 10, 64); return n }
+		r.Replication = &replication{AckOffset: num("ack_offset"), BehindBytes: num("behind_bytes"), LagMs: num("lag_ms"),
+			InSync: master.stats[p+"in_sync"] == "1"}
+	}
+}
+
+func (r *replication) String() string {
+	if r == nil {
+		return "-"
+	}
+	state := "in sync"
+	if !r.InSync {
+		state = "NOT in sync"
+	}
+	return fmt.Sprintf("%s, %d bytes / %d ms behind", state, r.BehindBytes, r.LagMs)
 }
