@@ -148,11 +148,7 @@ func TestOfficialClientEndToEnd(t *testing.T) {
 
 func runOfficialChild(t *testing.T, phase string, dev *Dev) {
 	t.Helper()
-	raceDir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=official", "SAMSA_OFFICIAL_PHASE="+phase,
-		"SAMSA_NS="+dev.NamesrvAddr(), "SAMSA_BROKER_ADDR="+dev.BrokerAddr(),
-		"GORACE=exitcode=0 log_path="+filepath.Join(raceDir, "race"))
+	cmd, raceDir := officialChildCmd(t, phase, dev)
 	timer := time.AfterFunc(4*time.Minute, func() {
 		if cmd.Process != nil {
 			cmd.Process.Kill()
@@ -168,16 +164,23 @@ func runOfficialChild(t *testing.T, phase string, dev *Dev) {
 	}
 }
 
-// startOfficialChild starts phase in a child with extra environment; the
-// caller waits for cmd (it is killed after 4 minutes) and reads out.
-func startOfficialChild(t *testing.T, phase string, dev *Dev, env ...string) (*exec.Cmd, *bytes.Buffer) {
-	t.Helper()
-	raceDir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+// officialChildCmd is this test binary re-executed to run phase with the
+// official client; its race reports go to files in raceDir.
+func officialChildCmd(t *testing.T, phase string, dev *Dev, env ...string) (cmd *exec.Cmd, raceDir string) {
+	raceDir = t.TempDir()
+	cmd = exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=official", "SAMSA_OFFICIAL_PHASE="+phase,
 		"SAMSA_NS="+dev.NamesrvAddr(), "SAMSA_BROKER_ADDR="+dev.BrokerAddr(),
 		"GORACE=exitcode=0 log_path="+filepath.Join(raceDir, "race"))
 	cmd.Env = append(cmd.Env, env...)
+	return cmd, raceDir
+}
+
+// startOfficialChild starts phase in a child with extra environment; the
+// caller waits for cmd (it is killed after 4 minutes) and reads out.
+func startOfficialChild(t *testing.T, phase string, dev *Dev, env ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd, _ := officialChildCmd(t, phase, dev, env...)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
