@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"strconv"
 	"sync"
@@ -222,6 +223,55 @@ func TestTxnCheckBack(t *testing.T) {
 		t.Fatalf("checks %v: want 2 for the committed, 3 for the discarded", checked)
 	}
 	if got := realBodies(t, c, "tx", 0); len(got) != 1 || got[0] != "commit-me" {
+		t.Fatalf("delivered %q", got)
+	}
+}
+
+// TestTxnFinalWithoutOpAfterCrash: a commit cut short by a crash (final
+// message stored, op record not) is completed, not repeated: by a late
+// END_TRANSACTION, or by the check service without asking the producer.
+func TestTxnFinalWithoutOpAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir, nil)
+	c := dialTxnPeer(t, b.Addr())
+	k1, p1 := halfOf(t, c.call(halfSend("tx", 0, "late-end")))
+	k2, p2 := halfOf(t, c.call(halfSend("tx", 0, "checked")))
+	for _, hp := range [][2]int64{{k1, p1}, {k2, p2}} {
+		h, err := b.readHalf(hp[0], hp[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := b.finalMessage(&h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.store.Append(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startBroker(t, dir, func(c *Config) {
+		c.TransactionCheckInterval = 20 * time.Millisecond
+		c.TransactionTimeout = 50 * time.Millisecond
+	})
+	defer b.Close()
+	c = dialTxnPeer(t, b.Addr())
+	hb, _ := protocol.MarshalBody(protocol.HeartbeatData{ClientID: "p1", ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}}})
+	if r := c.call(protocol.NewRequest(protocol.HeartBeat, nil, hb)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	if r := c.call(endReq(k1, p1, protocol.TransactionCommit, "pg")); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	waitFor(t, func() bool { off, _ := b.offsets.query(transProgressGroup, TransHalfTopic, 0); return off == k2+1 }, "both settled")
+	select {
+	case req := <-c.checks:
+		t.Fatalf("checked back a half whose final message is stored: %v", req.ExtFields)
+	default:
+	}
+	if got := realBodies(t, c, "tx", 0); len(got) != 2 || got[0] != "late-end" || got[1] != "checked" {
 		t.Fatalf("delivered %q", got)
 	}
 }
