@@ -119,7 +119,8 @@ type txnState struct {
 		checks map[int64]int // check-backs sent, per open half
 		// searched: halves from before the start whose real queue was
 		// searched for a final message left by a crash mid-commit.
-		searched map[int64]bool
+		searched   map[int64]bool
+		mustSearch map[int64]bool // searched even above startHalfMax (reopenToSearch)
 	}
 	// startHalfMax is the half queue's end when the broker started: a half
 	// below it may have a final message without its op record.
@@ -131,6 +132,7 @@ func newTxnState(base, startHalfMax int64) *txnState {
 	t.mu.base = base
 	t.mu.checks = make(map[int64]int)
 	t.mu.searched = make(map[int64]bool)
+	t.mu.mustSearch = make(map[int64]bool)
 	return t
 }
 
@@ -236,16 +238,27 @@ func (t *txnState) addCheck(k int64) {
 // needsSearch reports whether half k may have a final message left
 // without its op by a crash, and marks it searched.
 func (t *txnState) needsSearch(k int64) bool {
-	if k >= t.startHalfMax {
-		return false
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.mu.searched[k] {
+	if t.mu.searched[k] || (k >= t.startHalfMax && !t.mu.mustSearch[k]) {
 		return false
 	}
 	t.mu.searched[k] = true
+	delete(t.mu.mustSearch, k)
 	return true
+}
+
+// reopenToSearch reopens half k whose final message was stored and whose
+// op record failed: before it is committed or checked again, its real
+// queue is searched, as after a crash.
+func (t *txnState) reopenToSearch(k int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.slotLocked(k); s != nil {
+		*s = txnOpen
+	}
+	delete(t.mu.searched, k)
+	t.mu.mustSearch[k] = true
 }
 
 // opHalfOffset parses an op record's body (the half queue offset).

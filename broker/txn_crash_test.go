@@ -95,9 +95,9 @@ func TestTxnCrashMidCommitAllOrNothing(t *testing.T) {
 	}
 	p, err := client.NewTransactionProducer(client.ProducerOptions{ClientOptions: client.ClientOptions{NameServers: []string{ns.Addr()},
 		Logger: quietLogger(), HeartbeatInterval: 200 * time.Millisecond, RouteRefresh: time.Second}, Group: "crash-pg"},
-		func(context.Context, string, *client.MessageExt) client.TransactionState {
+		client.TransactionOptions{ConfirmEnd: true, Checker: func(context.Context, string, *client.MessageExt) client.TransactionState {
 			return client.TransactionRollback // what this producer does not remember never committed
-		})
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

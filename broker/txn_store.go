@@ -81,16 +81,25 @@ type halfRef struct {
 // readHalf reads the half message at commit-log offset phys and checks that
 // it is half k (k < 0: any).
 func (b *Broker) readHalf(k, phys int64) (halfRef, error) {
-	head, err := b.store.ReadAt(phys, 8)
+	// One read of most records: up to 2 KiB, within the log handed to
+	// the backend and the segment; else (what follows the record is not
+	// readable yet, or a blank filler declares more than it wrote) the
+	// header first.
+	seg := b.store.SegmentSize()
+	guess := min(int64(2048), b.store.HandedOffset()-phys, (phys/seg+1)*seg-phys)
+	buf, err := b.store.ReadAt(phys, int32(max(guess, 8)))
+	if err != nil {
+		if buf, err = b.store.ReadAt(phys, 8); err != nil {
+			return halfRef{}, err
+		}
+	}
+	size, _, err := record.Header(buf)
 	if err != nil {
 		return halfRef{}, err
 	}
-	size, _, err := record.Header(head)
-	if err != nil {
-		return halfRef{}, err
-	}
-	buf, err := b.store.ReadAt(phys, size)
-	if err != nil {
+	if int64(size) <= int64(len(buf)) {
+		buf = buf[:size]
+	} else if buf, err = b.store.ReadAt(phys, size); err != nil {
 		return halfRef{}, err
 	}
 	h := halfRef{}
@@ -188,14 +197,68 @@ func (b *Broker) settle(hs []halfRef, kinds []int) ([]storage.AppendResult, erro
 	for _, h := range hs {
 		msgs = append(msgs, b.opMessage(h.k))
 	}
-	res, err := b.store.AppendBatch(context.Background(), msgs)
-	if err != nil && !(errors.Is(err, storage.ErrFlushTimeout) && len(res) == len(msgs)) {
+	res, errs, err := b.appendAll(msgs)
+	if err != nil && !(errors.Is(err, storage.ErrFlushTimeout) && len(res) == len(msgs)) && errs == nil {
 		return fail(err)
 	}
 	for i, h := range hs {
-		b.txn.settled(h.k, res[first+i].QueueOffset)
+		switch {
+		case errs == nil || errs[first+i] == nil:
+			b.txn.settled(h.k, res[first+i].QueueOffset)
+		case kinds[i] == settleCommit && errs[finalAt(kinds, i)] == nil:
+			// The final message is stored, its op record is not: the
+			// check service completes the commit (as after a crash).
+			b.txn.reopenToSearch(h.k)
+		default:
+			b.txn.settled(h.k, -1)
+		}
+	}
+	if errs != nil {
+		return nil, err
 	}
 	return res, err
+}
+
+// finalAt is the index, among a settlement's messages, of half i's final
+// (or discarded) message.
+func finalAt(kinds []int, i int) int {
+	n := 0
+	for _, k := range kinds[:i] {
+		if k == settleCommit || k == settleDiscard {
+			n++
+		}
+	}
+	return n
+}
+
+// appendAll appends msgs in order: with the append combiner (not
+// SYNC_FLUSH) among the concurrent sends, else in one AppendBatch. The
+// combiner may split them over store batches, so each message has its own
+// error (errs, nil when all were appended or with AppendBatch); err is the
+// first.
+func (b *Broker) appendAll(msgs []*storage.Message) (res []storage.AppendResult, errs []error, err error) {
+	if b.appends == nil {
+		res, err = b.store.AppendBatch(context.Background(), msgs)
+		return res, nil, err
+	}
+	es := make([]*combineEntry, len(msgs))
+	for i, m := range msgs {
+		es[i] = b.appends.get(m)
+	}
+	b.appends.run(es)
+	res = make([]storage.AppendResult, len(msgs))
+	for i, e := range es {
+		r, e := b.appends.finish(e)
+		res[i] = r
+		if e != nil && err == nil {
+			err = e
+			errs = make([]error, len(msgs))
+		}
+		if errs != nil {
+			errs[i] = e
+		}
+	}
+	return res, errs, err
 }
 
 // finalStored reports whether half h's final message is in its real queue

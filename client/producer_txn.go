@@ -89,11 +89,28 @@ type TransactionChecker func(ctx context.Context, txnID string, m *MessageExt) T
 // to answer check-backs itself.
 const rememberTxn = 30 * time.Minute
 
+// TransactionOptions configure a TransactionProducer beyond its
+// ProducerOptions.
+type TransactionOptions struct {
+	// Checker answers check-backs for transactions the producer does not
+	// remember (nil: they stay unknown, and the broker discards them
+	// after transactionCheckMax check-backs).
+	Checker TransactionChecker
+	// ConfirmEnd sends END_TRANSACTION two-way: Commit and Rollback
+	// return once the broker applied the decision (or
+	// ErrTransactionUnconfirmed). Default false: one-way, as RocketMQ's
+	// clients do, a round trip less per transaction; an end lost in
+	// flight is settled by the check-back, which the producer answers
+	// from its memory of its decisions.
+	ConfirmEnd bool
+}
+
 // TransactionProducer is a Producer that also sends transactions and
 // answers the brokers' check-backs. Safe for concurrent use.
 type TransactionProducer struct {
 	*Producer
 	checker TransactionChecker
+	confirm bool
 
 	mu struct {
 		sync.Mutex
@@ -109,11 +126,9 @@ type txnDecision struct {
 	at    time.Time
 }
 
-// NewTransactionProducer returns a running TransactionProducer; checker
-// (nil: every unknown transaction stays unknown) answers check-backs for
-// transactions this producer does not remember.
-func NewTransactionProducer(opts ProducerOptions, checker TransactionChecker) (*TransactionProducer, error) {
-	tp := &TransactionProducer{checker: checker}
+// NewTransactionProducer returns a running TransactionProducer.
+func NewTransactionProducer(opts ProducerOptions, txo TransactionOptions) (*TransactionProducer, error) {
+	tp := &TransactionProducer{checker: txo.Checker, confirm: txo.ConfirmEnd}
 	tp.mu.running = map[string]bool{}
 	tp.mu.ended = map[string]txnDecision{}
 	tp.mu.beaten = map[string]bool{}
@@ -233,14 +248,16 @@ func offsetOfMsgID(id string) (int64, error) {
 }
 
 // Commit delivers every message of the transaction, all or none (on a
-// crash mid-commit, the broker's check-back completes it).
+// crash mid-commit, the broker's check-back completes it). Without
+// ConfirmEnd it returns once the end is sent.
 func (tx *Transaction) Commit(ctx context.Context) error { return tx.end(ctx, TransactionCommit) }
 
 // Rollback drops every message of the transaction.
 func (tx *Transaction) Rollback(ctx context.Context) error { return tx.end(ctx, TransactionRollback) }
 
 // end decides the transaction and tells the broker with one
-// END_TRANSACTION (two-way: its answer is the confirmation).
+// END_TRANSACTION (two-way with ConfirmEnd: its answer is the
+// confirmation).
 func (tx *Transaction) end(ctx context.Context, s TransactionState) error {
 	if tx.ended {
 		return errors.New("client: transaction ended")
@@ -264,7 +281,15 @@ func (tx *Transaction) end(ctx context.Context, s TransactionState) error {
 		}
 		body = []byte(b.String())
 	}
-	resp, err := p.in.rc.Invoke(ctx, tx.addr, protocol.NewRequest(protocol.EndTransaction, h.Encode(), body))
+	req := protocol.NewRequest(protocol.EndTransaction, nil, body)
+	req.Header = &h
+	if !tx.tp.confirm {
+		if err := p.in.rc.InvokeOneway(ctx, tx.addr, req); err != nil {
+			return fmt.Errorf("%w: %s to %s: %w", ErrTransactionUnconfirmed, s, tx.broker, err)
+		}
+		return nil
+	}
+	resp, err := p.in.rc.Invoke(ctx, tx.addr, req)
 	if err != nil {
 		return fmt.Errorf("%w: %s to %s: %w", ErrTransactionUnconfirmed, s, tx.broker, err)
 	}
