@@ -275,3 +275,36 @@ func TestTxnFinalWithoutOpAfterCrash(t *testing.T) {
 		t.Fatalf("delivered %q", got)
 	}
 }
+
+// TestTxnReplicated: half, final and op records reach a SYNC_MASTER's
+// slave like any records (the END_TRANSACTION answer waits for them); the
+// slave settles nothing itself and runs no check service.
+func TestTxnReplicated(t *testing.T) {
+	dev := startReplicated(t, SyncMaster, func(c *Config) {
+		c.TransactionCheckInterval = 20 * time.Millisecond
+		c.TransactionTimeout = 50 * time.Millisecond
+	})
+	m, s := dev.Broker, dev.Slaves[0]
+	c := dialTxnPeer(t, m.Addr())
+	if r := c.call(createTopicReq("tx", 1)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	k, p := halfOf(t, c.call(halfSend("tx", 0, "replicated")))
+	if r := c.call(endReq(k, p, protocol.TransactionCommit, "pg")); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	waitFor(t, func() bool {
+		return s.store.MaxQueueOffset(TransHalfTopic, 0) == 1 && s.store.MaxQueueOffset(TransOpHalfTopic, 0) == 1 &&
+			s.store.MaxQueueOffset("tx", 0) == 1
+	}, "half, op and final records on the slave")
+	if s.txn != nil {
+		t.Fatal("the slave keeps transaction state")
+	}
+	sc := dialTxnPeer(t, s.Addr())
+	if r := sc.call(endReq(k, p, protocol.TransactionCommit, "pg")); r.Code != protocol.SlaveNotAvailable {
+		t.Fatalf("END_TRANSACTION to a slave: %s", r)
+	}
+	if r := sc.call(halfSend("tx", 0, "to-slave")); r.Code != protocol.ServiceNotAvailable {
+		t.Fatalf("prepared send to a slave: %s", r)
+	}
+}
