@@ -79,6 +79,7 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 
@@ -106,6 +107,9 @@ const (
 	PropSamsaTransaction       = "SAMSA_TXN_ID" // ours: the transaction id shared by its half messages
 	txnSettling          int64 = -2             // a window slot: being settled now
 	txnOpen              int64 = -1             // a window slot: open
+	// txnDropped: a window slot settled without an op record (the half
+	// was lost to retention or corruption); the progress passes it.
+	txnDropped int64 = math.MaxInt64
 )
 
 // txnState is what is known of the half messages at or above base: for

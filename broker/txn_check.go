@@ -43,8 +43,15 @@ func (b *Broker) txnCheckRound() {
 	base, _ := t.advance(st.MaxQueueOffset(TransOpHalfTopic, 0))
 	end := st.MaxQueueOffset(TransHalfTopic, 0)
 	reserved := time.Duration(b.cfg.FileReservedTime) * time.Hour
+	minOff := st.MinQueueOffset(TransHalfTopic, 0)
 	for k := base; k < end && !b.closing.Load(); k++ {
 		if t.state(k) != txnOpen {
+			continue
+		}
+		if k < minOff { // retention took it
+			if t.claim(k) {
+				t.settled(k, txnDropped)
+			}
 			continue
 		}
 		res, err := st.GetMessages(TransHalfTopic, 0, k, 1, 0, nil)
@@ -52,7 +59,7 @@ func (b *Broker) txnCheckRound() {
 			var ce *storage.CorruptRecordError
 			if errors.As(err, &ce) && t.claim(k) {
 				b.log.Warn("broker: a corrupt half message cannot be checked back; it is dropped", "offset", k, "err", err)
-				t.settled(k, 0)
+				t.settled(k, txnDropped)
 			}
 			continue
 		}
