@@ -219,8 +219,10 @@ func TestTxnCheckBack(t *testing.T) {
 	}
 	waitFor(t, func() bool { return b.store.MaxQueueOffset(TransCheckMaxTimeTopic, 0) == 1 }, "discarded half")
 	waitFor(t, func() bool { off, _ := b.offsets.query(transProgressGroup, TransHalfTopic, 0); return off == kd+1 }, "progress past both")
-	if checked[kc] != 2 || checked[kd] != 3 {
-		t.Fatalf("checks %v: want 2 for the committed, 3 for the discarded", checked)
+	// A check of the committed one may have left before its commit was
+	// applied: 2 or 3.
+	if checked[kc] < 2 || checked[kc] > 3 || checked[kd] != 3 {
+		t.Fatalf("checks %v: want 2 (or 3) for the committed, 3 for the discarded", checked)
 	}
 	if got := realBodies(t, c, "tx", 0); len(got) != 1 || got[0] != "commit-me" {
 		t.Fatalf("delivered %q", got)
