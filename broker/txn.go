@@ -36,8 +36,9 @@ package broker
 // Departure from RocketMQ: a checked half is not appended again (RocketMQ's
 // putBackHalfMsgQueue with TRANSACTION_CHECK_TIMES + 1). Its offset stays
 // its identity, so an END_TRANSACTION answering an old check, or the
-// producer's own late one, settles the same half as the newest; check
-// counts are kept in memory (a restart gives a half a fresh count).
+// producer's own late one, settles the same half as the newest; the check
+// counts of open halves are saved after each check round that changed
+// them, in config/transactionChecks.json.
 //
 // # Crash mid-commit
 //
@@ -121,6 +122,7 @@ type txnState struct {
 		base   int64         // every half below is settled
 		win    []int64       // win[i]: half base+i
 		checks map[int64]int // check-backs sent, per open half
+		dirty  bool          // checks changed since saveChecks
 		// searched: halves from before the start whose real queue was
 		// searched for a final message left by a crash mid-commit.
 		searched   map[int64]bool
@@ -179,8 +181,9 @@ func (t *txnState) settled(k, opOffset int64) {
 		}
 		*s = opOffset
 	}
-	if opOffset >= 0 {
+	if _, ok := t.mu.checks[k]; ok && opOffset >= 0 {
 		delete(t.mu.checks, k)
+		t.mu.dirty = true
 	}
 }
 
@@ -210,6 +213,7 @@ func (t *txnState) advance(opEnd int64) (base, opFrom int64) {
 	for k := range t.mu.checks {
 		if k < t.mu.base {
 			delete(t.mu.checks, k)
+			t.mu.dirty = true
 		}
 	}
 	for k := range t.mu.searched {
@@ -237,6 +241,34 @@ func (t *txnState) addCheck(k int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.mu.checks[k]++
+	t.mu.dirty = true
+}
+
+// checkCounts returns the check counts to save, or nil when they did not
+// change since the last call.
+func (t *txnState) checkCounts() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.mu.dirty {
+		return nil
+	}
+	t.mu.dirty = false
+	out := make(map[string]int, len(t.mu.checks))
+	for k, n := range t.mu.checks {
+		out[strconv.FormatInt(k, 10)] = n
+	}
+	return out
+}
+
+// loadCheckCounts restores saved check counts of halves at or above base.
+func (t *txnState) loadCheckCounts(m map[string]int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for ks, n := range m {
+		if k, err := strconv.ParseInt(ks, 10, 64); err == nil && k >= t.mu.base {
+			t.mu.checks[k] = n
+		}
+	}
 }
 
 // needsSearch reports whether half k may have a final message left

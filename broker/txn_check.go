@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -101,6 +102,16 @@ func (b *Broker) txnCheckRound() {
 	base, opFrom := t.advance(st.MaxQueueOffset(TransOpHalfTopic, 0))
 	b.offsets.commit(transProgressGroup, TransHalfTopic, 0, base)
 	b.offsets.commit(transProgressGroup, TransOpHalfTopic, 0, opFrom)
+	if counts := t.checkCounts(); counts != nil {
+		if err := b.txnChecksFile().save(counts); err != nil {
+			b.log.Warn("broker: transaction check counts not saved; a restart may check some half messages more often", "err", err)
+		}
+	}
+}
+
+// txnChecksFile holds the check counts of open half messages.
+func (b *Broker) txnChecksFile() jsonFile {
+	return jsonFile{fs: b.cfg.FS, path: filepath.Join(b.cfg.ConfigDir(), "transactionChecks.json")}
 }
 
 // checkPeer is a producer connection that takes a broker's request.

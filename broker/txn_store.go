@@ -60,6 +60,11 @@ func (b *Broker) openTxn() error {
 		}
 		off = res.NextOffset
 	}
+	var counts map[string]int
+	if _, err := b.txnChecksFile().load(&counts); err != nil {
+		b.log.Warn("broker: transaction check counts not read; open half messages start their count afresh", "err", err)
+	}
+	t.loadCheckCounts(counts)
 	b.txn = t
 	for k := base; k < t.startHalfMax; k++ {
 		if t.state(k) == txnOpen {

@@ -310,3 +310,42 @@ func TestTxnReplicated(t *testing.T) {
 		t.Fatalf("prepared send to a slave: %s", r)
 	}
 }
+
+// TestTxnCheckCountsSurviveRestart: the check-backs of an open half count
+// across a restart: transactionCheckMax in all, then it is discarded.
+func TestTxnCheckCountsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	fast := func(c *Config) {
+		c.TransactionCheckInterval = 20 * time.Millisecond
+		c.TransactionTimeout = 50 * time.Millisecond
+		c.TransactionCheckMax = 4
+	}
+	hb, _ := protocol.MarshalBody(protocol.HeartbeatData{ClientID: "p1", ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}}})
+	b := startBroker(t, dir, fast)
+	c := dialTxnPeer(t, b.Addr())
+	if r := c.call(protocol.NewRequest(protocol.HeartBeat, nil, hb)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	halfOf(t, c.call(halfSend("tx", 0, "open")))
+	for n := 0; n < 2; n++ {
+		select {
+		case <-c.checks:
+		case <-time.After(20 * time.Second):
+			t.Fatal("no check-back")
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sent := 2 + len(c.checks)
+	b = startBroker(t, dir, fast)
+	defer b.Close()
+	c = dialTxnPeer(t, b.Addr())
+	if r := c.call(protocol.NewRequest(protocol.HeartBeat, nil, hb)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	waitFor(t, func() bool { return b.store.MaxQueueOffset(TransCheckMaxTimeTopic, 0) == 1 }, "discarded after the restart")
+	if after := len(c.checks); sent+after > 4 {
+		t.Fatalf("%d check-backs before the restart, %d after: more than transactionCheckMax 4", sent, after)
+	}
+}
