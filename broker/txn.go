@@ -308,14 +308,17 @@ func opHalfOffset(body []byte) (int64, error) {
 
 // withoutProps returns props without the named pairs (a new slice).
 func withoutProps(props []byte, names ...string) []byte {
-	out := make([]byte, 0, len(props))
+	out := make([]byte, 0, len(props)+48) // room for a property or two more
 	record.ForEachProperty(props, func(k, v []byte) bool {
 		for _, n := range names {
 			if string(k) == n {
 				return true
 			}
 		}
-		out = record.AppendProperty(out, string(k), string(v))
+		out = append(out, k...)
+		out = append(out, record.NameValueSeparator)
+		out = append(out, v...)
+		out = append(out, record.PropertySeparator)
 		return true
 	})
 	return out
