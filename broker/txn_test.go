@@ -73,6 +73,15 @@ func (p *txnPeer) call(req *protocol.Command) *protocol.Command {
 	return nil
 }
 
+// joinGroup heartbeats as a member of producer group pg.
+func (p *txnPeer) joinGroup() {
+	p.t.Helper()
+	hb, _ := protocol.MarshalBody(protocol.HeartbeatData{ClientID: "p1", ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}}})
+	if r := p.call(protocol.NewRequest(protocol.HeartBeat, nil, hb)); r.Code != protocol.Success {
+		p.t.Fatal(r)
+	}
+}
+
 // halfSend is a prepared send of group pg to topic/queue.
 func halfSend(topic string, queue int32, body string) *protocol.Command {
 	p, _ := record.EncodeProperties(map[string]string{propTranPrepared: "true", propProducerGroup: "pg", propUniqKey: "u-" + body})
@@ -186,10 +195,7 @@ func TestTxnCheckBack(t *testing.T) {
 	})
 	defer b.Close()
 	c := dialTxnPeer(t, b.Addr())
-	hb, _ := protocol.MarshalBody(protocol.HeartbeatData{ClientID: "p1", ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}}})
-	if r := c.call(protocol.NewRequest(protocol.HeartBeat, nil, hb)); r.Code != protocol.Success {
-		t.Fatal(r)
-	}
+	c.joinGroup()
 	kc, _ := halfOf(t, c.call(halfSend("tx", 0, "commit-me")))
 	kd, _ := halfOf(t, c.call(halfSend("tx", 0, "drop-me")))
 	checked := map[int64]int{}
@@ -260,10 +266,7 @@ func TestTxnFinalWithoutOpAfterCrash(t *testing.T) {
 	})
 	defer b.Close()
 	c = dialTxnPeer(t, b.Addr())
-	hb, _ := protocol.MarshalBody(protocol.HeartbeatData{ClientID: "p1", ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}}})
-	if r := c.call(protocol.NewRequest(protocol.HeartBeat, nil, hb)); r.Code != protocol.Success {
-		t.Fatal(r)
-	}
+	c.joinGroup()
 	if r := c.call(endReq(k1, p1, protocol.TransactionCommit, "pg")); r.Code != protocol.Success {
 		t.Fatal(r)
 	}
@@ -320,12 +323,9 @@ func TestTxnCheckCountsSurviveRestart(t *testing.T) {
 		c.TransactionTimeout = 50 * time.Millisecond
 		c.TransactionCheckMax = 4
 	}
-	hb, _ := protocol.MarshalBody(protocol.HeartbeatData{ClientID: "p1", ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}}})
 	b := startBroker(t, dir, fast)
 	c := dialTxnPeer(t, b.Addr())
-	if r := c.call(protocol.NewRequest(protocol.HeartBeat, nil, hb)); r.Code != protocol.Success {
-		t.Fatal(r)
-	}
+	c.joinGroup()
 	halfOf(t, c.call(halfSend("tx", 0, "open")))
 	for n := 0; n < 2; n++ {
 		select {
@@ -341,9 +341,7 @@ func TestTxnCheckCountsSurviveRestart(t *testing.T) {
 	b = startBroker(t, dir, fast)
 	defer b.Close()
 	c = dialTxnPeer(t, b.Addr())
-	if r := c.call(protocol.NewRequest(protocol.HeartBeat, nil, hb)); r.Code != protocol.Success {
-		t.Fatal(r)
-	}
+	c.joinGroup()
 	waitFor(t, func() bool { return b.store.MaxQueueOffset(TransCheckMaxTimeTopic, 0) == 1 }, "discarded after the restart")
 	if after := len(c.checks); sent+after > 4 {
 		t.Fatalf("%d check-backs before the restart, %d after: more than transactionCheckMax 4", sent, after)
