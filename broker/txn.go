@@ -198,6 +198,20 @@ func (t *txnState) state(k int64) int64 {
 	return 0
 }
 
+// openBelow returns the open halves in [base, end), oldest first, at most
+// limit of them, under one lock.
+func (t *txnState) openBelow(end int64, limit int) []int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []int64
+	for k := t.mu.base; k < end && len(out) < limit; k++ {
+		if i := k - t.mu.base; i >= int64(len(t.mu.win)) || t.mu.win[i] == txnOpen {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // advance moves base over the settled prefix and returns the progress to
 // persist: base, and the lowest op offset still needed to rebuild the
 // window (opEnd when none is).

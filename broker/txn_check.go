@@ -41,12 +41,15 @@ func (b *Broker) txnCheckLoop() {
 func (b *Broker) txnCheckRound() {
 	t, st := b.txn, b.store
 	now := b.cfg.Clock()
-	base, _ := t.advance(st.MaxQueueOffset(TransOpHalfTopic, 0))
+	t.advance(st.MaxQueueOffset(TransOpHalfTopic, 0))
 	end := st.MaxQueueOffset(TransHalfTopic, 0)
 	reserved := time.Duration(b.cfg.FileReservedTime) * time.Hour
 	minOff := st.MinQueueOffset(TransHalfTopic, 0)
-	for k := base; k < end && !b.closing.Load(); k++ {
-		if t.state(k) != txnOpen {
+	for _, k := range t.openBelow(end, txnCheckBatch) {
+		if b.closing.Load() {
+			break
+		}
+		if t.state(k) != txnOpen { // settled since the list was taken
 			continue
 		}
 		if k < minOff { // retention took it
@@ -113,6 +116,10 @@ func (b *Broker) txnCheckRound() {
 func (b *Broker) txnChecksFile() jsonFile {
 	return jsonFile{fs: b.cfg.FS, path: filepath.Join(b.cfg.ConfigDir(), "transactionChecks.json")}
 }
+
+// txnCheckBatch bounds the open half messages one check round looks at
+// (the oldest; the rest wait for the next round).
+const txnCheckBatch = 100_000
 
 // checkPeer is a producer connection that takes a broker's request.
 type checkPeer interface {
