@@ -45,10 +45,11 @@ func (b *Broker) openTxn() error {
 		}
 		for i, rec := range res.Records {
 			var r record.Record
-			if err := record.DecodeUnchecked(rec, &r); err != nil {
-				return fmt.Errorf("broker: op record %d: %w", res.QueueOffsets[i], err)
+			err := record.DecodeUnchecked(rec, &r)
+			var k int64
+			if err == nil {
+				k, err = opHalfOffset(r.Body)
 			}
-			k, err := opHalfOffset(r.Body)
 			if err != nil {
 				b.log.Warn("broker: op record ignored", "offset", res.QueueOffsets[i], "err", err)
 				continue
