@@ -85,9 +85,15 @@ var ErrTransactionUnconfirmed = errors.New("client: end of transaction not confi
 // later.
 type TransactionChecker func(ctx context.Context, txnID string, m *MessageExt) TransactionState
 
-// rememberTxn is how long a producer remembers a transaction it ended,
-// to answer check-backs itself.
-const rememberTxn = 30 * time.Minute
+// A producer remembers a transaction it ended, to answer check-backs
+// itself, for rememberTxn (a lost end is checked back after the broker's
+// transactionTimeout, 6 s, within a transactionCheckInterval, 30 s), and
+// at most rememberMax of them (some 30 MiB); older ones are the
+// TransactionChecker's to answer.
+const (
+	rememberTxn = 5 * time.Minute
+	rememberMax = 1 << 18
+)
 
 // TransactionOptions configure a TransactionProducer beyond its
 // ProducerOptions.
@@ -141,8 +147,9 @@ func NewTransactionProducer(opts ProducerOptions, txo TransactionOptions) (*Tran
 }
 
 // Transaction is one transaction of a TransactionProducer: Send its
-// messages, then Commit or Rollback (or neither: the broker checks back).
-// Not safe for concurrent use.
+// messages, then Commit, Rollback or LeaveOpen (the broker checks back
+// and the TransactionChecker answers). Until one of them, check-backs of
+// the transaction are answered "unknown". Not safe for concurrent use.
 type Transaction struct {
 	tp      *TransactionProducer
 	id      string
@@ -255,6 +262,10 @@ func (tx *Transaction) Commit(ctx context.Context) error { return tx.end(ctx, Tr
 // Rollback drops every message of the transaction.
 func (tx *Transaction) Rollback(ctx context.Context) error { return tx.end(ctx, TransactionRollback) }
 
+// LeaveOpen ends the transaction here without a decision: the broker's
+// check-backs go to the TransactionChecker.
+func (tx *Transaction) LeaveOpen() { _ = tx.end(context.Background(), TransactionUnknown) }
+
 // end decides the transaction and tells the broker with one
 // END_TRANSACTION (two-way with ConfirmEnd: its answer is the
 // confirmation).
@@ -334,7 +345,7 @@ func (tp *TransactionProducer) decided(id string, s TransactionState) {
 	tp.mu.ended[id] = txnDecision{state: s, at: now}
 	tp.mu.order = append(tp.mu.order, id)
 	n := 0
-	for n < len(tp.mu.order) && now.Sub(tp.mu.ended[tp.mu.order[n]].at) > rememberTxn {
+	for n < len(tp.mu.order) && (len(tp.mu.order)-n > rememberMax || now.Sub(tp.mu.ended[tp.mu.order[n]].at) > rememberTxn) {
 		delete(tp.mu.ended, tp.mu.order[n])
 		n++
 	}
