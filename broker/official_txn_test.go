@@ -66,7 +66,8 @@ func (l *offTxnListener) CheckLocalTransaction(m *primitive.MessageExt) primitiv
 func TestOfficialClientTransactions(t *testing.T) {
 	dir := t.TempDir()
 	devOpts := DevOptions{Dir: dir, Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20,
-		TransactionCheckInterval: 100 * time.Millisecond, TransactionTimeout: 300 * time.Millisecond}}
+		TransactionCheckInterval: 100 * time.Millisecond, TransactionTimeout: 300 * time.Millisecond,
+		TransactionCheckMax: 1000}} // rounds before the child's producer is online count too
 	dev, err := StartDev(devOpts)
 	if err != nil {
 		t.Fatal(err)

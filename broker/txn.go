@@ -114,8 +114,9 @@ const (
 )
 
 // txnState is what is known of the half messages at or above base: for
-// each, the op queue offset that settled it, txnOpen or txnSettling. Safe
-// for concurrent use; no goroutines.
+// each, the op queue offset that settled it, txnOpen or txnSettling (8
+// bytes a half; the oldest open half bounds the window, and the check
+// service bounds its age). Safe for concurrent use; no goroutines.
 type txnState struct {
 	mu struct {
 		sync.Mutex

@@ -35,9 +35,12 @@ func (b *Broker) txnCheckLoop() {
 // final message stored (txn.go); discarded to TRANS_CHECK_MAX_TIME_TOPIC
 // after transactionCheckMax check-backs, or when older than
 // fileReservedTime; else checked back with one CHECK_TRANSACTION_STATE to
-// a live member of its producer group (a round with none online does not
-// count; RocketMQ counts it). Then the progress moves over the settled
-// prefix and is committed as CID_RMQ_SYS_TRANS's offsets.
+// a live member of its producer group. A round with no member online
+// counts as a check too, as in RocketMQ: so a half stays open at most
+// about transactionTimeout + transactionCheckMax × transactionCheckInterval
+// (7.5 minutes by default), which bounds txnState's window. Then the
+// progress moves over the settled prefix and is committed as
+// CID_RMQ_SYS_TRANS's offsets.
 func (b *Broker) txnCheckRound() {
 	t, st := b.txn, b.store
 	now := b.cfg.Clock()
@@ -98,9 +101,8 @@ func (b *Broker) txnCheckRound() {
 			}
 			continue
 		}
-		if b.sendCheck(&h) {
-			t.addCheck(k)
-		}
+		b.sendCheck(&h)
+		t.addCheck(k) // sent or not, as RocketMQ: an open half lives a bounded time
 	}
 	base, opFrom := t.advance(st.MaxQueueOffset(TransOpHalfTopic, 0))
 	b.offsets.commit(transProgressGroup, TransHalfTopic, 0, base)

@@ -32,6 +32,7 @@ func txnChildConfig(cfg *Config) {
 	if ms := os.Getenv("SAMSA_TXN_MS"); ms != "" {
 		_ = cfg.Set("transactionCheckInterval", ms)
 		_ = cfg.Set("transactionTimeOut", ms)
+		_ = cfg.Set("transactionCheckMax", "1000") // rounds before the producer is back count too
 	}
 }
 
