@@ -78,6 +78,7 @@ type Broker struct {
 		}
 	}
 	metaSync *slaveSync // nil on a master
+	txn      *txnState  // the open half messages (txn.go); nil on a slave
 }
 
 // ErrClosed is returned by Start after Close.
@@ -139,6 +140,12 @@ func New(cfg Config) (*Broker, error) {
 		// whose epochs are unknown, and the store takes no writes anyway.
 		b.log.Warn("broker: disk full at start: the replication epoch cannot be written; this master runs without "+
 			"its replication link until a restart with free space (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE)", "err", err)
+	}
+	if cfg.BrokerRole != Slave {
+		if err := b.openTxn(); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	b.procs = b.processors()
 	return b, nil
@@ -218,6 +225,9 @@ func (b *Broker) Start() error {
 	b.goLoop(b.clientScanLoop)
 	if b.metaSync != nil {
 		b.goLoop(b.metaSync.run)
+	}
+	if b.txn != nil {
+		b.goLoop(b.txnCheckLoop)
 	}
 	b.reg.registerAll(true)
 	b.goLoop(b.reg.run)

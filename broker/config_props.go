@@ -170,6 +170,9 @@ var properties = []property{
 	int64Prop("totalPhysicalMemorySize", func(c *Config) *int64 { return &c.TotalPhysicalMemorySize }),
 	msProp("slaveSyncInterval", func(c *Config) *time.Duration { return &c.SlaveSyncInterval }),
 	boolProp("autoCreateSubscriptionGroup", func(c *Config) *bool { return &c.AutoCreateSubscriptionGroup }),
+	msProp("transactionTimeOut", func(c *Config) *time.Duration { return &c.TransactionTimeout }),
+	msProp("transactionCheckInterval", func(c *Config) *time.Duration { return &c.TransactionCheckInterval }),
+	intProp("transactionCheckMax", func(c *Config) *int { return &c.TransactionCheckMax }),
 }
 
 var propertyIndex = func() map[string]*property {

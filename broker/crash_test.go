@@ -24,6 +24,7 @@ func brokerChild() error {
 		MappedFileSizeCommitLog: 1 << 20,
 		Logger:                  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	_ = cfg.Set("listenPort", "0")
+	txnChildConfig(&cfg) // txn_crash_test.go
 	b, err := New(cfg)
 	if err != nil {
 		return err

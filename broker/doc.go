@@ -29,7 +29,9 @@
 //   - lockManager: the orderly consumer's queue locks (LOCK_BATCH_MQ);
 //   - holder: long-poll pulls waiting for a message, woken from
 //     Store.OnDispatch and expired by deadline;
-//   - groupManager: subscription group configs, subscriptionGroup.json.
+//   - groupManager: subscription group configs, subscriptionGroup.json;
+//   - txnState: a master's open transaction half messages, rebuilt at start
+//     from the op queue (txn.go describes transactions whole).
 //
 // Files under StorePathRootDir/config/ are written atomically (temp file,
 // fsync, rename, fsync the directory) through storage/vfs.
@@ -66,6 +68,7 @@
 // RegisterNameServerPeriod or on a topic change), the offset flusher (every
 // FlushConsumerOffsetInterval), the client scanner (every 10 s) and the
 // admin HTTP server, and on a slave the metadata sync (every
-// SlaveSyncInterval, or when the name server names a new master). Close
-// stops them in that order of dependency.
+// SlaveSyncInterval, or when the name server names a new master), and on a
+// master the transaction check service (every transactionCheckInterval).
+// Close stops them in that order of dependency.
 package broker

@@ -203,6 +203,8 @@ func officialChild() error {
 		return officialPhase1(ns, brokerAddr)
 	case "2":
 		return officialPhase2(ns)
+	case "txn", "txn-open", "txn-resolve":
+		return officialTxnChild(ns, os.Getenv("SAMSA_OFFICIAL_PHASE")) // official_txn_test.go
 	case "slave":
 		n, _ := strconv.ParseInt(os.Getenv("SAMSA_SLAVE_N"), 10, 64)
 		return officialSlavePhase(ns, n, os.Getenv("SAMSA_PROGRESS"))

@@ -77,7 +77,7 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 	}
 	// The store only reads Properties: no copy of the decoded string.
 	props := unsafe.Slice(unsafe.StringData(h.Properties), len(h.Properties))
-	return &storage.Message{
+	m := &storage.Message{
 		Topic:          h.Topic,
 		QueueID:        queue,
 		Flag:           h.Flag,
@@ -89,7 +89,11 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 		BornHost:       c.bornHost(),
 		StoreHost:      b.storeHost,
 		ReconsumeTimes: h.ReconsumeTimes,
-	}, nil
+	}
+	if isPrepared(h.SysFlag, props) {
+		b.toHalf(m, h.ProducerGroup) // txn_store.go
+	}
+	return m, nil
 }
 
 // sendResponse answers a stored single message or batch: SUCCESS,

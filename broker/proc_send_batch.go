@@ -25,6 +25,9 @@ func (b *Broker) processSendBatch(c *conn, req *protocol.Command) *protocol.Comm
 	if strings.HasPrefix(h.Topic, RetryGroupPrefix) {
 		return protocol.NewResponse(req, protocol.MessageIllegal, "batch request does not support retry group "+h.Topic)
 	}
+	if isPrepared(h.SysFlag, nil) {
+		return protocol.NewResponse(req, protocol.MessageIllegal, "batch message does not support transaction")
+	}
 	items, err := decodeBatch(req.Body, b.cfg.MaxMessageSize)
 	if err != nil {
 		return protocol.NewResponse(req, protocol.MessageIllegal, err.Error())

@@ -40,6 +40,13 @@
 // BatchOptions make SendAsync gather messages into batches per queue.
 // Every message gets a UNIQ_KEY id laid out as RocketMQ's.
 //
+// A TransactionProducer sends transactions (producer_txn.go): half
+// messages, invisible until their transaction commits, then one
+// END_TRANSACTION; one transaction may hold several messages to any
+// topics of one broker, committed or rolled back as one, and the broker's
+// check-backs are answered from the producer's memory of its decisions or
+// by a TransactionChecker.
+//
 // # Consuming
 //
 // A PullConsumer reads a queue from an offset the caller gives, optionally

@@ -35,7 +35,11 @@ type Producer struct {
 
 // NewProducer checks opts (after EnsureDefaults) and returns a running
 // Producer. It connects to nothing until the first send.
-func NewProducer(opts ProducerOptions) (*Producer, error) {
+func NewProducer(opts ProducerOptions) (*Producer, error) { return newProducer(opts, nil) }
+
+// newProducer is NewProducer with a handler of the brokers' requests
+// (a transaction producer's check-backs).
+func newProducer(opts ProducerOptions, onRequest func(addr string, req *protocol.Command) *protocol.Command) (*Producer, error) {
 	realClock := opts.Clock == nil
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
@@ -43,7 +47,7 @@ func NewProducer(opts ProducerOptions) (*Producer, error) {
 	}
 	p := &Producer{
 		opts:      opts,
-		in:        newInstance(opts.ClientOptions, nil),
+		in:        newInstance(opts.ClientOptions, onRequest),
 		ids:       newIDGen(opts.Clock),
 		faults:    newBrokerFaults(opts.Clock),
 		inflight:  make(chan struct{}, opts.MaxInFlight),

@@ -47,7 +47,10 @@ func typedHeaders(r *rand.Rand) []ExtHeader {
 	}
 	resp := &SendMessageResponseHeader{MsgID: h.Topic, QueueID: h.QueueID, QueueOffset: h.BornTimestamp,
 		TransactionID: h.BrokerName, BatchUniqID: h.Properties, MsgRegion: h.ProducerGroup, TraceOn: h.DefaultTopic}
-	return []ExtHeader{&h, h.V2(), resp}
+	end := &EndTransactionRequestHeader{Topic: h.Topic, ProducerGroup: h.ProducerGroup, TranStateTableOffset: h.BornTimestamp,
+		CommitLogOffset: int64(h.Flag), CommitOrRollback: h.SysFlag, FromTransactionCheck: h.Batch, MsgID: h.Properties,
+		TransactionID: h.DefaultTopic, BrokerName: h.BrokerName}
+	return []ExtHeader{&h, h.V2(), resp, end}
 }
 
 // The typed encoders write exactly the map path's bytes, both

@@ -1,0 +1,30 @@
+package broker
+
+import "time"
+
+// Transaction defaults (RocketMQ's BrokerConfig).
+const (
+	DefaultTransactionTimeout       = 6 * time.Second
+	DefaultTransactionCheckInterval = 30 * time.Second
+	DefaultTransactionCheckMax      = 15
+)
+
+// ensureTxnDefaults fills the transaction settings.
+func (c *Config) ensureTxnDefaults() {
+	setDur(&c.TransactionTimeout, DefaultTransactionTimeout)
+	setDur(&c.TransactionCheckInterval, DefaultTransactionCheckInterval)
+	setInt(&c.TransactionCheckMax, DefaultTransactionCheckMax)
+}
+
+// validateTxn checks the transaction settings.
+func (c *Config) validateTxn(bad func(format string, a ...any)) {
+	if c.TransactionTimeout <= 0 {
+		bad("transactionTimeOut %v must be positive", c.TransactionTimeout)
+	}
+	if c.TransactionCheckInterval <= 0 {
+		bad("transactionCheckInterval %v must be positive", c.TransactionCheckInterval)
+	}
+	if c.TransactionCheckMax < 1 {
+		bad("transactionCheckMax %d must be at least 1", c.TransactionCheckMax)
+	}
+}
