@@ -115,8 +115,13 @@ func TestSyncMasterReplicates(t *testing.T) {
 	ms, ss := master.Store(), slave.Store()
 	waitLong(t, func() bool { return ss.WrittenOffset() == ms.HandedOffset() }, "the slave caught up")
 	sameCommitLog(t, ms, ss)
+	// Each producer sent 135 singles to its own queue and 15 batches of 5
+	// to queue 0.
+	want := map[int32]int64{0: 135 + 4*15*5, 1: 135, 2: 135, 3: 135}
 	for q := int32(0); q < 4; q++ {
-		waitLong(t, func() bool { return ss.MaxQueueOffset("repl", q) == ms.MaxQueueOffset("repl", q) }, "the slave's queue indexed")
+		waitLong(t, func() bool {
+			return ms.MaxQueueOffset("repl", q) == want[q] && ss.MaxQueueOffset("repl", q) == want[q]
+		}, fmt.Sprintf("queue %d indexed on both", q))
 		rm, err := ms.GetMessages("repl", q, 0, 1000, 1<<24, nil)
 		if err != nil {
 			t.Fatal(err)

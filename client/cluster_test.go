@@ -141,6 +141,11 @@ func (c *testCluster) restartBroker(i int) {
 	if err := cfg.Set("listenPort", port); err != nil {
 		c.t.Fatal(err)
 	}
+	// The replication port stays a free one: listenPort+1 (the default
+	// for a fixed listenPort) may be any other socket's by now.
+	if err := cfg.Set("haListenPort", "0"); err != nil {
+		c.t.Fatal(err)
+	}
 	b, err := broker.New(cfg)
 	if err != nil {
 		c.t.Fatal(err)
