@@ -57,6 +57,9 @@ type consumerGroup struct {
 	fromWhere    string
 	subs         map[string]Subscription
 	channels     map[peer]*channelInfo
+	// born is when the group's first member of its current run (since
+	// the group last had none) sent a heartbeat (start_offset.go).
+	born time.Time
 }
 
 // clientManager tracks producer and consumer groups learned from
@@ -98,7 +101,7 @@ func (m *clientManager) heartbeat(p peer, hb Heartbeat, now time.Time) (changed 
 	for _, c := range hb.Consumers {
 		g := m.mu.consumers[c.Group]
 		if g == nil {
-			g = &consumerGroup{subs: make(map[string]Subscription), channels: make(map[peer]*channelInfo)}
+			g = &consumerGroup{subs: make(map[string]Subscription), channels: make(map[peer]*channelInfo), born: now}
 			m.mu.consumers[c.Group] = g
 		}
 		g.consumeType, g.messageModel, g.fromWhere = c.ConsumeType, c.MessageModel, c.FromWhere
@@ -272,6 +275,17 @@ func (m *clientManager) subscription(group, topic string) (Subscription, bool) {
 	}
 	s, ok := cg.subs[topic]
 	return s, ok
+}
+
+// born returns when group's current run began (its first heartbeat
+// since it last had no member); false when it has no member.
+func (m *clientManager) born(group string) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cg := m.mu.consumers[group]; cg != nil {
+		return cg.born, true
+	}
+	return time.Time{}, false
 }
 
 // counts returns the numbers of producer groups, consumer groups and
