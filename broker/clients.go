@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/samsamq/samsa/internal/sql92"
 )
 
 // peer is a client connection as the client manager sees it.
@@ -24,6 +26,9 @@ type Subscription struct {
 	SubVersion int64
 	// Tags is the tag set parsed from SubString (nil: every message).
 	Tags *tagFilter
+	// SQL is SubString compiled, for an SQL92 subscription (nil when it
+	// did not compile; filter_sql.go).
+	SQL *sql92.Expr
 }
 
 // ConsumerHeartbeat is one consumer group's part of a heartbeat.
