@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,7 @@ type subscription struct {
 	expr   string
 	filter tagFilter
 	retry  bool // the group's retry topic, subscribed on the group's behalf
+	sql    bool // expr is an SQL92 selector (SubscribeSQL92)
 }
 
 // NewPushConsumer returns a consumer that will hand messages to h once
@@ -109,6 +111,23 @@ func (c *PushConsumer) Subscribe(topic, expression string) error {
 	}
 	c.mu.Lock()
 	c.mu.subs[topic] = &subscription{topic: topic, expr: expression, filter: parseTagFilter(expression)}
+	c.mu.Unlock()
+	return nil
+}
+
+// SubscribeSQL92 adds topic with an SQL92 selector over message
+// properties ("a > 5 AND TAGS IN ('x', 'y')", RocketMQ's grammar), which
+// the broker evaluates: it must run with enablePropertyFilter, or its
+// pulls are refused. Call it before Start.
+func (c *PushConsumer) SubscribeSQL92(topic, expression string) error {
+	if c.started.Load() {
+		return errors.New("client: Subscribe after Start")
+	}
+	if topic == "" || strings.TrimSpace(expression) == "" {
+		return fmt.Errorf("%w: empty topic or SQL92 selector", ErrMessageIllegal)
+	}
+	c.mu.Lock()
+	c.mu.subs[topic] = &subscription{topic: topic, expr: expression, filter: tagFilter{all: true}, sql: true}
 	c.mu.Unlock()
 	return nil
 }
@@ -183,6 +202,11 @@ func (c *PushConsumer) consumerData() protocol.ConsumerData {
 	}
 	for _, s := range c.subscriptions() {
 		sd := protocol.SubscriptionData{Topic: s.topic, SubString: s.expr, ExpressionType: protocol.ExpressionTag}
+		if s.sql {
+			sd.ExpressionType = protocol.ExpressionSQL92
+			d.SubscriptionDataSet = append(d.SubscriptionDataSet, sd)
+			continue
+		}
 		codes := s.filter.codes()
 		for i, t := range s.filter.tags {
 			sd.TagsSet = append(sd.TagsSet, t)
