@@ -136,3 +136,30 @@ func TestSQL92ScanBudget(t *testing.T) {
 		t.Fatalf("second pull: %s", r)
 	}
 }
+
+// TestCheckClientConfig: CHECK_CLIENT_CONFIG answers as RocketMQ's
+// ClientManageProcessor.checkClientConfig.
+func TestCheckClientConfig(t *testing.T) {
+	check := func(c *rawClient, expType, expr string) *protocol.Command {
+		body, _ := protocol.MarshalBody(checkClientBody{ClientID: "c", Group: "g",
+			SubscriptionData: &protocol.SubscriptionData{Topic: "t", SubString: expr, ExpressionType: expType}})
+		return c.call(protocol.NewRequest(protocol.CheckClientConfig, nil, body))
+	}
+	for _, enabled := range []bool{false, true} {
+		b := startBroker(t, "", func(c *Config) { c.EnablePropertyFilter = enabled })
+		c := dialRaw(t, b.Addr())
+		for _, tc := range []struct {
+			expType, expr string
+			want          int16
+		}{
+			{"TAG", "a || b", protocol.Success},
+			{"SQL92", "a > 5", map[bool]int16{false: protocol.SystemError, true: protocol.Success}[enabled]},
+			{"SQL92", "a >", map[bool]int16{false: protocol.SystemError, true: protocol.SubscriptionParseFailed}[enabled]},
+		} {
+			if r := check(c, tc.expType, tc.expr); r.Code != tc.want {
+				t.Errorf("enabled %v, %s %q: %s", enabled, tc.expType, tc.expr, r)
+			}
+		}
+		b.Close()
+	}
+}
