@@ -145,36 +145,23 @@ func (p *parser) is2(a, b tokKind) (bool, error) {
 	return err == nil && t.kind == b, err
 }
 
-func (p *parser) orExpr() (*node, error) {
-	l, err := p.andExpr()
-	for err == nil {
-		var k tokKind
-		if k, err = p.kind(); err != nil || k != tOr {
-			break
-		}
-		p.toks = p.toks[1:]
-		var r *node
-		if r, err = p.andExpr(); err != nil {
-			break
-		}
-		l, err = p.logic(opOr, l, r)
-	}
-	return l, err
-}
+func (p *parser) orExpr() (*node, error)  { return p.chain(tOr, opOr, p.andExpr) }
+func (p *parser) andExpr() (*node, error) { return p.chain(tAnd, opAnd, p.equality) }
 
-func (p *parser) andExpr() (*node, error) {
-	l, err := p.equality()
+// chain parses operand { sep operand }, each pair joined by o.
+func (p *parser) chain(sep tokKind, o op, operand func() (*node, error)) (*node, error) {
+	l, err := operand()
 	for err == nil {
 		var k tokKind
-		if k, err = p.kind(); err != nil || k != tAnd {
+		if k, err = p.kind(); err != nil || k != sep {
 			break
 		}
 		p.toks = p.toks[1:]
 		var r *node
-		if r, err = p.equality(); err != nil {
+		if r, err = operand(); err != nil {
 			break
 		}
-		l, err = p.logic(opAnd, l, r)
+		l, err = p.logic(o, l, r)
 	}
 	return l, err
 }
