@@ -23,6 +23,10 @@ import (
 //   - then, with enablePropertyFilter off: SYSTEM_ERROR "The broker does
 //     not support consumer to filter message by SQL92".
 //
+// RocketMQ's FILTER_DATA_NOT_LATEST (the broker's filter data older than
+// the pull's subVersion) cannot arise apart from SUBSCRIPTION_NOT_LATEST,
+// checked before: the compiled expression lives in the subscription.
+//
 // Expressions are compiled once and cached by their text (sqlCache,
 // bounded as RocketMQ's SelectorParser cache, refusals cached too); a
 // heartbeat's subscription keeps its compiled expression.

@@ -39,7 +39,12 @@ import "time"
 //     is never answered 0 for a queue with messages;
 //   - an empty queue answers 0 (RocketMQ: QUERY_NOT_FOUND, after which a
 //     LAST client asks GET_MAX_OFFSET, which is 0 unless a message came
-//     in between; answering 0 closes that gap).
+//     in between; answering 0 closes that gap);
+//   - as with RocketMQ's rule, a CONSUME_FROM_TIMESTAMP group whose
+//     timestamp lies after its run began reads a young queue from 0, the
+//     messages stored between included (the broker does not know the
+//     timestamp). Samsa's client asks with setZeroIfNotFound=false and
+//     always applies its own start position.
 func (b *Broker) startAtZero(group, topic string, queue int32) bool {
 	if b.store.MinQueueOffset(topic, queue) > 0 {
 		return false
