@@ -221,24 +221,32 @@ func upperASCII(s string) string {
 	return string(b[:len(s)])
 }
 
-// str cuts a 'string' literal, ” standing for a quote.
+// str cuts a string literal: a quote, then characters or doubled quotes,
+// then a quote. As JavaCC's longest match, an unterminated literal falls
+// back to the longest complete one it began with: three quotes are an
+// empty string and a quote.
 func (l *lexer) str() (token, error) {
 	s, start := l.src, l.pos
 	var out []byte
+	acceptEnd, acceptLen := -1, 0 // where the last complete literal ended, and its value's length
 	for i := start + 1; i < len(s); i++ {
 		if s[i] != '\'' {
 			out = append(out, s[i])
 			continue
 		}
+		acceptEnd, acceptLen = i+1, len(out)
 		if i+1 < len(s) && s[i+1] == '\'' {
 			out = append(out, '\'')
 			i++
 			continue
 		}
-		l.pos = i + 1
-		return token{kind: tString, text: string(out), pos: start}, nil
+		break
 	}
-	return token{}, fmt.Errorf("lexical error at %d: unterminated string", start)
+	if acceptEnd < 0 {
+		return token{}, fmt.Errorf("lexical error at %d: unterminated string", start)
+	}
+	l.pos = acceptEnd
+	return token{kind: tString, text: string(out[:acceptLen]), pos: start}, nil
 }
 
 // number cuts the longest decimal or floating-point literal (JavaCC's

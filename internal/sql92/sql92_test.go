@@ -131,6 +131,10 @@ func TestMatch(t *testing.T) {
 		{"+a = 1", kv{"a": "1"}, true},
 		{"$x_1 = 'v'", kv{"$x_1": "v"}, true},
 		{"a = 1 --", kv{"a": "1"}, true}, // "--" without a line end is two minus signs, never read
+		{"a = 007", kv{"a": "0"}, true},  // three tokens: 0, 0, 7
+		{"a = 007", kv{"a": "7"}, false},
+		{"t'''", kv{"t": "x"}, false}, // an unterminated literal falls back to '' and a quote
+		{"a = 'x''y'", kv{"a": "x'y"}, true},
 	} {
 		e, err := Compile(tc.expr)
 		if err != nil {
@@ -154,7 +158,7 @@ func TestCompileErrors(t *testing.T) {
 		"a contains x", "a contains 123", "TRUE = 1", "5", "'abc'", "a AND 5", "a NOT b", "a IS 5",
 		"a #", "a = 'unterminated", "a = 99999999999999999999", "a.b = 1", "a = 1 #", "/* open",
 		"a > 0.0", "a > 1e400", "a > 1e-400", "a = 1 AND", "(a = 1", "-a", "a BETWEEN NULL AND 1",
-		"a NOT", "a IS NOT", "a = é",
+		"a NOT", "a IS NOT", "a = é", "007 = 7", "a = 1 'x", "t '",
 	} {
 		if e, err := Compile(src); err == nil {
 			t.Errorf("Compile(%q) = %v, want an error", src, e.root.op)
