@@ -36,7 +36,10 @@ import (
 // sqlScanBudget entries were read (RocketMQ's maxFilterMessageSize,
 // 16000 bytes of ConsumeQueue entries). A pull that read only
 // non-matching messages answers PULL_RETRY_IMMEDIATELY with the offset
-// past them (RocketMQ's NO_MATCHED_MESSAGE). Messages of a retry topic
+// past them (RocketMQ's NO_MATCHED_MESSAGE), unless it read to the end of
+// the queue and may be held: then it waits there, and a held pull woken
+// by messages it does not want waits again past them, until its deadline
+// (sqlReadToTheEnd, reholdSQL). Messages of a retry topic
 // are filtered by the retry topic's own subscription ("*"), as RocketMQ
 // with filterSupportRetry off (its default).
 
@@ -160,4 +163,34 @@ func (b *Broker) filterSQL(e *sql92.Expr, topic string, queue int32, offset int6
 		out.Status = storage.NoMatchedMessage
 	}
 	return out, nil
+}
+
+// sqlReadToTheEnd reports whether an SQL92 pull read to the end of its
+// queue and found nothing that matches; it then moves the pull's offset
+// past what it read, so that a suspending pull waits there, as at the
+// tail (RocketMQ checks an arriving message against a held pull's filter
+// before waking it, for the same reason: a selective consumer costs no
+// round trip per message it does not want).
+func sqlReadToTheEnd(pc *pullCtx, res *storage.GetResult) bool {
+	if pc.sql == nil || res.Status != storage.NoMatchedMessage || res.NextOffset < res.MaxOffset {
+		return false
+	}
+	pc.h.QueueOffset = res.NextOffset
+	return true
+}
+
+// reholdSQL handles a held SQL92 pull woken by an arrival: when what
+// arrived does not match, the pull goes back to waiting, past it, until
+// its original deadline; it reports whether it did.
+func (b *Broker) reholdSQL(p *heldPull) bool {
+	pc := p.req.(*pullCtx)
+	if _, waitOn := b.pullOnce(pc, true); !waitOn || !b.cfg.Clock().Before(p.deadline) {
+		return false
+	}
+	p.offset = pc.h.QueueOffset
+	if !b.poll.hold(p) {
+		return false
+	}
+	b.poll.recheck(p, b.store.MaxQueueOffset(pc.h.Topic, pc.h.QueueID))
+	return true
 }

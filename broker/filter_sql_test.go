@@ -163,3 +163,35 @@ func TestCheckClientConfig(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestSQL92HeldPull: a held SQL92 pull woken by a message it does not
+// want goes back to waiting past it, and is answered by the next one it
+// wants, with only that one.
+func TestSQL92HeldPull(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) { c.EnablePropertyFilter = true })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("held", 1))
+	c.call(sendReq("held", 0, []byte("old"), map[string]string{"k": "no"}))
+	waitFor(t, func() bool { return b.store.MaxQueueOffset("held", 0) == 1 }, "dispatch")
+	flag := protocol.BuildPullSysFlag(false, true, true, false)
+	h := protocol.PullMessageRequestHeader{ConsumerGroup: "g", Topic: "held", QueueID: 0, QueueOffset: 0, MaxMsgNums: 32,
+		SysFlag: flag, SuspendTimeoutMillis: 20_000, Subscription: "k = 'yes'", ExpressionType: ExpSQL92}
+	answer := c.start(protocol.NewRequest(protocol.PullMessage, h.Encode(), nil))
+	// The pull reads "old", which does not match, and waits at the tail.
+	waitFor(t, func() bool { return b.poll.count.Load() == 1 }, "the pull held")
+	for i := 0; i < 3; i++ {
+		c.call(sendReq("held", 0, []byte(fmt.Sprint("no-", i)), map[string]string{"k": "no"}))
+	}
+	waitFor(t, func() bool { return b.store.MaxQueueOffset("held", 0) == 4 && b.poll.count.Load() == 1 }, "the pull held past three more")
+	c.call(sendReq("held", 0, []byte("wanted"), map[string]string{"k": "yes"}))
+	select {
+	case r := <-answer:
+		recs := decodeRecords(t, r.Body)
+		if r.Code != protocol.Success || len(recs) != 1 || string(recs[0].Body) != "wanted" || ext64(t, r, "nextBeginOffset") != 5 {
+			t.Fatalf("answer: %s, %d records", r, len(recs))
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held pull was not answered by a matching message")
+	}
+}

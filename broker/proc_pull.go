@@ -124,13 +124,16 @@ func (b *Broker) holdPull(pc *pullCtx) bool {
 // without suspending) and queues whatever that finds for the writer. It
 // never blocks (the long poll calls it on the store's dispatcher): when the
 // connection's write queue is full, a goroutine waits for room.
-func (b *Broker) answerHeld(p *heldPull, _ bool) {
+func (b *Broker) answerHeld(p *heldPull, expired bool) {
 	pc := p.req.(*pullCtx)
 	select {
 	case <-pc.c.closed:
 		pc.c.reqs.Done()
 		return // the client went away while its pull was held
 	default:
+	}
+	if !expired && pc.sql != nil && b.reholdSQL(p) {
+		return
 	}
 	f, _ := b.pullOnce(pc, false)
 	if pc.c.trySend(f) {
@@ -165,6 +168,9 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 		NextBeginOffset: res.NextOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
 	code := b.slaveOutOfRange(pullCode(res.Status, h.QueueOffset), h, &rh)
 	if holding && code == protocol.PullNotFound {
+		return outFrame{}, true
+	}
+	if holding && sqlReadToTheEnd(pc, &res) {
 		return outFrame{}, true
 	}
 	resp := respond(req, code, res.Status.String(), rh.Encode())
