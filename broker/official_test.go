@@ -204,6 +204,8 @@ func officialChild() error {
 		return officialStartPhase(ns, brokerAddr)
 	case "sql92":
 		return officialSQLPhase(ns, brokerAddr)
+	case "bigbatch":
+		return officialBigBatchPhase(ns, brokerAddr)
 	case "slave":
 		n, _ := strconv.ParseInt(os.Getenv("SAMSA_SLAVE_N"), 10, 64)
 		return officialSlavePhase(ns, n, os.Getenv("SAMSA_PROGRESS"))
