@@ -141,7 +141,7 @@ func TestSQL92ScanBudget(t *testing.T) {
 // ClientManageProcessor.checkClientConfig.
 func TestCheckClientConfig(t *testing.T) {
 	check := func(c *rawClient, expType, expr string) *protocol.Command {
-		body, _ := protocol.MarshalBody(checkClientBody{ClientID: "c", Group: "g",
+		body, _ := protocol.MarshalBody(protocol.CheckClientRequestBody{ClientID: "c", Group: "g",
 			SubscriptionData: &protocol.SubscriptionData{Topic: "t", SubString: expr, ExpressionType: expType}})
 		return c.call(protocol.NewRequest(protocol.CheckClientConfig, nil, body))
 	}

@@ -4,14 +4,6 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// checkClientBody is CHECK_CLIENT_CONFIG's body (RocketMQ's
-// CheckClientRequestBody).
-type checkClientBody struct {
-	ClientID         string                     `json:"clientId"`
-	Group            string                     `json:"group"`
-	SubscriptionData *protocol.SubscriptionData `json:"subscriptionData"`
-}
-
 // processCheckClientConfig answers CHECK_CLIENT_CONFIG (46), which the
 // Java client sends before it starts a consumer with a non-TAG
 // subscription (the Go client's check is empty), as RocketMQ's
@@ -20,7 +12,7 @@ type checkClientBody struct {
 // SUBSCRIPTION_PARSE_FAILED with the compiler's message for an
 // expression that does not compile.
 func (b *Broker) processCheckClientConfig(_ *conn, req *protocol.Command) *protocol.Command {
-	var body checkClientBody
+	var body protocol.CheckClientRequestBody
 	if len(req.Body) > 0 {
 		if err := protocol.UnmarshalBody(req.Body, &body); err != nil {
 			return protocol.NewResponse(req, protocol.SystemError, "bad check client body: "+err.Error())

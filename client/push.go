@@ -117,8 +117,9 @@ func (c *PushConsumer) Subscribe(topic, expression string) error {
 
 // SubscribeSQL92 adds topic with an SQL92 selector over message
 // properties ("a > 5 AND TAGS IN ('x', 'y')", RocketMQ's grammar), which
-// the broker evaluates: it must run with enablePropertyFilter, or its
-// pulls are refused. Call it before Start.
+// the broker evaluates: it must run with enablePropertyFilter. Start asks
+// each broker of the topic first (CHECK_CLIENT_CONFIG) and fails when
+// one refuses the selector. Call it before Start.
 func (c *PushConsumer) SubscribeSQL92(topic, expression string) error {
 	if c.started.Load() {
 		return errors.New("client: Subscribe after Start")
@@ -147,7 +148,12 @@ func (c *PushConsumer) Start(ctx context.Context) error {
 		return errors.New("client: push consumer has no subscription")
 	}
 	for _, s := range subs {
-		if _, err := c.in.route(ctx, s.topic); err != nil && !s.retry {
+		r, err := c.in.route(ctx, s.topic)
+		if err == nil && s.sql {
+			err = c.checkSQL92(ctx, s, r)
+		}
+		if err != nil && !s.retry {
+			c.started.Store(false) // nothing runs yet: Close need not wait, Start may be called again
 			return err
 		}
 	}

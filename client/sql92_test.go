@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,6 +105,30 @@ func TestSQL92Selectors(t *testing.T) {
 			if !matches(i) || (name == "pull" && times != 1) {
 				t.Errorf("%s: message %s %d times: %s", name, body, times, fmt.Sprint(matches(i)))
 			}
+		}
+	}
+}
+
+// TestSQL92StartChecks: Start fails, with the broker's reason, when a
+// broker runs without enablePropertyFilter or cannot compile the selector.
+func TestSQL92StartChecks(t *testing.T) {
+	for _, tc := range []struct {
+		enabled  bool
+		selector string
+		want     string
+	}{
+		{false, "a > 5", "does not support consumer to filter message by SQL92"},
+		{true, "a >", "invalid selector"},
+	} {
+		c := startCluster(t, 1, func(cfg *broker.Config) { cfg.EnablePropertyFilter = tc.enabled })
+		c.createTopic("sqlcheck", 1)
+		pc := newTestPushConsumer(t, c, "g-check", func(context.Context, *MessageExt) error { return nil }, nil)
+		if err := pc.SubscribeSQL92("sqlcheck", tc.selector); err != nil {
+			t.Fatal(err)
+		}
+		err := pc.Start(context.Background())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("enabled %v, %q: Start: %v", tc.enabled, tc.selector, err)
 		}
 	}
 }
