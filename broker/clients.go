@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/samsamq/samsa/internal/sql92"
 )
 
 // peer is a client connection as the client manager sees it.
@@ -24,6 +26,9 @@ type Subscription struct {
 	SubVersion int64
 	// Tags is the tag set parsed from SubString (nil: every message).
 	Tags *tagFilter
+	// SQL is SubString compiled, for an SQL92 subscription (nil when it
+	// did not compile; filter_sql.go).
+	SQL *sql92.Expr
 }
 
 // ConsumerHeartbeat is one consumer group's part of a heartbeat.
@@ -57,6 +62,9 @@ type consumerGroup struct {
 	fromWhere    string
 	subs         map[string]Subscription
 	channels     map[peer]*channelInfo
+	// born is when the group's first member of its current run (since
+	// the group last had none) sent a heartbeat (start_offset.go).
+	born time.Time
 }
 
 // clientManager tracks producer and consumer groups learned from
@@ -98,7 +106,7 @@ func (m *clientManager) heartbeat(p peer, hb Heartbeat, now time.Time) (changed 
 	for _, c := range hb.Consumers {
 		g := m.mu.consumers[c.Group]
 		if g == nil {
-			g = &consumerGroup{subs: make(map[string]Subscription), channels: make(map[peer]*channelInfo)}
+			g = &consumerGroup{subs: make(map[string]Subscription), channels: make(map[peer]*channelInfo), born: now}
 			m.mu.consumers[c.Group] = g
 		}
 		g.consumeType, g.messageModel, g.fromWhere = c.ConsumeType, c.MessageModel, c.FromWhere
@@ -272,6 +280,17 @@ func (m *clientManager) subscription(group, topic string) (Subscription, bool) {
 	}
 	s, ok := cg.subs[topic]
 	return s, ok
+}
+
+// born returns when group's current run began (its first heartbeat
+// since it last had no member); false when it has no member.
+func (m *clientManager) born(group string) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cg := m.mu.consumers[group]; cg != nil {
+		return cg.born, true
+	}
+	return time.Time{}, false
 }
 
 // counts returns the numbers of producer groups, consumer groups and

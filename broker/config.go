@@ -97,6 +97,11 @@ type Config struct {
 	// MaxMessageSize (maxMessageSize): the largest message body accepted.
 	// Default 4 MiB.
 	MaxMessageSize int
+	// EnablePropertyFilter (enablePropertyFilter): evaluate SQL92
+	// subscriptions on the broker against each message's properties
+	// (filter_sql.go). Default false, as RocketMQ: pulls of an SQL92
+	// subscription are refused with SYSTEM_ERROR.
+	EnablePropertyFilter bool
 	// LongPollingEnable (longPollingEnable): hold a suspending pull until a
 	// message arrives. Default true; false holds ShortPollingTime instead.
 	LongPollingEnable bool

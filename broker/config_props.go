@@ -136,6 +136,7 @@ var properties = []property{
 	msProp("flushCommitLogThoroughInterval", func(c *Config) *time.Duration { return &c.FlushCommitLogThoroughInterval }),
 	msProp("syncFlushTimeout", func(c *Config) *time.Duration { return &c.SyncFlushTimeout }),
 	intProp("maxMessageSize", func(c *Config) *int { return &c.MaxMessageSize }),
+	boolProp("enablePropertyFilter", func(c *Config) *bool { return &c.EnablePropertyFilter }),
 	boolProp("longPollingEnable", func(c *Config) *bool { return &c.LongPollingEnable }),
 	msProp("shortPollingTimeMills", func(c *Config) *time.Duration { return &c.ShortPollingTime }),
 	msProp("longPollingMaxHoldMillis", func(c *Config) *time.Duration { return &c.LongPollingMaxHold }),

@@ -18,6 +18,12 @@
 // without a processor gets REQUEST_CODE_NOT_SUPPORTED; a frame that cannot be
 // decoded closes only its own connection.
 //
+// Where RocketMQ's behaviour depends on something this broker does not
+// have, or is more than a line, a file says what RocketMQ does and what
+// Samsa does instead: start_offset.go (where a group without an offset
+// starts), filter_sql.go (SQL92 subscriptions, enablePropertyFilter),
+// batch_limits.go (what a batch may weigh and how long its answer may be).
+//
 // # State
 //
 // The managers are plain state holders, safe for concurrent use and free of

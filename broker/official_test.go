@@ -205,6 +205,12 @@ func officialChild() error {
 		return officialPhase2(ns)
 	case "txn", "txn-open", "txn-resolve":
 		return officialTxnChild(ns, os.Getenv("SAMSA_OFFICIAL_PHASE")) // official_txn_test.go
+	case "start":
+		return officialStartPhase(ns, brokerAddr)
+	case "sql92":
+		return officialSQLPhase(ns, brokerAddr)
+	case "bigbatch":
+		return officialBigBatchPhase(ns, brokerAddr)
 	case "slave":
 		n, _ := strconv.ParseInt(os.Getenv("SAMSA_SLAVE_N"), 10, 64)
 		return officialSlavePhase(ns, n, os.Getenv("SAMSA_PROGRESS"))

@@ -40,6 +40,11 @@ func (b *Broker) processHeartbeat(c *conn, req *protocol.Command) *protocol.Comm
 				return protocol.NewResponse(req, protocol.SubscriptionParseFailed, "parse subscription: "+err.Error())
 			}
 			s.Tags = f
+			if isSQL92(s.ExpType) {
+				if s.SQL, err = sqlCache.compile(s.SubString); err != nil {
+					b.log.Warn("broker: SQL92 subscription does not compile", "group", cd.GroupName, "topic", s.Topic, "err", err)
+				}
+			}
 			ch.Subscriptions = append(ch.Subscriptions, s)
 		}
 		h.Consumers = append(h.Consumers, ch)

@@ -1,13 +1,16 @@
 package broker
 
 import (
+	"strings"
+
 	"github.com/samsamq/samsa/protocol"
 )
 
 // processQueryConsumerOffset answers QUERY_CONSUMER_OFFSET (14): the
-// group's committed offset; for a group without one, 0 while the queue
-// still starts at 0 (RocketMQ: the group may read from the beginning),
-// else QUERY_NOT_FOUND so the client applies its consumeFromWhere.
+// group's committed offset; for a group without one, 0 when the queue
+// holds nothing older than the group (start_offset.go; RocketMQ: when its
+// first message is in memory), else QUERY_NOT_FOUND so the client applies
+// its consumeFromWhere.
 func (b *Broker) processQueryConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.QueryConsumerOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
@@ -16,11 +19,13 @@ func (b *Broker) processQueryConsumerOffset(_ *conn, req *protocol.Command) *pro
 	if off, ok := b.offsets.query(h.ConsumerGroup, h.Topic, h.QueueID); ok && off >= 0 {
 		return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 	}
-	zeroOK := !h.HasSetZeroIfNotFound || h.SetZeroIfNotFound
-	if zeroOK && b.store.MinQueueOffset(h.Topic, h.QueueID) <= 0 {
+	if h.HasSetZeroIfNotFound && !h.SetZeroIfNotFound {
+		return protocol.NewResponse(req, protocol.QueryNotFound, "Not found, do not set to zero, maybe this group boot first")
+	}
+	if b.startAtZero(h.ConsumerGroup, h.Topic, h.QueueID) {
 		return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: 0}).Encode())
 	}
-	return protocol.NewResponse(req, protocol.QueryNotFound, "Not found, maybe this group consumer boot first")
+	return protocol.NewResponse(req, protocol.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 }
 
 // processUpdateConsumerOffset answers UPDATE_CONSUMER_OFFSET (15), usually
@@ -61,13 +66,14 @@ func (b *Broker) processGetMinOffset(_ *conn, req *protocol.Command) *protocol.C
 }
 
 // processSearchOffset answers SEARCH_OFFSET_BY_TIMESTAMP (29): the first
-// offset stored at or after the timestamp.
+// offset stored at or after the timestamp, or with boundaryType UPPER the
+// last stored at or before it (offsetByTime).
 func (b *Broker) processSearchOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.SearchOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	off := b.store.OffsetByTime(h.Topic, h.QueueID, h.Timestamp)
+	off := b.offsetByTime(h.Topic, h.QueueID, h.Timestamp, strings.EqualFold(h.BoundaryType, "UPPER"))
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/samsamq/samsa/internal/sql92"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
 )
@@ -22,6 +23,7 @@ type pullCtx struct {
 	req    *protocol.Command
 	h      *protocol.PullMessageRequestHeader
 	filter *tagFilter
+	sql    *sql92.Expr // an SQL92 subscription's filter (filter_sql.go)
 }
 
 // processPull answers PULL_MESSAGE (11) with RocketMQ's
@@ -48,14 +50,17 @@ func (b *Broker) processPull(c *conn, req *protocol.Command) *protocol.Command {
 			h.QueueID, h.Topic, tc.ReadQueueNums, c.addr))
 	}
 	var filter *tagFilter
+	var sub Subscription
 	if h.HasFlag(protocol.PullFlagSubscription) {
+		sub = Subscription{Topic: h.Topic, SubString: h.Subscription, ExpType: h.ExpressionType}
 		f, err := parseSubscription(h.ExpressionType, h.Subscription)
-		if errors.Is(err, ErrUnsupportedFilter) {
+		if errors.Is(err, ErrUnsupportedFilter) && !isSQL92(h.ExpressionType) {
 			return protocol.NewResponse(req, protocol.SystemError, "The broker does not support consumer to filter message by "+h.ExpressionType)
 		}
 		filter = f
 	} else {
-		sub, ok := b.clients.subscription(h.ConsumerGroup, h.Topic)
+		var ok bool
+		sub, ok = b.clients.subscription(h.ConsumerGroup, h.Topic)
 		if !ok {
 			return protocol.NewResponse(req, protocol.SubscriptionNotExist,
 				fmt.Sprintf("the consumer's subscription not exist: group %s has sent no heartbeat subscribing to %s", h.ConsumerGroup, h.Topic))
@@ -63,12 +68,16 @@ func (b *Broker) processPull(c *conn, req *protocol.Command) *protocol.Command {
 		if sub.SubVersion < h.SubVersion {
 			return protocol.NewResponse(req, protocol.SubscriptionNotLatest, "the consumer's subscription not latest")
 		}
-		if sub.ExpType != "" && sub.ExpType != ExpTag {
+		if sub.ExpType != "" && sub.ExpType != ExpTag && !isSQL92(sub.ExpType) {
 			return protocol.NewResponse(req, protocol.SystemError, "The broker does not support consumer to filter message by "+sub.ExpType)
 		}
 		filter = sub.Tags
 	}
-	pc := &pullCtx{c: c, req: req, h: h, filter: filter}
+	sql, refuse := b.sqlFilterOf(req, sub, h.HasFlag(protocol.PullFlagSubscription))
+	if refuse != nil {
+		return refuse
+	}
+	pc := &pullCtx{c: c, req: req, h: h, filter: filter, sql: sql}
 	if h.HasFlag(protocol.PullFlagCommitOffset) && !b.isSlave() {
 		// A slave ignores the flag (RocketMQ's PullMessageProcessor): a
 		// pull's commit is a by-product, UPDATE_CONSUMER_OFFSET the
@@ -115,13 +124,16 @@ func (b *Broker) holdPull(pc *pullCtx) bool {
 // without suspending) and queues whatever that finds for the writer. It
 // never blocks (the long poll calls it on the store's dispatcher): when the
 // connection's write queue is full, a goroutine waits for room.
-func (b *Broker) answerHeld(p *heldPull, _ bool) {
+func (b *Broker) answerHeld(p *heldPull, expired bool) {
 	pc := p.req.(*pullCtx)
 	select {
 	case <-pc.c.closed:
 		pc.c.reqs.Done()
 		return // the client went away while its pull was held
 	default:
+	}
+	if !expired && pc.sql != nil && b.reholdSQL(p) {
+		return
 	}
 	f, _ := b.pullOnce(pc, false)
 	if pc.c.trySend(f) {
@@ -145,7 +157,7 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 	if h.HasMaxMsgBytes && h.MaxMsgBytes > 0 {
 		maxBytes = min(int(h.MaxMsgBytes), maxPullBytes)
 	}
-	res, err := b.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes, pc.filter.fn())
+	res, err := b.getMessages(pc, maxMsgs, maxBytes)
 	if ce := (*storage.CorruptRecordError)(nil); errors.As(err, &ce) {
 		return b.corruptAnswer(pc, res, ce), false
 	}
@@ -158,6 +170,9 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 	if holding && code == protocol.PullNotFound {
 		return outFrame{}, true
 	}
+	if holding && sqlReadToTheEnd(pc, &res) {
+		return outFrame{}, true
+	}
 	resp := respond(req, code, res.Status.String(), rh.Encode())
 	if code == protocol.PullOffsetMoved {
 		b.log.Info("broker: pull offset moved", "group", h.ConsumerGroup, "topic", h.Topic, "queue", h.QueueID,
@@ -167,7 +182,11 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 		return outFrame{cmd: resp}, code == protocol.PullNotFound
 	}
 	b.stats.get(h.Topic, len(res.Records), res.Bytes)
-	return outFrame{cmd: resp, parts: [][]byte{res.Whole}}, false
+	parts := [][]byte{res.Whole}
+	if res.Whole == nil { // filtered by SQL92: the records kept, each where it lies
+		parts = res.Records
+	}
+	return outFrame{cmd: resp, parts: parts}, false
 }
 
 // pullCode maps a store status to RocketMQ's pull response code.

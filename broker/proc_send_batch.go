@@ -13,7 +13,9 @@ import (
 // several messages (decodeBatch) for one topic and queue, stored with one
 // AppendBatch: contiguous, under one lock, one durability wait. The
 // header's properties, if any, are added to every message's (RocketMQ's
-// MessageExtBatch encoder does the same).
+// MessageExtBatch encoder does the same). A batch over maxMessageSize, or
+// one whose answer would not fit a frame, is refused before anything is
+// stored (batch_limits.go).
 func (b *Broker) processSendBatch(c *conn, req *protocol.Command) *protocol.Command {
 	if r := b.refuseSendOnSlave(req); r != nil {
 		return r
@@ -28,9 +30,15 @@ func (b *Broker) processSendBatch(c *conn, req *protocol.Command) *protocol.Comm
 	if isPrepared(h.SysFlag, nil) {
 		return protocol.NewResponse(req, protocol.MessageIllegal, "batch message does not support transaction")
 	}
+	if r := b.refuseBatchBody(req); r != nil {
+		return r
+	}
 	items, err := decodeBatch(req.Body, b.cfg.MaxMessageSize)
 	if err != nil {
 		return protocol.NewResponse(req, protocol.MessageIllegal, err.Error())
+	}
+	if r := b.refuseBatchAnswer(req, len(items)); r != nil {
+		return r
 	}
 	_, queue, refuse := b.sendTarget(req, h)
 	if refuse != nil {

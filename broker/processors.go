@@ -19,6 +19,7 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.SearchOffsetByTimestamp:          b.processSearchOffset,
 		protocol.GetEarliestMsgStoretime:          b.processEarliestMsgStoreTime,
 		protocol.HeartBeat:                        b.processHeartbeat,
+		protocol.CheckClientConfig:                b.processCheckClientConfig,
 		protocol.UnregisterClient:                 b.processUnregisterClient,
 		protocol.GetConsumerListByGroup:           b.processGetConsumerList,
 		protocol.UpdateAndCreateTopic:             b.processUpdateAndCreateTopic,

@@ -277,16 +277,9 @@ func (p *Producer) SendOneway(ctx context.Context, m *Message) error {
 
 // batchRequest builds one SEND_BATCH_MESSAGE request to q.
 func (p *Producer) batchRequest(q MessageQueue, sends []pendingSend) (*protocol.Command, error) {
-	size := 0
-	for _, s := range sends {
-		size += len(s.msg.Body) + s.size + 64
-	}
-	body := make([]byte, 0, size)
-	var err error
-	for _, s := range sends {
-		if body, err = appendBatchEntry(body, s.msg, s.uniq); err != nil {
-			return nil, err
-		}
+	body, _, err := encodeBatchEntries(sends)
+	if err != nil {
+		return nil, err
 	}
 	return p.sendRequest(protocol.SendBatchMessage, q.Topic, q, 0, 0, "", true, body, p.opts.Clock()), nil
 }
@@ -311,9 +304,19 @@ func batchResults(addr string, q MessageQueue, sends []pendingSend, resp *protoc
 	return out, err
 }
 
-// SendBatch sends msgs, all of one topic, to one queue in one request
-// (SEND_BATCH_MESSAGE) and returns a result per message. The queue is
-// chosen for the first message's ShardingKey. Retries as Send does.
+// SendBatch sends msgs, all of one topic, to one queue in SEND_BATCH_MESSAGE
+// requests and returns a result per message. The queue is chosen for the
+// first message's ShardingKey. Retries as Send does.
+//
+// A batch larger than MaxBodySize (the broker refuses a batch body over
+// its maxMessageSize, 4 MiB by default) or of more than MaxBatchMessages
+// messages is split into several requests, sent one after another to the
+// same queue (splitBatch). Each request is stored whole or not at all, but
+// the batch as a whole is not atomic: when a later request fails, the
+// messages of the earlier ones are stored, and the error says which
+// messages were not sent (their results are nil). The order of the
+// messages in the queue is the order of msgs as long as no request is
+// retried on another queue (a keyed batch never is).
 func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) ([]*SendResult, error) {
 	if p.closed.Load() {
 		return nil, ErrClosed
@@ -322,7 +325,6 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) ([]*SendResul
 		return nil, fmt.Errorf("%w: empty batch", ErrMessageIllegal)
 	}
 	sends := make([]pendingSend, len(msgs))
-	total := 0
 	for i, m := range msgs {
 		if err := validateMessage(m, p.opts.MaxBodySize); err != nil {
 			return nil, fmt.Errorf("batch message %d: %w", i, err)
@@ -334,10 +336,10 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) ([]*SendResul
 			return nil, fmt.Errorf("%w: batch message %d has a delay level", ErrMessageIllegal, i)
 		}
 		sends[i] = pendingSend{msg: m, uniq: p.uniqID(m), size: m.size()}
-		total += sends[i].size
 	}
-	if total > p.opts.MaxBodySize {
-		return nil, fmt.Errorf("%w: batch of about %d bytes, limit %d", ErrMessageIllegal, total, p.opts.MaxBodySize)
+	body, ends, err := encodeBatchEntries(sends)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := p.sendContext(ctx)
 	defer cancel()
@@ -345,37 +347,107 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) ([]*SendResul
 	if err != nil {
 		return nil, err
 	}
-	keyed := p.keyed(msgs[0])
-	var errs []error
-	var q MessageQueue
-	exclude := ""
-	for attempt := 0; attempt <= p.opts.retries(); attempt++ {
-		if attempt == 0 || !keyed {
-			q = p.pick(msgs[0], r, exclude)
+	bs := batchSender{p: p, r: r, first: msgs[0], keyed: p.keyed(msgs[0])}
+	bs.q = p.pick(msgs[0], r, "")
+	out := make([]*SendResult, len(msgs))
+	from := 0
+	for _, to := range splitBatch(ends, p.opts.MaxBodySize, MaxBatchMessages) {
+		start := 0
+		if from > 0 {
+			start = ends[from-1]
 		}
-		req, err := p.batchRequest(q, sends)
+		res, err := bs.send(ctx, sends[from:to], body[start:ends[to-1]])
 		if err != nil {
-			return nil, err
+			if from > 0 {
+				err = fmt.Errorf("messages %d to %d of %d not sent, the %d before them were: %w", from, len(msgs)-1, len(msgs), from, err)
+			}
+			return out, err
 		}
-		addr := r.masterAddr(q.BrokerName)
+		copy(out[from:], res)
+		from = to
+	}
+	return out, nil
+}
+
+// MaxBatchMessages is the most messages SendBatch puts in one request:
+// the broker's answer carries a 33-byte msgId per message and must fit a
+// frame (the broker refuses a batch whose answer would not).
+const MaxBatchMessages = 64 << 10
+
+// encodeBatchEntries encodes every message of a batch body back to back;
+// ends[i] is where message i ends.
+func encodeBatchEntries(sends []pendingSend) (body []byte, ends []int, err error) {
+	size := 0
+	for _, s := range sends {
+		size += len(s.msg.Body) + s.size + 64
+	}
+	body = make([]byte, 0, size)
+	ends = make([]int, len(sends))
+	for i, s := range sends {
+		if body, err = appendBatchEntry(body, s.msg, s.uniq); err != nil {
+			return nil, nil, fmt.Errorf("batch message %d: %w", i, err)
+		}
+		ends[i] = len(body)
+	}
+	return body, ends, nil
+}
+
+// splitBatch cuts a batch whose messages end at ends into requests of at
+// most maxBytes (maxBytes <= 0: no limit) and maxMsgs messages; it returns
+// where each request ends (exclusive message indexes). A message larger
+// than maxBytes travels alone (and the broker refuses it).
+func splitBatch(ends []int, maxBytes, maxMsgs int) []int {
+	var cuts []int
+	from, start := 0, 0
+	for i, end := range ends {
+		if i > from && (maxBytes > 0 && end-start > maxBytes || i-from >= maxMsgs) {
+			cuts = append(cuts, i)
+			from, start = i, ends[i-1]
+		}
+	}
+	return append(cuts, len(ends))
+}
+
+// batchSender sends the requests of one SendBatch, keeping the queue of
+// the last success for the next request.
+type batchSender struct {
+	p       *Producer
+	r       *topicRoute
+	first   *Message
+	keyed   bool
+	q       MessageQueue
+	exclude string
+}
+
+// send sends one request of a batch (body: the encoded sends), retrying
+// as Send does.
+func (bs *batchSender) send(ctx context.Context, sends []pendingSend, body []byte) ([]*SendResult, error) {
+	p := bs.p
+	var errs []error
+	for attempt := 0; attempt <= p.opts.retries(); attempt++ {
+		if attempt > 0 && !bs.keyed {
+			bs.q = p.pick(bs.first, bs.r, bs.exclude)
+		}
+		req := p.sendRequest(protocol.SendBatchMessage, bs.q.Topic, bs.q, 0, 0, "", true, body, p.opts.Clock())
+		addr := bs.r.masterAddr(bs.q.BrokerName)
 		start := p.opts.Clock()
 		resp, err := p.in.rc.Invoke(ctx, addr, req)
 		var res []*SendResult
 		if err == nil {
-			res, err = batchResults(addr, q, sends, resp)
+			res, err = batchResults(addr, bs.q, sends, resp)
 		}
-		p.note(q.BrokerName, start, err)
+		p.note(bs.q.BrokerName, start, err)
 		if err == nil || !retriable(err) {
 			return res, err
 		}
-		errs = append(errs, fmt.Errorf("attempt %d to %s: %w", attempt+1, q.BrokerName, err))
-		exclude = q.BrokerName
-		p.in.refreshSoon(msgs[0].Topic)
+		errs = append(errs, fmt.Errorf("attempt %d to %s: %w", attempt+1, bs.q.BrokerName, err))
+		bs.exclude = bs.q.BrokerName
+		p.in.refreshSoon(bs.first.Topic)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return nil, fmt.Errorf("client: batch send to %s failed: %w", msgs[0].Topic, errors.Join(errs...))
+	return nil, fmt.Errorf("client: batch send to %s failed: %w", bs.first.Topic, errors.Join(errs...))
 }
 
 // Flush sends every batched message now and waits until every

@@ -61,8 +61,14 @@ type PullOptions struct {
 	// MaxMessages is the most messages returned (default 32, RocketMQ's
 	// pullBatchSize; the broker caps it).
 	MaxMessages int
-	// Expression selects messages by tag: "*" (default) or "TagA || TagB".
+	// Expression selects messages by tag: "*" (default) or "TagA || TagB";
+	// with SQL92, an SQL92 selector the broker evaluates against each
+	// message's properties ("a > 5 AND TAGS IN ('x')"; the broker needs
+	// enablePropertyFilter).
 	Expression string
+	// SQL92 makes Expression an SQL92 selector (RocketMQ's
+	// ExpressionType SQL92). Default false: a tag expression.
+	SQL92 bool
 	// Wait is how long the broker may hold a pull that finds nothing,
 	// answering as soon as a message arrives (long polling). 0: answer at
 	// once.
@@ -105,6 +111,9 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 		MaxMsgNums: int32(o.MaxMessages), SysFlag: protocol.BuildPullSysFlag(commit >= 0 && !slave, o.Wait > 0, true, false),
 		CommitOffset: max(commit, 0), SuspendTimeoutMillis: o.Wait.Milliseconds(), Subscription: o.Expression,
 		SubVersion: 0, ExpressionType: protocol.ExpressionTag, BrokerName: q.BrokerName,
+	}
+	if o.SQL92 {
+		h.ExpressionType, f = protocol.ExpressionSQL92, tagFilter{all: true}
 	}
 	cancel := context.CancelFunc(func() {})
 	if _, ok := ctx.Deadline(); !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,7 @@ type subscription struct {
 	expr   string
 	filter tagFilter
 	retry  bool // the group's retry topic, subscribed on the group's behalf
+	sql    bool // expr is an SQL92 selector (SubscribeSQL92)
 }
 
 // NewPushConsumer returns a consumer that will hand messages to h once
@@ -113,6 +115,24 @@ func (c *PushConsumer) Subscribe(topic, expression string) error {
 	return nil
 }
 
+// SubscribeSQL92 adds topic with an SQL92 selector over message
+// properties ("a > 5 AND TAGS IN ('x', 'y')", RocketMQ's grammar), which
+// the broker evaluates: it must run with enablePropertyFilter. Start asks
+// each broker of the topic first (CHECK_CLIENT_CONFIG) and fails when
+// one refuses the selector. Call it before Start.
+func (c *PushConsumer) SubscribeSQL92(topic, expression string) error {
+	if c.started.Load() {
+		return errors.New("client: Subscribe after Start")
+	}
+	if topic == "" || strings.TrimSpace(expression) == "" {
+		return fmt.Errorf("%w: empty topic or SQL92 selector", ErrMessageIllegal)
+	}
+	c.mu.Lock()
+	c.mu.subs[topic] = &subscription{topic: topic, expr: expression, filter: tagFilter{all: true}, sql: true}
+	c.mu.Unlock()
+	return nil
+}
+
 // Start looks the subscribed topics up, announces the consumer to their
 // brokers, takes its queues and starts consuming. A subscribed topic with
 // no route is an error (ErrNoRoute).
@@ -128,7 +148,12 @@ func (c *PushConsumer) Start(ctx context.Context) error {
 		return errors.New("client: push consumer has no subscription")
 	}
 	for _, s := range subs {
-		if _, err := c.in.route(ctx, s.topic); err != nil && !s.retry {
+		r, err := c.in.route(ctx, s.topic)
+		if err == nil && s.sql {
+			err = c.checkSQL92(ctx, s, r)
+		}
+		if err != nil && !s.retry {
+			c.started.Store(false) // nothing runs yet: Close need not wait, Start may be called again
 			return err
 		}
 	}
@@ -183,6 +208,11 @@ func (c *PushConsumer) consumerData() protocol.ConsumerData {
 	}
 	for _, s := range c.subscriptions() {
 		sd := protocol.SubscriptionData{Topic: s.topic, SubString: s.expr, ExpressionType: protocol.ExpressionTag}
+		if s.sql {
+			sd.ExpressionType = protocol.ExpressionSQL92
+			d.SubscriptionDataSet = append(d.SubscriptionDataSet, sd)
+			continue
+		}
 		codes := s.filter.codes()
 		for i, t := range s.filter.tags {
 			sd.TagsSet = append(sd.TagsSet, t)

@@ -51,7 +51,7 @@ func newQueueWorker(c *PushConsumer, q MessageQueue, s *subscription, offset int
 	w := &queueWorker{c: c, q: q, sub: s, tr: newTracker(offset, l), ctx: ctx, stop: cancel,
 		work: make(chan workItem, max(c.opts.PullBatchSize, min(c.opts.MaxInFlight, 1024))), done: make(chan struct{}),
 		back:     make(chan pullOutcome, 1),
-		pullOpts: PullOptions{MaxMessages: c.opts.PullBatchSize, Expression: s.expr, Wait: c.opts.PollWait}}
+		pullOpts: PullOptions{MaxMessages: c.opts.PullBatchSize, Expression: s.expr, SQL92: s.sql, Wait: c.opts.PollWait}}
 	w.mu.lastCommit = -1
 	return w
 }
