@@ -213,3 +213,43 @@ func TestPullFollowsSuggestion(t *testing.T) {
 		}
 	}
 }
+
+// TestPullFromPinnedAddress: PullOptions.BrokerAddr reads the slave's copy
+// while the master runs and the route names it, and the next unpinned
+// pull still goes to the master.
+func TestPullFromPinnedAddress(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	master := c.brokers[0]
+	slave := c.startSlave(nil)
+	c.createTopic("pin-t", 1)
+	c.waitSlaveTopics(master, slave)
+	seed(t, "pin-t", []string{"m0", "m1", "m2"}, master)
+	deadline := time.Now().Add(20 * time.Second) // replicated to the slave
+	for slave.Store().MaxQueueOffset("pin-t", 0) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slave holds %d of 3 messages", slave.Store().MaxQueueOffset("pin-t", 0))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	pc, err := NewPullConsumer(PullConsumerOptions{ClientOptions: c.clientOptions(), Group: "pg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	ctx := context.Background()
+	q := MessageQueue{Topic: "pin-t", BrokerName: "broker-a", QueueID: 0}
+	res, err := pc.Pull(ctx, q, 1, PullOptions{BrokerAddr: slave.Addr()})
+	if err != nil || bodiesOf(res.Messages) != "m1,m2" || res.MaxOffset != 3 {
+		t.Fatalf("pinned pull from the slave: %v %+v", err, res)
+	}
+	if c.stat(master.Addr(), "cmd_get") != 0 || c.stat(slave.Addr(), "cmd_get") != 2 {
+		t.Fatal("the pinned pull did not go to the slave alone")
+	}
+	if res, err = pc.Pull(ctx, q, 0, PullOptions{}); err != nil || bodiesOf(res.Messages) != "m0,m1,m2" {
+		t.Fatalf("unpinned pull: %v %+v", err, res)
+	}
+	if c.stat(master.Addr(), "cmd_get") != 3 {
+		t.Fatal("the unpinned pull did not go to the master")
+	}
+}
