@@ -284,7 +284,7 @@ func (r queueReader) readQueue(ctx context.Context, q int) (n int64, short strin
 	// end pulls, plus a few failed tries.
 	off, fails := int64(0), 0
 	for pulls := int64(0); (end < 0 || off < end) && pulls <= max(end, 0)+10; pulls++ {
-		res, err := r.c.Pull(ctx, mq, off, client.PullOptions{MaxMessages: 256, BrokerAddr: r.addr})
+		res, err := r.c.Pull(ctx, mq, off, client.PullOptions{MaxMessages: 1024, BrokerAddr: r.addr})
 		if err != nil {
 			if fails++; fails > 10 || ctx.Err() != nil {
 				return n, "", fmt.Errorf("read-back: queue %d at %d: %w", q, off, err)
