@@ -70,6 +70,16 @@ BENCH_FLAGS     ?=
 BENCH_E2E_FLAGS ?= --quick
 BENCH_E2E_RUN   ?= $(BIN) loadgen --dir $(BENCH_DIR)/e2e --out results --performance PERFORMANCE.md $(BENCH_E2E_FLAGS) --experiment
 
+# The replication kill loop (issue #11) runs the same way, after the other
+# e2e experiments: a master and a slave as real processes, the master
+# SIGKILLed under load and the slave's copy read after each kill. make
+# bench runs its quick form (async flush, 5 kills a cell, about a minute),
+# bench-full 50 kills a cell and sync flush too. Its smoke (SYNC_MASTER,
+# one kill) runs in make test beside the kill loop's.
+# BENCH_REPL_EXPERIMENTS= leaves it out.
+BENCH_REPL_EXPERIMENTS ?= experiments/replication-durability.json
+BENCH_E2E_EXPERIMENTS  += $(BENCH_REPL_EXPERIMENTS)
+
 # $(call bench_run,experiment files)
 define bench_run
 	@set -e; mkdir -p $(BENCH_DIR); : > $(BENCH_DIR)/results.list; \

@@ -267,8 +267,16 @@ func (a *Admin) GroupTopics(ctx context.Context, group string) ([]string, error)
 }
 
 // BrokerStats asks a broker for its text stats (the "stats" command on
-// the broker port) and returns the name/value pairs in order.
-func (a *Admin) BrokerStats(ctx context.Context, addr string) ([]protocol.Stat, error) {
+// the broker port) and returns the name/value pairs in order. An item
+// ("ha", "store", "topics") asks for that group of lines only.
+func (a *Admin) BrokerStats(ctx context.Context, addr string, item ...string) ([]protocol.Stat, error) {
+	cmd := "stats\r\n"
+	if len(item) > 0 && item[0] != "" {
+		if strings.ContainsAny(item[0], " \t\r\n") {
+			return nil, fmt.Errorf("client: stats item %q: one word", item[0])
+		}
+		cmd = "stats " + item[0] + "\r\n"
+	}
 	ctx, cancel := a.in.ctxTimeout(ctx)
 	defer cancel()
 	var d net.Dialer
@@ -280,7 +288,7 @@ func (a *Admin) BrokerStats(ctx context.Context, addr string) ([]protocol.Stat, 
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
 	}
-	if _, err := nc.Write([]byte("stats\r\n")); err != nil {
+	if _, err := nc.Write([]byte(cmd)); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConnection, addr, err)
 	}
 	stats, err := protocol.ReadStats(bufio.NewReader(nc))

@@ -73,6 +73,12 @@ type PullOptions struct {
 	// answering as soon as a message arrives (long polling). 0: answer at
 	// once.
 	Wait time.Duration
+	// BrokerAddr, if set, sends the pull to this broker address rather
+	// than to the one the route and the last answer's suggestion pick:
+	// a slave, say, to read its copy of the queue while its master runs
+	// or is gone. The answer's suggestion is then ignored, and no commit
+	// rides on the pull.
+	BrokerAddr string
 }
 
 // pull reads q from offset for group.
@@ -100,7 +106,10 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 	if o.Expression == "" {
 		o.Expression = protocol.SubAll
 	}
-	addr, slave, err := in.pullAddr(ctx, q)
+	addr, slave, err := o.BrokerAddr, true, error(nil)
+	if addr == "" {
+		addr, slave, err = in.pullAddr(ctx, q)
+	}
 	if err != nil {
 		done(nil, err)
 		return
@@ -126,7 +135,7 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 			return
 		}
 		res, suggest, err := pullResult(resp, addr, q, offset, f)
-		if err == nil {
+		if err == nil && o.BrokerAddr == "" {
 			in.notePullFrom(q, suggest)
 		}
 		done(res, err)

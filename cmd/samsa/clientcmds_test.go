@@ -126,4 +126,10 @@ func TestClientCommands(t *testing.T) {
 	if out := run("", runStats, "--broker", dev.BrokerAddr()); !strings.Contains(out, "broker_name") {
 		t.Fatalf("stats: %q", out)
 	}
+	// an item asks for its lines only: the master's replication lines
+	// name its slave
+	if out := run("", runStats, "--broker", dev.BrokerAddr(), "ha"); !strings.Contains(out, "ha_role") ||
+		!strings.Contains(out, "ha_slaves") || strings.Contains(out, "broker_name") {
+		t.Fatalf("stats ha: %q", out)
+	}
 }

@@ -321,7 +321,7 @@ func benchReport(args []string) error {
 		if err != nil {
 			return err
 		}
-		if kind == durability.Kind { // the kill loop's results too
+		if durability.IsKind(kind) { // the kill loops' results too
 			r, err := durability.ReadResult(p)
 			if err != nil {
 				return err

@@ -56,8 +56,8 @@ func runLoadgen(args []string) error {
 	quick := fs.Bool("quick", false, "with --experiment: the quick durations")
 	out := fs.String("out", "results", "with --experiment: results directory")
 	perf := fs.String("performance", "", "with --experiment: also rewrite this file's generated section (e.g. PERFORMANCE.md)")
-	seed := fs.Uint64("seed", 0, "with a durability-kill experiment: the kill moments' seed (0: the file's, or the clock)")
-	gate := fs.Bool("gate", false, "with a durability-kill experiment: exit 1 when a cell misses its target")
+	seed := fs.Uint64("seed", 0, "with a durability-kill or replication-durability experiment: the kill moments' seed (0: the file's, or the clock)")
+	gate := fs.Bool("gate", false, "with a durability-kill or replication-durability experiment: exit 1 when a cell misses its target")
 	var prof profileFlags
 	prof.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -78,7 +78,7 @@ func runLoadgen(args []string) error {
 		natsURL: *natsURL, dataDir: *dataDir, backend: *backendName}
 	if *experiment != "" {
 		// experiment files carry a "kind" as result files do
-		if kind, err := bench.ResultKind(*experiment); err == nil && kind == durability.Kind {
+		if kind, err := bench.ResultKind(*experiment); err == nil && durability.IsKind(kind) {
 			return durabilityRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
 				dataDir: *dataDir, quick: *quick, gate: *gate, seed: *seed}.run(ctx)
 		}

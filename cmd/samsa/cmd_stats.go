@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	register(command{name: "stats", summary: "print a broker's text stats (STAT name value)", run: runStats})
+	register(command{name: "stats", summary: "print a broker's text stats (STAT name value; an item: ha, store, topics)", run: runStats})
 }
 
 func runStats(args []string) error {
@@ -19,17 +19,25 @@ func runStats(args []string) error {
 		return err
 	}
 	if *addr == "" && len(rest) > 0 {
-		*addr = rest[0]
+		*addr, rest = rest[0], rest[1:]
 	}
 	if *addr == "" {
 		return errors.New("--broker ADDR is required (samsa cluster lists them)")
+	}
+	// An item (ha, store, topics) asks for that group of lines only.
+	item := ""
+	if len(rest) > 0 {
+		item = rest[0]
+	}
+	if len(rest) > 1 {
+		return fmt.Errorf("unexpected arguments %q (one stats item: ha, store, topics)", rest[1:])
 	}
 	a, ctx, done, err := cf.connect()
 	if err != nil {
 		return err
 	}
 	defer done()
-	stats, err := a.BrokerStats(ctx, *addr)
+	stats, err := a.BrokerStats(ctx, *addr, item)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,33 @@
 // Nothing may be lost to SIGTERM at any level. Clients run with the
 // client's defaults, so recovery is what an application would see.
 //
+// # The replication loop (Options.Role, replication.go)
+//
+// With a Role (SYNC_MASTER or ASYNC_MASTER) the broker is a master and a
+// second `samsa broker` follows it as its SLAVE (brokerId 1, its own store
+// dir and port, a static haMasterAddress, started once the master is
+// registered). The master is the one killed, Kills times, each after its
+// first SEND_OK and its slave's return to the master's `stats ha` lines.
+// Just before each kill the master's lag is sampled (`stats ha`:
+// slave:<addr>:ack_offset, behind_bytes, lag_ms; a poller also samples it
+// every 100 ms). After the kill, once the slave has dropped the link and
+// indexed its log, every queue is read from the slave's address alone
+// (client.PullOptions.BrokerAddr: pulls change nothing there) and
+// compared with every acknowledgement so far (KillCheck): acknowledged
+// messages missing, duplicates, acknowledged places holding another id,
+// and missing messages the slave had acknowledged in the sample ("beyond
+// the lag", from each record's CommitLog offset in the answer's offset
+// message id). Then the master restarts on its data dir (new epoch; the
+// slave reconnects and truncates a diverged tail). Only SEND_OK counts as
+// acknowledged; a SYNC_MASTER's SLAVE_NOT_AVAILABLE and FLUSH_SLAVE_TIMEOUT
+// are stored on the master, not known replicated, and counted apart.
+// At the end the load stops, the slave catches up, and a last read must
+// find every acknowledged message. Targets: SYNC_MASTER, nothing
+// acknowledged missing at any kill; ASYNC_MASTER, nothing beyond the lag;
+// both, no duplicate and nothing missing after the catch-up. PauseSlave
+// stops the slave (SIGSTOP) before each kill: the ASYNC_MASTER control
+// that must show losses. There is no SIGTERM cycle and no live consumer.
+//
 // # Bounds
 //
 // Every wait has a deadline (Options' timeouts) and every loop a count;
@@ -51,7 +78,9 @@
 // durability-kill.json) names the backends and flush policies to cross and
 // the settings, plus cells listed one by one: a control with AckBuffered
 // (durability memory) that must lose messages, which shows the loop can
-// still see a loss. RunExperiment runs every cell and its result is
+// still see a loss. One of kind "replication-durability" (experiments/
+// replication-durability.json) lists its cells, each with a role; cells
+// marked full_only are left out of the quick form. RunExperiment runs every cell and its result is
 // written to results/durability-kill/ and rendered into PERFORMANCE.md
 // (Markdown).
 //

@@ -12,9 +12,18 @@ import (
 // Kind is the "kind" of a durability experiment file and its result.
 const Kind = "durability-kill"
 
-// Experiment is an experiment file of kind "durability-kill": the settings
-// every cell runs with, and the cells, backends × flush policies plus any
-// listed one by one.
+// ReplicationKind is the "kind" of a replication kill loop's experiment
+// file and result: every cell names a master Role, and the master is
+// killed while a slave follows it.
+const ReplicationKind = "replication-durability"
+
+// IsKind reports whether kind is one this package runs and renders.
+func IsKind(kind string) bool { return kind == Kind || kind == ReplicationKind }
+
+// Experiment is an experiment file of kind "durability-kill" or
+// "replication-durability": the settings every cell runs with, and the
+// cells, backends × flush policies plus any listed one by one (a
+// replication experiment lists its cells, each with a Role).
 type Experiment struct {
 	Name        string `json:"name"`
 	Kind        string `json:"kind"`
@@ -47,13 +56,20 @@ type Settings struct {
 
 // CellSpec is one broker configuration.
 type CellSpec struct {
-	Label       string `json:"label,omitempty"` // default backend/flush
+	Label       string `json:"label,omitempty"` // default [role ]backend/flush
 	Backend     string `json:"backend"`
 	Flush       string `json:"flush"`
 	AckBuffered bool   `json:"ack_buffered,omitempty"`
+	// Role is the master's brokerRole in a replication experiment
+	// (Options.Role); PauseSlave its Options.PauseSlave.
+	Role       string   `json:"role,omitempty"`
+	PauseSlave Duration `json:"pause_slave,omitempty"`
+	// FullOnly leaves the cell out of the quick form.
+	FullOnly bool `json:"full_only,omitempty"`
 	// ExpectLoss makes the cell a control: its target is to lose some
-	// acknowledged messages to the kills (an AckBuffered cell), which
-	// shows the loop can still see a loss.
+	// acknowledged messages to the kills (an AckBuffered cell; in a
+	// replication experiment, messages missing on a paused slave, each
+	// kill's within its lag), which shows the loop can still see a loss.
 	ExpectLoss bool `json:"expect_loss,omitempty"`
 }
 
@@ -82,8 +98,8 @@ func LoadExperiment(path string) (*Experiment, error) {
 	if err := strictDecode(b, &e); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if e.Kind != Kind {
-		return nil, fmt.Errorf("%s: kind %q is not %q", path, e.Kind, Kind)
+	if !IsKind(e.Kind) {
+		return nil, fmt.Errorf("%s: kind %q is not %q or %q", path, e.Kind, Kind, ReplicationKind)
 	}
 	if _, err := e.Expand(false); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -128,11 +144,23 @@ func (e *Experiment) Expand(quick bool) ([]Cell, error) {
 	var cells []Cell
 	var errs []error
 	for _, cs := range specs {
+		if quick && cs.FullOnly {
+			continue
+		}
 		if cs.Label == "" {
 			cs.Label = cs.Backend + "/" + cs.Flush
 			if cs.AckBuffered {
 				cs.Label += "/ack-buffered"
 			}
+			if cs.Role != "" {
+				cs.Label = cs.Role + " " + cs.Label
+			}
+			if cs.PauseSlave > 0 {
+				cs.Label += ", slave paused " + time.Duration(cs.PauseSlave).String()
+			}
+		}
+		if (e.Kind == ReplicationKind) != (cs.Role != "") {
+			errs = append(errs, fmt.Errorf("cell %s: a %s experiment's cells name a role, a %s experiment's none", cs.Label, ReplicationKind, Kind))
 		}
 		c := Cell{CellSpec: cs, Settings: s}
 		o := c.Options("samsa", "", 1)
@@ -142,13 +170,17 @@ func (e *Experiment) Expand(quick bool) ([]Cell, error) {
 		}
 		cells = append(cells, c)
 	}
+	if len(cells) == 0 {
+		errs = append(errs, errors.New("no cells in this form"))
+	}
 	return cells, errors.Join(errs...)
 }
 
 // Options are the cell's run options.
 func (c Cell) Options(binary, dir string, seed uint64) Options {
 	s := c.Settings
-	return Options{Binary: binary, Dir: dir, Backend: c.Backend, Flush: c.Flush, AckBuffered: c.AckBuffered,
+	return Options{Binary: binary, Dir: dir, Role: c.Role, PauseSlave: time.Duration(c.PauseSlave),
+		Backend: c.Backend, Flush: c.Flush, AckBuffered: c.AckBuffered,
 		SegmentSize: s.SegmentSize, Producers: s.Producers, Queues: s.Queues, BodySize: s.BodySize,
 		Kills: s.Kills, NoTermCycle: s.NoTermCycle, MinUp: time.Duration(s.MinUp), MaxUp: time.Duration(s.MaxUp),
 		RecoveryTimeout: time.Duration(s.RecoveryTimeout), Props: s.Props, Seed: seed}

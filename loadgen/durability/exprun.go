@@ -41,10 +41,15 @@ type CellResult struct {
 }
 
 // Met says whether the cell met its target (false when it failed): a
-// control must have lost something to the kills, and nothing to SIGTERM.
+// control must have lost something to the kills, and nothing to SIGTERM
+// (a replication control: something missing on the slave, nothing beyond
+// the lag, everything there after the catch-up).
 func (c *CellResult) Met() bool {
 	if c.Failed != "" || c.Result == nil {
 		return false
+	}
+	if rep := c.Result.Replication; rep != nil && c.ExpectLoss {
+		return rep.Missing > 0 && c.Result.Met()
 	}
 	if c.ExpectLoss {
 		return c.Result.Lost > 0 && c.Result.LostInTerm == 0
@@ -83,7 +88,7 @@ func RunExperiment(ctx context.Context, e *Experiment, ro RunOptions) (*Experime
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	res := &ExperimentResult{Experiment: e.Name, Kind: Kind, Description: e.Description, Quick: ro.Quick,
+	res := &ExperimentResult{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: ro.Quick,
 		Start: time.Now().UTC(), Seed: seed}
 	fmt.Fprintf(ro.Progress, "== %s: %d cells, seed %d (cell i uses seed+i)\n", e.Name, len(cells), seed)
 	for i, c := range cells {

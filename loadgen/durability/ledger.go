@@ -2,6 +2,7 @@ package durability
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -13,10 +14,16 @@ type Pos struct {
 	Offset int64
 }
 
-// ack is one acknowledged send.
+// ack is one acknowledged (or stored-only) send.
 type ack struct {
 	pos   Pos
 	epoch int
+	// phys is the record's CommitLog offset (from the answer's offset
+	// message id), -1 when unknown.
+	phys int64
+	// seq numbers the acknowledgements in the order they were recorded,
+	// from 1: a replication check compares it with the lag sample's.
+	seq int64
 }
 
 // sighting is the first id the live consumer read at a Pos.
@@ -37,11 +44,17 @@ type Ledger struct {
 		firstAck  chan struct{} // closed at the current epoch's first ack
 		recovery  time.Duration // restart → first ack of the current epoch
 		sent      int64
-		acks      map[string]ack
-		seen      map[Pos]sighting
-		conflicts map[Pos]bool // the live consumer read two ids at one Pos
-		backwards int64        // the live consumer was sent back below where it was
-		final     map[Pos]string
+		ackSeq    int64          // acknowledgements recorded so far
+		acks      map[string]ack // SEND_OK answers
+		// storedOnly are sends stored but answered otherwise (a
+		// SYNC_MASTER's SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT, a
+		// FLUSH_DISK_TIMEOUT): not acknowledged, counted by status.
+		storedOnly map[string]ack
+		byStatus   map[string]int64
+		seen       map[Pos]sighting
+		conflicts  map[Pos]bool // the live consumer read two ids at one Pos
+		backwards  int64        // the live consumer was sent back below where it was
+		final      map[Pos]string
 	}
 }
 
@@ -52,6 +65,8 @@ func NewLedger() *Ledger {
 	l.mu.restarted = time.Now()
 	l.mu.firstAck = make(chan struct{})
 	l.mu.acks = map[string]ack{}
+	l.mu.storedOnly = map[string]ack{}
+	l.mu.byStatus = map[string]int64{}
 	l.mu.seen = map[Pos]sighting{}
 	l.mu.conflicts = map[Pos]bool{}
 	l.mu.final = map[Pos]string{}
@@ -69,6 +84,13 @@ func (l *Ledger) Restarted(t time.Time) int {
 	l.mu.firstAck = make(chan struct{})
 	l.mu.recovery = 0
 	return l.mu.epoch
+}
+
+// SinceRestart is the time since the current epoch's restart.
+func (l *Ledger) SinceRestart() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Since(l.mu.restarted)
 }
 
 // FirstAck returns a channel closed at the current epoch's first
@@ -95,14 +117,36 @@ func (l *Ledger) Sent() {
 }
 
 // Acked records an acknowledged send of id at p, received at t.
-func (l *Ledger) Acked(id string, p Pos, t time.Time) {
+func (l *Ledger) Acked(id string, p Pos, t time.Time) { l.AckedAt(id, p, -1, t) }
+
+// AckedAt is Acked with the record's CommitLog offset (-1: unknown).
+func (l *Ledger) AckedAt(id string, p Pos, phys int64, t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.acks[id] = ack{pos: p, epoch: l.mu.epoch}
+	l.mu.ackSeq++
+	l.mu.acks[id] = ack{pos: p, epoch: l.mu.epoch, phys: phys, seq: l.mu.ackSeq}
 	if l.mu.recovery == 0 {
 		l.mu.recovery = max(t.Sub(l.mu.restarted), time.Nanosecond)
 		close(l.mu.firstAck)
 	}
+}
+
+// StoredOnly records a send of id the broker stored at p (CommitLog
+// offset phys, -1 unknown) but answered with status other than SEND_OK:
+// not an acknowledgement.
+func (l *Ledger) StoredOnly(id string, p Pos, phys int64, status string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.storedOnly[id] = ack{pos: p, epoch: l.mu.epoch, phys: phys}
+	l.mu.byStatus[status]++
+}
+
+// AckSeq is the number of acknowledgements recorded so far: every ack
+// with a seq at most this was recorded before the call.
+func (l *Ledger) AckSeq() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.ackSeq
 }
 
 // Seen records that the live consumer read id at p.
@@ -166,16 +210,43 @@ type Tally struct {
 	// UnackedStored counts failed sends that were stored all the same
 	// (allowed: the answer was lost, not the message).
 	UnackedStored int64 `json:"unacked_stored"`
+	// StoredNotAcked counts sends answered as stored but not with
+	// SEND_OK (a SYNC_MASTER's SLAVE_NOT_AVAILABLE and
+	// FLUSH_SLAVE_TIMEOUT: on the master, not known replicated);
+	// NotAckedByStatus counts them by answer.
+	StoredNotAcked   int64            `json:"stored_not_acked,omitempty"`
+	NotAckedByStatus map[string]int64 `json:"not_acked_by_status,omitempty"`
 }
 
 // Tally compares acknowledgements and sightings with the read-back.
 func (l *Ledger) Tally() Tally {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t := Tally{Sent: l.mu.sent, Acked: int64(len(l.mu.acks)), Stored: int64(len(l.mu.final)),
-		Backwards: l.mu.backwards}
-	where := make(map[string]Pos, len(l.mu.final))
-	for p, id := range l.mu.final {
+	t, where := l.compareLocked(l.mu.final)
+	t.Sent, t.Backwards = l.mu.sent, l.mu.backwards
+	for p, s := range l.mu.seen {
+		got, ok := l.mu.final[p]
+		if l.mu.conflicts[p] || (ok && got != s.id) {
+			t.OffsetsReused++
+		}
+		if _, ok := where[s.id]; !ok {
+			t.SeenLost++
+		}
+	}
+	return t
+}
+
+// compareLocked compares the acknowledgements with what a read found at
+// each position (the read-back at the end, or a replica's copy): stored,
+// duplicates, lost, reassigned, and where each id was found (its first
+// copy).
+func (l *Ledger) compareLocked(found map[Pos]string) (Tally, map[string]Pos) {
+	t := Tally{Acked: int64(len(l.mu.acks)), Stored: int64(len(found)), StoredNotAcked: int64(len(l.mu.storedOnly))}
+	if len(l.mu.byStatus) > 0 {
+		t.NotAckedByStatus = maps.Clone(l.mu.byStatus)
+	}
+	where := make(map[string]Pos, len(found))
+	for p, id := range found {
 		if q, dup := where[id]; dup {
 			t.Duplicates++
 			if p.Queue < q.Queue || (p.Queue == q.Queue && p.Offset < q.Offset) {
@@ -200,27 +271,20 @@ func (l *Ledger) Tally() Tally {
 			t.LostByEpoch[a.epoch]++
 			lost = append(lost, id)
 		}
-		if got, ok := l.mu.final[a.pos]; ok && got != id {
+		if got, ok := found[a.pos]; ok && got != id {
 			t.AckedReassigned++
 		}
 	}
 	sort.Strings(lost)
 	for _, id := range lost[:min(len(lost), 10)] {
-		a := l.mu.acks[id]
-		t.LostSample = append(t.LostSample, sampleLine(id, a))
+		t.LostSample = append(t.LostSample, sampleLine(id, l.mu.acks[id]))
 	}
-	for p, s := range l.mu.seen {
-		got, ok := l.mu.final[p]
-		if l.mu.conflicts[p] || (ok && got != s.id) {
-			t.OffsetsReused++
-		}
-		if _, ok := where[s.id]; !ok {
-			t.SeenLost++
-		}
-	}
-	return t
+	return t, where
 }
 
 func sampleLine(id string, a ack) string {
+	if a.phys >= 0 && a.seq > 0 {
+		return fmt.Sprintf("%s acked at q%d@%d (commit log %d) by incarnation %d", id, a.pos.Queue, a.pos.Offset, a.phys, a.epoch)
+	}
 	return fmt.Sprintf("%s acked at q%d@%d by incarnation %d", id, a.pos.Queue, a.pos.Offset, a.epoch)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -101,11 +102,14 @@ type load struct {
 	stopping chan struct{} // closed by stop
 	wg       sync.WaitGroup
 	clients  []interface{ Close() error }
+	stopOnce sync.Once
+	stopErr  error
 }
 
-// startLoad starts the producers and one puller per queue. They run until
-// stop; every send and pull is bounded by the client's timeouts.
-func startLoad(o *Options, namesrv string, l *Ledger) (*load, error) {
+// startLoad starts the producers and, with live, one puller per queue.
+// They run until stop; every send and pull is bounded by the client's
+// timeouts.
+func startLoad(o *Options, namesrv string, l *Ledger, live bool) (*load, error) {
 	ld := &load{opts: o, namesrv: namesrv, ledger: l, stopping: make(chan struct{})}
 	for i := 0; i < o.Producers; i++ {
 		p, err := client.NewProducer(client.ProducerOptions{ClientOptions: clientOptions(namesrv),
@@ -117,6 +121,9 @@ func startLoad(o *Options, namesrv string, l *Ledger) (*load, error) {
 		ld.clients = append(ld.clients, p)
 		ld.wg.Add(1)
 		go ld.produce(i, p)
+	}
+	if !live {
+		return ld, nil
 	}
 	c, err := client.NewPullConsumer(client.PullConsumerOptions{ClientOptions: clientOptions(namesrv), Group: "durability-live"})
 	if err != nil {
@@ -158,9 +165,12 @@ func (ld *load) produce(i int, p *client.Producer) {
 		id := fmt.Sprintf("p%d-%d", i, seq)
 		ld.ledger.Sent()
 		res, err := p.Send(context.Background(), &client.Message{Topic: topic, Body: body(id, ld.opts.BodySize)})
-		if err == nil && res.Status == client.SendOK {
-			ld.ledger.Acked(id, Pos{res.Queue.QueueID, res.QueueOffset}, time.Now())
+		switch {
+		case err == nil && res.Status == client.SendOK:
+			ld.ledger.AckedAt(id, Pos{res.Queue.QueueID, res.QueueOffset}, physOf(res.OffsetMsgID), time.Now())
 			continue
+		case res != nil: // stored, not flushed or not replicated in time (res and err): not an acknowledgement
+			ld.ledger.StoredOnly(id, Pos{res.Queue.QueueID, res.QueueOffset}, physOf(res.OffsetMsgID), res.Status.String())
 		}
 		ld.pause(failBackoff)
 	}
@@ -193,8 +203,14 @@ func (ld *load) pull(c *client.PullConsumer, q int) {
 	}
 }
 
-// stop ends the load and waits (up to timeout) for its goroutines.
+// stop ends the load and waits (up to timeout) for its goroutines. Later
+// calls return the first one's error.
 func (ld *load) stop(timeout time.Duration) error {
+	ld.stopOnce.Do(func() { ld.stopErr = ld.stopNow(timeout) })
+	return ld.stopErr
+}
+
+func (ld *load) stopNow(timeout time.Duration) error {
 	close(ld.stopping)
 	done := make(chan struct{})
 	go func() { ld.wg.Wait(); close(done) }()
@@ -223,33 +239,86 @@ func readBack(ctx context.Context, namesrv string, queues int, l *Ledger, timeou
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for q := 0; q < queues; q++ {
-		mq := client.MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: q}
-		end, err := c.MaxOffset(ctx, mq)
+	r := queueReader{c: c, queues: queues, put: func(id string, p Pos, _ *client.MessageExt) { l.Final(id, p) }}
+	return r.read(ctx)
+}
+
+// queueReader reads every queue of the run's topic from offset 0 to its
+// end: from the broker the route names (addr ""), or from addr alone (a
+// slave's copy, read without changing it: pulls commit nothing).
+type queueReader struct {
+	c      *client.PullConsumer
+	addr   string
+	queues int
+	put    func(id string, p Pos, m *client.MessageExt)
+}
+
+// read returns the messages read and a note per queue it could not read
+// to the end.
+func (r queueReader) read(ctx context.Context) (n int64, short []string, err error) {
+	for q := 0; q < r.queues; q++ {
+		k, note, err := r.readQueue(ctx, q)
+		n += k
 		if err != nil {
-			return n, short, fmt.Errorf("read-back: max offset of queue %d: %w", q, err)
+			return n, short, err
 		}
-		// Each pull advances at least one offset or ends the queue: at
-		// most end pulls, plus a few failed tries.
-		off, fails := int64(0), 0
-		for pulls := int64(0); off < end && pulls <= end+10; pulls++ {
-			res, err := c.Pull(ctx, mq, off, client.PullOptions{MaxMessages: 256})
-			if err != nil {
-				if fails++; fails > 10 || ctx.Err() != nil {
-					return n, short, fmt.Errorf("read-back: queue %d at %d: %w", q, off, err)
-				}
-				continue
-			}
-			for _, m := range res.Messages {
-				l.Final(idOf(m.Body), Pos{q, m.QueueOffset})
-				n++
-			}
-			if res.Status != client.PullFound || res.NextOffset <= off {
-				short = append(short, fmt.Sprintf("queue %d: read-back stopped at offset %d of %d (%v, next %d)", q, off, end, res.Status, res.NextOffset))
-				break
-			}
-			off = res.NextOffset
+		if note != "" {
+			short = append(short, note)
 		}
 	}
 	return n, short, nil
+}
+
+// readQueue reads queue q up to its end: the route's broker's max offset
+// asked first, or, from one address, the max offset its first answer
+// names (nothing arrives there while it is read).
+func (r queueReader) readQueue(ctx context.Context, q int) (n int64, short string, err error) {
+	mq := client.MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: q}
+	end := int64(-1)
+	if r.addr == "" {
+		if end, err = r.c.MaxOffset(ctx, mq); err != nil {
+			return 0, "", fmt.Errorf("read-back: max offset of queue %d: %w", q, err)
+		}
+	}
+	// Each pull advances at least one offset or ends the queue: at most
+	// end pulls, plus a few failed tries.
+	off, fails := int64(0), 0
+	for pulls := int64(0); (end < 0 || off < end) && pulls <= max(end, 0)+10; pulls++ {
+		res, err := r.c.Pull(ctx, mq, off, client.PullOptions{MaxMessages: 1024, BrokerAddr: r.addr})
+		if err != nil {
+			if fails++; fails > 10 || ctx.Err() != nil {
+				return n, "", fmt.Errorf("read-back: queue %d at %d: %w", q, off, err)
+			}
+			continue
+		}
+		if end < 0 {
+			end = res.MaxOffset
+		}
+		for _, m := range res.Messages {
+			r.put(idOf(m.Body), Pos{q, m.QueueOffset}, m)
+			n++
+		}
+		if off >= end {
+			break
+		}
+		if res.Status != client.PullFound || res.NextOffset <= off {
+			return n, fmt.Sprintf("queue %d: read-back stopped at offset %d of %d (%v, next %d)", q, off, end, res.Status, res.NextOffset), nil
+		}
+		off = res.NextOffset
+	}
+	return n, "", nil
+}
+
+// physOf is the CommitLog offset an offset message id names (its last
+// 16 hex digits: RocketMQ's store host, then the offset), -1 if it
+// names none.
+func physOf(offsetMsgID string) int64 {
+	if len(offsetMsgID) < 16 {
+		return -1
+	}
+	v, err := strconv.ParseUint(offsetMsgID[len(offsetMsgID)-16:], 16, 63)
+	if err != nil {
+		return -1
+	}
+	return int64(v)
 }

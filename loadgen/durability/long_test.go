@@ -63,11 +63,7 @@ func runLoop(t *testing.T, backend, flush string, kills int) *Result {
 func runLoopOptions(t *testing.T, o Options) *Result {
 	t.Helper()
 	backend, flush := o.Backend, o.Flush
-	o.Binary, o.Dir, o.Progress = samsaBinary(t), testDir(), testWriter{t}
-	o.MinUp, o.MaxUp = 200*time.Millisecond, time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res, err := Run(ctx, o)
+	res, err := runTestLoop(t, o)
 	if err != nil {
 		if backend == "uring" && strings.Contains(err.Error(), "uring") {
 			t.Skipf("io_uring unavailable here: %v", err)
@@ -85,6 +81,16 @@ func runLoopOptions(t *testing.T, o Options) *Result {
 			backend, flush, res.Level(), res.Lost, res.LostSample, res.OffsetsReused, res.AckedReassigned, res.SeenLost, res.LostInTerm)
 	}
 	return res
+}
+
+// runTestLoop runs a kill loop of o with the tests' binary, data dir,
+// progress and shorter up times, bounded to 5 minutes.
+func runTestLoop(t *testing.T, o Options) (*Result, error) {
+	o.Binary, o.Dir, o.Progress = samsaBinary(t), testDir(), testWriter{t}
+	o.MinUp, o.MaxUp = 200*time.Millisecond, time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return Run(ctx, o)
 }
 
 // TestKillLoopLong kills every backend × flush policy's broker a few

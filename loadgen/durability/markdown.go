@@ -11,11 +11,11 @@ import (
 // one row per cell, the target it is held to, and the store's statement
 // of each durability level that ran.
 func (r *ExperimentResult) Markdown() string {
+	if r.Kind == ReplicationKind {
+		return r.replicationMarkdown()
+	}
 	var b strings.Builder
-	resultfile.Heading(&b, r.Experiment, r.Description, r.Command, r.Quick)
-	if len(r.Cells) > 0 {
-		o := Cell{CellSpec: r.Cells[0].CellSpec, Settings: r.Cells[0].Settings}.Options("", "", 0)
-		o.EnsureDefaults()
+	if o, ok := r.heading(&b); ok {
 		fmt.Fprintf(&b, "Run %s, seed %d (cell *i* uses seed+*i*), %.0f s. Each cell: %d producers (synchronous sends, ids in the body), "+
 			"%d queues, %d B bodies, %d MiB segments; SIGKILL %v–%v after each incarnation's first acknowledgement, %d times, then one SIGTERM; "+
 			"then every queue read back from offset 0. Recovery = restart → first acknowledged send. "+
@@ -64,6 +64,19 @@ func (r *ExperimentResult) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// heading writes the section's heading and returns the first cell's
+// options (with defaults) for the run's description, false when there is
+// no cell.
+func (r *ExperimentResult) heading(b *strings.Builder) (Options, bool) {
+	resultfile.Heading(b, r.Experiment, r.Description, r.Command, r.Quick)
+	if len(r.Cells) == 0 {
+		return Options{}, false
+	}
+	o := Cell{CellSpec: r.Cells[0].CellSpec, Settings: r.Cells[0].Settings}.Options("", "", 0)
+	o.EnsureDefaults()
+	return o, true
 }
 
 // bold marks a non-zero count of something that should not happen.

@@ -24,6 +24,18 @@ type Options struct {
 	Backend string
 	// Flush is the broker's flush policy: async (default) or sync.
 	Flush string
+	// Role, when set, makes the run the replication loop (replication.go):
+	// the broker is a master of this brokerRole, SYNC_MASTER or
+	// ASYNC_MASTER, with one SLAVE following it; the master is the one
+	// killed, and after each kill the slave's copy is checked. Default
+	// "": one broker, the kill loop above.
+	Role string
+	// PauseSlave, with Role, stops the slave (SIGSTOP) this long before
+	// each kill of the master and continues it (SIGCONT) after: what
+	// the master acknowledged beyond what its sockets held is then lost
+	// to the slave. A control for ASYNC_MASTER: the check must see
+	// losses, each within the lag sampled before the kill. Default 0.
+	PauseSlave time.Duration
 	// AckBuffered sets the broker's transientStorePoolEnable (the store's
 	// Options.AckBuffered: acknowledge from the user-space write buffer,
 	// durability "memory"). Default false. A broker without the key
@@ -43,7 +55,8 @@ type Options struct {
 	// Kills is the number of SIGKILL cycles. Default 5.
 	Kills int
 	// NoTermCycle leaves out the last cycle, which stops the broker with
-	// SIGTERM (a clean shutdown must lose nothing). Default false.
+	// SIGTERM (a clean shutdown must lose nothing). Default false. The
+	// replication loop has no SIGTERM cycle.
 	NoTermCycle bool
 	// MinUp and MaxUp bound how long after an incarnation's first
 	// acknowledgement it is killed (uniform, seeded). Defaults 300 ms and
@@ -130,6 +143,14 @@ func (o *Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("Backend %q: want pwrite, mmap, odirect or uring", o.Backend))
 	}
+	switch o.Role {
+	case "", "SYNC_MASTER", "ASYNC_MASTER":
+	default:
+		errs = append(errs, fmt.Errorf("Role %q: want SYNC_MASTER, ASYNC_MASTER or empty (one broker)", o.Role))
+	}
+	if o.PauseSlave < 0 || (o.PauseSlave > 0 && o.Role == "") || o.PauseSlave > time.Minute {
+		errs = append(errs, fmt.Errorf("PauseSlave %v: want 0 to 1m, and a Role", o.PauseSlave))
+	}
 	if o.Flush != "async" && o.Flush != "sync" {
 		errs = append(errs, fmt.Errorf("Flush %q: want async or sync", o.Flush))
 	}
@@ -164,8 +185,15 @@ func (o *Options) Validate() error {
 
 // String renders the settings stably, for result files.
 func (o Options) String() string {
-	return fmt.Sprintf("backend=%s flush=%s ackBuffered=%t segment=%d producers=%d queues=%d body=%d kills=%d term=%t up=%v..%v seed=%d props=[%s]",
-		o.Backend, o.Flush, o.AckBuffered, o.SegmentSize, o.Producers, o.Queues, o.BodySize, o.Kills, !o.NoTermCycle,
+	role := ""
+	if o.Role != "" {
+		role = "role=" + o.Role + " "
+	}
+	if o.PauseSlave > 0 {
+		role += "pauseSlave=" + o.PauseSlave.String() + " "
+	}
+	return role + fmt.Sprintf("backend=%s flush=%s ackBuffered=%t segment=%d producers=%d queues=%d body=%d kills=%d term=%t up=%v..%v seed=%d props=[%s]",
+		o.Backend, o.Flush, o.AckBuffered, o.SegmentSize, o.Producers, o.Queues, o.BodySize, o.Kills, !o.NoTermCycle && o.Role == "",
 		o.MinUp, o.MaxUp, o.Seed, strings.Join(o.Props, " "))
 }
 

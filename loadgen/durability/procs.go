@@ -64,6 +64,10 @@ func (p *proc) kill(timeout time.Duration) error {
 	return p.wait(timeout)
 }
 
+// pause stops the process (SIGSTOP); resume continues it (SIGCONT).
+func (p *proc) pause() error  { return p.cmd.Process.Signal(syscall.SIGSTOP) }
+func (p *proc) resume() error { return p.cmd.Process.Signal(syscall.SIGCONT) }
+
 // term sends SIGTERM and waits up to timeout for a clean exit; a process
 // still there then is killed and the timeout reported.
 func (p *proc) term(timeout time.Duration) error {
@@ -117,15 +121,19 @@ func waitListening(p *proc, addr string, timeout time.Duration) error {
 	return fmt.Errorf("%s not listening on %s after %v", p.name, addr, timeout)
 }
 
-// cluster is a name server and a broker of one run, on loopback.
+// cluster is a name server and a broker of one run, on loopback; with
+// Options.Role, the broker is a master and a slave follows it.
 type cluster struct {
 	opts        *Options
-	dir         string // the run's dir: store/, namesrv.log, broker.log
+	dir         string // the run's dir: store/, namesrv.log, broker.log (and slave-store/, slave.log)
 	namesrvAddr string
 	brokerPort  int
+	haPort      int // the master's haListenPort (replication runs)
+	slavePort   int // the slave's listenPort (replication runs)
 	namesrv     *proc
 	broker      *proc
-	starts      int // broker incarnations started
+	slave       *proc // nil unless Options.Role is set
+	starts      int   // broker incarnations started
 }
 
 // newCluster makes the run's dir and picks the ports.
@@ -140,19 +148,31 @@ func newCluster(o *Options) (*cluster, error) {
 	if abs, err := filepath.Abs(parent); err == nil {
 		parent = abs
 	}
-	dir, err := os.MkdirTemp(parent, "durability-"+o.Backend+"-"+o.Flush+"-")
+	kind := "durability-"
+	if o.Role != "" {
+		kind = "replication-" + strings.ToLower(o.Role) + "-"
+	}
+	dir, err := os.MkdirTemp(parent, kind+o.Backend+"-"+o.Flush+"-")
 	if err != nil {
 		return nil, err
 	}
-	nsPort, err1 := freePort()
-	bPort, err2 := freePort()
-	if err := errors.Join(err1, err2); err != nil {
+	var ports [4]int
+	var errs []error
+	for i := range ports {
+		var err error
+		ports[i], err = freePort()
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &cluster{opts: o, dir: dir, namesrvAddr: "127.0.0.1:" + strconv.Itoa(nsPort), brokerPort: bPort}, nil
+	return &cluster{opts: o, dir: dir, namesrvAddr: "127.0.0.1:" + strconv.Itoa(ports[0]), brokerPort: ports[1],
+		haPort: ports[2], slavePort: ports[3]}, nil
 }
 
 func (c *cluster) brokerAddr() string { return "127.0.0.1:" + strconv.Itoa(c.brokerPort) }
+
+func (c *cluster) slaveAddr() string { return "127.0.0.1:" + strconv.Itoa(c.slavePort) }
 
 // startNamesrv starts the name server and waits until it listens.
 func (c *cluster) startNamesrv() error {
@@ -165,18 +185,44 @@ func (c *cluster) startNamesrv() error {
 	return waitListening(p, c.namesrvAddr, c.opts.StartTimeout)
 }
 
-// brokerArgs is the broker's command line for the run's configuration.
+// brokerArgs is the broker's command line for the run's configuration:
+// the master's when Options.Role is set (haListenPort fixed, so the
+// slave's static haMasterAddress finds every incarnation).
 func (c *cluster) brokerArgs() []string {
+	args := c.commonArgs("store", c.brokerPort)
+	if role := c.opts.Role; role != "" {
+		args = append(args, "-D", "brokerRole="+role, "-D", "haListenPort="+strconv.Itoa(c.haPort))
+	}
+	return append(args, c.propArgs()...)
+}
+
+// slaveArgs is the slave's command line: brokerId 1 of the same broker
+// name, its own store and port, following the master's HA port, copying
+// the master's topics every second (the check reads the topic there).
+func (c *cluster) slaveArgs() []string {
+	args := c.commonArgs("slave-store", c.slavePort)
+	args = append(args, "-D", "brokerRole=SLAVE", "-D", "brokerId=1",
+		"-D", "haMasterAddress=127.0.0.1:"+strconv.Itoa(c.haPort), "-D", "slaveSyncInterval=1000")
+	return append(args, c.propArgs()...)
+}
+
+// commonArgs are the flags a run's master and slave share.
+func (c *cluster) commonArgs(store string, port int) []string {
 	o := c.opts
-	args := []string{"broker", "-n", c.namesrvAddr, "-dir", filepath.Join(c.dir, "store"),
-		"-listen", "127.0.0.1", "-port", strconv.Itoa(c.brokerPort), "-admin", "off",
+	return []string{"broker", "-n", c.namesrvAddr, "-dir", filepath.Join(c.dir, store),
+		"-listen", "127.0.0.1", "-port", strconv.Itoa(port), "-admin", "off",
 		"-flush", o.Flush, "-backend", o.Backend, "-log-level", "info",
 		"-D", "mappedFileSizeCommitLog=" + strconv.FormatInt(o.SegmentSize, 10),
 		"-D", "brokerName=" + brokerName}
-	if o.AckBuffered {
+}
+
+// propArgs are the -D flags of AckBuffered and Props.
+func (c *cluster) propArgs() []string {
+	var args []string
+	if c.opts.AckBuffered {
 		args = append(args, "-D", "transientStorePoolEnable=true")
 	}
-	for _, kv := range o.Props {
+	for _, kv := range c.opts.Props {
 		args = append(args, "-D", kv)
 	}
 	return args
@@ -193,9 +239,19 @@ func (c *cluster) startBroker() error {
 	return nil
 }
 
+// startSlave starts the slave; it does not wait for it.
+func (c *cluster) startSlave() error {
+	p, err := startProc("slave", c.opts.Binary, filepath.Join(c.dir, "slave.log"), c.slaveArgs())
+	if err != nil {
+		return err
+	}
+	c.slave = p
+	return nil
+}
+
 // close kills whatever still runs.
 func (c *cluster) close() {
-	for _, p := range []*proc{c.broker, c.namesrv} {
+	for _, p := range []*proc{c.slave, c.broker, c.namesrv} {
 		if p != nil && p.alive() {
 			_ = p.kill(c.opts.StopTimeout)
 		}

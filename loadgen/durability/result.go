@@ -46,6 +46,10 @@ type Result struct {
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	// Dir is the kept data dir ("" when removed).
 	Dir string `json:"dir,omitempty"`
+	// Replication is the replication loop's outcome (Options.Role set);
+	// nil for the one-broker loop. The Tally above is then the last read
+	// of the slave, after it caught up.
+	Replication *ReplicationResult `json:"replication,omitempty"`
 }
 
 // Cycle is one stop and restart of the broker.
@@ -67,8 +71,11 @@ type Cycle struct {
 // Met says whether the result meets the target of its configuration:
 // nothing acknowledged lost and no offset reused or reassigned, at the
 // process-crash and power-loss levels; nothing lost in the SIGTERM cycle
-// at any level.
+// at any level. A replication result is held to ReplicationResult.Met.
 func (r *Result) Met() bool {
+	if r.Replication != nil {
+		return r.Replication.Met() && len(r.ReadBackShort) == 0
+	}
 	if r.LostInTerm > 0 {
 		return false
 	}

@@ -26,14 +26,26 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("durability: %w", err)
 	}
-	fmt.Fprintf(o.Progress, "durability: %s: seed %d, dir %s\n", o.Backend+"/"+o.Flush, o.Seed, c.dir)
+	what := "durability: " + o.Backend + "/" + o.Flush
+	if o.Role != "" {
+		what = "replication: " + o.Role + " " + o.Backend + "/" + o.Flush
+	}
+	fmt.Fprintf(o.Progress, "%s: seed %d, dir %s\n", what, o.Seed, c.dir)
 	r := &runner{o: &o, c: c, l: NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
-	res, err := r.run(ctx)
+	var res *Result
+	if o.Role != "" {
+		res, err = r.runReplication(ctx)
+	} else {
+		res, err = r.run(ctx)
+	}
 	c.close()
 	if err != nil {
 		tail := ""
 		if c.starts > 0 {
 			tail = "\nbroker.log (last lines):\n" + c.logTail("broker.log", 25)
+		}
+		if c.slave != nil {
+			tail += "\nslave.log (last lines):\n" + c.logTail("slave.log", 15)
 		}
 		return nil, fmt.Errorf("durability: %w (%s/%s, seed %d; data and logs kept in %s)%s", err, o.Backend, o.Flush, o.Seed, c.dir, tail)
 	}
@@ -52,6 +64,8 @@ type runner struct {
 	c   *cluster
 	l   *Ledger
 	rng *rand.Rand
+	// recordBytes is the largest stored message a replication check read.
+	recordBytes int64
 }
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
@@ -59,16 +73,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := r.start(ctx); err != nil {
 		return nil, err
 	}
-	ld, err := startLoad(o, c.namesrvAddr, r.l)
+	ld, err := startLoad(o, c.namesrvAddr, r.l, true)
 	if err != nil {
 		return nil, err
 	}
-	loadStopped := false
-	defer func() {
-		if !loadStopped {
-			_ = ld.stop(o.StopTimeout)
-		}
-	}()
+	defer ld.stop(o.StopTimeout) // on an early return; a no-op after the stop below
 	res := &Result{Config: o.String(), Seed: o.Seed, Durability: o.Durability().String(),
 		DurabilityNote: o.DurabilityNote(), TermCycle: !o.NoTermCycle,
 		BrokerDurability: brokerDurability(ctx, c.namesrvAddr, c.brokerAddr())}
@@ -80,7 +89,6 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := r.sleep(ctx, o.MinUp); err != nil {
 		return nil, err
 	}
-	loadStopped = true
 	if err := ld.stop(o.StopTimeout); err != nil {
 		return nil, err
 	}
@@ -216,13 +224,20 @@ func (r *runner) cycle(ctx context.Context, i int, term bool) (Cycle, error) {
 	return cy, c.startBroker()
 }
 
-// sleep waits d unless the broker exits or ctx ends first.
+// sleep waits d unless the broker (or the slave) exits or ctx ends
+// first.
 func (r *runner) sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
+	var slaveExited <-chan struct{} // nil: never ready
+	if r.c.slave != nil {
+		slaveExited = r.c.slave.exited
+	}
 	select {
 	case <-t.C:
 		return nil
+	case <-slaveExited:
+		return r.slaveErr(fmt.Errorf("the slave exited by itself: %v", r.c.slave.err))
 	case <-r.c.broker.exited:
 		return r.brokerErr(fmt.Errorf("broker exited by itself: %v", r.c.broker.err))
 	case <-ctx.Done():
