@@ -21,6 +21,8 @@ func TestOfficialClientBigBatch(t *testing.T) {
 	defer dev.Close()
 	runOfficialChild(t, "bigbatch", dev)
 	for q := int32(0); q < 8; q++ {
+		// Acknowledged sends are indexed in the background: wait for them.
+		waitFor(t, func() bool { return dev.Broker.store.MaxQueueOffset("big-batch", q) >= 1 }, "the small message indexed")
 		if n := dev.Broker.store.MaxQueueOffset("big-batch", q); n != 1 {
 			t.Errorf("queue %d holds %d messages, want the one small one", q, n)
 		}

@@ -88,6 +88,8 @@ func TestOfficialClientTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	runOfficialChild(t, "txn-open", dev)
+	// Acknowledged sends are indexed in the background: wait for them.
+	waitFor(t, func() bool { return dev.Broker.store.MaxQueueOffset(TransHalfTopic, 0) >= offTxnN }, "the half messages indexed")
 	if n := dev.Broker.store.MaxQueueOffset(TransHalfTopic, 0); n != offTxnN {
 		t.Fatalf("%d half messages, want %d", n, offTxnN)
 	}
