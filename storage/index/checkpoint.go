@@ -19,7 +19,9 @@ import (
 //	 20     8  ENDTIME  ms, store time of the last record indexed
 //	 28     4  NFILES
 //	 32     .  FILES    per file, oldest first: name length 1, name, COUNT 4
-//	                    (entries durable), ENDPHYS 8, ENDTIME 8, SEALED 1
+//	                    (entries durable), ENDPHYS 8, ENDTIME 8, STATE 1 (bit 0:
+//	                    sealed; bit 1: Close wrote the slot table, which it
+//	                    skips when rebuilding it from the entries reads less)
 //	  .     4  CRC      CRC32 (IEEE) of everything before it
 type checkpoint struct {
 	clean bool
@@ -34,6 +36,7 @@ type ckFile struct {
 	endPhys int64
 	endTs   int64
 	sealed  bool
+	slotsOK bool // the slot table on file is true (written by Close)
 }
 
 const (
@@ -64,7 +67,10 @@ func (c *checkpoint) encode() []byte {
 		be.PutUint64(b[p+4:], uint64(f.endPhys))
 		be.PutUint64(b[p+12:], uint64(f.endTs))
 		if f.sealed {
-			b[p+20] = 1
+			b[p+20] |= 1
+		}
+		if f.slotsOK {
+			b[p+20] |= 2
 		}
 		p += 21
 	}
@@ -96,7 +102,7 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 		f.count = be.Uint32(body[p:])
 		f.endPhys = int64(be.Uint64(body[p+4:]))
 		f.endTs = int64(be.Uint64(body[p+12:]))
-		f.sealed = body[p+20] == 1
+		f.sealed, f.slotsOK = body[p+20]&1 != 0, body[p+20]&2 != 0
 		p += 21
 		c.files = append(c.files, f)
 	}

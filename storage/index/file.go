@@ -47,9 +47,17 @@ type file struct {
 	sealed  bool   // full: slot table written and synced, no more entries
 	// slots is the slot table of the active (unsealed) file, the only true
 	// one while it is active (the file's is written at the roll or Close).
-	slots []uint32
-	pend  []byte // entries written+1..count, encoded
-	dirty bool   // written to since the last sync
+	slots   []uint32
+	pend    []byte // entries written+1..count, encoded
+	dirty   bool   // written to since the last sync
+	slotsOK bool   // Close wrote the active file's slot table
+}
+
+// slotsWorthWriting says whether Close should write the active file's
+// slot table: only when reading it back costs less than rebuilding it from
+// the entries (a file with few entries reopens faster without it).
+func (f *file) slotsWorthWriting() bool {
+	return int64(f.count)*entrySize > 4*int64(f.nslots)
 }
 
 type entry struct {

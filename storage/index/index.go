@@ -134,9 +134,30 @@ func (x *Index) recover() error {
 		x.opts.Logger.Info("index: removed files the checkpoint does not list", "dir", x.dir, "files", removed)
 	}
 	// From now on the slot tables on file are not the truth for the active
-	// file: a crash must find an unclean checkpoint.
+	// file: a crash must find an unclean checkpoint, or none.
 	x.last = checkpoint{end: -1}
-	return x.flushLocked(true)
+	return x.flushOrForget()
+}
+
+// flushOrForget writes the checkpoint now; if it cannot (a full disk), it
+// removes the old one, which may no longer be true, so that a crash before
+// the next Flush rebuilds the index from the log rather than trust it.
+// Callers hold flushMu.
+func (x *Index) flushOrForget() error {
+	err := x.flushLocked(true)
+	if err == nil {
+		return nil
+	}
+	p := filepath.Join(x.dir, ckName)
+	if rerr := x.fs.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return errors.Join(err, rerr)
+	}
+	if serr := x.fs.SyncDir(x.dir); serr != nil {
+		return errors.Join(err, serr)
+	}
+	x.last = checkpoint{end: -1}
+	x.opts.Logger.Warn("index: checkpoint failed; removed the old one (a crash before the next flush rebuilds the index)", "err", err)
+	return nil
 }
 
 // loadFile opens the checkpointed file c and makes it as the checkpoint
@@ -168,7 +189,7 @@ func (x *Index) loadFile(c ckFile, clean, last bool) (*file, error) {
 		if c.sealed {
 			return nil
 		}
-		if clean {
+		if clean && c.slotsOK {
 			err = f.loadSlots()
 		} else {
 			err = f.rebuildSlots()
@@ -422,7 +443,8 @@ func sameCheckpoint(a, b *checkpoint) bool {
 func (x *Index) snapshotLocked(clean bool) checkpoint {
 	ck := checkpoint{clean: clean, end: x.mu.end, endTs: x.mu.endTs}
 	for _, f := range x.mu.files {
-		ck.files = append(ck.files, ckFile{name: f.name, count: f.count, endPhys: f.endPhys, endTs: f.endTs, sealed: f.sealed})
+		ck.files = append(ck.files, ckFile{name: f.name, count: f.count, endPhys: f.endPhys, endTs: f.endTs, sealed: f.sealed,
+			slotsOK: clean && (f.sealed || f.slotsOK)})
 	}
 	return ck
 }
@@ -442,10 +464,11 @@ func (x *Index) Close() error {
 			if err := f.writePending(); err != nil {
 				return err
 			}
-			if !f.sealed {
+			if !f.sealed && f.slotsWorthWriting() {
 				if err := f.writeSlots(); err != nil {
 					return err
 				}
+				f.slotsOK = true
 			}
 			if f.dirty {
 				if err := f.f.Sync(); err != nil {

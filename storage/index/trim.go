@@ -27,7 +27,7 @@ func (x *Index) TruncateFrom(cut int64) error {
 	if err != nil {
 		return err
 	}
-	return x.flushLocked(true)
+	return x.flushOrForget()
 }
 
 func (x *Index) truncateLocked(cut int64) error {
