@@ -221,11 +221,10 @@ func appendKeyHashes(dst []uint32, topic string, props []byte) []uint32 {
 	record.ForEachProperty(props, func(name, value []byte) bool {
 		switch string(name) {
 		case record.PropertyKeys:
-			for _, key := range bytes.Split(value, []byte{' '}) {
-				if len(key) > 0 {
-					dst = append(dst, index.Hash(topic, key))
-				}
-			}
+			eachKey(value, func(key []byte) bool {
+				dst = append(dst, index.Hash(topic, key))
+				return true
+			})
 		case PropertyUniqKey:
 			dst = append(dst, index.Hash(topic, value))
 		}
@@ -234,17 +233,31 @@ func appendKeyHashes(dst []uint32, topic string, props []byte) []uint32 {
 	return dst
 }
 
+// eachKey calls fn for each non-empty key of a KEYS value (RocketMQ's
+// KEY_SEPARATOR, a space), without allocating, until fn returns false.
+func eachKey(keys []byte, fn func(key []byte) bool) {
+	for len(keys) > 0 {
+		i := bytes.IndexByte(keys, ' ')
+		if i < 0 {
+			i = len(keys)
+		}
+		if i > 0 && !fn(keys[:i]) {
+			return
+		}
+		keys = keys[min(i+1, len(keys)):]
+	}
+}
+
 // hasKey says whether key is among the keys of props.
 func hasKey(props []byte, key string) bool {
 	found := false
 	record.ForEachProperty(props, func(name, value []byte) bool {
 		switch string(name) {
 		case record.PropertyKeys:
-			for _, k := range bytes.Split(value, []byte{' '}) {
-				if string(k) == key {
-					found = true
-				}
-			}
+			eachKey(value, func(k []byte) bool {
+				found = string(k) == key
+				return !found
+			})
 		case PropertyUniqKey:
 			found = found || string(value) == key
 		}
