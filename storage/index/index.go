@@ -118,7 +118,10 @@ func (x *Index) recover() error {
 			}
 			end = 0
 			if i > 0 {
-				end = x.mu.files[i-1].endPhys + 1 // records from its last one on are indexed again (Put skips none above)
+				// From the last record the file before holds (End must be a
+				// record's start): its keys are put again, duplicates the
+				// caller's check drops.
+				end = x.mu.files[i-1].endPhys
 				endTs = x.mu.files[i-1].endTs
 			}
 			break
