@@ -7,12 +7,14 @@ import (
 	"math/rand"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/samsamq/samsa/storage/index"
 	"github.com/samsamq/samsa/storage/record"
 	"github.com/samsamq/samsa/storage/vfs"
+	"github.com/samsamq/samsa/storage/vfs/errorfs"
 )
 
 // keyedMessage is a test message of topic with KEYS keys and UNIQ_KEY uniq
@@ -306,4 +308,48 @@ func TestKeyIndexRetention(t *testing.T) {
 		t.Fatalf("index files %d before retention, %d after", len(before), len(after))
 	}
 	checkKeyIndex(t, s, "after retention")
+}
+
+// TestKeyIndexWriteErrors: while the index cannot create its file (a full
+// disk) appends go on and a query finds nothing rather than anything
+// wrong; once the disk has room the dispatcher catches the index up from
+// the log. While its checkpoint cannot be written, a crash makes the next
+// Open index the log again.
+func TestKeyIndexWriteErrors(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := errorfs.Wrap(mem, errorfs.Rule{Op: errorfs.OpCreate, Path: "/data/store/index/20", Sticky: true, Err: syscall.ENOSPC})
+	opts := keyOptions(efs)
+	opts.CheckpointInterval = time.Millisecond
+	s := mustOpen(t, opts)
+	for i := range 20 {
+		appendOK(t, s, keyedMessage("T", fmt.Sprintf("k%d", i%4), "", 100))
+	}
+	waitDispatched(t, s)
+	for deadline := time.Now().Add(10 * time.Second); efs.Injected() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the index never tried to create its file")
+		}
+	}
+	if got := queryPhys(t, s, "T", "k1", 100, 0, 1<<62); len(got) != 0 {
+		t.Fatalf("an index that could not write answered %v", got)
+	}
+	efs.ClearRules()
+	appendOK(t, s, keyedMessage("T", "k1", "", 100)) // a dispatcher round
+	waitKeyIndexed(t, s)
+	checkKeyIndex(t, s, "after the disk had room")
+
+	efs.AddRule(errorfs.Rule{Op: errorfs.OpRename, Path: "/data/store/index/checkpoint", Sticky: true})
+	for i := range 20 {
+		appendOK(t, s, keyedMessage("T", fmt.Sprintf("k%d", i%4), "", 100))
+	}
+	waitKeyIndexed(t, s)
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.ProcessCrashClone()
+	s.Close()
+	opts.FS = crashed
+	s = mustOpen(t, opts)
+	defer s.Close()
+	checkKeyIndex(t, s, "after a crash with the index checkpoint failing")
 }
