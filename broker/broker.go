@@ -164,6 +164,7 @@ func (b *Broker) storeOptions() storage.Options {
 		Clock:          c.Clock,
 		AckBuffered:    c.TransientStorePoolEnable,
 	}
+	o.MessageIndex = storage.MessageIndexOptions{Disabled: !c.MessageIndexEnable, MaxHashSlots: c.MaxHashSlotNum, MaxEntries: c.MaxIndexNum}
 	o.Flush.Policy = storage.FlushAsync
 	if c.FlushDiskType == SyncFlush {
 		o.Flush.Policy = storage.FlushSync

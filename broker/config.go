@@ -134,6 +134,15 @@ type Config struct {
 	// messages. Default false: nothing acknowledged is lost to a process
 	// crash. No effect with mmap or SYNC_FLUSH.
 	TransientStorePoolEnable bool
+	// MessageIndexEnable (messageIndexEnable): keep the key index that
+	// QUERY_MESSAGE reads (storage Options.MessageIndex). Default true.
+	MessageIndexEnable bool
+	// MaxHashSlotNum (maxHashSlotNum): hash slots per index file. 0 is the
+	// store's default, 5,000,000.
+	MaxHashSlotNum int
+	// MaxIndexNum (maxIndexNum): keys per index file. 0 is the store's
+	// default, 20,000,000.
+	MaxIndexNum int
 	// GroupCommitMaxBatchBytes (groupCommitMaxBatchBytes, ours): SYNC_FLUSH
 	// stops a group at this many bytes; 0 is unbounded (default).
 	GroupCommitMaxBatchBytes int64
@@ -312,6 +321,7 @@ func (c *Config) EnsureDefaults() {
 	c.boolDefault("autoCreateTopicEnable", &c.AutoCreateTopicEnable, true)
 	c.boolDefault("longPollingEnable", &c.LongPollingEnable, true)
 	c.boolDefault("textProtocolEnable", &c.TextProtocolEnable, true)
+	c.boolDefault("messageIndexEnable", &c.MessageIndexEnable, true)
 	setInt(&c.DefaultTopicQueueNums, DefaultTopicQueues)
 	setInt64(&c.MappedFileSizeCommitLog, DefaultSegmentSize)
 	if c.FileReservedTime == 0 && !c.setFlags["fileReservedTime"] {

@@ -214,6 +214,8 @@ func officialChild() error {
 	case "slave":
 		n, _ := strconv.ParseInt(os.Getenv("SAMSA_SLAVE_N"), 10, 64)
 		return officialSlavePhase(ns, n, os.Getenv("SAMSA_PROGRESS"))
+	case "query":
+		return officialQueryPhase(ns, os.Getenv("SAMSA_SENT"))
 	}
 	return fmt.Errorf("unknown phase %q", os.Getenv("SAMSA_OFFICIAL_PHASE"))
 }

@@ -29,6 +29,7 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.UnlockBatchMQ:                    b.processUnlockBatch,
 		protocol.ConsumerSendMsgBack:              b.processSendBack,
 		protocol.ViewMessageByID:                  b.processViewMessage,
+		protocol.QueryMessage:                     b.processQueryMessage,
 		protocol.GetAllConsumerOffset:             b.processGetAllConsumerOffset,
 		protocol.UpdateAndCreateSubscriptionGroup: b.processUpdateAndCreateGroup,
 		protocol.GetAllSubscriptionGroupConfig:    b.processGetAllGroups,

@@ -171,6 +171,7 @@ func (s *Store) writeCheckpointLocked(clean bool, upTo int64) error {
 	} else {
 		s.hold.cqFlushFull.Store(false)
 	}
+	s.flushKeyIndex()
 	if clean && (d != s.written.Load() || x != d) {
 		return fmt.Errorf("storage: internal: clean checkpoint with written %d, durable %d, dispatched %d", s.written.Load(), d, x)
 	}

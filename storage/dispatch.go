@@ -70,6 +70,7 @@ func (s *Store) dispatchRoundLocked(spare *[]dispatchReq) {
 	}
 	s.dispatchOK.Store(s.dispatchFloor(upTo))
 	s.dispatched.Store(upTo)
+	s.indexKeys(upTo) // the message key index (keyindex.go)
 	// Keep the records not yet visible, in order, for the next round.
 	m := copy(all, all[n:])
 	clear(all[m:])

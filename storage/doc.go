@@ -47,6 +47,10 @@
 //     physical offset, whole-record CRC): it stops before a corrupt one,
 //     answers a read starting at one with a *CorruptRecordError and a
 //     NextOffset past it, and quarantines it (get_verify.go).
+//   - QueryByKey (keyindex.go) finds records by a KEYS key or UNIQ_KEY
+//     through the key index the dispatcher keeps (after a round's
+//     ConsumeQueue entries); it serves only records it read and checked
+//     against the key, and may run concurrently with everything.
 //   - Replication (replica.go): ReadLog copies a master's whole records
 //     up to HandedOffset, and may run concurrently with everything;
 //     AppendReplicated writes them into a slave at the same offsets
@@ -67,6 +71,7 @@
 //	                               finishes it (replica_cut.go)
 //	Dir/commitlog/<20-digit base>  segments; records as in package record
 //	Dir/consumequeue/<topic>/<q>/  package consumequeue
+//	Dir/index/                     the message key index: package index (keyindex.go)
 //	Dir/lost+found/<UTC time>/     what recovery or Repair cut off the log, with
 //	                               manifest.json (lostfound.go); never read back
 //

@@ -126,6 +126,9 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// Retention deletes old segments.
 	Retention RetentionOptions
+	// MessageIndex is the key index QueryByKey reads (keyindex.go): on
+	// by default.
+	MessageIndex MessageIndexOptions
 	// Scrub re-reads sealed segments at rest to find damage recovery
 	// never reads (scrub.go).
 	Scrub ScrubOptions
@@ -286,6 +289,7 @@ func (o *Options) EnsureDefaults() {
 	if o.Scrub.Interval == 0 {
 		o.Scrub.Interval = DefaultScrubInterval
 	}
+	o.MessageIndex.ensureDefaults()
 }
 
 // Validate reports every invalid field at once (call EnsureDefaults first:
@@ -356,6 +360,9 @@ func (o *Options) Validate() error {
 	if o.Scrub.Interval <= 0 {
 		bad("Scrub.Interval %v must be positive", o.Scrub.Interval)
 	}
+	if err := o.MessageIndex.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -371,7 +378,8 @@ func (o Options) String() string {
 	fmt.Fprintf(&b, "AckBuffered: %t, ConsumeQueueEntries: %d, CheckpointInterval: %v, ", o.AckBuffered, o.ConsumeQueueEntries, o.CheckpointInterval)
 	r := o.Retention
 	fmt.Fprintf(&b, "Retention: {MaxAge: %v, DiskRatio: %g, CheckInterval: %v}, ", r.MaxAge, r.DiskRatio, r.CheckInterval)
-	fmt.Fprintf(&b, "Scrub: {BytesPerSecond: %d, Interval: %v}}", o.Scrub.BytesPerSecond, o.Scrub.Interval)
+	fmt.Fprintf(&b, "Scrub: {BytesPerSecond: %d, Interval: %v}, ", o.Scrub.BytesPerSecond, o.Scrub.Interval)
+	fmt.Fprintf(&b, "MessageIndex: %s}", o.MessageIndex)
 	return b.String()
 }
 

@@ -120,6 +120,9 @@ func (s *Store) recover() (err error) {
 	s.dispatched.Store(end)
 	s.dispatchOK.Store(end)
 	s.adoptHeld() // records reindex could not index wait for the dispatcher
+	if err := s.openKeyIndex(end); err != nil {
+		return err
+	}
 	s.ckpt.last = ck
 	if !clean {
 		// A dead process may have created segment files and ConsumeQueue

@@ -122,6 +122,9 @@ func (s *Store) truncateLocked(off int64) error {
 	if _, err := s.dropEntriesFrom(off, "storage: TruncateTo dropped indexed records past the cut"); err != nil {
 		return s.breakWith(fmt.Errorf("truncate to %d: %w", off, err))
 	}
+	if err := s.cutKeyIndex(off); err != nil {
+		return s.breakWith(fmt.Errorf("truncate to %d: %w", off, err))
+	}
 	// 3. The log's files: later segments newest first, then the cut one.
 	if err := s.cutSegments(list, i, off); err != nil {
 		return s.breakWith(fmt.Errorf("truncate to %d: %w", off, err))
@@ -293,7 +296,7 @@ func (s *Store) resetLocked(base int64) error {
 		g.seg.Close()
 	}
 	s.segs.list = nil
-	cqErr := s.cq.Clear()
+	cqErr := errors.Join(s.cq.Clear(), s.cutKeyIndex(0))
 	if err := s.finishReset(); err != nil {
 		return s.breakWith(fmt.Errorf("reset to %d: %w", base, errors.Join(err, cqErr)))
 	}

@@ -63,6 +63,9 @@ func (s *Store) ApplyRetention() (int, error) {
 	}
 	min := s.CommitLogMinOffset()
 	var errs []error
+	if err := s.expireKeyIndex(); err != nil {
+		errs = append(errs, fmt.Errorf("storage: retention of the message index: %w", err))
+	}
 	s.cq.Each(func(topic string, qid int32, q *consumequeue.Queue) {
 		if err := q.DeleteBelowPhys(min); err != nil {
 			errs = append(errs, fmt.Errorf("storage: retention of consume queue %s/%d: %w", topic, qid, err))

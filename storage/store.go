@@ -32,6 +32,7 @@ type Store struct {
 
 	lock io.Closer // Dir/LOCK
 	cq   *consumequeue.Table
+	kidx *keyIndex // the message key index (keyindex.go); nil when disabled
 
 	// written is the CommitLog offset up to which records are appended
 	// and readable; durable up to which they are fsynced. Both only grow
@@ -303,6 +304,9 @@ func (s *Store) closeFiles() error {
 		if err := s.cq.Close(); err != nil { // later reads get consumequeue.ErrClosed
 			errs = append(errs, err)
 		}
+	}
+	if err := s.closeKeyIndex(); err != nil {
+		errs = append(errs, err)
 	}
 	if s.lock != nil {
 		if err := s.lock.Close(); err != nil {
