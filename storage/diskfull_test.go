@@ -45,11 +45,11 @@ func (w *wakes) reached(k queueKey, off int64) bool {
 	return ok && cur >= off
 }
 
-// waitWake waits (deadline 10 s) until a wake for queue offset off of k
+// waitWake waits (deadline 60 s: a loaded machine under -race) until a wake for queue offset off of k
 // arrived.
 func (w *wakes) waitWake(t *testing.T, k queueKey, off int64) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for !w.reached(k, off) {
 		select {
 		case <-w.ch:
@@ -59,10 +59,10 @@ func (w *wakes) waitWake(t *testing.T, k queueKey, off int64) {
 	}
 }
 
-// waitFor polls cond every millisecond until it holds (deadline 10 s).
+// waitFor polls cond every millisecond until it holds (deadline 60 s).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
