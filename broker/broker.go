@@ -78,6 +78,10 @@ type Broker struct {
 		}
 	}
 	metaSync *slaveSync // nil on a master
+
+	// Delayed delivery (schedule.go, timer.go).
+	sched  *scheduleService
+	timers *timerService // nil with timerWheelEnable=false
 }
 
 // ErrClosed is returned by Start after Close.
@@ -139,6 +143,10 @@ func New(cfg Config) (*Broker, error) {
 		// whose epochs are unknown, and the store takes no writes anyway.
 		b.log.Warn("broker: disk full at start: the replication epoch cannot be written; this master runs without "+
 			"its replication link until a restart with free space (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE)", "err", err)
+	}
+	if err := b.openSchedule(); err != nil {
+		st.Close()
+		return nil, err
 	}
 	b.procs = b.processors()
 	return b, nil
@@ -219,6 +227,7 @@ func (b *Broker) Start() error {
 	if b.metaSync != nil {
 		b.goLoop(b.metaSync.run)
 	}
+	b.startSchedule()
 	b.reg.registerAll(true)
 	b.goLoop(b.reg.run)
 	if b.cfg.BrokerRole == Slave {
@@ -313,6 +322,10 @@ func (b *Broker) shutdown() error {
 	}
 	b.loops.Wait()
 	waitTimeout(&b.connWG, 10*time.Second)
+	if err := b.keepOnFull("delayed delivery state", "it keeps its last saved version (a restart delivers again what was delivered since)",
+		b.closeSchedule()); err != nil {
+		errs = append(errs, err)
+	}
 	if b.admin != nil {
 		b.admin.close()
 	}

@@ -227,6 +227,9 @@ type Config struct {
 	// (subscriptionGroup.json) on a master. Default true.
 	AutoCreateSubscriptionGroup bool
 
+	// Delayed delivery: delay levels and timers (config_schedule.go).
+	ScheduleConfig
+
 	// Version is what the text protocol's version command reports (not a
 	// property). Default DefaultVersion.
 	Version string
@@ -325,6 +328,7 @@ func (c *Config) EnsureDefaults() {
 	setInt(&c.MaxFrameSize, DefaultMaxFrame)
 	setInt(&c.MaxConcurrentRequests, DefaultMaxConcurrent)
 	c.ensureHADefaults()
+	c.ensureScheduleDefaults()
 	if c.FS == nil {
 		c.FS = vfs.Default
 	}
@@ -390,6 +394,7 @@ func (c *Config) Validate() error {
 		bad("flushDiskType %q is not ASYNC_FLUSH or SYNC_FLUSH", c.FlushDiskType)
 	}
 	c.validateHA(bad)
+	c.validateSchedule(bad)
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
 		bad("defaultTopicQueueNums %d out of [1, 1024]", c.DefaultTopicQueueNums)
 	}

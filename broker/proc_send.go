@@ -31,7 +31,8 @@ func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
 	} else {
 		res, err = b.store.Append(context.Background(), m)
 	}
-	return b.sendResponse(req, m.Topic, m.QueueID, len(req.Body), []storage.AppendResult{res}, err)
+	topic, queue := answerTarget(m)
+	return b.sendResponse(req, topic, queue, len(req.Body), []storage.AppendResult{res}, err)
 }
 
 // prepareSend checks a single send and makes its message, or gives the
@@ -77,7 +78,7 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 	}
 	// The store only reads Properties: no copy of the decoded string.
 	props := unsafe.Slice(unsafe.StringData(h.Properties), len(h.Properties))
-	return &storage.Message{
+	m := &storage.Message{
 		Topic:          h.Topic,
 		QueueID:        queue,
 		Flag:           h.Flag,
@@ -89,7 +90,12 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 		BornHost:       c.bornHost(),
 		StoreHost:      b.storeHost,
 		ReconsumeTimes: h.ReconsumeTimes,
-	}, nil
+	}
+	if r := b.deferDelivery(req, m); r != nil { // a delay level or a timer (schedule_send.go)
+		b.stats.sendErrors.Add(1)
+		return nil, r
+	}
+	return m, nil
 }
 
 // sendResponse answers a stored single message or batch: SUCCESS,

@@ -32,5 +32,6 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.UpdateAndCreateSubscriptionGroup: b.processUpdateAndCreateGroup,
 		protocol.GetAllSubscriptionGroupConfig:    b.processGetAllGroups,
 		protocol.DeleteSubscriptionGroup:          b.processDeleteGroup,
+		protocol.GetAllDelayOffset:                b.processGetAllDelayOffset,
 	}
 }

@@ -1,0 +1,362 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// scheduleService delivers delay-level messages (RocketMQ's
+// ScheduleMessageService). A message sent with DELAY=n is stored once, in
+// ScheduleTopic queue n-1 (deferDelivery); each level's loop reads its
+// queue in order, and once the head's store time plus the level's delay
+// has passed, appends a copy to REAL_TOPIC/REAL_QID (DELAY and the timer
+// properties removed; REAL_TOPIC and REAL_QID kept, as RocketMQ keeps
+// them) and moves past it. A queue holds one delay, so its messages fall
+// due in the order they were stored: the head is the next due.
+//
+// The deliver time is computed from the record (store time + the level's
+// delay now), not kept in the ConsumeQueue's tag hash as RocketMQ does:
+// recovery rebuilds tag hashes from TAGS. As RocketMQ, a deliver time
+// further than one delay ahead (a clock stepped back, a shorter table) is
+// taken as now.
+//
+// Progress is each level's next queue offset, saved in
+// config/delayOffset.json (RocketMQ's DelayOffsetSerializeWrapper) every
+// flushDelayOffsetInterval and at Close, each time after the delivered
+// copies are flushed (Store.FlushTo), so a saved offset never skips a copy
+// that a crash could take back. After a clean stop nothing is delivered
+// twice; after a crash what was delivered since the last save is
+// delivered again (at least once). On a slave nothing runs: its store
+// holds the schedule topic (replicated like any other) and it copies the
+// master's table (slave_sync.go), so a slave made master later resumes
+// near where the master was.
+//
+// Goroutines: one per level (started by start on a master, woken by a
+// dispatch into its queue, by its head's deliver time, or by stop), and
+// the saver (every flushDelayOffsetInterval). Each level's loop owns its
+// slot of offsets; the table is read under mu.
+type scheduleService struct {
+	b      *Broker
+	levels []time.Duration // level i+1 waits levels[i]
+	file   jsonFile
+	kick   []chan struct{} // per queue, a dispatch into it
+	// flushTo is the end of the last delivered copy: flushed before the
+	// offsets that skip it are saved.
+	flushTo atomic.Int64
+	saveMu  sync.Mutex // one save at a time
+	mu      struct {
+		sync.Mutex
+		offsets map[int]int64 // level → next queue offset to deliver
+		version DataVersion
+	}
+}
+
+// delayOffsetFile is delayOffset.json.
+type delayOffsetFile struct {
+	OffsetTable map[int]int64 `json:"offsetTable"`
+	DataVersion *DataVersion  `json:"dataVersion,omitempty"`
+}
+
+func newScheduleService(b *Broker) (*scheduleService, error) {
+	levels, err := parseDelayLevels(b.cfg.MessageDelayLevel)
+	if err != nil {
+		return nil, err
+	}
+	s := &scheduleService{b: b, levels: levels,
+		file: jsonFile{fs: b.cfg.FS, path: b.cfg.ConfigDir() + "/delayOffset.json"}}
+	s.mu.offsets = make(map[int]int64)
+	s.mu.version = DataVersion{Timestamp: b.cfg.Clock().UnixMilli()}
+	for range levels {
+		s.kick = append(s.kick, make(chan struct{}, 1))
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load reads delayOffset.json; integer keys written unquoted (RocketMQ's
+// fastjson writes {1:5}) are read too.
+func (s *scheduleService) load() error {
+	var f delayOffsetFile
+	found, err := s.file.loadLenient(&f)
+	if err != nil || !found {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for l, off := range f.OffsetTable {
+		if l >= 1 && off >= 0 {
+			s.mu.offsets[l] = off
+		}
+	}
+	if f.DataVersion != nil {
+		s.mu.version = *f.DataVersion
+	}
+	return nil
+}
+
+// correct clamps each level's offset into its queue's range (RocketMQ's
+// correctDelayOffset): a queue cut short by recovery, or trimmed by
+// retention.
+func (s *scheduleService) correct() {
+	st := s.b.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for l, off := range s.mu.offsets {
+		if l > len(s.levels) {
+			continue
+		}
+		lo, hi := st.MinQueueOffset(ScheduleTopic, int32(l-1)), st.MaxQueueOffset(ScheduleTopic, int32(l-1))
+		if c := min(max(off, lo), hi); c != off {
+			s.b.log.Warn("broker: delay level offset outside its queue; corrected", "level", l, "offset", off, "min", lo, "max", hi, "now", c)
+			s.mu.offsets[l] = c
+		}
+	}
+}
+
+// table returns a copy of the offsets and the version.
+func (s *scheduleService) table() delayOffsetFile {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := make(map[int]int64, len(s.mu.offsets))
+	for l, o := range s.mu.offsets {
+		t[l] = o
+	}
+	v := s.mu.version
+	return delayOffsetFile{OffsetTable: t, DataVersion: &v}
+}
+
+// adopt replaces the table with the master's (a slave's metadata sync).
+func (s *scheduleService) adopt(f delayOffsetFile) error {
+	s.mu.Lock()
+	if f.DataVersion != nil && *f.DataVersion == s.mu.version {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.offsets = make(map[int]int64, len(f.OffsetTable))
+	for l, o := range f.OffsetTable {
+		s.mu.offsets[l] = o
+	}
+	if f.DataVersion != nil {
+		s.mu.version = *f.DataVersion
+	}
+	s.mu.Unlock()
+	return s.file.save(s.table())
+}
+
+func (s *scheduleService) offset(level int) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.offsets[level]
+}
+
+func (s *scheduleService) setOffset(level int, off int64) {
+	s.mu.Lock()
+	s.mu.offsets[level] = off
+	s.mu.version.Counter++
+	s.mu.version.Timestamp = s.b.cfg.Clock().UnixMilli()
+	s.mu.Unlock()
+}
+
+// save flushes the delivered copies, then writes delayOffset.json.
+func (s *scheduleService) save() error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	t := s.table() // before the flush: only offsets whose copies it covers
+	if end := s.flushTo.Load(); end > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := s.b.store.FlushTo(ctx, end)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return s.file.save(t)
+}
+
+// onDispatch wakes the level whose queue got a record.
+func (s *scheduleService) onDispatch(topic string, queue int32, _ int64) {
+	if topic == ScheduleTopic && int(queue) < len(s.kick) {
+		select {
+		case s.kick[queue] <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// start runs the level loops and the saver (a master only).
+func (s *scheduleService) start() {
+	s.correct()
+	for i := range s.levels {
+		s.b.goLoop(func() { s.runLevel(i + 1) })
+	}
+	s.b.goLoop(s.runSaver)
+}
+
+// runSaver saves the table every flushDelayOffsetInterval until stop; the
+// last save is Close's (closeSchedule).
+func (s *scheduleService) runSaver() {
+	t := time.NewTicker(s.b.cfg.FlushDelayOffsetInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.b.stop:
+			return
+		case <-t.C:
+			if err := s.save(); err != nil {
+				s.b.log.Warn("broker: save delayOffset.json", "err", err)
+			}
+		}
+	}
+}
+
+// idleWait is the longest a level sleeps without a reason: a missed
+// wake-up costs at most this.
+const idleWait = time.Second
+
+// runLevel delivers level's messages as they fall due, until stop.
+func (s *scheduleService) runLevel(level int) {
+	q := int32(level - 1)
+	delay := s.levels[level-1]
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := s.deliverDue(level, q, delay)
+		if wait <= 0 {
+			continue
+		}
+		timer.Reset(min(wait, idleWait))
+		select {
+		case <-s.b.stop:
+			return
+		case <-s.kick[q]:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// deliverDue delivers what is due at the head of the level's queue and
+// says how long to wait before looking again (0: look again now).
+func (s *scheduleService) deliverDue(level int, q int32, delay time.Duration) time.Duration {
+	st := s.b.store
+	off := s.offset(level)
+	res, err := st.GetMessages(ScheduleTopic, q, off, 32, 1<<20, nil)
+	var ce *storage.CorruptRecordError
+	switch {
+	case errors.As(err, &ce):
+		s.b.log.Error("broker: a delayed message is corrupt; skipped", "level", level, "offset", off, "err", err)
+		s.setOffset(level, res.NextOffset)
+		return 0
+	case err != nil:
+		s.b.log.Warn("broker: read the schedule queue", "level", level, "offset", off, "err", err)
+		return 100 * time.Millisecond
+	}
+	switch res.Status {
+	case storage.Found:
+	case storage.OffsetTooSmall, storage.OffsetOverflowBadly:
+		s.b.log.Warn("broker: delay level offset outside its queue; corrected", "level", level, "offset", off, "next", res.NextOffset)
+		s.setOffset(level, res.NextOffset)
+		return 0
+	default:
+		return idleWait // nothing (more) stored: a dispatch wakes us
+	}
+	for i, raw := range res.Records {
+		var rec record.Record
+		if err := record.Decode(raw, record.NoPhys, &rec); err != nil {
+			s.b.log.Error("broker: undecodable delayed message; skipped", "level", level, "offset", res.QueueOffsets[i], "err", err)
+			s.setOffset(level, res.QueueOffsets[i]+1)
+			continue
+		}
+		now := s.b.cfg.Clock()
+		due := time.UnixMilli(rec.StoreTimestamp).Add(delay)
+		if due.After(now.Add(delay)) {
+			due = now // RocketMQ's correctDeliverTimestamp
+		}
+		if wait := due.Sub(now); wait > 0 {
+			return wait
+		}
+		if !s.deliver(&rec, level) {
+			return 100 * time.Millisecond // the store refused: try again
+		}
+		s.setOffset(level, res.QueueOffsets[i]+1)
+		select {
+		case <-s.b.stop:
+			return idleWait
+		default:
+		}
+	}
+	return 0
+}
+
+// deliver appends the due copy of rec to its real topic; false when the
+// store refused it (retried). A record without a real topic is dropped
+// (logged), as RocketMQ skips what it cannot convert.
+func (s *scheduleService) deliver(rec *record.Record, level int) bool {
+	m, ok := s.b.dueMessage(rec, true)
+	if !ok {
+		s.b.log.Error("broker: delayed message without REAL_TOPIC/REAL_QID; dropped", "level", level, "phys", rec.PhysOffset)
+		return true
+	}
+	res, err := s.b.store.Append(context.Background(), m)
+	if err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
+		s.b.log.Log(context.Background(), slog.LevelWarn, "broker: deliver a delayed message", "level", level, "topic", m.Topic, "err", err)
+		return false
+	}
+	s.flushTo.Store(res.PhysicalOffset + int64(res.Size))
+	s.b.stats.put(m.Topic, 1, len(m.Body))
+	return true
+}
+
+// dueMessage is the copy of a delayed record that goes to its real topic
+// (RocketMQ's messageTimeUp / convertMessage): same body, flag, sysflag,
+// hosts, born time and reconsume count; DELAY and the timer request
+// properties removed; REAL_TOPIC and REAL_QID kept (keepReal, delay
+// levels) or removed (timers).
+func (b *Broker) dueMessage(rec *record.Record, keepReal bool) (*storage.Message, bool) {
+	props := record.ParseProperties(rec.UserProperties())
+	topic := props[propRealTopic]
+	qid, err := strconv.Atoi(props[propRealQueueID])
+	if topic == "" || err != nil || qid < 0 {
+		return nil, false
+	}
+	delete(props, propDelay)
+	delete(props, propTimerDeliverMs)
+	delete(props, propTimerDelaySec)
+	delete(props, propTimerDelayMs)
+	if !keepReal {
+		delete(props, propRealTopic)
+		delete(props, propRealQueueID)
+	}
+	enc, err := record.EncodeProperties(props)
+	if err != nil {
+		return nil, false
+	}
+	return &storage.Message{
+		Topic:          topic,
+		QueueID:        int32(qid),
+		Flag:           rec.Flag,
+		SysFlag:        rec.SysFlag &^ (record.FlagBornHostV6 | record.FlagStoreHostV6),
+		Body:           rec.Body,
+		Properties:     enc,
+		TagsCode:       record.TagsCodeOf(enc),
+		BornTimestamp:  rec.BornTimestamp,
+		BornHost:       rec.BornHost,
+		StoreHost:      rec.StoreHost,
+		ReconsumeTimes: rec.ReconsumeTimes,
+	}, true
+}

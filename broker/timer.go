@@ -1,0 +1,330 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/broker/internal/timerwheel"
+	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// timerService delivers timer messages (RocketMQ 5's TimerMessageStore,
+// simplified): a message with TIMER_DELIVER_MS, TIMER_DELAY_SEC or
+// TIMER_DELAY_MS is stored once, in TimerTopic queue 0 with TIMER_OUT_MS
+// (deferDelivery). The timer loop enqueues each such message into the
+// disk wheel (package timerwheel: an entry in the timer log, chained into
+// the slot of its time) and, once a slot's span has passed, reads the
+// slot's chain and appends each message to REAL_TOPIC/REAL_QID (timer
+// properties kept for the consumer to see, REAL_TOPIC and REAL_QID
+// removed, TIMER_ENQUEUE_MS and TIMER_DEQUEUE_MS added, as RocketMQ). A
+// timer is never delivered before its time; it is late by at most the
+// precision plus the loop's work.
+//
+// Files: StorePathRootDir/timerwheel/ (timerlog/, timerwheel,
+// timercheck), opened on the first timer message (a broker that never
+// gets one makes none). Every timerFlushIntervalMs the loop flushes the
+// delivered copies (Store.FlushTo), syncs the log and wheel and writes the
+// checkpoint (next slot to read, next timer-queue offset to enqueue); Close
+// writes a clean one. After a crash the wheel is rebuilt from the log,
+// enqueueing resumes after the last logged queue offset and reading at
+// the checkpoint's slot: timers delivered since the checkpoint are
+// delivered again (at least once), none is lost. Only a master runs the
+// loop; the timer topic replicates with the CommitLog, the timer files do
+// not: a slave made master rebuilds from the timer topic (what the old
+// master delivered and is still retained is delivered again, at once).
+//
+// Goroutine: one loop (started by start on a master; woken by a dispatch
+// into the timer topic, by the next slot's end, by stop) owns the wheel
+// and the progress fields.
+type timerService struct {
+	b    *Broker
+	prec int64
+	kick chan struct{}
+	// owned by the loop
+	wheel     *timerwheel.Wheel
+	readMs    int64 // next slot to read
+	queueOff  int64 // next timer-queue offset to enqueue
+	flushTo   int64 // end of the last delivered copy
+	lastCheck time.Time
+	// Pending is the number of timers enqueued and not yet delivered
+	// (stats; approximate across restarts).
+	pending atomic.Int64
+}
+
+func newTimerService(b *Broker) *timerService {
+	return &timerService{b: b, prec: int64(b.cfg.TimerPrecisionMs), kick: make(chan struct{}, 1)}
+}
+
+func (t *timerService) dir() string { return filepath.Join(t.b.cfg.StorePathRootDir, "timerwheel") }
+
+// open opens the wheel when it exists on disk or the timer topic holds
+// something; false when there is nothing to do yet.
+func (t *timerService) open() (bool, error) {
+	if t.wheel != nil {
+		return true, nil
+	}
+	if _, err := t.b.cfg.FS.Stat(filepath.Join(t.dir(), "timercheck")); err != nil &&
+		t.b.store.MaxQueueOffset(TimerTopic, 0) == 0 {
+		return false, nil
+	}
+	slots := (int64(t.b.cfg.TimerMaxDelaySec)*1000)/t.prec + 600_000/t.prec // + 10 min of slack
+	w, cp, err := timerwheel.Open(timerwheel.Options{Dir: t.dir(), FS: t.b.cfg.FS, PrecisionMs: t.prec, Slots: slots})
+	if err != nil {
+		return false, fmt.Errorf("broker: open the timer wheel: %w", err)
+	}
+	t.wheel = w
+	t.readMs, t.queueOff = cp.ReadMs, max(cp.QueueOffset, w.LastQueueOffset+1)
+	if t.readMs == 0 {
+		t.readMs = t.b.cfg.Clock().UnixMilli() / t.prec * t.prec
+	}
+	if lo := t.b.store.MinQueueOffset(TimerTopic, 0); t.queueOff < lo {
+		t.queueOff = lo
+	}
+	t.queueOff = min(t.queueOff, t.b.store.MaxQueueOffset(TimerTopic, 0))
+	t.lastCheck = time.Now()
+	return true, nil
+}
+
+func (t *timerService) onDispatch(topic string, _ int32, _ int64) {
+	if topic == TimerTopic {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (t *timerService) start() { t.b.goLoop(t.run) }
+
+// close writes the clean checkpoint (after the loop stopped).
+func (t *timerService) close() error {
+	if t.wheel == nil {
+		return nil
+	}
+	if err := t.flushDelivered(); err != nil {
+		t.wheel.Close()
+		return err
+	}
+	err := t.wheel.Close(timerwheel.Checkpoint{ReadMs: t.readMs, QueueOffset: t.queueOff})
+	t.wheel = nil
+	return err
+}
+
+func (t *timerService) run() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := t.round()
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-t.b.stop:
+			return
+		case <-t.kick:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// round enqueues what arrived, delivers the slots that have passed and
+// checkpoints when due; it says how long to sleep.
+func (t *timerService) round() time.Duration {
+	ok, err := t.open()
+	if err != nil {
+		t.b.log.Error("broker: timer wheel", "err", err)
+		return time.Second
+	}
+	if !ok {
+		return idleWait
+	}
+	busy := false
+	if n, err := t.enqueue(); err != nil {
+		t.b.log.Warn("broker: timer enqueue", "err", err)
+		return 100 * time.Millisecond
+	} else if n > 0 {
+		busy = true
+	}
+	for now := t.b.cfg.Clock().UnixMilli(); t.readMs+t.prec <= now; now = t.b.cfg.Clock().UnixMilli() {
+		if err := t.deliverSlot(t.readMs); err != nil {
+			t.b.log.Warn("broker: timer delivery", "slot", t.readMs, "err", err)
+			return 100 * time.Millisecond
+		}
+		t.readMs += t.prec
+		select {
+		case <-t.b.stop:
+			return 0
+		default:
+		}
+		if busy {
+			break // let enqueueing keep up
+		}
+	}
+	if time.Since(t.lastCheck) >= t.b.cfg.TimerFlushInterval {
+		if err := t.checkpoint(); err != nil {
+			t.b.log.Warn("broker: timer checkpoint", "err", err)
+		}
+	}
+	if busy {
+		return 0
+	}
+	return time.Duration(t.readMs+t.prec-t.b.cfg.Clock().UnixMilli()) * time.Millisecond
+}
+
+// enqueue moves up to a batch of new timer-topic messages into the wheel
+// (or delivers those already due).
+func (t *timerService) enqueue() (int, error) {
+	res, err := t.b.store.GetMessages(TimerTopic, 0, t.queueOff, 256, 4<<20, nil)
+	var ce *storage.CorruptRecordError
+	if errors.As(err, &ce) {
+		t.b.log.Error("broker: a timer message is corrupt; skipped", "offset", t.queueOff, "err", err)
+		t.queueOff = res.NextOffset
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	switch res.Status {
+	case storage.Found:
+	case storage.OffsetTooSmall, storage.OffsetOverflowBadly:
+		t.queueOff = res.NextOffset
+		return 0, nil
+	default:
+		return 0, nil
+	}
+	var due []*storage.Message
+	for i, raw := range res.Records {
+		var rec record.Record
+		if err := record.Decode(raw, record.NoPhys, &rec); err != nil {
+			t.b.log.Error("broker: undecodable timer message; skipped", "offset", res.QueueOffsets[i], "err", err)
+			continue
+		}
+		v, _ := record.LookupProperty(rec.UserProperties(), propTimerOutMs)
+		out, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			t.b.log.Error("broker: timer message without TIMER_OUT_MS; delivered now", "offset", res.QueueOffsets[i])
+		}
+		slot := out / t.prec * t.prec
+		if err != nil || slot < t.readMs {
+			// Its slot was read already (or it cannot be placed): now.
+			if m, ok := t.dueCopy(&rec, -1); ok {
+				due = append(due, m)
+			}
+			continue
+		}
+		if _, err := t.wheel.Add(timerwheel.Entry{DeliverMs: slot, Phys: rec.PhysOffset, Size: rec.TotalSize,
+			QueueOffset: res.QueueOffsets[i]}); err != nil {
+			return 0, err
+		}
+		t.pending.Add(1)
+	}
+	if err := t.append(due); err != nil {
+		return 0, err
+	}
+	t.queueOff = res.NextOffset
+	return len(res.Records), nil
+}
+
+// dueCopy is the delivered copy of a timer record.
+func (t *timerService) dueCopy(rec *record.Record, enqueueMs int64) (*storage.Message, bool) {
+	m, ok := t.b.dueMessage(rec, false)
+	if !ok {
+		t.b.log.Error("broker: timer message without REAL_TOPIC/REAL_QID; dropped", "phys", rec.PhysOffset)
+		return nil, false
+	}
+	now := strconv.FormatInt(t.b.cfg.Clock().UnixMilli(), 10)
+	if enqueueMs < 0 {
+		m.Properties = record.AppendProperty(m.Properties, propTimerEnqueueMs, now)
+	} else {
+		m.Properties = record.AppendProperty(m.Properties, propTimerEnqueueMs, strconv.FormatInt(enqueueMs, 10))
+	}
+	m.Properties = record.AppendProperty(m.Properties, propTimerDequeueMs, now)
+	return m, true
+}
+
+// deliverSlot delivers every timer of the slot at ms.
+func (t *timerService) deliverSlot(ms int64) error {
+	entries, err := t.wheel.Slot(ms)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	batch := make([]*storage.Message, 0, min(len(entries), 256))
+	bytes := 0
+	for _, e := range entries {
+		raw, err := t.b.store.ReadAt(e.Phys, e.Size)
+		if err != nil {
+			t.b.log.Error("broker: a timer message is gone from the CommitLog; skipped", "phys", e.Phys, "err", err)
+			continue
+		}
+		var rec record.Record
+		if err := record.Decode(raw, e.Phys, &rec); err != nil {
+			t.b.log.Error("broker: a timer message is corrupt; skipped", "phys", e.Phys, "err", err)
+			continue
+		}
+		m, ok := t.dueCopy(&rec, ms)
+		if !ok {
+			continue
+		}
+		batch = append(batch, m)
+		bytes += len(m.Body) + len(m.Properties) + 256
+		if len(batch) == 256 || bytes >= 1<<20 {
+			if err := t.append(batch); err != nil {
+				return err
+			}
+			batch, bytes = batch[:0], 0
+		}
+	}
+	t.pending.Add(-int64(len(entries)))
+	return t.append(batch)
+}
+
+// append stores delivered copies; a failure leaves the slot to be read
+// again (its earlier copies then twice).
+func (t *timerService) append(ms []*storage.Message) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	res, err := t.b.store.AppendBatch(context.Background(), ms)
+	if err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
+		return err
+	}
+	last := res[len(res)-1]
+	t.flushTo = last.PhysicalOffset + int64(last.Size)
+	for _, m := range ms {
+		t.b.stats.put(m.Topic, 1, len(m.Body))
+	}
+	return nil
+}
+
+func (t *timerService) flushDelivered() error {
+	if t.flushTo == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return t.b.store.FlushTo(ctx, t.flushTo)
+}
+
+// checkpoint flushes the delivered copies, then the wheel, then records
+// progress, and drops log segments wholly read.
+func (t *timerService) checkpoint() error {
+	t.lastCheck = time.Now()
+	if err := t.flushDelivered(); err != nil {
+		return err
+	}
+	if err := t.wheel.Checkpoint(timerwheel.Checkpoint{ReadMs: t.readMs, QueueOffset: t.queueOff}); err != nil {
+		return err
+	}
+	_, err := t.wheel.Trim(t.readMs)
+	return err
+}
