@@ -162,7 +162,6 @@ func TestTimerArrivesNoEarlier(t *testing.T) {
 	}
 }
 
-
 // TestRetryBackoffThenDLQ: each CONSUMER_SEND_MSG_BACK with delay level
 // 0 waits level 3 + reconsume times before the retry is consumable; past
 // maxReconsumeTimes the message goes to %DLQ%group at once, with its

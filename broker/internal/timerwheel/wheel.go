@@ -222,14 +222,18 @@ func decode(b []byte) (Entry, bool) {
 
 func prevOf(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[8:])) }
 
-func (w *Wheel) segPath(base int64) string { return filepath.Join(w.logDir(), fmt.Sprintf("%020d", base)) }
+func (w *Wheel) segPath(base int64) string {
+	return filepath.Join(w.logDir(), fmt.Sprintf("%020d", base))
+}
 
 type slot struct {
 	time, first, last int64
 	count             int32
 }
 
-func (w *Wheel) slotOff(deliverMs int64) int64 { return (deliverMs / w.o.PrecisionMs % w.o.Slots) * SlotSize }
+func (w *Wheel) slotOff(deliverMs int64) int64 {
+	return (deliverMs / w.o.PrecisionMs % w.o.Slots) * SlotSize
+}
 
 // readSlot returns the slot of deliverMs, empty when it holds another time.
 func (w *Wheel) readSlot(deliverMs int64) (slot, error) {
