@@ -200,6 +200,8 @@ func officialChild() error {
 		return officialPhase1(ns, brokerAddr)
 	case "2":
 		return officialPhase2(ns)
+	case "delay":
+		return officialDelayPhase(ns, brokerAddr)
 	case "slave":
 		n, _ := strconv.ParseInt(os.Getenv("SAMSA_SLAVE_N"), 10, 64)
 		return officialSlavePhase(ns, n, os.Getenv("SAMSA_PROGRESS"))
