@@ -312,6 +312,12 @@ func (w *Wheel) Add(e Entry) (Entry, error) {
 func (w *Wheel) tail() (*segment, error) {
 	if n := len(w.segs); n > 0 && w.end < w.segs[n-1].base+w.segSize() {
 		return w.segs[n-1], nil
+	} else if n > 0 {
+		// Sync (the only one) only syncs the last segment: a full one is
+		// made durable as the log leaves it.
+		if err := w.segs[n-1].f.Sync(); err != nil {
+			return nil, err
+		}
 	}
 	f, err := w.o.FS.Create(w.segPath(w.end), vfs.OpenOptions{})
 	if err != nil {
