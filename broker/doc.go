@@ -31,6 +31,23 @@
 //     Store.OnDispatch and expired by deadline;
 //   - groupManager: subscription group configs, subscriptionGroup.json.
 //
+// # Delayed delivery
+//
+// A send with DELAY=n (n > 0) is stored in SCHEDULE_TOPIC_XXXX queue n-1
+// with REAL_TOPIC/REAL_QID; one loop per level delivers it to its topic
+// when store time + the level's delay (messageDelayLevel) has passed, and
+// saves each level's progress in config/delayOffset.json (schedule.go). A
+// send with TIMER_DELIVER_MS, TIMER_DELAY_SEC or TIMER_DELAY_MS is stored
+// in rmq_sys_wheel_timer and delivered at its time from a disk timing
+// wheel under StorePathRootDir/timerwheel/ (timer.go, internal/timerwheel).
+// CONSUMER_SEND_MSG_BACK goes through the schedule topic at level
+// 3 + reconsume times unless the client names one. After a clean stop
+// nothing is delivered twice; after a crash, what was delivered since the
+// last save may be delivered again (at least once); nothing is lost. Only a
+// master runs these loops: the two topics replicate with the CommitLog, a
+// slave copies delayOffset.json from its master, and the timer files are
+// rebuilt from the timer topic on a broker that lacks them.
+//
 // Files under StorePathRootDir/config/ are written atomically (temp file,
 // fsync, rename, fsync the directory) through storage/vfs.
 //
@@ -66,6 +83,7 @@
 // RegisterNameServerPeriod or on a topic change), the offset flusher (every
 // FlushConsumerOffsetInterval), the client scanner (every 10 s) and the
 // admin HTTP server, and on a slave the metadata sync (every
-// SlaveSyncInterval, or when the name server names a new master). Close
-// stops them in that order of dependency.
+// SlaveSyncInterval, or when the name server names a new master), and on a
+// master the delay-level loops, their saver and the timer loop
+// (schedule.go, timer.go). Close stops them in that order of dependency.
 package broker

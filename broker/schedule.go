@@ -324,9 +324,9 @@ func (s *scheduleService) deliver(rec *record.Record, level int) bool {
 
 // dueMessage is the copy of a delayed record that goes to its real topic
 // (RocketMQ's messageTimeUp / convertMessage): same body, flag, sysflag,
-// hosts, born time and reconsume count; DELAY and the timer request
-// properties removed; REAL_TOPIC and REAL_QID kept (keepReal, delay
-// levels) or removed (timers).
+// hosts, born time and reconsume count. A delay level's (keepReal) loses
+// DELAY and the timer properties and keeps REAL_TOPIC and REAL_QID; a
+// timer's keeps its timer properties and loses REAL_TOPIC and REAL_QID.
 func (b *Broker) dueMessage(rec *record.Record, keepReal bool) (*storage.Message, bool) {
 	props := record.ParseProperties(rec.UserProperties())
 	topic := props[propRealTopic]
@@ -334,11 +334,12 @@ func (b *Broker) dueMessage(rec *record.Record, keepReal bool) (*storage.Message
 	if topic == "" || err != nil || qid < 0 {
 		return nil, false
 	}
-	delete(props, propDelay)
-	delete(props, propTimerDeliverMs)
-	delete(props, propTimerDelaySec)
-	delete(props, propTimerDelayMs)
-	if !keepReal {
+	if keepReal {
+		delete(props, propDelay)
+		delete(props, propTimerDeliverMs)
+		delete(props, propTimerDelaySec)
+		delete(props, propTimerDelayMs)
+	} else {
 		delete(props, propRealTopic)
 		delete(props, propRealQueueID)
 	}

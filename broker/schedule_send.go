@@ -101,14 +101,9 @@ func (b *Broker) deferDelivery(req *protocol.Command, m *storage.Message) *proto
 		return protocol.NewResponse(req, protocol.MessageIllegal, fmt.Sprintf(
 			"timer message delivers %d ms ahead, beyond timerMaxDelaySec %d", deliver-now, b.cfg.TimerMaxDelaySec))
 	}
-	// RocketMQ's rounding: the start of the precision slot before the
-	// deliver time, so slot start + precision >= the deliver time.
-	p := int64(b.cfg.TimerPrecisionMs)
-	if deliver%p == 0 {
-		deliver -= p
-	} else {
-		deliver = deliver / p * p
-	}
+	// TIMER_OUT_MS is the exact time (RocketMQ rounds it down to its
+	// precision and delivers at the end of that slot): the wheel reads a
+	// slot at its start and delivers each timer at its own time.
 	props[propTimerOutMs] = strconv.FormatInt(deliver, 10)
 	return b.redirect(req, m, props, TimerTopic, 0)
 }

@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -19,12 +21,13 @@ import (
 // TIMER_DELAY_MS is stored once, in TimerTopic queue 0 with TIMER_OUT_MS
 // (deferDelivery). The timer loop enqueues each such message into the
 // disk wheel (package timerwheel: an entry in the timer log, chained into
-// the slot of its time) and, once a slot's span has passed, reads the
-// slot's chain and appends each message to REAL_TOPIC/REAL_QID (timer
-// properties kept for the consumer to see, REAL_TOPIC and REAL_QID
-// removed, TIMER_ENQUEUE_MS and TIMER_DEQUEUE_MS added, as RocketMQ). A
-// timer is never delivered before its time; it is late by at most the
-// precision plus the loop's work.
+// the slot of its time) and, when a slot's span begins, reads the slot's
+// chain into memory (one slot's worth) and appends each message to
+// REAL_TOPIC/REAL_QID at its own time (timer properties kept for the
+// consumer to see, REAL_TOPIC and REAL_QID removed, TIMER_ENQUEUE_MS and
+// TIMER_DEQUEUE_MS added, as RocketMQ). A timer is never delivered before
+// its time; it is late by the loop's work, not by the precision (RocketMQ
+// delivers a slot once it has passed: up to a precision late).
 //
 // Files: StorePathRootDir/timerwheel/ (timerlog/, timerwheel,
 // timercheck), opened on the first timer message (a broker that never
@@ -48,7 +51,9 @@ type timerService struct {
 	kick chan struct{}
 	// owned by the loop
 	wheel     *timerwheel.Wheel
-	readMs    int64 // next slot to read
+	readMs    int64 // the slot being read (or next to read)
+	cur       []timerwheel.Entry // readMs's entries not yet delivered, by due time
+	curLoaded bool               // cur holds slot readMs
 	queueOff  int64 // next timer-queue offset to enqueue
 	flushTo   int64 // end of the last delivered copy
 	lastCheck time.Time
@@ -155,20 +160,10 @@ func (t *timerService) round() time.Duration {
 	} else if n > 0 {
 		busy = true
 	}
-	for now := t.b.cfg.Clock().UnixMilli(); t.readMs+t.prec <= now; now = t.b.cfg.Clock().UnixMilli() {
-		if err := t.deliverSlot(t.readMs); err != nil {
-			t.b.log.Warn("broker: timer delivery", "slot", t.readMs, "err", err)
-			return 100 * time.Millisecond
-		}
-		t.readMs += t.prec
-		select {
-		case <-t.b.stop:
-			return 0
-		default:
-		}
-		if busy {
-			break // let enqueueing keep up
-		}
+	wait, err := t.dequeue(busy)
+	if err != nil {
+		t.b.log.Warn("broker: timer delivery", "slot", t.readMs, "err", err)
+		wait = 100 * time.Millisecond
 	}
 	if time.Since(t.lastCheck) >= t.b.cfg.TimerFlushInterval {
 		if err := t.checkpoint(); err != nil {
@@ -178,7 +173,55 @@ func (t *timerService) round() time.Duration {
 	if busy {
 		return 0
 	}
-	return time.Duration(t.readMs+t.prec-t.b.cfg.Clock().UnixMilli()) * time.Millisecond
+	return wait
+}
+
+// dequeue delivers what is due: the current slot's entries whose time has
+// come, then later slots as their spans begin. It returns how long until
+// the next is due. With busy it stops after one slot, to let enqueueing
+// keep up.
+func (t *timerService) dequeue(busy bool) (time.Duration, error) {
+	for {
+		now := t.b.cfg.Clock().UnixMilli()
+		if !t.curLoaded {
+			if t.readMs > now {
+				return time.Duration(t.readMs-now) * time.Millisecond, nil
+			}
+			es, err := t.wheel.Slot(t.readMs)
+			if err != nil {
+				return 0, err
+			}
+			slices.SortStableFunc(es, func(a, b timerwheel.Entry) int { return cmp.Compare(a.ExactMs, b.ExactMs) })
+			t.cur, t.curLoaded = es, true
+		}
+		n := 0
+		for n < len(t.cur) && t.cur[n].ExactMs <= now {
+			n++
+		}
+		if n > 0 {
+			if err := t.deliverEntries(t.cur[:n]); err != nil {
+				return 0, err
+			}
+			t.cur = t.cur[n:]
+		}
+		if len(t.cur) > 0 {
+			return time.Duration(t.cur[0].ExactMs-now) * time.Millisecond, nil
+		}
+		if t.readMs+t.prec > now {
+			// Timers for this slot may still arrive (enqueue adds them to cur).
+			return time.Duration(t.readMs+t.prec-now) * time.Millisecond, nil
+		}
+		t.readMs += t.prec
+		t.cur, t.curLoaded = nil, false
+		select {
+		case <-t.b.stop:
+			return 0, nil
+		default:
+		}
+		if busy {
+			return 0, nil
+		}
+	}
 }
 
 // enqueue moves up to a batch of new timer-topic messages into the wheel
@@ -215,16 +258,21 @@ func (t *timerService) enqueue() (int, error) {
 			t.b.log.Error("broker: timer message without TIMER_OUT_MS; delivered now", "offset", res.QueueOffsets[i])
 		}
 		slot := out / t.prec * t.prec
-		if err != nil || slot < t.readMs {
-			// Its slot was read already (or it cannot be placed): now.
+		if err != nil || slot < t.readMs || out <= t.b.cfg.Clock().UnixMilli() {
+			// Due, or its slot was read already (or it cannot be placed): now.
 			if m, ok := t.dueCopy(&rec, -1); ok {
 				due = append(due, m)
 			}
 			continue
 		}
-		if _, err := t.wheel.Add(timerwheel.Entry{DeliverMs: slot, Phys: rec.PhysOffset, Size: rec.TotalSize,
-			QueueOffset: res.QueueOffsets[i]}); err != nil {
+		e, err := t.wheel.Add(timerwheel.Entry{DeliverMs: slot, ExactMs: out, Phys: rec.PhysOffset, Size: rec.TotalSize,
+			QueueOffset: res.QueueOffsets[i]})
+		if err != nil {
 			return 0, err
+		}
+		if slot == t.readMs && t.curLoaded { // the slot being read: into cur too
+			j, _ := slices.BinarySearchFunc(t.cur, e, func(a, b timerwheel.Entry) int { return cmp.Compare(a.ExactMs, b.ExactMs+1) })
+			t.cur = slices.Insert(t.cur, j, e)
 		}
 		t.pending.Add(1)
 	}
@@ -252,12 +300,8 @@ func (t *timerService) dueCopy(rec *record.Record, enqueueMs int64) (*storage.Me
 	return m, true
 }
 
-// deliverSlot delivers every timer of the slot at ms.
-func (t *timerService) deliverSlot(ms int64) error {
-	entries, err := t.wheel.Slot(ms)
-	if err != nil || len(entries) == 0 {
-		return err
-	}
+// deliverEntries delivers the timers of entries.
+func (t *timerService) deliverEntries(entries []timerwheel.Entry) error {
 	batch := make([]*storage.Message, 0, min(len(entries), 256))
 	bytes := 0
 	for _, e := range entries {
@@ -271,7 +315,7 @@ func (t *timerService) deliverSlot(ms int64) error {
 			t.b.log.Error("broker: a timer message is corrupt; skipped", "phys", e.Phys, "err", err)
 			continue
 		}
-		m, ok := t.dueCopy(&rec, ms)
+		m, ok := t.dueCopy(&rec, e.DeliverMs)
 		if !ok {
 			continue
 		}

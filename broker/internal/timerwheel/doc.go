@@ -28,8 +28,9 @@
 //	24  8    phys         the CommitLog record's offset
 //	32  8    queueOffset  its offset in the timer topic's queue, to resume
 //	                      enqueueing after a crash
-//	40  4    crc          CRC-32 (IEEE) of bytes 0..39
-//	44  4    reserved
+//	40  4    exactOffset  due time - deliverMs: the slot is read at its start
+//	                      and each entry delivered at its own time
+//	44  4    crc          CRC-32 (IEEE) of bytes 0..43
 //
 // Slot (32 bytes, at (deliverMs/precision mod Slots)·32):
 //

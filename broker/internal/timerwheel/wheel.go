@@ -37,6 +37,7 @@ type Options struct {
 // Entry is one pending timer.
 type Entry struct {
 	DeliverMs   int64 // the slot's start
+	ExactMs     int64 // when it is due: in [DeliverMs, DeliverMs+precision)
 	Phys        int64
 	Size        int32
 	QueueOffset int64
@@ -213,11 +214,13 @@ func (w *Wheel) scan(g *segment, relink bool) (int64, error) {
 }
 
 func decode(b []byte) (Entry, bool) {
-	if binary.BigEndian.Uint32(b) != magic || binary.BigEndian.Uint32(b[40:]) != crc32.ChecksumIEEE(b[:40]) {
+	if binary.BigEndian.Uint32(b) != magic || binary.BigEndian.Uint32(b[44:]) != crc32.ChecksumIEEE(b[:44]) {
 		return Entry{}, false
 	}
-	return Entry{Size: int32(binary.BigEndian.Uint32(b[4:])), DeliverMs: int64(binary.BigEndian.Uint64(b[16:])),
-		Phys: int64(binary.BigEndian.Uint64(b[24:])), QueueOffset: int64(binary.BigEndian.Uint64(b[32:]))}, true
+	e := Entry{Size: int32(binary.BigEndian.Uint32(b[4:])), DeliverMs: int64(binary.BigEndian.Uint64(b[16:])),
+		Phys: int64(binary.BigEndian.Uint64(b[24:])), QueueOffset: int64(binary.BigEndian.Uint64(b[32:]))}
+	e.ExactMs = e.DeliverMs + int64(binary.BigEndian.Uint32(b[40:]))
+	return e, true
 }
 
 func prevOf(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[8:])) }
@@ -291,8 +294,8 @@ func (w *Wheel) Add(e Entry) (Entry, error) {
 	binary.BigEndian.PutUint64(b[16:], uint64(e.DeliverMs))
 	binary.BigEndian.PutUint64(b[24:], uint64(e.Phys))
 	binary.BigEndian.PutUint64(b[32:], uint64(e.QueueOffset))
-	binary.BigEndian.PutUint32(b[40:], crc32.ChecksumIEEE(b[:40]))
-	binary.BigEndian.PutUint32(b[44:], 0)
+	binary.BigEndian.PutUint32(b[40:], uint32(min(max(e.ExactMs-e.DeliverMs, 0), w.o.PrecisionMs-1)))
+	binary.BigEndian.PutUint32(b[44:], crc32.ChecksumIEEE(b[:44]))
 	if _, err := g.f.WriteAt(b, w.end-g.base); err != nil {
 		return e, err
 	}

@@ -1,0 +1,127 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// BenchmarkTimers measures the timer wheel: the broker's RSS growth with
+// N timers pending (due in an hour), then the lateness of 10,000 timers
+// falling due within one second (10k due/s) while those N stay pending:
+// the delivered copy's store time minus the time asked for (never
+// negative). Sizes: -bench 'Timers/pending=1000000' for the 1M target.
+//
+//	go test -run '^$' -bench Timers -benchtime 1x ./broker/
+func BenchmarkTimers(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				benchTimers(b, n)
+			}
+		})
+	}
+}
+
+func benchTimers(b *testing.B, pending int) {
+	br := newBroker(b, b.TempDir(), func(c *Config) { c.MappedFileSizeCommitLog = 256 << 20 })
+	if err := br.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	c := dialRaw(b, br.Addr())
+	c.call(createTopicReq("bt", 8))
+	runtime.GC()
+	rss0 := rssBytes()
+	far := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
+	start := time.Now()
+	sendPipelined(b, c, pending, func(i int) map[string]string { return map[string]string{"TIMER_DELIVER_MS": far} })
+	for br.timers.pending.Load() < int64(pending) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	enq := time.Since(start)
+	runtime.GC()
+	rss1 := rssBytes()
+
+	const due = 10_000
+	base := time.Now().Add(3 * time.Second).UnixMilli()
+	sendPipelined(b, c, due, func(i int) map[string]string {
+		return map[string]string{"TIMER_DELIVER_MS": strconv.FormatInt(base+int64(i)/10, 10)} // 10 a ms: 1 s
+	})
+	var late []int64
+	pc := dialRaw(b, br.Addr())
+	deadline := time.Now().Add(time.Minute)
+	offs := make([]int64, 8)
+	for len(late) < due && time.Now().Before(deadline) {
+		got := false
+		for q := int32(0); q < 8; q++ {
+			r := pc.call(pullReq("bench", "bt", q, offs[q], 512, 0, "*"))
+			if r.Code != protocol.Success {
+				continue
+			}
+			got = true
+			for _, rec := range decodeRecords(b, r.Body) {
+				offs[q]++
+				v, _ := record.LookupProperty(rec.UserProperties(), "TIMER_DELIVER_MS")
+				want, _ := strconv.ParseInt(string(v), 10, 64)
+				late = append(late, rec.StoreTimestamp-want)
+			}
+		}
+		if !got {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if len(late) < due {
+		b.Fatalf("%d of %d due timers delivered", len(late), due)
+	}
+	slices.Sort(late)
+	b.ReportMetric(float64(late[len(late)/2]), "p50-late-ms")
+	b.ReportMetric(float64(late[len(late)*99/100]), "p99-late-ms")
+	b.ReportMetric(float64(late[len(late)-1]), "max-late-ms")
+	b.ReportMetric(float64(late[0]), "min-late-ms")
+	b.ReportMetric(float64(rss1-rss0)/(1<<20), "rss-growth-MiB")
+	b.ReportMetric(float64(pending)/enq.Seconds(), "enqueued/s")
+}
+
+// sendPipelined sends n messages to bt (queue i%8) with props(i), 256 in
+// flight.
+func sendPipelined(b *testing.B, c *rawClient, n int, props func(i int) map[string]string) {
+	inflight := make(chan (<-chan *protocol.Command), 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ch := range inflight {
+			if r := <-ch; r.Code != protocol.Success {
+				b.Errorf("send: %s", r)
+			}
+		}
+	}()
+	for i := 0; i < n; i++ {
+		inflight <- c.start(sendReq("bt", int32(i%8), []byte("timer-body-0123456789"), props(i)))
+	}
+	close(inflight)
+	<-done
+}
+
+// rssBytes is this process's resident set (Linux), 0 elsewhere.
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
