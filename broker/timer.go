@@ -51,11 +51,11 @@ type timerService struct {
 	kick chan struct{}
 	// owned by the loop
 	wheel     *timerwheel.Wheel
-	readMs    int64 // the slot being read (or next to read)
+	readMs    int64              // the slot being read (or next to read)
 	cur       []timerwheel.Entry // readMs's entries not yet delivered, by due time
 	curLoaded bool               // cur holds slot readMs
-	queueOff  int64 // next timer-queue offset to enqueue
-	flushTo   int64 // end of the last delivered copy
+	queueOff  int64              // next timer-queue offset to enqueue
+	flushTo   int64              // end of the last delivered copy
 	lastCheck time.Time
 	// Pending is the number of timers enqueued and not yet delivered
 	// (stats; approximate across restarts).
