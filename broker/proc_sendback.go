@@ -68,19 +68,8 @@ func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Comma
 	if err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "re-encode properties: "+err.Error())
 	}
-	m := &storage.Message{
-		Topic:          topic,
-		QueueID:        queue,
-		Flag:           rec.Flag,
-		SysFlag:        rec.SysFlag &^ (record.FlagBornHostV6 | record.FlagStoreHostV6),
-		Body:           rec.Body,
-		Properties:     enc,
-		TagsCode:       record.TagsCodeOf(enc),
-		BornTimestamp:  rec.BornTimestamp,
-		BornHost:       rec.BornHost,
-		StoreHost:      b.storeHost,
-		ReconsumeTimes: rec.ReconsumeTimes + 1,
-	}
+	m := recordCopy(rec, topic, queue, enc)
+	m.StoreHost, m.ReconsumeTimes = b.storeHost, rec.ReconsumeTimes+1
 	if r := b.deferDelivery(req, m); r != nil {
 		return r
 	}

@@ -347,17 +347,23 @@ func (b *Broker) dueMessage(rec *record.Record, keepReal bool) (*storage.Message
 	if err != nil {
 		return nil, false
 	}
+	return recordCopy(rec, topic, int32(qid), enc), true
+}
+
+// recordCopy is a new message with rec's body, flag, sysflag, born time,
+// hosts and reconsume count, to topic/queue with props.
+func recordCopy(rec *record.Record, topic string, queue int32, props []byte) *storage.Message {
 	return &storage.Message{
 		Topic:          topic,
-		QueueID:        int32(qid),
+		QueueID:        queue,
 		Flag:           rec.Flag,
 		SysFlag:        rec.SysFlag &^ (record.FlagBornHostV6 | record.FlagStoreHostV6),
 		Body:           rec.Body,
-		Properties:     enc,
-		TagsCode:       record.TagsCodeOf(enc),
+		Properties:     props,
+		TagsCode:       record.TagsCodeOf(props),
 		BornTimestamp:  rec.BornTimestamp,
 		BornHost:       rec.BornHost,
 		StoreHost:      rec.StoreHost,
 		ReconsumeTimes: rec.ReconsumeTimes,
-	}, true
+	}
 }

@@ -2,6 +2,7 @@ package timerwheel
 
 import (
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/samsamq/samsa/storage/vfs"
@@ -32,18 +33,6 @@ func phys(t *testing.T, w *Wheel, slot int64) []int64 {
 	return out
 }
 
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestChainsAndTurns: entries of a slot come back oldest first across
 // segments; a slot of an earlier turn of the wheel reads as empty.
 func TestChainsAndTurns(t *testing.T) {
@@ -55,7 +44,7 @@ func TestChainsAndTurns(t *testing.T) {
 	for i := int64(0); i < 30; i++ {
 		add(t, w, 1000+100*(i%3), i)
 	}
-	if got := phys(t, w, 1100); !equal(got, []int64{1, 4, 7, 10, 13, 16, 19, 22, 25, 28}) {
+	if got := phys(t, w, 1100); !slices.Equal(got, []int64{1, 4, 7, 10, 13, 16, 19, 22, 25, 28}) {
 		t.Fatalf("slot 1100: %v", got)
 	}
 	if got := phys(t, w, 1000+100*1000); len(got) != 0 { // same index, next turn
@@ -85,7 +74,7 @@ func TestCleanReopen(t *testing.T) {
 	if cp.ReadMs != 400 || cp.QueueOffset != 20 || !cp.Clean || w.LastQueueOffset != 19 {
 		t.Fatalf("checkpoint %+v last %d", cp, w.LastQueueOffset)
 	}
-	if got := phys(t, w, 800); !equal(got, []int64{3, 7, 11, 15, 19}) {
+	if got := phys(t, w, 800); !slices.Equal(got, []int64{3, 7, 11, 15, 19}) {
 		t.Fatalf("slot 800: %v", got)
 	}
 }
@@ -144,7 +133,7 @@ func TestTrim(t *testing.T) {
 	if n, _ := w.Trim(5000); n != 1 || w.Segments() != 1 {
 		t.Fatalf("trim at 5000: %d, %d left", n, w.Segments())
 	}
-	if got := phys(t, w, 2000); !equal(got, []int64{19}) {
+	if got := phys(t, w, 2000); !slices.Equal(got, []int64{19}) {
 		t.Fatalf("slot 2000: %v", got)
 	}
 }
