@@ -17,7 +17,7 @@ import (
 // just before the kill may arrive twice (at least once), and is counted.
 func TestDelayAndTimerSurviveKill(t *testing.T) {
 	dir := t.TempDir()
-	props := "SAMSA_BROKER_PROPS=messageDelayLevel=300ms 3s;flushDelayOffsetInterval=200;timerFlushIntervalMs=200"
+	props := "SAMSA_BROKER_PROPS=messageDelayLevel=300ms 2s;flushDelayOffsetInterval=200;timerFlushIntervalMs=200"
 	child := startChildBroker(t, dir, props)
 	c := dialRaw(t, child.addr)
 	if r := c.call(createTopicReq("ck", 1)); r.Code != protocol.Success {
@@ -38,10 +38,10 @@ func TestDelayAndTimerSurviveKill(t *testing.T) {
 	waitFor(t, func() bool { return len(pullAllRecords(t, child.addr, "ck")) >= 20 }, "the first 20 delivered")
 	time.Sleep(500 * time.Millisecond) // let a save or two pass
 	for i := 0; i < 10; i++ {
-		send(fmt.Sprintf("d2-%d", i), map[string]string{"DELAY": "2"}, 3*time.Second)
-		send(fmt.Sprintf("t2-%d", i), map[string]string{"TIMER_DELAY_MS": strconv.Itoa(2500 + 50*i)}, time.Duration(2500+50*i)*time.Millisecond)
+		send(fmt.Sprintf("d2-%d", i), map[string]string{"DELAY": "2"}, 2*time.Second)
+		send(fmt.Sprintf("t2-%d", i), map[string]string{"TIMER_DELAY_MS": strconv.Itoa(1500 + 50*i)}, time.Duration(1500+50*i)*time.Millisecond)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(700 * time.Millisecond)
 	child.cmd.Process.Signal(syscall.SIGKILL)
 	child.cmd.Wait()
 

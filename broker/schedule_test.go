@@ -51,7 +51,7 @@ func TestParseDelayLevels(t *testing.T) {
 // level's delay, with its properties restored (DELAY gone, REAL_TOPIC and
 // REAL_QID kept as RocketMQ does).
 func TestDelayLevelArrivesNoEarlier(t *testing.T) {
-	b := startBroker(t, "", func(c *Config) { c.MessageDelayLevel = "1s 2s" })
+	b := startBroker(t, "", func(c *Config) { c.MessageDelayLevel = "500ms 1200ms" })
 	defer b.Close()
 	c := dialRaw(t, b.Addr())
 	if r := c.call(createTopicReq("dl", 2)); r.Code != protocol.Success {
@@ -70,8 +70,8 @@ func TestDelayLevelArrivesNoEarlier(t *testing.T) {
 		t.Fatal("the delayed message is consumable at once")
 	}
 	rec := waitRecord(t, c, "dl", 1, 0, 20*time.Second)
-	if lag := rec.StoreTimestamp - t0; lag < 2000 {
-		t.Fatalf("delivered %d ms after the send, before the level's 2 s", lag)
+	if lag := rec.StoreTimestamp - t0; lag < 1200 {
+		t.Fatalf("delivered %d ms after the send, before the level's 1.2 s", lag)
 	}
 	props := record.ParseProperties(rec.UserProperties())
 	if string(rec.Body) != "later" || string(rec.Topic) != "dl" || props["DELAY"] != "" || props["TAGS"] != "tg" ||
