@@ -48,8 +48,8 @@ type scheduleService struct {
 	levels []time.Duration // level i+1 waits levels[i]
 	file   jsonFile
 	kick   []chan struct{} // per queue, a dispatch into it
-	// flushTo is the end of the last delivered copy: flushed before the
-	// offsets that skip it are saved.
+	// flushTo is the end of the furthest delivered copy: flushed before
+	// the offsets that skip it are saved.
 	flushTo atomic.Int64
 	saveMu  sync.Mutex // one save at a time
 	mu      struct {
@@ -317,7 +317,11 @@ func (s *scheduleService) deliver(rec *record.Record, level int) bool {
 		s.b.log.Log(context.Background(), slog.LevelWarn, "broker: deliver a delayed message", "level", level, "topic", m.Topic, "err", err)
 		return false
 	}
-	s.flushTo.Store(res.PhysicalOffset + int64(res.Size))
+	for end := res.PhysicalOffset + int64(res.Size); ; { // the levels race: keep the highest
+		if cur := s.flushTo.Load(); cur >= end || s.flushTo.CompareAndSwap(cur, end) {
+			break
+		}
+	}
 	s.b.stats.put(m.Topic, 1, len(m.Body))
 	return true
 }

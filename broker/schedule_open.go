@@ -11,6 +11,11 @@ func (b *Broker) openSchedule() error {
 	b.sched = s
 	b.topics.addSystem(newTopicConfig(ScheduleTopic, scheduleQueues, PermRead|PermWrite))
 	if b.cfg.TimerWheelEnable {
+		if keep := b.cfg.FileReservedTime * 3600; keep > 0 && keep < b.cfg.TimerMaxDelaySec {
+			// A timer's message stays in the CommitLog until it is due.
+			b.log.Warn("broker: fileReservedTime does not outlast timerMaxDelaySec: retention may delete a timer's message before it is due",
+				"fileReservedTimeHours", b.cfg.FileReservedTime, "timerMaxDelaySec", b.cfg.TimerMaxDelaySec)
+		}
 		b.topics.addSystem(newTopicConfig(TimerTopic, 1, PermRead|PermWrite))
 		b.timers = newTimerService(b)
 		b.store.OnDispatch(b.timers.onDispatch)
