@@ -23,7 +23,7 @@ type ScheduleConfig struct {
 	FlushDelayOffsetInterval time.Duration
 	// TimerWheelEnable (timerWheelEnable): accept timer messages
 	// (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS). Default true;
-	// false refuses them with MESSAGE_ILLEGAL.
+	// false refuses them with SYSTEM_ERROR, as RocketMQ.
 	TimerWheelEnable bool
 	// TimerMaxDelaySec (timerMaxDelaySec): the furthest a timer may
 	// point ahead; beyond it a send gets MESSAGE_ILLEGAL. Default 3 days.

@@ -25,6 +25,9 @@ func (b *Broker) processSendBatch(c *conn, req *protocol.Command) *protocol.Comm
 	if strings.HasPrefix(h.Topic, RetryGroupPrefix) {
 		return protocol.NewResponse(req, protocol.MessageIllegal, "batch request does not support retry group "+h.Topic)
 	}
+	if batchDelayed(h.Properties) {
+		return protocol.NewResponse(req, protocol.MessageIllegal, "a batch cannot have a delay level (DELAY)")
+	}
 	items, err := decodeBatch(req.Body, b.cfg.MaxMessageSize)
 	if err != nil {
 		return protocol.NewResponse(req, protocol.MessageIllegal, err.Error())

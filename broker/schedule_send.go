@@ -74,7 +74,7 @@ func (b *Broker) deferDelivery(req *protocol.Command, m *storage.Message) *proto
 		return b.redirect(req, m, props, ScheduleTopic, int32(level-1))
 	}
 	if !b.cfg.TimerWheelEnable {
-		return protocol.NewResponse(req, protocol.MessageIllegal, "timer messages are not enabled on this broker (timerWheelEnable=false)")
+		return protocol.NewResponse(req, protocol.SystemError, "accurate timer message is not enabled, timerWheelEnable is false")
 	}
 	now := b.cfg.Clock().UnixMilli()
 	var deliver int64
@@ -99,7 +99,7 @@ func (b *Broker) deferDelivery(req *protocol.Command, m *storage.Message) *proto
 	}
 	if max := int64(b.cfg.TimerMaxDelaySec) * 1000; deliver-now > max {
 		return protocol.NewResponse(req, protocol.MessageIllegal, fmt.Sprintf(
-			"timer message delivers %d ms ahead, beyond timerMaxDelaySec %d", deliver-now, b.cfg.TimerMaxDelaySec))
+			"timer message illegal, the delay time should not be bigger than the max delay %dms (asked %d ms ahead)", max, deliver-now))
 	}
 	// TIMER_OUT_MS is the exact time (RocketMQ rounds it down to its
 	// precision and delivers at the end of that slot): the wheel reads a
@@ -137,4 +137,16 @@ func answerTarget(m *storage.Message) (string, int32) {
 		return m.Topic, m.QueueID
 	}
 	return string(t), int32(qid)
+}
+
+// batchDelayed reports whether a batch's header properties ask for a
+// delay level: RocketMQ refuses such a batch (MESSAGE_ILLEGAL,
+// CommitLog.asyncPutMessages).
+func batchDelayed(props string) bool {
+	v, ok := record.LookupProperty([]byte(props), propDelay)
+	if !ok {
+		return false
+	}
+	n, _ := strconv.Atoi(string(v))
+	return n > 0
 }

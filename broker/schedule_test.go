@@ -239,3 +239,32 @@ func TestSlaveCopiesDelayOffsets(t *testing.T) {
 		t.Fatalf("slave's delayOffset.json %s %v %v", f, err, derr)
 	}
 }
+
+// TestDelayRefusals: a batch with a delay level is MESSAGE_ILLEGAL and
+// timers on a broker with timerWheelEnable=false are SYSTEM_ERROR, as in
+// RocketMQ; a bad timer property is MESSAGE_ILLEGAL.
+func TestDelayRefusals(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) { _ = c.Set("timerWheelEnable", "false") })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("rf", 1))
+	req := batchReq("rf", 2)
+	h, _ := protocol.DecodeSendMessageRequest(req)
+	h.Properties = "DELAY\x013\x02"
+	req = protocol.NewRequest(protocol.SendBatchMessage, h.V2().Encode(), req.Body)
+	if r := c.call(req); r.Code != protocol.MessageIllegal {
+		t.Fatalf("delayed batch: %s", r)
+	}
+	if r := c.call(sendReq("rf", 0, []byte("x"), map[string]string{"TIMER_DELAY_SEC": "5"})); r.Code != protocol.SystemError {
+		t.Fatalf("timer with the wheel off: %s", r)
+	}
+	if r := c.call(sendReq("rf", 0, []byte("x"), map[string]string{"DELAY": "1", "TIMER_DELAY_SEC": "5"})); r.Code != protocol.Success {
+		t.Fatalf("a delay level wins over timer properties: %s", r)
+	}
+	b2 := startBroker(t, "", nil)
+	defer b2.Close()
+	c2 := dialRaw(t, b2.Addr())
+	if r := c2.call(sendReq("rf", 0, []byte("x"), map[string]string{"TIMER_DELAY_MS": "soon"})); r.Code != protocol.MessageIllegal {
+		t.Fatalf("bad timer property: %s", r)
+	}
+}
