@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -83,6 +86,17 @@ func TestDelayLevelArrivesNoEarlier(t *testing.T) {
 	var f delayOffsetFile
 	if ans.Code != protocol.Success || json.Unmarshal(ans.Body, &f) != nil || f.OffsetTable[2] != 1 {
 		t.Fatalf("GET_ALL_DELAY_OFFSET: %s %s", ans, ans.Body)
+	}
+	// The text stats show it too (RocketMQ's scheduleMessageOffset_<level>).
+	tc, err := net.Dial("tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	fmt.Fprintf(tc, "stats schedule\r\n")
+	line, _ := bufio.NewReader(tc).ReadString('\n')
+	if line != "STAT scheduleMessageOffset_2 1,1\r\n" {
+		t.Fatalf("stats schedule: %q", line)
 	}
 	// A send straight to the schedule topic is refused.
 	if r := c.call(sendReq(ScheduleTopic, 0, []byte("x"), nil)); r.Code != protocol.NoPermission {

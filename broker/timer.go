@@ -57,9 +57,11 @@ type timerService struct {
 	queueOff  int64              // next timer-queue offset to enqueue
 	flushTo   int64              // end of the last delivered copy
 	lastCheck time.Time
-	// Pending is the number of timers enqueued and not yet delivered
-	// (stats; approximate across restarts).
-	pending atomic.Int64
+	// pending is the number of timers enqueued and not yet delivered
+	// (stats; approximate across restarts); readPub and queuePub publish
+	// readMs and queueOff for the stats.
+	pending           atomic.Int64
+	readPub, queuePub atomic.Int64
 }
 
 func newTimerService(b *Broker) *timerService {
@@ -212,6 +214,7 @@ func (t *timerService) dequeue(busy bool) (time.Duration, error) {
 			return time.Duration(t.readMs+t.prec-now) * time.Millisecond, nil
 		}
 		t.readMs += t.prec
+		t.readPub.Store(t.readMs)
 		t.cur, t.curLoaded = nil, false
 		select {
 		case <-t.b.stop:
@@ -280,6 +283,7 @@ func (t *timerService) enqueue() (int, error) {
 		return 0, err
 	}
 	t.queueOff = res.NextOffset
+	t.queuePub.Store(t.queueOff)
 	return len(res.Records), nil
 }
 
