@@ -45,8 +45,9 @@
 // nothing is delivered twice; after a crash, what was delivered since the
 // last save may be delivered again (at least once); nothing is lost. Only a
 // master runs these loops: the two topics replicate with the CommitLog, a
-// slave copies delayOffset.json from its master, and the timer files are
-// rebuilt from the timer topic on a broker that lacks them.
+// slave copies delayOffset.json and the timer progress from its master,
+// and the timer files are rebuilt from the timer topic on a broker that
+// lacks them.
 //
 // Files under StorePathRootDir/config/ are written atomically (temp file,
 // fsync, rename, fsync the directory) through storage/vfs.
@@ -64,6 +65,10 @@
 //     and group changes, and never creates a topic (slave.go). It serves
 //     pulls, long polls and offset queries from its own store; it never
 //     moves a consumer's offset and ignores a pull's commit flag.
+//   - A slave runs no delayed delivery; it copies its master's delay
+//     offsets and timer progress, so a slave later run as master on its
+//     store delivers what was pending and not again what was delivered
+//     before the last copy (schedule_slave.go, timer_sync.go).
 //   - A slave copies its master's topics, consumer offsets and
 //     subscription groups every slaveSyncInterval; offsets committed to it
 //     while the master is away are handed to the master first

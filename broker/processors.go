@@ -33,5 +33,6 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.GetAllSubscriptionGroupConfig:    b.processGetAllGroups,
 		protocol.DeleteSubscriptionGroup:          b.processDeleteGroup,
 		protocol.GetAllDelayOffset:                b.processGetAllDelayOffset,
+		protocol.GetTimerCheckPoint:               b.processGetTimerCheckPoint,
 	}
 }

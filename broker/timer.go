@@ -39,8 +39,9 @@ import (
 // the checkpoint's slot: timers delivered since the checkpoint are
 // delivered again (at least once), none is lost. Only a master runs the
 // loop; the timer topic replicates with the CommitLog, the timer files do
-// not: a slave made master rebuilds from the timer topic (what the old
-// master delivered and is still retained is delivered again, at once).
+// not: a slave copies its master's progress, and run as master it builds
+// its wheel from the timer topic, skipping what the old master delivered
+// (timer_sync.go).
 //
 // Goroutine: one loop (started by start on a master; woken by a dispatch
 // into the timer topic, by the next slot's end, by stop) owns the wheel
@@ -57,6 +58,10 @@ type timerService struct {
 	queueOff  int64              // next timer-queue offset to enqueue
 	flushTo   int64              // end of the last delivered copy
 	lastCheck time.Time
+	// skipQueue, skipMs: on a wheel built afresh after a master change,
+	// messages below queue offset skipQueue due before skipMs were
+	// delivered by the old master (timer_sync.go).
+	skipQueue, skipMs int64
 	// pending is the number of timers enqueued and not yet delivered
 	// (stats; approximate across restarts); readPub and queuePub publish
 	// readMs and queueOff for the stats.
@@ -89,12 +94,21 @@ func (t *timerService) open() (bool, error) {
 	t.readMs, t.queueOff = cp.ReadMs, max(cp.QueueOffset, w.LastQueueOffset+1)
 	if t.readMs == 0 {
 		t.readMs = t.b.cfg.Clock().UnixMilli() / t.prec * t.prec
+		var wm timerWatermark
+		if found, err := t.b.timerWatermarkFile().load(&wm); err == nil && found && wm.LastReadTimeMs > 0 && w.End() == 0 {
+			t.readMs = wm.LastReadTimeMs / t.prec * t.prec
+			t.skipQueue, t.skipMs = wm.MasterTimerQueueOffset, wm.LastReadTimeMs
+			t.b.log.Info("broker: timer wheel built from the timer topic after a master change",
+				"lastReadTimeMs", wm.LastReadTimeMs, "masterTimerQueueOffset", wm.MasterTimerQueueOffset)
+		}
 	}
 	if lo := t.b.store.MinQueueOffset(TimerTopic, 0); t.queueOff < lo {
 		t.queueOff = lo
 	}
 	t.queueOff = min(t.queueOff, t.b.store.MaxQueueOffset(TimerTopic, 0))
 	t.lastCheck = time.Now()
+	t.readPub.Store(t.readMs)
+	t.queuePub.Store(t.queueOff)
 	return true, nil
 }
 
@@ -259,6 +273,9 @@ func (t *timerService) enqueue() (int, error) {
 		out, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil {
 			t.b.log.Error("broker: timer message without TIMER_OUT_MS; delivered now", "offset", res.QueueOffsets[i])
+		}
+		if err == nil && res.QueueOffsets[i] < t.skipQueue && out < t.skipMs {
+			continue // the old master delivered it
 		}
 		slot := out / t.prec * t.prec
 		if err != nil || slot < t.readMs || out <= t.b.cfg.Clock().UnixMilli() {
