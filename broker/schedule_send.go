@@ -51,13 +51,21 @@ func (b *Broker) deferDelivery(req *protocol.Command, m *storage.Message) *proto
 	if len(m.Properties) == 0 || b.sched == nil {
 		return nil
 	}
-	level := 0
-	if v, ok := record.LookupProperty(m.Properties, propDelay); ok {
-		level, _ = strconv.Atoi(string(v))
-	}
-	_, sec := record.LookupProperty(m.Properties, propTimerDelaySec)
-	_, ms := record.LookupProperty(m.Properties, propTimerDelayMs)
-	_, at := record.LookupProperty(m.Properties, propTimerDeliverMs)
+	// One pass over the properties: every send comes through here.
+	level, sec, ms, at := 0, false, false, false
+	record.ForEachProperty(m.Properties, func(k, v []byte) bool {
+		switch string(k) {
+		case propDelay:
+			level, _ = strconv.Atoi(string(v))
+		case propTimerDelaySec:
+			sec = true
+		case propTimerDelayMs:
+			ms = true
+		case propTimerDeliverMs:
+			at = true
+		}
+		return true
+	})
 	isTimer := sec || ms || at
 	if (level <= 0 && !isTimer) || m.Topic == ScheduleTopic || m.Topic == TimerTopic || hasPrefix(m.Topic, DLQGroupPrefix) {
 		return nil

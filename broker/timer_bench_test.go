@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage"
 	"github.com/samsamq/samsa/storage/record"
 )
 
@@ -124,4 +125,20 @@ func rssBytes() int64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkDeferDeliveryPlain is what every send pays for delayed
+// delivery when it asks for none: one pass over five properties.
+func BenchmarkDeferDeliveryPlain(b *testing.B) {
+	br := newBroker(b, b.TempDir(), nil)
+	defer br.Close()
+	p, _ := record.EncodeProperties(map[string]string{"TAGS": "tagA", "KEYS": "key-1",
+		"UNIQ_KEY": "7F0000010000ADFD0000000000000000AA", "WAIT": "true", "idx": "12"})
+	m := &storage.Message{Topic: "t", Properties: p}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if br.deferDelivery(nil, m) != nil {
+			b.Fatal("a plain message deferred")
+		}
+	}
 }
