@@ -2,11 +2,14 @@ package broker
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +54,7 @@ func benchTimers(b *testing.B, pending int) {
 	enq := time.Since(start)
 	runtime.GC()
 	rss1 := rssBytes()
+	disk := diskBytes(filepath.Join(br.cfg.StorePathRootDir, "timerwheel"))
 
 	const due = 10_000
 	base := time.Now().Add(3 * time.Second).UnixMilli()
@@ -89,6 +93,7 @@ func benchTimers(b *testing.B, pending int) {
 	b.ReportMetric(float64(late[len(late)-1]), "max-late-ms")
 	b.ReportMetric(float64(late[0]), "min-late-ms")
 	b.ReportMetric(float64(rss1-rss0)/(1<<20), "rss-growth-MiB")
+	b.ReportMetric(float64(disk)/(1<<20), "timer-disk-MiB")
 	b.ReportMetric(float64(pending)/enq.Seconds(), "enqueued/s")
 }
 
@@ -141,4 +146,21 @@ func BenchmarkDeferDeliveryPlain(b *testing.B) {
 			b.Fatal("a plain message deferred")
 		}
 	}
+}
+
+// diskBytes is the space allocated to the files under dir (sparse files
+// count what they use).
+func diskBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					n += st.Blocks * 512
+				}
+			}
+		}
+		return nil
+	})
+	return n
 }
