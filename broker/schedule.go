@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -314,7 +313,7 @@ func (s *scheduleService) deliver(rec *record.Record, level int) bool {
 	}
 	res, err := s.b.store.Append(context.Background(), m)
 	if err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
-		s.b.log.Log(context.Background(), slog.LevelWarn, "broker: deliver a delayed message", "level", level, "topic", m.Topic, "err", err)
+		s.b.log.Warn("broker: deliver a delayed message", "level", level, "topic", m.Topic, "err", err)
 		return false
 	}
 	for end := res.PhysicalOffset + int64(res.Size); ; { // the levels race: keep the highest
