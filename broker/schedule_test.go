@@ -282,3 +282,32 @@ func TestDelayRefusals(t *testing.T) {
 		t.Fatalf("bad timer property: %s", r)
 	}
 }
+
+// TestTimerHotSlot: a slot with more timers than hotSlot is streamed once
+// it has passed: all arrive, none early.
+func TestTimerHotSlot(t *testing.T) {
+	defer func(n int) { hotSlot = n }(hotSlot)
+	hotSlot = 5
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("hs", 1))
+	at := time.Now().Add(800 * time.Millisecond).UnixMilli()
+	for i := 0; i < 20; i++ {
+		p := map[string]string{"TIMER_DELIVER_MS": strconv.FormatInt(at, 10)}
+		if r := c.call(sendReq("hs", 0, []byte(strconv.Itoa(i)), p)); r.Code != protocol.Success {
+			t.Fatal(r)
+		}
+	}
+	got := map[string]bool{}
+	for off := int64(0); off < 20; off++ {
+		rec := waitRecord(t, c, "hs", 0, off, 20*time.Second)
+		if rec.StoreTimestamp < at {
+			t.Errorf("timer %s delivered %d ms early", rec.Body, at-rec.StoreTimestamp)
+		}
+		got[string(rec.Body)] = true
+	}
+	if len(got) != 20 {
+		t.Fatalf("%d distinct of 20", len(got))
+	}
+}

@@ -27,7 +27,10 @@ import (
 // consumer to see, REAL_TOPIC and REAL_QID removed, TIMER_ENQUEUE_MS and
 // TIMER_DEQUEUE_MS added, as RocketMQ). A timer is never delivered before
 // its time; it is late by the loop's work, not by the precision (RocketMQ
-// delivers a slot once it has passed: up to a precision late).
+// delivers a slot once it has passed: up to a precision late). A slot of
+// more than hotSlot timers is not held: it is streamed from the log once
+// it has passed, so it costs a batch of memory and is up to a precision
+// late.
 //
 // Files: StorePathRootDir/timerwheel/ (timerlog/, timerwheel,
 // timercheck), opened on the first timer message (a broker that never
@@ -68,6 +71,11 @@ type timerService struct {
 	pending           atomic.Int64
 	readPub, queuePub atomic.Int64
 }
+
+// hotSlot is the most entries of one slot the loop holds in memory to
+// deliver each at its own time; a larger slot is streamed once it has
+// passed (up to a precision late). A variable for tests.
+var hotSlot = 1 << 16
 
 func newTimerService(b *Broker) *timerService {
 	return &timerService{b: b, prec: int64(b.cfg.TimerPrecisionMs), kick: make(chan struct{}, 1)}
@@ -202,6 +210,21 @@ func (t *timerService) dequeue(busy bool) (time.Duration, error) {
 		if !t.curLoaded {
 			if t.readMs > now {
 				return time.Duration(t.readMs-now) * time.Millisecond, nil
+			}
+			if n, err := t.wheel.SlotCount(t.readMs); err != nil {
+				return 0, err
+			} else if n > hotSlot {
+				// Too many to hold: once the whole slot is due, stream it
+				// (newest first), a batch of memory at a time.
+				if end := t.readMs + t.prec; end > now {
+					return time.Duration(end-now) * time.Millisecond, nil
+				}
+				if err := t.wheel.Walk(t.readMs, 256, t.deliverEntries); err != nil {
+					return 0, err
+				}
+				t.readMs += t.prec
+				t.readPub.Store(t.readMs)
+				continue
 			}
 			es, err := t.wheel.Slot(t.readMs)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -335,34 +336,61 @@ func (w *Wheel) tail() (*segment, error) {
 	return g, nil
 }
 
-// Slot returns the entries due in the slot starting at deliverMs, oldest
-// first.
-func (w *Wheel) Slot(deliverMs int64) ([]Entry, error) {
+// SlotCount is the number of entries of the slot starting at deliverMs.
+func (w *Wheel) SlotCount(deliverMs int64) (int, error) {
+	s, err := w.readSlot(deliverMs)
+	return int(s.count), err
+}
+
+// Walk calls fn with the entries of the slot starting at deliverMs,
+// newest first, at most batch at a time (fn must not keep the slice), so
+// a slot of millions costs one batch of memory.
+func (w *Wheel) Walk(deliverMs int64, batch int, fn func([]Entry) error) error {
 	s, err := w.readSlot(deliverMs)
 	if err != nil || s.last < 0 {
-		return nil, err
+		return err
 	}
-	out := make([]Entry, 0, s.count)
+	buf := make([]Entry, 0, batch)
 	var b [EntrySize]byte
-	for pos := s.last; pos >= 0 && len(out) <= int(s.count); {
+	for pos, n := s.last, 0; pos >= 0 && n <= int(s.count); n++ {
 		g := w.segmentAt(pos)
 		if g == nil {
-			break // trimmed: never for a slot not yet read
+			break
 		}
 		if _, err := g.f.ReadAt(b[:], pos-g.base); err != nil {
-			return nil, err
+			return err
 		}
 		e, ok := decode(b[:])
 		if !ok || e.DeliverMs != deliverMs {
-			return nil, fmt.Errorf("timerwheel: bad entry at %d in the chain of slot %d", pos, deliverMs)
+			return fmt.Errorf("timerwheel: bad entry at %d in the chain of slot %d", pos, deliverMs)
 		}
 		e.Pos = pos
-		out = append(out, e)
+		if buf = append(buf, e); len(buf) == batch {
+			if err := fn(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
 		pos = prevOf(b[:])
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+	if len(buf) > 0 {
+		return fn(buf)
 	}
+	return nil
+}
+
+// Slot returns the entries due in the slot starting at deliverMs, oldest
+// first.
+func (w *Wheel) Slot(deliverMs int64) ([]Entry, error) {
+	var out []Entry
+	err := w.Walk(deliverMs, 1024, func(es []Entry) error {
+		out = append(out, es...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
 	return out, nil
 }
 
