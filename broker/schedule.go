@@ -229,15 +229,19 @@ func (s *scheduleService) runLevel(level int) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		wait := s.deliverDue(level, q, delay)
+		wait, head := s.deliverDue(level, q, delay)
 		if wait <= 0 {
 			continue
 		}
 		timer.Reset(min(wait, idleWait))
+		kick := s.kick[q]
+		if head {
+			kick = nil // waiting for a stored head: new arrivals fall due after it
+		}
 		select {
 		case <-s.b.stop:
 			return
-		case <-s.kick[q]:
+		case <-kick:
 		case <-timer.C:
 		}
 		if !timer.Stop() {
@@ -250,8 +254,9 @@ func (s *scheduleService) runLevel(level int) {
 }
 
 // deliverDue delivers what is due at the head of the level's queue and
-// says how long to wait before looking again (0: look again now).
-func (s *scheduleService) deliverDue(level int, q int32, delay time.Duration) time.Duration {
+// says how long to wait before looking again (0: look again now); head
+// says the wait is for a stored message to fall due.
+func (s *scheduleService) deliverDue(level int, q int32, delay time.Duration) (wait time.Duration, head bool) {
 	st := s.b.store
 	off := s.offset(level)
 	res, err := st.GetMessages(ScheduleTopic, q, off, 32, 1<<20, nil)
@@ -260,19 +265,22 @@ func (s *scheduleService) deliverDue(level int, q int32, delay time.Duration) ti
 	case errors.As(err, &ce):
 		s.b.log.Error("broker: a delayed message is corrupt; skipped", "level", level, "offset", off, "err", err)
 		s.setOffset(level, res.NextOffset)
-		return 0
+		return 0, false
 	case err != nil:
 		s.b.log.Warn("broker: read the schedule queue", "level", level, "offset", off, "err", err)
-		return 100 * time.Millisecond
+		return 100 * time.Millisecond, false
 	}
 	switch res.Status {
 	case storage.Found:
 	case storage.OffsetTooSmall, storage.OffsetOverflowBadly:
+		if res.NextOffset == off {
+			return idleWait, false
+		}
 		s.b.log.Warn("broker: delay level offset outside its queue; corrected", "level", level, "offset", off, "next", res.NextOffset)
 		s.setOffset(level, res.NextOffset)
-		return 0
+		return 0, false
 	default:
-		return idleWait // nothing (more) stored: a dispatch wakes us
+		return idleWait, false // nothing (more) stored: a dispatch wakes us
 	}
 	for i, raw := range res.Records {
 		var rec record.Record
@@ -287,19 +295,19 @@ func (s *scheduleService) deliverDue(level int, q int32, delay time.Duration) ti
 			due = now // RocketMQ's correctDeliverTimestamp
 		}
 		if wait := due.Sub(now); wait > 0 {
-			return wait
+			return wait, true
 		}
 		if !s.deliver(&rec, level) {
-			return 100 * time.Millisecond // the store refused: try again
+			return 100 * time.Millisecond, true // the store refused: try again
 		}
 		s.setOffset(level, res.QueueOffsets[i]+1)
 		select {
 		case <-s.b.stop:
-			return idleWait
+			return idleWait, false
 		default:
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // deliver appends the due copy of rec to its real topic; false when the
