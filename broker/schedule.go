@@ -282,11 +282,23 @@ func (s *scheduleService) deliverDue(level int, q int32, delay time.Duration) (w
 	default:
 		return idleWait, false // nothing (more) stored: a dispatch wakes us
 	}
+	// Consecutive due records go in one AppendBatch (bounded by
+	// batchBytes); the offset moves past them once it is stored.
+	var batch []*storage.Message
+	size, next := 0, off
+	flush := func() bool {
+		if len(batch) > 0 && !s.deliver(batch, level) {
+			return false
+		}
+		s.setOffset(level, next)
+		batch, size = batch[:0], 0
+		return true
+	}
 	for i, raw := range res.Records {
 		var rec record.Record
 		if err := record.Decode(raw, record.NoPhys, &rec); err != nil {
 			s.b.log.Error("broker: undecodable delayed message; skipped", "level", level, "offset", res.QueueOffsets[i], "err", err)
-			s.setOffset(level, res.QueueOffsets[i]+1)
+			next = res.QueueOffsets[i] + 1
 			continue
 		}
 		now := s.b.cfg.Clock()
@@ -295,43 +307,52 @@ func (s *scheduleService) deliverDue(level int, q int32, delay time.Duration) (w
 			due = now // RocketMQ's correctDeliverTimestamp
 		}
 		if wait := due.Sub(now); wait > 0 {
+			if !flush() {
+				return 100 * time.Millisecond, true // the store refused: try again
+			}
 			return wait, true
 		}
-		if !s.deliver(&rec, level) {
-			return 100 * time.Millisecond, true // the store refused: try again
+		if m, ok := s.b.dueMessage(&rec, true); ok {
+			if len(batch) > 0 && size+len(raw) > s.b.batchBytes() {
+				if !flush() {
+					return 100 * time.Millisecond, true
+				}
+			}
+			batch, size = append(batch, m), size+len(raw)
+		} else {
+			s.b.log.Error("broker: delayed message without REAL_TOPIC/REAL_QID; dropped", "level", level, "phys", rec.PhysOffset)
 		}
-		s.setOffset(level, res.QueueOffsets[i]+1)
-		select {
-		case <-s.b.stop:
-			return idleWait, false
-		default:
-		}
+		next = res.QueueOffsets[i] + 1
+	}
+	if !flush() {
+		return 100 * time.Millisecond, true
 	}
 	return 0, false
 }
 
-// deliver appends the due copy of rec to its real topic; false when the
-// store refused it (retried). A record without a real topic is dropped
-// (logged), as RocketMQ skips what it cannot convert.
-func (s *scheduleService) deliver(rec *record.Record, level int) bool {
-	m, ok := s.b.dueMessage(rec, true)
-	if !ok {
-		s.b.log.Error("broker: delayed message without REAL_TOPIC/REAL_QID; dropped", "level", level, "phys", rec.PhysOffset)
-		return true
-	}
-	res, err := s.b.store.Append(context.Background(), m)
+// deliver appends due copies to their real topics; false when the store
+// refused them (retried).
+func (s *scheduleService) deliver(ms []*storage.Message, level int) bool {
+	res, err := s.b.store.AppendBatch(context.Background(), ms)
 	if err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
-		s.b.log.Warn("broker: deliver a delayed message", "level", level, "topic", m.Topic, "err", err)
+		s.b.log.Warn("broker: deliver delayed messages", "level", level, "messages", len(ms), "err", err)
 		return false
 	}
-	for end := res.PhysicalOffset + int64(res.Size); ; { // the levels race: keep the highest
+	last := res[len(res)-1]
+	for end := last.PhysicalOffset + int64(last.Size); ; { // the levels race: keep the highest
 		if cur := s.flushTo.Load(); cur >= end || s.flushTo.CompareAndSwap(cur, end) {
 			break
 		}
 	}
-	s.b.stats.put(m.Topic, 1, len(m.Body))
+	for _, m := range ms {
+		s.b.stats.put(m.Topic, 1, len(m.Body))
+	}
 	return true
 }
+
+// batchBytes bounds a batch of delivered copies: AppendBatch writes a
+// batch into one CommitLog segment.
+func (b *Broker) batchBytes() int { return int(min(1<<20, b.cfg.MappedFileSizeCommitLog/4)) }
 
 // dueMessage is the copy of a delayed record that goes to its real topic
 // (RocketMQ's messageTimeUp / convertMessage): same body, flag, sysflag,

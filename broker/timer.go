@@ -365,7 +365,7 @@ func (t *timerService) deliverEntries(entries []timerwheel.Entry) error {
 		}
 		batch = append(batch, m)
 		bytes += len(m.Body) + len(m.Properties) + 256
-		if len(batch) == 256 || bytes >= 1<<20 {
+		if len(batch) == 256 || bytes >= t.b.batchBytes() {
 			if err := t.append(batch); err != nil {
 				return err
 			}
