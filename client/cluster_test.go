@@ -141,6 +141,11 @@ func (c *testCluster) restartBroker(i int) {
 	if err := cfg.Set("listenPort", port); err != nil {
 		c.t.Fatal(err)
 	}
+	// The replication port would default to port+1, which another socket
+	// may hold by now (a flake: "bind: address already in use").
+	if err := cfg.Set("haListenPort", "0"); err != nil {
+		c.t.Fatal(err)
+	}
 	b, err := broker.New(cfg)
 	if err != nil {
 		c.t.Fatal(err)
