@@ -79,6 +79,10 @@ type Broker struct {
 	}
 	metaSync *slaveSync // nil on a master
 	txn      *txnState  // the open half messages (txn.go); nil on a slave
+
+	// Delayed delivery (schedule.go, timer.go).
+	sched  *scheduleService
+	timers *timerService // nil with timerWheelEnable=false
 }
 
 // ErrClosed is returned by Start after Close.
@@ -146,6 +150,10 @@ func New(cfg Config) (*Broker, error) {
 			st.Close()
 			return nil, err
 		}
+	}
+	if err := b.openSchedule(); err != nil {
+		st.Close()
+		return nil, err
 	}
 	b.procs = b.processors()
 	return b, nil
@@ -230,6 +238,7 @@ func (b *Broker) Start() error {
 	if b.txn != nil {
 		b.goLoop(b.txnCheckLoop)
 	}
+	b.startSchedule()
 	b.reg.registerAll(true)
 	b.goLoop(b.reg.run)
 	if b.cfg.BrokerRole == Slave {
@@ -324,6 +333,10 @@ func (b *Broker) shutdown() error {
 	}
 	b.loops.Wait()
 	waitTimeout(&b.connWG, 10*time.Second)
+	if err := b.keepOnFull("delayed delivery state", "it keeps its last saved version (a restart delivers again what was delivered since)",
+		b.closeSchedule()); err != nil {
+		errs = append(errs, err)
+	}
 	if b.admin != nil {
 		b.admin.close()
 	}

@@ -134,7 +134,7 @@ func TestConsumerGroupMembership(t *testing.T) {
 // %RETRY%group with one more reconsume, and past maxReconsumeTimes to
 // %DLQ%group.
 func TestSendBackRetryAndDLQ(t *testing.T) {
-	b := startBroker(t, "", nil)
+	b := startBroker(t, "", func(c *Config) { c.MessageDelayLevel = shortLevels }) // the retry waits level 3
 	defer b.Close()
 	c := dialRaw(t, b.Addr())
 	c.call(createTopicReq("sb", 1))

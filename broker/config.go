@@ -252,6 +252,9 @@ type Config struct {
 	// Default 15 (RocketMQ's).
 	TransactionCheckMax int
 
+	// Delayed delivery: delay levels and timers (config_schedule.go).
+	ScheduleConfig
+
 	// Version is what the text protocol's version command reports (not a
 	// property). Default DefaultVersion.
 	Version string
@@ -352,6 +355,7 @@ func (c *Config) EnsureDefaults() {
 	setInt(&c.MaxConcurrentRequests, DefaultMaxConcurrent)
 	c.ensureHADefaults()
 	c.ensureTxnDefaults()
+	c.ensureScheduleDefaults()
 	if c.FS == nil {
 		c.FS = vfs.Default
 	}
@@ -418,6 +422,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateHA(bad)
 	c.validateTxn(bad)
+	c.validateSchedule(bad)
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
 		bad("defaultTopicQueueNums %d out of [1, 1024]", c.DefaultTopicQueueNums)
 	}

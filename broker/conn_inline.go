@@ -111,10 +111,10 @@ func (c *conn) processSends(cmds []*protocol.Command) {
 		}
 		c.b.appends.run(entries)
 		for j, e := range entries {
-			m := e.m
+			topic, queue := answerTarget(e.m)
 			res, err := c.b.appends.finish(e)
 			req := cmds[idx[j]]
-			resps[idx[j]] = c.b.sendResponse(req, m.Topic, m.QueueID, len(req.Body), []storage.AppendResult{res}, err)
+			resps[idx[j]] = c.b.sendResponse(req, topic, queue, len(req.Body), []storage.AppendResult{res}, err)
 		}
 	}()
 	for i, cmd := range cmds {

@@ -24,7 +24,14 @@ func brokerChild() error {
 		MappedFileSizeCommitLog: 1 << 20,
 		Logger:                  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	_ = cfg.Set("listenPort", "0")
-	txnChildConfig(&cfg) // txn_crash_test.go
+	txnChildConfig(&cfg)                                                     // txn_crash_test.go
+	for _, kv := range strings.Split(os.Getenv("SAMSA_BROKER_PROPS"), ";") { // key=value;... (schedule_crash_test.go)
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if err := cfg.Set(k, v); err != nil {
+				return err
+			}
+		}
+	}
 	b, err := New(cfg)
 	if err != nil {
 		return err
@@ -44,10 +51,11 @@ type childBroker struct {
 	addr string
 }
 
-func startChildBroker(t *testing.T, dir string) *childBroker {
+func startChildBroker(t *testing.T, dir string, env ...string) *childBroker {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=broker", "SAMSA_DIR="+dir)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

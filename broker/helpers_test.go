@@ -31,7 +31,7 @@ func startBroker(t *testing.T, dir string, mutate func(*Config)) *Broker {
 }
 
 // newBroker makes (not starts) a broker on loopback with a temp store.
-func newBroker(t *testing.T, dir string, mutate func(*Config)) *Broker {
+func newBroker(t testing.TB, dir string, mutate func(*Config)) *Broker {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()

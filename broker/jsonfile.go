@@ -68,24 +68,33 @@ func (f jsonFile) writeTemp(tmp string, b []byte) error {
 
 // load reads the file into v; found is false when there is no file.
 func (f jsonFile) load(v any) (found bool, err error) {
-	r, err := f.fs.Open(f.path, vfs.OpenOptions{ReadOnly: true})
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer r.Close()
-	n, err := r.Size()
-	if err != nil {
-		return false, err
-	}
-	b := make([]byte, n)
-	if m, err := r.ReadAt(b, 0); m < len(b) {
-		return false, fmt.Errorf("broker: read %s: %w", f.path, err)
+	b, found, err := f.read()
+	if err != nil || !found {
+		return found, err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return true, fmt.Errorf("broker: decode %s: %w", f.path, err)
 	}
 	return true, nil
+}
+
+// read returns the file's bytes; found is false when there is no file.
+func (f jsonFile) read() (b []byte, found bool, err error) {
+	r, err := f.fs.Open(f.path, vfs.OpenOptions{ReadOnly: true})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer r.Close()
+	n, err := r.Size()
+	if err != nil {
+		return nil, false, err
+	}
+	b = make([]byte, n)
+	if m, err := r.ReadAt(b, 0); m < len(b) {
+		return nil, false, fmt.Errorf("broker: read %s: %w", f.path, err)
+	}
+	return b, true, nil
 }

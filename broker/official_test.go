@@ -211,6 +211,8 @@ func officialChild() error {
 		return officialSQLPhase(ns, brokerAddr)
 	case "bigbatch":
 		return officialBigBatchPhase(ns, brokerAddr)
+	case "delay":
+		return officialDelayPhase(ns, brokerAddr)
 	case "slave":
 		n, _ := strconv.ParseInt(os.Getenv("SAMSA_SLAVE_N"), 10, 64)
 		return officialSlavePhase(ns, n, os.Getenv("SAMSA_PROGRESS"))

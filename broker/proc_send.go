@@ -31,7 +31,8 @@ func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
 	} else {
 		res, err = b.store.Append(context.Background(), m)
 	}
-	return b.sendResponse(req, m.Topic, m.QueueID, len(req.Body), []storage.AppendResult{res}, err)
+	topic, queue := answerTarget(m)
+	return b.sendResponse(req, topic, queue, len(req.Body), []storage.AppendResult{res}, err)
 }
 
 // prepareSend checks a single send and makes its message, or gives the
@@ -91,7 +92,10 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 		ReconsumeTimes: h.ReconsumeTimes,
 	}
 	if isPrepared(h.SysFlag, props) {
-		b.toHalf(m, h.ProducerGroup) // txn_store.go
+		b.toHalf(m, h.ProducerGroup) // txn_store.go; its delay applies when it is committed
+	} else if r := b.deferDelivery(req, m); r != nil { // a delay level or a timer (schedule_send.go)
+		b.stats.sendErrors.Add(1)
+		return nil, r
 	}
 	return m, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
@@ -21,10 +22,12 @@ const (
 // not process the message at a commit-log offset, so a copy goes to the
 // group's retry topic %RETRY%group with its reconsume count raised, or to
 // the dead-letter topic %DLQ%group once it was retried maxReconsumeTimes
-// (or the client asked with a negative delay level). The broker has no
-// schedule service yet, so the delay level is not honoured: the retry is
-// consumable at once. A slave refuses it (SYSTEM_ERROR, as RocketMQ 4.x
-// answers a put its slave store refused).
+// (or the client asked with a negative delay level). The retry waits its
+// delay level first (RocketMQ's consumerSendMsgBack): the client's level,
+// or 3 + the reconsume count when it sent 0 (10 s, 30 s, 1 min, ... with
+// the default table), through the schedule topic (schedule.go). A slave
+// refuses it (SYSTEM_ERROR, as RocketMQ 4.x answers a put its slave store
+// refused).
 func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Command {
 	if r := b.refuseSendBackOnSlave(req); r != nil {
 		return r
@@ -42,8 +45,11 @@ func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Comma
 		maxTimes = h.MaxReconsumeTimes
 	}
 	topic, queue := RetryGroupPrefix+h.Group, int32(0)
-	if rec.ReconsumeTimes >= maxTimes || h.DelayLevel < 0 {
-		topic = DLQGroupPrefix + h.Group
+	delayLevel := h.DelayLevel
+	if rec.ReconsumeTimes >= maxTimes || delayLevel < 0 {
+		topic, delayLevel = DLQGroupPrefix+h.Group, 0
+	} else if delayLevel == 0 {
+		delayLevel = 3 + rec.ReconsumeTimes
 	}
 	if _, created, err := b.topics.createIfMissing(topic, 1, PermRead|PermWrite); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "create "+topic+": "+err.Error())
@@ -57,22 +63,15 @@ func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Comma
 	if props[propOriginMessageID] == "" {
 		props[propOriginMessageID] = offsetMsgID(rec.StoreHost, rec.PhysOffset)
 	}
+	props[propDelay] = strconv.Itoa(int(delayLevel))
 	enc, err := record.EncodeProperties(props)
 	if err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "re-encode properties: "+err.Error())
 	}
-	m := &storage.Message{
-		Topic:          topic,
-		QueueID:        queue,
-		Flag:           rec.Flag,
-		SysFlag:        rec.SysFlag &^ (record.FlagBornHostV6 | record.FlagStoreHostV6),
-		Body:           rec.Body,
-		Properties:     enc,
-		TagsCode:       record.TagsCodeOf(enc),
-		BornTimestamp:  rec.BornTimestamp,
-		BornHost:       rec.BornHost,
-		StoreHost:      b.storeHost,
-		ReconsumeTimes: rec.ReconsumeTimes + 1,
+	m := recordCopy(rec, topic, queue, enc)
+	m.StoreHost, m.ReconsumeTimes = b.storeHost, rec.ReconsumeTimes+1
+	if r := b.deferDelivery(req, m); r != nil {
+		return r
 	}
 	res, err := b.store.Append(context.Background(), m)
 	if err != nil && !errors.Is(err, storage.ErrFlushTimeout) {

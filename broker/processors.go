@@ -35,5 +35,7 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.GetAllSubscriptionGroupConfig:    b.processGetAllGroups,
 		protocol.DeleteSubscriptionGroup:          b.processDeleteGroup,
 		protocol.EndTransaction:                   b.processEndTransaction,
+		protocol.GetAllDelayOffset:                b.processGetAllDelayOffset,
+		protocol.GetTimerCheckPoint:               b.processGetTimerCheckPoint,
 	}
 }

@@ -17,6 +17,10 @@ func (b *Broker) sendTarget(req *protocol.Command, h *protocol.SendMessageReques
 	if err := ValidateTopic(h.Topic); err != nil {
 		return TopicConfig{}, 0, protocol.NewResponse(req, protocol.MessageIllegal, err.Error())
 	}
+	if notSendable(h.Topic) {
+		return TopicConfig{}, 0, protocol.NewResponse(req, protocol.NoPermission,
+			fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.Topic))
+	}
 	if h.Topic == AutoCreateTopicKey {
 		return TopicConfig{}, 0, protocol.NewResponse(req, protocol.MessageIllegal,
 			fmt.Sprintf("the topic[%s] is conflict with system reserved words", h.Topic))

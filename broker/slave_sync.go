@@ -100,7 +100,8 @@ func (s *slaveSync) round() error {
 		return errNoMaster
 	}
 	// Each part goes on when another fails, as RocketMQ's syncAll does.
-	err := errors.Join(s.syncTopics(master), s.syncOffsets(master), s.syncGroups(master))
+	err := errors.Join(s.syncTopics(master), s.syncOffsets(master), s.syncGroups(master), s.syncDelayOffsets(master),
+		s.syncTimerCheckpoint(master))
 	if err != nil {
 		s.failures.Add(1)
 		return err

@@ -17,7 +17,8 @@ import (
 //	               everything; "topics" per-topic counts; "store" the
 //	               store's offsets and flush figures; "ha" the role,
 //	               the slaves (on a master) or the master and the
-//	               metadata sync (on a slave).
+//	               metadata sync (on a slave); "schedule" the delay
+//	               levels' and the timer wheel's progress.
 //	version        VERSION <version>
 //	quit           closes the connection
 //
@@ -90,6 +91,9 @@ func (b *Broker) writeStats(w *bufio.Writer, item string) bool {
 		lines = append(b.generalStats(), b.topicStats()...)
 		lines = append(lines, b.storeStats()...)
 		lines = append(lines, b.haStats()...)
+		lines = append(lines, b.scheduleStats()...)
+	case "schedule":
+		lines = b.scheduleStats()
 	case "ha":
 		lines = b.haStats()
 	case "topics":

@@ -96,8 +96,6 @@ const (
 	transProgressGroup     = "CID_RMQ_SYS_TRANS"
 	transOpTag             = "d"
 
-	propRealTopic              = "REAL_TOPIC"
-	propRealQueueID            = "REAL_QID"
 	propTranPrepared           = "TRAN_MSG"
 	propProducerGroup          = "PGROUP"
 	propUniqKey                = "UNIQ_KEY"

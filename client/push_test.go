@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/samsamq/samsa/broker"
 )
 
 // received records what consumers got, by message body.
@@ -135,21 +137,32 @@ func TestPushConsumerReceivesAll(t *testing.T) {
 	}
 }
 
+// TestPushConsumerRetriesFailures: a failed message comes back through
+// the group's retry topic with its topic restored, after the broker's
+// back-off (delay level 3 for a first retry; 500 ms in this table).
 func TestPushConsumerRetriesFailures(t *testing.T) {
-	c := startCluster(t, 1, nil)
+	c := startCluster(t, 1, func(cfg *broker.Config) { cfg.MessageDelayLevel = "10ms 20ms 500ms" })
 	c.createTopic("flaky", 2)
 	p := newTestProducer(t, c, nil)
 	produce(t, p, "flaky", 0, 20)
 	var mu sync.Mutex
 	attempts := map[string]int{}
+	failed := map[string]time.Time{}
 	done := make(chan string, 100)
 	pc := newTestPushConsumer(t, c, "g-flaky", func(_ context.Context, m *MessageExt) error {
 		mu.Lock()
 		attempts[string(m.Body)]++
 		n := attempts[string(m.Body)]
+		if n == 1 && m.Body[0]%2 == 0 {
+			failed[string(m.Body)] = time.Now()
+		}
+		at, wasFailed := failed[string(m.Body)]
 		mu.Unlock()
 		if n == 1 && m.Body[0]%2 == 0 {
 			return errors.New("first attempt fails")
+		}
+		if wasFailed && time.Since(at) < 490*time.Millisecond {
+			t.Errorf("%s retried %v after its failure, before the 500 ms back-off", m.Body, time.Since(at))
 		}
 		if m.Topic != "flaky" {
 			return fmt.Errorf("retried message has topic %q", m.Topic)

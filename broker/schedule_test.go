@@ -1,0 +1,313 @@
+package broker
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// shortLevels is the test's delay table: level n waits n×300 ms up to
+// level 4, then seconds.
+const shortLevels = "300ms 600ms 900ms 1200ms"
+
+// waitRecord pulls topic/queue from offset until a record arrives or the
+// deadline passes.
+func waitRecord(t *testing.T, c *rawClient, topic string, queue int32, offset int64, deadline time.Duration) record.Record {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for time.Now().Before(end) {
+		r := c.call(pullReq("waiter", topic, queue, offset, 1, 0, "*"))
+		if r.Code == protocol.Success {
+			return decodeRecords(t, r.Body)[0]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("nothing arrived in %s/%d@%d within %v", topic, queue, offset, deadline)
+	return record.Record{}
+}
+
+func TestParseDelayLevels(t *testing.T) {
+	got, err := parseDelayLevels(DefaultMessageDelayLevel)
+	if err != nil || len(got) != 18 || got[0] != time.Second || got[2] != 10*time.Second || got[17] != 2*time.Hour {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range []string{"", "1x", "s", "-1s", "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"} {
+		if _, err := parseDelayLevels(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	f, err := decodeDelayOffsets([]byte(`{"offsetTable":{1:3,2:0, 18 :7},"dataVersion":{"timestamp":5,"counter":2}}`))
+	if err != nil || f.OffsetTable[1] != 3 || f.OffsetTable[18] != 7 || f.DataVersion.Counter != 2 {
+		t.Fatalf("%+v %v", f, err)
+	}
+}
+
+// TestDelayLevelArrivesNoEarlier: a DELAY=2 message is stored in the
+// schedule topic, not in its topic, and arrives there no earlier than its
+// level's delay, with its properties restored (DELAY gone, REAL_TOPIC and
+// REAL_QID kept as RocketMQ does).
+func TestDelayLevelArrivesNoEarlier(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) { c.MessageDelayLevel = "500ms 1200ms" })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("dl", 2)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	t0 := time.Now().UnixMilli()
+	r := c.call(sendReq("dl", 1, []byte("later"), map[string]string{"DELAY": "2", "TAGS": "tg", "KEYS": "k1"}))
+	if r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	if q := r.ExtFields["queueId"]; q != "1" {
+		t.Errorf("answer names queue %s, want the real queue 1", q)
+	}
+	waitFor(t, func() bool { return b.store.MaxQueueOffset(ScheduleTopic, 1) == 1 }, "the schedule queue of level 2 to hold the message")
+	if p := c.call(pullReq("g", "dl", 1, 0, 1, 0, "*")); p.Code == protocol.Success {
+		t.Fatal("the delayed message is consumable at once")
+	}
+	rec := waitRecord(t, c, "dl", 1, 0, 20*time.Second)
+	if lag := rec.StoreTimestamp - t0; lag < 1200 {
+		t.Fatalf("delivered %d ms after the send, before the level's 1.2 s", lag)
+	}
+	props := record.ParseProperties(rec.UserProperties())
+	if string(rec.Body) != "later" || string(rec.Topic) != "dl" || props["DELAY"] != "" || props["TAGS"] != "tg" ||
+		props["KEYS"] != "k1" || props["REAL_TOPIC"] != "dl" || props["REAL_QID"] != "1" {
+		t.Fatalf("delivered %s %q %v", rec.Topic, rec.Body, props)
+	}
+	// GET_ALL_DELAY_OFFSET shows level 2 past its message.
+	ans := c.call(protocol.NewRequest(protocol.GetAllDelayOffset, nil, nil))
+	var f delayOffsetFile
+	if ans.Code != protocol.Success || json.Unmarshal(ans.Body, &f) != nil || f.OffsetTable[2] != 1 {
+		t.Fatalf("GET_ALL_DELAY_OFFSET: %s %s", ans, ans.Body)
+	}
+	// The text stats show it too (RocketMQ's scheduleMessageOffset_<level>).
+	tc, err := net.Dial("tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	fmt.Fprintf(tc, "stats schedule\r\n")
+	line, _ := bufio.NewReader(tc).ReadString('\n')
+	if line != "STAT scheduleMessageOffset_2 1,1\r\n" {
+		t.Fatalf("stats schedule: %q", line)
+	}
+	// A send straight to the schedule topic is refused.
+	if r := c.call(sendReq(ScheduleTopic, 0, []byte("x"), nil)); r.Code != protocol.NoPermission {
+		t.Fatalf("send to %s: %s", ScheduleTopic, r)
+	}
+}
+
+// TestDelayLevelCleanRestart: what was delivered before a clean stop is
+// not delivered again; what was pending is delivered after the restart.
+func TestDelayLevelCleanRestart(t *testing.T) {
+	dir := t.TempDir()
+	mut := func(c *Config) { c.MessageDelayLevel = shortLevels }
+	b := startBroker(t, dir, mut)
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("dr", 1))
+	if r := c.call(sendReq("dr", 0, []byte("first"), map[string]string{"DELAY": "1"})); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	waitRecord(t, c, "dr", 0, 0, 20*time.Second)
+	if r := c.call(sendReq("dr", 0, []byte("second"), map[string]string{"DELAY": "4"})); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	b.Close()
+	b = startBroker(t, dir, mut)
+	defer b.Close()
+	c = dialRaw(t, b.Addr())
+	rec := waitRecord(t, c, "dr", 0, 1, 20*time.Second)
+	if string(rec.Body) != "second" {
+		t.Fatalf("offset 1 holds %q", rec.Body)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := b.store.MaxQueueOffset("dr", 0); n != 2 {
+		t.Fatalf("dr holds %d messages after a clean restart, want 2", n)
+	}
+}
+
+// TestTimerArrivesNoEarlier: TIMER_DELAY_MS, TIMER_DELAY_SEC and
+// TIMER_DELIVER_MS messages arrive no earlier than asked, through the
+// timer topic; beyond timerMaxDelaySec a send is refused.
+func TestTimerArrivesNoEarlier(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) { c.TimerMaxDelaySec = 60 })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("tm", 1))
+	now := time.Now().UnixMilli()
+	sends := []map[string]string{
+		{"TIMER_DELAY_MS": "1500"},
+		{"TIMER_DELAY_SEC": "1"},
+		{"TIMER_DELIVER_MS": strconv.FormatInt(now+700, 10)},
+		{"TIMER_DELIVER_MS": strconv.FormatInt(now-1000, 10)}, // due: at once
+	}
+	want := []int64{now + 1500, now + 1000, now + 700, now}
+	for i, p := range sends {
+		p["KEYS"] = strconv.Itoa(i)
+		if r := c.call(sendReq("tm", 0, []byte("t"+strconv.Itoa(i)), p)); r.Code != protocol.Success {
+			t.Fatal(r)
+		}
+	}
+	if r := c.call(sendReq("tm", 0, []byte("far"), map[string]string{"TIMER_DELAY_SEC": "61"})); r.Code != protocol.MessageIllegal {
+		t.Fatalf("a timer beyond timerMaxDelaySec: %s", r)
+	}
+	seen := 0
+	for off := int64(0); off < 4; off++ {
+		rec := waitRecord(t, c, "tm", 0, off, 20*time.Second)
+		props := record.ParseProperties(rec.UserProperties())
+		i, _ := strconv.Atoi(props["KEYS"])
+		if rec.StoreTimestamp < want[i] {
+			t.Errorf("timer %d delivered at %d, %d ms early", i, rec.StoreTimestamp, want[i]-rec.StoreTimestamp)
+		}
+		if i != 3 && (props["REAL_TOPIC"] != "" || props["TIMER_OUT_MS"] == "" || props["TIMER_DEQUEUE_MS"] == "") {
+			t.Errorf("timer %d delivered with %v", i, props)
+		}
+		seen |= 1 << i
+	}
+	if seen != 15 {
+		t.Fatalf("delivered set %b", seen)
+	}
+}
+
+// TestRetryBackoffThenDLQ: each CONSUMER_SEND_MSG_BACK with delay level
+// 0 waits level 3 + reconsume times before the retry is consumable; past
+// maxReconsumeTimes the message goes to %DLQ%group at once, with its
+// origin fields.
+func TestRetryBackoffThenDLQ(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) { c.MessageDelayLevel = "10ms 20ms 300ms 500ms 700ms" })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("rb", 1))
+	r := c.call(sendReq("rb", 0, []byte("fails"), map[string]string{"KEYS": "k", "TAGS": "t"}))
+	origin := r.Ext("msgId")
+	_, phys, err := parseOffsetMsgID(origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := func(offset int64) {
+		h := protocol.ConsumerSendMsgBackRequestHeader{Offset: offset, Group: "cg", DelayLevel: 0, OriginTopic: "rb",
+			MaxReconsumeTimes: 3, HasMaxReconsumeTimes: true}
+		if r := c.call(protocol.NewRequest(protocol.ConsumerSendMsgBack, h.Encode(), nil)); r.Code != protocol.Success {
+			t.Fatal(r)
+		}
+	}
+	retry := RetryGroupPrefix + "cg"
+	for i, wait := range []int64{300, 500, 700} {
+		t0 := time.Now().UnixMilli()
+		back(phys)
+		rec := waitRecord(t, c, retry, 0, int64(i), 20*time.Second)
+		if lag := rec.StoreTimestamp - t0; lag < wait {
+			t.Fatalf("retry %d consumable %d ms after the send-back, before its %d ms", i+1, lag, wait)
+		}
+		if rec.ReconsumeTimes != int32(i+1) {
+			t.Fatalf("retry %d has reconsume times %d", i+1, rec.ReconsumeTimes)
+		}
+		phys = rec.PhysOffset
+	}
+	back(phys)
+	dlq := DLQGroupPrefix + "cg"
+	rec := waitRecord(t, c, dlq, 0, 0, 5*time.Second)
+	props := record.ParseProperties(rec.UserProperties())
+	if string(rec.Body) != "fails" || rec.ReconsumeTimes != 4 || props["RETRY_TOPIC"] != "rb" ||
+		props["ORIGIN_MESSAGE_ID"] != origin || props["KEYS"] != "k" || props["TAGS"] != "t" {
+		t.Fatalf("dead letter %q reconsume %d %v (origin %s)", rec.Body, rec.ReconsumeTimes, props, origin)
+	}
+	if n := b.store.MaxQueueOffset(retry, 0); n != 3 {
+		t.Fatalf("%d retries, want 3", n)
+	}
+}
+
+// TestSlaveCopiesDelayOffsets: a slave runs no schedule service; its
+// metadata sync copies the master's delay-level progress
+// (GET_ALL_DELAY_OFFSET) into its delayOffset.json.
+func TestSlaveCopiesDelayOffsets(t *testing.T) {
+	ns := startNamesrv(t)
+	short := func(c *Config) { c.MessageDelayLevel = shortLevels }
+	master := startBroker(t, "", withNamesrv(ns.Addr(), short))
+	defer master.Close()
+	slaveDir := t.TempDir()
+	slave := startBroker(t, slaveDir, asSlave(ns.Addr(), 1, short))
+	defer slave.Close()
+	mc := dialRaw(t, master.Addr())
+	mc.call(createTopicReq("sd", 1))
+	if r := mc.call(sendReq("sd", 0, []byte("x"), map[string]string{"DELAY": "1"})); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	waitRecord(t, mc, "sd", 0, 0, 20*time.Second)
+	if err := slave.metaSync.round(); err != nil {
+		t.Fatal(err)
+	}
+	if got := slave.sched.table().OffsetTable[1]; got != 1 {
+		t.Fatalf("slave's level 1 offset %d, want the master's 1", got)
+	}
+	slave.Close()
+	f, _, err := jsonFile{fs: slave.cfg.FS, path: slaveDir + "/config/delayOffset.json"}.read()
+	if d, derr := decodeDelayOffsets(f); err != nil || derr != nil || d.OffsetTable[1] != 1 {
+		t.Fatalf("slave's delayOffset.json %s %v %v", f, err, derr)
+	}
+}
+
+// TestDelayRefusals: a batch with a delay level is MESSAGE_ILLEGAL and
+// timers on a broker with timerWheelEnable=false are SYSTEM_ERROR, as in
+// RocketMQ; a bad timer property is MESSAGE_ILLEGAL.
+func TestDelayRefusals(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) { _ = c.Set("timerWheelEnable", "false") })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("rf", 1))
+	req := batchReq("rf", 2)
+	h, _ := protocol.DecodeSendMessageRequest(req)
+	h.Properties = "DELAY\x013\x02"
+	req = protocol.NewRequest(protocol.SendBatchMessage, h.V2().Encode(), req.Body)
+	if r := c.call(req); r.Code != protocol.MessageIllegal {
+		t.Fatalf("delayed batch: %s", r)
+	}
+	if r := c.call(sendReq("rf", 0, []byte("x"), map[string]string{"TIMER_DELAY_SEC": "5"})); r.Code != protocol.SystemError {
+		t.Fatalf("timer with the wheel off: %s", r)
+	}
+	if r := c.call(sendReq("rf", 0, []byte("x"), map[string]string{"DELAY": "1", "TIMER_DELAY_SEC": "5"})); r.Code != protocol.Success {
+		t.Fatalf("a delay level wins over timer properties: %s", r)
+	}
+	b2 := startBroker(t, "", nil)
+	defer b2.Close()
+	c2 := dialRaw(t, b2.Addr())
+	if r := c2.call(sendReq("rf", 0, []byte("x"), map[string]string{"TIMER_DELAY_MS": "soon"})); r.Code != protocol.MessageIllegal {
+		t.Fatalf("bad timer property: %s", r)
+	}
+}
+
+// TestTimerHotSlot: a slot with more timers than hotSlot is streamed once
+// it has passed: all arrive, none early.
+func TestTimerHotSlot(t *testing.T) {
+	defer func(n int) { hotSlot = n }(hotSlot)
+	hotSlot = 5
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("hs", 1))
+	at := time.Now().Add(800 * time.Millisecond).UnixMilli()
+	for i := 0; i < 20; i++ {
+		p := map[string]string{"TIMER_DELIVER_MS": strconv.FormatInt(at, 10)}
+		if r := c.call(sendReq("hs", 0, []byte(strconv.Itoa(i)), p)); r.Code != protocol.Success {
+			t.Fatal(r)
+		}
+	}
+	got := map[string]bool{}
+	for off := int64(0); off < 20; off++ {
+		rec := waitRecord(t, c, "hs", 0, off, 20*time.Second)
+		if rec.StoreTimestamp < at {
+			t.Errorf("timer %s delivered %d ms early", rec.Body, at-rec.StoreTimestamp)
+		}
+		got[string(rec.Body)] = true
+	}
+	if len(got) != 20 {
+		t.Fatalf("%d distinct of 20", len(got))
+	}
+}
