@@ -183,8 +183,9 @@ func (s *Store) indexKeysTo(upTo int64) error {
 	return nil
 }
 
-// readLogWindow reads up to 256 KiB of the log from pos (fewer where the
-// segment's file or upTo ends first) into the index's buffer.
+// readLogWindow reads up to 256 KiB of the log from pos, or the index's
+// whole buffer once a larger record grew it (fewer where the segment's
+// file or upTo ends first), into the index's buffer.
 func (s *Store) readLogWindow(pos, upTo int64) (*segment, []byte, error) {
 	k := s.kidx
 	s.segs.RLock() // retention cannot close the segment meanwhile
@@ -193,7 +194,7 @@ func (s *Store) readLogWindow(pos, upTo int64) (*segment, []byte, error) {
 	if g == nil {
 		return nil, nil, fmt.Errorf("storage: message index: no segment at %d", pos)
 	}
-	n := int(min(min(g.end(s.segSize), upTo)-pos, 256<<10))
+	n := int(min(min(g.end(s.segSize), upTo)-pos, int64(max(256<<10, cap(k.buf)))))
 	if cap(k.buf) < n {
 		k.buf = make([]byte, n)
 	}

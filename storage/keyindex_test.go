@@ -40,7 +40,7 @@ func keyOptions(fs vfs.FS) Options {
 // written record.
 func waitKeyIndexed(t testing.TB, s *Store) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for s.kidx.x.End() < s.WrittenOffset() {
 		if time.Now().After(deadline) {
 			t.Fatalf("key index stuck at %d, written %d", s.kidx.x.End(), s.WrittenOffset())
@@ -124,6 +124,30 @@ func TestQueryByKey(t *testing.T) {
 	}
 	if res.IndexLastUpdatePhyoffset != u[len(u)-1] && res.IndexLastUpdatePhyoffset != c[len(c)-1] {
 		t.Fatalf("IndexLastUpdatePhyoffset %d", res.IndexLastUpdatePhyoffset)
+	}
+}
+
+// TestKeyIndexLargeRecords: records larger than the index's 256 KiB read
+// window are indexed (the dispatcher once looped on one for ever), and the
+// small ones around them too.
+func TestKeyIndexLargeRecords(t *testing.T) {
+	opts := keyOptions(vfs.NewMem())
+	opts.SegmentSize = 4 << 20
+	opts.MaxMessageSize = 1 << 20
+	s := mustOpen(t, opts)
+	defer s.Close()
+	var want []int64
+	for i, n := range []int{100, 600 << 10, 200, 1 << 20, 300} {
+		want = append(want, appendOK(t, s, keyedMessage("T", fmt.Sprintf("k%d all", i), "", n)).PhysicalOffset)
+	}
+	waitKeyIndexed(t, s)
+	for i, p := range want {
+		if got := queryPhys(t, s, "T", fmt.Sprintf("k%d", i), 10, 0, 1<<62); !slices.Equal(got, []int64{p}) {
+			t.Fatalf("key k%d: %v, want [%d]", i, got, p)
+		}
+	}
+	if got := queryPhys(t, s, "T", "all", 10, 0, 1<<62); len(got) != len(want) {
+		t.Fatalf("key all: %d records, want %d", len(got), len(want))
 	}
 }
 
