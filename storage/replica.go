@@ -130,9 +130,12 @@ func (s *Store) readLog(from int64, buf []byte) (int, error) {
 				bad = fmt.Errorf("%w: blank of %d bytes where %d remain", record.ErrBadSize, size, segEnd-at)
 				break
 			}
-			if segEnd > handed || n > 0 {
-				return n, nil // not handed whole yet, or it comes alone next
+			if n > 0 {
+				return n, nil // it comes alone, next
 			}
+			// Its header is in the kernel (want covers it): that is all
+			// of it the log holds, and all a slave needs, though the
+			// handed offset may still stop there rather than at segEnd.
 			return record.BlankSize, nil
 		case magic != record.MagicMessage:
 			bad = fmt.Errorf("%w: %#08x", record.ErrBadMagic, uint32(magic))
