@@ -316,7 +316,9 @@ func TestFlushTimeoutContextAndMaxPending(t *testing.T) {
 	}
 	// A context that ends first gives up the wait. (On a busy machine the
 	// 50 ms flush timeout may be seen first: the waiter gives up either way.)
-	gaveUp := func(err error) bool { return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrFlushTimeout) }
+	gaveUp := func(err error) bool {
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrFlushTimeout)
+	}
 	cctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 	if _, err := s.Append(cctx, testMessage("T", 0, 10)); !gaveUp(err) {
 		t.Fatalf("context: %v", err)
