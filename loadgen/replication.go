@@ -1,0 +1,229 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Replication settings of a cell (Cluster.Replication).
+const (
+	ReplicationNone  = "none"  // no slave
+	ReplicationAsync = "async" // ASYNC_MASTER: sends never wait for slaves
+	ReplicationSync  = "sync"  // SYNC_MASTER: a send waits for a slave
+)
+
+// Link methods (Cluster.LinkMethod; Replication.LinkMethod adds
+// LinkLoopback for a link without delay).
+const (
+	LinkAuto     = "auto"
+	LinkNetem    = "netem"
+	LinkProxy    = "proxy"
+	LinkLoopback = "loopback" // slaves dial the master's HA port directly
+)
+
+// DefaultLagInterval is how often Run samples the replication lag during
+// the measured window.
+const DefaultLagInterval = 5 * time.Millisecond
+
+// Replicated reports whether the cell runs slaves.
+func (c Cluster) Replicated() bool {
+	return c.Replication == ReplicationAsync || c.Replication == ReplicationSync
+}
+
+// Delayed reports whether the cell's replication link goes through a
+// delay (a proxy or netem), rather than straight over loopback.
+func (c Cluster) Delayed() bool {
+	return c.Replicated() && (c.LinkDelayMs > 0 || c.LinkMethod == LinkNetem || c.LinkMethod == LinkProxy)
+}
+
+// LinkDelay is the one-way delay as a duration.
+func (c Cluster) LinkDelay() time.Duration {
+	return time.Duration(c.LinkDelayMs * float64(time.Millisecond))
+}
+
+// ensureReplication fills the replication defaults (none; 1 slave when
+// replicated; method auto for a delayed link) and reports every
+// inconsistent setting at once.
+func (c *Cluster) ensureReplication(driver string) error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	switch c.Replication {
+	case "":
+		c.Replication = ReplicationNone
+	case ReplicationNone, ReplicationAsync, ReplicationSync:
+	default:
+		bad("replication %q: want none, async or sync", c.Replication)
+	}
+	if c.Replicated() {
+		if driver == "nats" {
+			bad("replication %s: the nats driver runs no Samsa cluster", c.Replication)
+		}
+		if c.Slaves == 0 {
+			c.Slaves = 1
+		}
+		if c.Slaves < 0 {
+			bad("slaves %d must be >= 1", c.Slaves)
+		}
+	} else if c.Slaves != 0 || c.LinkDelayMs != 0 || c.LinkMethod != "" {
+		bad("slaves, link_delay_ms and link_method need replication async or sync")
+	}
+	if c.LinkDelayMs < 0 {
+		bad("link_delay_ms %v must be >= 0", c.LinkDelayMs)
+	}
+	switch c.LinkMethod {
+	case "":
+		if c.LinkDelayMs > 0 {
+			c.LinkMethod = LinkAuto
+		}
+	case LinkAuto, LinkNetem, LinkProxy:
+	default:
+		bad("link_method %q: want auto, netem or proxy", c.LinkMethod)
+	}
+	return errors.Join(errs...)
+}
+
+// Replication is what a replicated cell's cluster ran and what was
+// measured beside the load: the link and the slaves' lag.
+type Replication struct {
+	// Role is the master's brokerRole: ASYNC_MASTER or SYNC_MASTER.
+	Role   string `json:"role"`
+	Slaves int    `json:"slaves"`
+	// Link is how the slaves reach the master's HA port: "loopback", or
+	// the delay and its method ("2ms one-way (proxy)").
+	Link string `json:"link"`
+	// LinkMethod is loopback, proxy or netem: what ran, never what was
+	// asked for.
+	LinkMethod string `json:"link_method"`
+	// LinkWhy says why that method ran (the experiment's choice, or what
+	// made auto take the proxy).
+	LinkWhy string `json:"link_why,omitempty"`
+	// LinkRTTUs is the median round trip of 8-byte pings (linkdelay.Ping)
+	// through a link of the same method and delay to an echo, measured
+	// when the cell's cluster started; over loopback for LinkLoopback.
+	LinkRTTUs float64 `json:"link_rtt_us"`
+	// Lag is the slaves' replication lag sampled during the measured
+	// window; nil when not measured (LagNote says why).
+	Lag     *ReplicationLag `json:"lag,omitempty"`
+	LagNote string          `json:"lag_note,omitempty"`
+}
+
+// ReplicationLag is the sampled lag: every sample records each slave's
+// LagTime (how long ago the master's log passed the slave's
+// acknowledged offset; 0 when caught up) and Behind bytes.
+type ReplicationLag struct {
+	// Source names where the samples came from and their resolution.
+	Source      string        `json:"source"`
+	Interval    time.Duration `json:"interval"`
+	Samples     int64         `json:"samples"`
+	Errors      int64         `json:"errors"`
+	TimeUs      Percentiles   `json:"time_us"`
+	BehindBytes Percentiles   `json:"behind_bytes"`
+}
+
+// SlaveLag is one slave's lag as its master reports it.
+type SlaveLag struct {
+	Slave  string
+	Time   time.Duration
+	Behind int64 // bytes
+}
+
+// LagProbe reads the master's per-slave lag now. Safe to call from one
+// goroutine at a time.
+type LagProbe interface {
+	// Source describes the probe for the result ("embedded:
+	// Broker.Slaves()"; "stats ha (text, ms resolution)").
+	Source() string
+	SlaveLags(ctx context.Context) ([]SlaveLag, error)
+}
+
+// ReplicatedDriver is a Driver whose cluster replicates. Run records its
+// Replication in the result and, with a probe, samples the lag every
+// DefaultLagInterval during the measured window.
+type ReplicatedDriver interface {
+	Driver
+	// Replication is the cluster's replication (nil: none) and a probe of
+	// its lag (nil: not measured; Replication.LagNote says why).
+	Replication() (*Replication, LagProbe)
+}
+
+// LagSampler records a LagProbe's figures into HDR histograms: from
+// StartLagSampler, on its own goroutine (woken by a ticker, stopped by
+// Stop), until Stop.
+type LagSampler struct {
+	probe    LagProbe
+	interval time.Duration
+	cancel   context.CancelFunc
+	done     chan struct{}
+	samples  atomic.Int64
+	errors   atomic.Int64
+	mu       sync.Mutex // guards the histograms: the goroutine and sample
+	timeUs   *hdr.Histogram
+	behind   *hdr.Histogram
+}
+
+// NewLagSampler returns a sampler that is not running: call sample to
+// take one, or StartLagSampler.
+func NewLagSampler(p LagProbe, interval time.Duration) *LagSampler {
+	return &LagSampler{probe: p, interval: interval, done: make(chan struct{}),
+		timeUs: newHist(), behind: hdr.New(1, 1<<42, 3)}
+}
+
+// StartLagSampler samples p every interval until Stop.
+func StartLagSampler(ctx context.Context, p LagProbe, interval time.Duration) *LagSampler {
+	s := NewLagSampler(p, interval)
+	ctx, s.cancel = context.WithCancel(ctx)
+	go s.loop(ctx)
+	return s
+}
+
+func (s *LagSampler) loop(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		s.sample(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sample takes one reading: every slave's lag is one value in each
+// histogram.
+func (s *LagSampler) sample(ctx context.Context) {
+	lags, err := s.probe.SlaveLags(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.errors.Add(1)
+		}
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range lags {
+		_ = s.timeUs.RecordValue(min(max(l.Time.Microseconds(), 0), s.timeUs.HighestTrackableValue()))
+		_ = s.behind.RecordValue(min(max(l.Behind, 0), s.behind.HighestTrackableValue()))
+	}
+	s.samples.Add(1)
+}
+
+// Stop ends a started sampler (waiting for its goroutine) and returns
+// what it recorded; on a sampler never started it only summarizes.
+func (s *LagSampler) Stop() *ReplicationLag {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &ReplicationLag{Source: s.probe.Source(), Interval: s.interval, Samples: s.samples.Load(),
+		Errors: s.errors.Load(), TimeUs: Summarize(s.timeUs), BehindBytes: Summarize(s.behind)}
+}
