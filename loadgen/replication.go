@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,33 +114,51 @@ type Replication struct {
 	LagNote string          `json:"lag_note,omitempty"`
 }
 
-// ReplicationLag is the sampled lag: every sample records each slave's
-// LagTime (how long ago the master's log passed the slave's
-// acknowledged offset; 0 when caught up) and Behind bytes.
+// ReplicationLag is the sampled lag: every sample records, for each
+// slave, how long ago the master's handed offset passed the slave's
+// acknowledged offset (0 when caught up) and how many bytes it is behind.
+//
+// The time is the sampler's own estimate, not the master's LagTime (which
+// package ha keeps at a 100 ms resolution, erring upwards): the sampler
+// remembers the handed offset at each sample and interpolates between the
+// two samples around the acknowledged offset, so its error is within one
+// Interval. A slave behind everything the sampler remembers gets the
+// master's figure.
 type ReplicationLag struct {
-	// Source names where the samples came from and their resolution.
+	// Source names where the samples came from.
 	Source      string        `json:"source"`
 	Interval    time.Duration `json:"interval"`
 	Samples     int64         `json:"samples"`
 	Errors      int64         `json:"errors"`
 	TimeUs      Percentiles   `json:"time_us"`
 	BehindBytes Percentiles   `json:"behind_bytes"`
+	// MasterTimeUs is the master's own LagTime, for comparison.
+	MasterTimeUs Percentiles `json:"master_time_us"`
 }
 
-// SlaveLag is one slave's lag as its master reports it.
+// LagReading is one look at a master: its handed offset and where each
+// slave stands.
+type LagReading struct {
+	Handed int64
+	Slaves []SlaveLag
+}
+
+// SlaveLag is one slave as its master reports it.
 type SlaveLag struct {
-	Slave  string
-	Time   time.Duration
-	Behind int64 // bytes
+	Slave string
+	// Ack is the CommitLog offset the slave acknowledged.
+	Ack int64
+	// MasterTime is the master's own lag figure (ha's LagTime).
+	MasterTime time.Duration
 }
 
-// LagProbe reads the master's per-slave lag now. Safe to call from one
+// LagProbe reads a master's replication state now. Called from one
 // goroutine at a time.
 type LagProbe interface {
-	// Source describes the probe for the result ("embedded:
-	// Broker.Slaves()"; "stats ha (text, ms resolution)").
+	// Source describes the probe for the result ("embedded: the master's
+	// Broker.Slaves()"; "stats ha").
 	Source() string
-	SlaveLags(ctx context.Context) ([]SlaveLag, error)
+	Read(ctx context.Context) (LagReading, error)
 }
 
 // ReplicatedDriver is a Driver whose cluster replicates. Run records its
@@ -152,26 +171,38 @@ type ReplicatedDriver interface {
 	Replication() (*Replication, LagProbe)
 }
 
+// maxHandedMarks bounds the handed-offset history (20 s at 5 ms).
+const maxHandedMarks = 4096
+
+// handedMark is the master's handed offset at a sample.
+type handedMark struct {
+	at     time.Time
+	handed int64
+}
+
 // LagSampler records a LagProbe's figures into HDR histograms: from
 // StartLagSampler, on its own goroutine (woken by a ticker, stopped by
 // Stop), until Stop.
 type LagSampler struct {
 	probe    LagProbe
 	interval time.Duration
+	now      func() time.Time
 	cancel   context.CancelFunc
 	done     chan struct{}
+	marks    []handedMark // owned by the sampling goroutine
 	samples  atomic.Int64
 	errors   atomic.Int64
-	mu       sync.Mutex // guards the histograms: the goroutine and sample
+	mu       sync.Mutex // guards the histograms: the goroutine and Stop
 	timeUs   *hdr.Histogram
+	masterUs *hdr.Histogram
 	behind   *hdr.Histogram
 }
 
 // NewLagSampler returns a sampler that is not running: call sample to
 // take one, or StartLagSampler.
 func NewLagSampler(p LagProbe, interval time.Duration) *LagSampler {
-	return &LagSampler{probe: p, interval: interval, done: make(chan struct{}),
-		timeUs: newHist(), behind: hdr.New(1, 1<<42, 3)}
+	return &LagSampler{probe: p, interval: interval, now: time.Now, done: make(chan struct{}),
+		timeUs: newHist(), masterUs: newHist(), behind: hdr.New(1, 1<<42, 3)}
 }
 
 // StartLagSampler samples p every interval until Stop.
@@ -196,23 +227,55 @@ func (s *LagSampler) loop(ctx context.Context) {
 	}
 }
 
-// sample takes one reading: every slave's lag is one value in each
-// histogram.
+// sample takes one reading: every slave is one value in each histogram.
 func (s *LagSampler) sample(ctx context.Context) {
-	lags, err := s.probe.SlaveLags(ctx)
+	r, err := s.probe.Read(ctx)
+	now := s.now()
 	if err != nil {
 		if ctx.Err() == nil {
 			s.errors.Add(1)
 		}
 		return
 	}
+	if n := len(s.marks); n == 0 || r.Handed >= s.marks[n-1].handed {
+		if n == maxHandedMarks {
+			s.marks = append(s.marks[:0], s.marks[n/2:]...)
+		}
+		s.marks = append(s.marks, handedMark{now, r.Handed})
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, l := range lags {
-		_ = s.timeUs.RecordValue(min(max(l.Time.Microseconds(), 0), s.timeUs.HighestTrackableValue()))
-		_ = s.behind.RecordValue(min(max(l.Behind, 0), s.behind.HighestTrackableValue()))
+	for _, sl := range r.Slaves {
+		lag, ok := s.lagOf(sl.Ack, r.Handed, now)
+		if !ok {
+			lag = sl.MasterTime
+		}
+		recordClamped(s.timeUs, lag.Microseconds())
+		recordClamped(s.masterUs, sl.MasterTime.Microseconds())
+		recordClamped(s.behind, r.Handed-sl.Ack)
 	}
 	s.samples.Add(1)
+}
+
+// lagOf is how long before now the handed offset passed ack, from the
+// remembered marks, interpolated between the last mark at or below ack
+// and the first above it; false when ack is below every mark.
+func (s *LagSampler) lagOf(ack, handed int64, now time.Time) (time.Duration, bool) {
+	if ack >= handed {
+		return 0, true
+	}
+	j := sort.Search(len(s.marks), func(i int) bool { return s.marks[i].handed > ack })
+	if j == 0 || j == len(s.marks) {
+		return 0, false
+	}
+	a, b := s.marks[j-1], s.marks[j]
+	frac := float64(ack-a.handed) / float64(b.handed-a.handed)
+	passed := a.at.Add(time.Duration(frac * float64(b.at.Sub(a.at))))
+	return max(now.Sub(passed), 0), true
+}
+
+func recordClamped(h *hdr.Histogram, v int64) {
+	_ = h.RecordValue(min(max(v, 0), h.HighestTrackableValue()))
 }
 
 // Stop ends a started sampler (waiting for its goroutine) and returns
@@ -225,5 +288,6 @@ func (s *LagSampler) Stop() *ReplicationLag {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return &ReplicationLag{Source: s.probe.Source(), Interval: s.interval, Samples: s.samples.Load(),
-		Errors: s.errors.Load(), TimeUs: Summarize(s.timeUs), BehindBytes: Summarize(s.behind)}
+		Errors: s.errors.Load(), TimeUs: Summarize(s.timeUs), BehindBytes: Summarize(s.behind),
+		MasterTimeUs: Summarize(s.masterUs)}
 }

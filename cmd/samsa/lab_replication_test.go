@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/loadgen"
+)
+
+// A short embedded run of replicated cells: a SYNC_MASTER with one slave
+// behind a 0.5 ms link (auto: the proxy on this machine or, where netem
+// works, still the proxy, saying why), and a netem cell that must be
+// skipped saying netem is not implemented for embedded cells. Only what
+// the result holds and how it is labelled is checked, never a timing.
+func TestLabReplicatedCellSmoke(t *testing.T) {
+	const exp = `{
+  "name": "repl-smoke", "kind": "e2e", "repeats": 1,
+  "base": {"message_size": 1024, "queues_per_topic": 2, "producers": 2, "consumers": 1, "send_mode": "sync",
+           "warmup": "200ms", "duration": "1s", "report_interval": "1s", "drain": "5s"},
+  "cells": [
+    {"label": "none", "driver": "samsa", "cluster": {"flush": "async"}},
+    {"label": "sync-0.5ms", "driver": "samsa", "cluster": {"flush": "async", "replication": "sync", "link_delay_ms": 0.5}},
+    {"label": "netem", "driver": "samsa", "cluster": {"flush": "async", "replication": "async", "link_delay_ms": 1, "link_method": "netem"}}
+  ],
+  "compare": [{"name": "p99", "num": "sync-0.5ms", "den": "none", "metric": "send_p99", "kind": "additive", "plus_rtt": 2, "plus_ms": 1}]
+}`
+	dir := t.TempDir()
+	p := filepath.Join(dir, "e.json")
+	require.NoError(t, os.WriteFile(p, []byte(exp), 0o644))
+	e, err := loadgen.LoadExperiment(p)
+	require.NoError(t, err)
+	lab := labSettings{embedded: true, dataDir: filepath.Join(dir, "data")}
+	var progress bytes.Buffer
+	res, err := loadgen.RunExperiment(context.Background(), e, false, lab.driver, &progress)
+	require.NoError(t, err, progress.String())
+	require.Len(t, res.Cells, 3)
+
+	none, sync, netem := res.Cells[0], res.Cells[1], res.Cells[2]
+	require.Empty(t, none.Skipped)
+	require.Nil(t, none.Replication, "no slave, no replication")
+	require.Equal(t, "process-crash", none.Durability)
+
+	require.Empty(t, sync.Skipped, progress.String())
+	require.Len(t, sync.Runs, 1)
+	require.Positive(t, sync.Median.MsgsPerSec)
+	require.Zero(t, sync.Median.Errors)
+	rp := sync.Replication
+	require.NotNil(t, rp)
+	require.Equal(t, "SYNC_MASTER", rp.Role)
+	require.Equal(t, 1, rp.Slaves)
+	require.Equal(t, loadgen.LinkProxy, rp.LinkMethod)
+	require.Equal(t, "500µs one-way (proxy)", rp.Link)
+	require.Contains(t, rp.LinkWhy, "netem", "auto says why the proxy ran")
+	require.Positive(t, rp.LinkRTTUs)
+	lag := sync.Runs[0].Replication.Lag
+	require.NotNil(t, lag, "lag sampled during the measured window")
+	require.Positive(t, lag.Samples)
+	require.Equal(t, "process-crash", sync.Durability)
+
+	require.Contains(t, netem.Skipped, "not implemented for embedded cells")
+
+	require.Len(t, res.Comparisons, 1)
+	require.Positive(t, res.Comparisons[0].RTTUs)
+	require.NotNil(t, res.Comparisons[0].Met)
+
+	md := res.Markdown()
+	require.Contains(t, md, "| sync-0.5ms | async | process-crash + slave | SYNC_MASTER ×1 | 500µs one-way (proxy) |")
+	require.Contains(t, md, "proxy: auto: netem")
+	entries, err := os.ReadDir(lab.dataDir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "cell data dirs removed")
+}
