@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/loadgen"
+	"github.com/samsamq/samsa/loadgen/catchup"
 )
 
 // A short embedded run of replicated cells: a SYNC_MASTER with one slave
@@ -74,4 +77,23 @@ func TestLabReplicatedCellSmoke(t *testing.T) {
 	entries, err := os.ReadDir(lab.dataDir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "cell data dirs removed")
+}
+
+// The catch-up experiment on an embedded master, tiny: the slave added
+// after the fill copies it all and the result is filled in.
+func TestLabCatchupSmoke(t *testing.T) {
+	dir := t.TempDir()
+	e := &catchup.Experiment{Name: "catchup-smoke", Kind: catchup.Kind, Target: 0.8,
+		Base: catchup.Settings{FillBytes: 2 << 20, DiskBlock: 32 << 10, DiskDuration: bench.Duration(100 * time.Millisecond)}}
+	res, err := catchup.RunExperiment(context.Background(), e, catchup.Options{DiskDir: dir,
+		NewTarget: func(context.Context) (catchup.Target, error) { return newCatchupTarget(dir) }})
+	require.NoError(t, err)
+	r := res.Median
+	require.GreaterOrEqual(t, r.FillBytes, int64(2<<20))
+	require.Positive(t, r.CatchUpMBps)
+	require.Positive(t, r.DiskMBps)
+	require.Equal(t, "ASYNC_FLUSH, durability process-crash", r.Slave)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the master's, the slave's and the disk's files removed")
 }
