@@ -55,6 +55,9 @@ func (r *ExperimentResult) replicationTable(b *strings.Builder) {
 		if rp := c.Replication; rp != nil {
 			repl = fmt.Sprintf("%s ×%d", rp.Role, rp.Slaves)
 			link, rtt = rp.Link, ms(rp.LinkRTTUs)
+			if rp.LinkMethod == LinkLive {
+				rtt = "not measured"
+			}
 			if rp.LinkWhy != "" {
 				k := rp.LinkMethod + ": " + rp.LinkWhy
 				why[k] = append(why[k], c.Label)

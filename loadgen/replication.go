@@ -26,6 +26,7 @@ const (
 	LinkNetem    = "netem"
 	LinkProxy    = "proxy"
 	LinkLoopback = "loopback" // slaves dial the master's HA port directly
+	LinkLive     = "live"     // a live cluster's own link: not set, not measured
 )
 
 // DefaultLagInterval is how often Run samples the replication lag during

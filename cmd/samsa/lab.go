@@ -101,7 +101,7 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 		return nil, err
 	}
 	if dev == nil {
-		return d, nil
+		return l.liveReplicated(ctx, d, nameServers), nil
 	}
 	return &withCluster{Driver: d, dev: dev, repl: repl}, nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/catchup"
+	"github.com/samsamq/samsa/protocol"
 )
 
 // A short embedded run of replicated cells: a SYNC_MASTER with one slave
@@ -96,4 +100,47 @@ func TestLabCatchupSmoke(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "the master's, the slave's and the disk's files removed")
+}
+
+func TestParseHAStats(t *testing.T) {
+	st := []protocol.Stat{{Name: "ha_role", Value: "SYNC_MASTER"}, {Name: "ha_slaves", Value: "2"},
+		{Name: "slave:127.0.0.1:5000:ack_offset", Value: "900"}, {Name: "slave:127.0.0.1:5000:behind_bytes", Value: "100"},
+		{Name: "slave:127.0.0.1:5000:lag_ms", Value: "100"}, {Name: "slave:127.0.0.1:5000:in_sync", Value: "1"},
+		{Name: "slave:[::1]:6000:ack_offset", Value: "1000"}, {Name: "slave:[::1]:6000:behind_bytes", Value: "0"},
+		{Name: "slave:[::1]:6000:lag_ms", Value: "0"}}
+	r, err := parseHAStats(st)
+	require.NoError(t, err)
+	require.EqualValues(t, 1000, r.Handed)
+	require.Equal(t, []loadgen.SlaveLag{{Slave: "127.0.0.1:5000", Ack: 900, MasterTime: 100 * time.Millisecond},
+		{Slave: "[::1]:6000", Ack: 1000}}, r.Slaves)
+	_, err = parseHAStats(st[:2])
+	require.ErrorContains(t, err, "no slave lines")
+	_, err = parseHAStats([]protocol.Stat{{Name: "slave:a:1:ack_offset", Value: "x"}})
+	require.ErrorContains(t, err, "ack_offset")
+}
+
+// A live cluster (here a dev cluster with a slave, driven by name-server
+// address): the lab sets nothing, reads the master's stats ha, and the
+// result says the link is the cluster's own.
+func TestLabLiveClusterLag(t *testing.T) {
+	dev, err := broker.StartDev(broker.DevOptions{Dir: t.TempDir(), Slaves: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Broker: broker.Config{BrokerRole: broker.AsyncMaster}})
+	require.NoError(t, err)
+	defer dev.Close()
+	require.NoError(t, waitSlavesInSync(context.Background(), dev.Broker, 1, slavesInSyncTimeout))
+	lab := labSettings{namesrv: dev.NamesrvAddr()}
+	w := loadgen.Workload{MessageSize: 256, Producers: 2, NoConsumers: true, Warmup: 100 * time.Millisecond,
+		Duration: 500 * time.Millisecond, ReportInterval: time.Second}
+	d, err := lab.driver(context.Background(), loadgen.Cell{Label: "live", Driver: "samsa", Workload: w})
+	require.NoError(t, err)
+	defer d.Close()
+	res, err := loadgen.Run(context.Background(), d, w, loadgen.Options{Out: io.Discard})
+	require.NoError(t, err)
+	rp := res.Replication
+	require.NotNil(t, rp, "the cluster's master reports a slave")
+	require.Equal(t, "ASYNC_MASTER", rp.Role)
+	require.Equal(t, loadgen.LinkLive, rp.LinkMethod)
+	require.NotNil(t, rp.Lag)
+	require.Positive(t, rp.Lag.Samples)
+	require.Contains(t, rp.Lag.Source, "stats ha of ")
 }
