@@ -1,13 +1,13 @@
 package loadgen
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Experiment is an end-to-end experiment file (experiments/*.json with
@@ -103,15 +103,9 @@ type Cell struct {
 
 // LoadExperiment reads and checks an experiment file.
 func LoadExperiment(path string) (*Experiment, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var e Experiment
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := resultfile.ReadStrict(path, &e); err != nil {
+		return nil, err
 	}
 	if e.Kind != "e2e" {
 		return nil, fmt.Errorf("%s: kind %q is not an end-to-end experiment", path, e.Kind)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -18,13 +17,7 @@ type DriverFactory func(ctx context.Context, c Cell) (Driver, error)
 
 // ExperimentResult is what an e2e experiment run writes under results/.
 type ExperimentResult struct {
-	Experiment  string             `json:"experiment"`
-	Kind        string             `json:"kind"`
-	Description string             `json:"description"`
-	Command     string             `json:"command"`
-	Quick       bool               `json:"quick"`
-	Start       time.Time          `json:"start"`
-	Machine     any                `json:"machine,omitempty"`
+	resultfile.Header
 	Cells       []CellResult       `json:"cells"`
 	Comparisons []ComparisonResult `json:"comparisons,omitempty"`
 }
@@ -88,7 +81,8 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 	if err != nil {
 		return nil, err
 	}
-	res := &ExperimentResult{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: quick, Start: time.Now().UTC()}
+	res := &ExperimentResult{Header: resultfile.Header{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: quick,
+		Start: time.Now().UTC()}}
 	crs := make([]CellResult, len(cells))
 	for i, c := range cells {
 		crs[i].Cell = c
@@ -277,8 +271,7 @@ func compare(cs []Comparison, cells []CellResult) []ComparisonResult {
 // WriteResult writes res as results/<experiment>/<host>-<UTC time>.json
 // under dir and returns the path.
 func WriteResult(dir string, res *ExperimentResult) (string, error) {
-	host, _ := os.Hostname()
-	return resultfile.Write(dir, res.Experiment, host, res.Start, res)
+	return res.Header.WriteResult(dir, res)
 }
 
 // ReadResult reads a file written by WriteResult.

@@ -3,15 +3,13 @@ package loadgen
 import (
 	"fmt"
 	"strings"
-
-	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Markdown renders an experiment result as tables: one row per cell with
 // medians (and the min–max spread of throughput), then the comparisons.
 func (r *ExperimentResult) Markdown() string {
 	var b strings.Builder
-	resultfile.Heading(&b, r.Experiment, r.Description, r.Command, r.Quick)
+	r.Heading(&b)
 	if r.replicated() {
 		r.replicationTable(&b)
 		r.comparisonTable(&b)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 const replJSON = `{
@@ -106,7 +108,7 @@ func TestAdditiveComparison(t *testing.T) {
 	require.Nil(t, res[2].Met, "no slave: no round trip to allow for")
 	require.Contains(t, res[2].Note, "no link round trip")
 
-	md := (&ExperimentResult{Experiment: "x", Cells: cells[:2], Comparisons: res[:2]}).Markdown()
+	md := (&ExperimentResult{Header: resultfile.Header{Experiment: "x"}, Cells: cells[:2], Comparisons: res[:2]}).Markdown()
 	require.Contains(t, md, "| sync (sync − none) | send_p99 | +1.50 ms | ≤ +2.00 ms (2 × RTT 0.500 ms + 1 ms) | yes |")
 	require.Contains(t, md, "| slow (slow − none) | send_p99 | +3.00 ms | ≤ +2.00 ms (2 × RTT 0.500 ms + 1 ms) | **no** |")
 }

@@ -160,7 +160,13 @@ func runExperimentFile(ctx context.Context, lab labSettings, path string, quick 
 // e2eSection is an e2e result's PERFORMANCE.md section: tables, charts,
 // the machine and the result file.
 func e2eSection(r *loadgen.ExperimentResult, charts []loadgen.Chart, path string) string {
-	return fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", r.MarkdownCharts(charts), machineString(r.Machine), path)
+	return labSection(r.MarkdownCharts(charts), r.Machine, path)
+}
+
+// labSection is a lab result's PERFORMANCE.md section: its Markdown, then
+// the machine and the result file.
+func labSection(md string, machine any, path string) string {
+	return fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", md, machineString(machine), path)
 }
 
 // machineString renders a result's machine on one line.

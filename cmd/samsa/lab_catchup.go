@@ -53,8 +53,8 @@ func (c catchupRun) run(ctx context.Context) error {
 	fmt.Println(md)
 	fmt.Printf("result: %s\n", p)
 	if c.perfFile != "" {
-		section := fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", md, machineString(res.Machine), p)
-		return bench.UpdateSections(c.perfFile, []string{res.Experiment}, map[string]string{res.Experiment: section})
+		return bench.UpdateSections(c.perfFile, []string{res.Experiment},
+			map[string]string{res.Experiment: labSection(md, res.Machine, p)})
 	}
 	return nil
 }

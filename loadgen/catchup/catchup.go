@@ -17,13 +17,11 @@
 package catchup
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -105,15 +103,9 @@ func (s *Settings) validate() error {
 
 // LoadExperiment reads and checks a catch-up experiment file.
 func LoadExperiment(path string) (*Experiment, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var e Experiment
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := resultfile.ReadStrict(path, &e); err != nil {
+		return nil, err
 	}
 	if e.Kind != Kind {
 		return nil, fmt.Errorf("%s: kind %q is not %s", path, e.Kind, Kind)
@@ -134,9 +126,7 @@ func LoadExperiment(path string) (*Experiment, error) {
 func (e *Experiment) Settings(quick bool) (Settings, error) {
 	s := e.Base
 	if quick && len(e.Quick) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(e.Quick))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&s); err != nil {
+		if err := resultfile.DecodeStrict(e.Quick, &s); err != nil {
 			return s, fmt.Errorf("quick: %w", err)
 		}
 	}
@@ -191,15 +181,9 @@ type Run struct {
 
 // Result is what a catch-up run writes under results/.
 type Result struct {
-	Experiment  string    `json:"experiment"`
-	Kind        string    `json:"kind"`
-	Description string    `json:"description"`
-	Command     string    `json:"command"`
-	Quick       bool      `json:"quick"`
-	Start       time.Time `json:"start"`
-	Machine     any       `json:"machine,omitempty"`
-	Settings    Settings  `json:"settings"`
-	Runs        []Run     `json:"runs"`
+	resultfile.Header
+	Settings Settings `json:"settings"`
+	Runs     []Run    `json:"runs"`
 	// Median is the median run by ratio; Met whether its ratio reached
 	// Target.
 	Median Run     `json:"median"`
@@ -219,8 +203,8 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 	if opts.Poll == 0 {
 		opts.Poll = 2 * time.Millisecond
 	}
-	res := &Result{Experiment: e.Name, Kind: Kind, Description: e.Description, Quick: opts.Quick,
-		Start: time.Now().UTC(), Settings: s, Target: e.Target}
+	res := &Result{Header: resultfile.Header{Experiment: e.Name, Kind: Kind, Description: e.Description, Quick: opts.Quick,
+		Start: time.Now().UTC()}, Settings: s, Target: e.Target}
 	for i := 0; i < s.Repeats; i++ {
 		fmt.Fprintf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, then an empty slave\n", e.Name, i+1, s.Repeats, s.FillBytes>>20)
 		r, err := runOnce(ctx, s, opts)
@@ -296,15 +280,14 @@ func runOnce(ctx context.Context, s Settings, opts Options) (Run, error) {
 // WriteResult writes res as results/<experiment>/<host>-<UTC time>.json
 // under dir and returns the path.
 func WriteResult(dir string, res *Result) (string, error) {
-	host, _ := os.Hostname()
-	return resultfile.Write(dir, res.Experiment, host, res.Start, res)
+	return res.Header.WriteResult(dir, res)
 }
 
 // Markdown renders the result: one row per repeat, the median and the
 // target.
 func (r *Result) Markdown() string {
 	var b strings.Builder
-	resultfile.Heading(&b, r.Experiment, r.Description, r.Command, r.Quick)
+	r.Heading(&b)
 	fmt.Fprintf(&b, "Run %s; MB = 10⁶ B; catch-up = the master's handed offset ÷ the time from starting the empty slave until it held that offset; disk = `bench disk` (%s) on the same disk right after.\n\n",
 		r.Start.Format("2006-01-02 15:04 UTC"), r.Median.DiskConfig)
 	b.WriteString("| repeat | filled (MiB) | fill s | catch-up s | catch-up MB/s | disk MB/s | ratio | slave |\n|---|---|---|---|---|---|---|---|\n")
