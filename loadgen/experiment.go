@@ -187,7 +187,7 @@ func (e *Experiment) Expand(quick bool) ([]Cell, error) {
 	var errs []error
 	for _, cs := range e.Cells {
 		cl := cs.Cluster
-		if err := cl.ensureReplication(cs.Driver); err != nil {
+		if err := cl.EnsureReplication(cs.Driver); err != nil {
 			errs = append(errs, fmt.Errorf("cell %s: %w", cs.Label, err))
 			continue
 		}

@@ -49,10 +49,10 @@ func (c Cluster) LinkDelay() time.Duration {
 	return time.Duration(c.LinkDelayMs * float64(time.Millisecond))
 }
 
-// ensureReplication fills the replication defaults (none; 1 slave when
+// EnsureReplication fills the replication defaults (none; 1 slave when
 // replicated; method auto for a delayed link) and reports every
 // inconsistent setting at once.
-func (c *Cluster) ensureReplication(driver string) error {
+func (c *Cluster) EnsureReplication(driver string) error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	switch c.Replication {

@@ -29,6 +29,11 @@ func runLoadgen(args []string) error {
 	driver := fs.String("driver", "samsa", "driver: samsa (our client), rocketmq (the official Go client), nats (NATS JetStream)")
 	flush := fs.String("flush", "async", "embedded cluster flush policy: sync (group commit) or async; for nats, sync = sync_interval always")
 	backendName := fs.String("backend", "", "embedded broker store backend (pwrite, mmap, odirect, uring)")
+	var repl loadgen.Cluster
+	fs.StringVar(&repl.Replication, "replication", "none", "embedded cluster: none, async (ASYNC_MASTER) or sync (SYNC_MASTER) with --slaves slaves")
+	fs.IntVar(&repl.Slaves, "slaves", 0, "embedded cluster with --replication: slaves (default 1)")
+	fs.Float64Var(&repl.LinkDelayMs, "link-delay-ms", 0, "embedded cluster with --replication: one-way delay on the master→slave link, ms")
+	fs.StringVar(&repl.LinkMethod, "link-method", "", "with --link-delay-ms: auto (default), proxy or netem")
 	natsURL := fs.String("nats-url", "", "nats driver: a running server's URL (default: start one in-process)")
 	dataDir := fs.String("dir", "", "embedded cluster data dir (default: a temp dir, removed after)")
 	fs.StringVar(&w.TopicPrefix, "topic", "loadgen", "topic name prefix (topics are <prefix>-<i>)")
@@ -92,7 +97,11 @@ func runLoadgen(args []string) error {
 	if w.Consumers == 0 {
 		w.NoConsumers = true
 	}
-	cell := loadgen.Cell{Label: "cli", Driver: *driver, Cluster: loadgen.Cluster{Flush: *flush, Backend: *backendName}, Workload: w}
+	repl.Flush, repl.Backend = *flush, *backendName
+	if err := repl.EnsureReplication(*driver); err != nil {
+		return err
+	}
+	cell := loadgen.Cell{Label: "cli", Driver: *driver, Cluster: repl, Workload: w}
 	d, err := lab.driver(ctx, cell)
 	if err != nil {
 		return err
