@@ -183,15 +183,19 @@ type handedMark struct {
 
 // LagSampler records a LagProbe's figures into HDR histograms: from
 // StartLagSampler, on its own goroutine (woken by a ticker, stopped by
-// Stop), until Stop.
+// Stop), until Stop. It remembers the handed offset from its start but
+// records figures only while measuring (SetMeasuring), so a run starts
+// it with the warm-up: the first measured samples then find the offsets
+// they need in its history.
 type LagSampler struct {
 	probe    LagProbe
 	interval time.Duration
 	now      func() time.Time
 	cancel   context.CancelFunc
 	done     chan struct{}
-	marks    []handedMark // owned by the sampling goroutine
-	samples  atomic.Int64
+	marks     []handedMark // owned by the sampling goroutine
+	measuring atomic.Bool
+	samples   atomic.Int64
 	errors   atomic.Int64
 	mu       sync.Mutex // guards the histograms: the goroutine and Stop
 	timeUs   *hdr.Histogram
@@ -199,16 +203,24 @@ type LagSampler struct {
 	behind   *hdr.Histogram
 }
 
-// NewLagSampler returns a sampler that is not running: call sample to
-// take one, or StartLagSampler.
+// NewLagSampler returns a sampler that is not running, measuring: call
+// sample to take one, or StartLagSampler.
 func NewLagSampler(p LagProbe, interval time.Duration) *LagSampler {
-	return &LagSampler{probe: p, interval: interval, now: time.Now, done: make(chan struct{}),
+	s := &LagSampler{probe: p, interval: interval, now: time.Now, done: make(chan struct{}),
 		timeUs: newHist(), masterUs: newHist(), behind: hdr.New(1, 1<<42, 3)}
+	s.measuring.Store(true)
+	return s
 }
 
-// StartLagSampler samples p every interval until Stop.
+// SetMeasuring starts or stops recording figures; the handed offsets'
+// history is kept either way.
+func (s *LagSampler) SetMeasuring(on bool) { s.measuring.Store(on) }
+
+// StartLagSampler samples p every interval until Stop; it records
+// figures once SetMeasuring(true).
 func StartLagSampler(ctx context.Context, p LagProbe, interval time.Duration) *LagSampler {
 	s := NewLagSampler(p, interval)
+	s.measuring.Store(false)
 	ctx, s.cancel = context.WithCancel(ctx)
 	go s.loop(ctx)
 	return s
@@ -243,6 +255,9 @@ func (s *LagSampler) sample(ctx context.Context) {
 			s.marks = append(s.marks[:0], s.marks[n/2:]...)
 		}
 		s.marks = append(s.marks, handedMark{now, r.Handed})
+	}
+	if !s.measuring.Load() {
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -188,10 +188,11 @@ func TestLagSamplerInterpolates(t *testing.T) {
 func TestLagSamplerRunsUntilStopped(t *testing.T) {
 	p := &fakeProbe{readings: []LagReading{{Handed: 42, Slaves: []SlaveLag{{Slave: "a", Ack: 0}}}}, call: make(chan int, 1)}
 	s := StartLagSampler(context.Background(), p, time.Millisecond)
+	s.SetMeasuring(true)
 	deadline := time.After(10 * time.Second)
-	for n := 0; n < 3; {
+	for s.samples.Load() < 3 {
 		select {
-		case n = <-p.call:
+		case <-p.call:
 		case <-deadline:
 			t.Fatal("the sampler did not sample 3 times in 10s")
 		}
@@ -227,4 +228,29 @@ func TestRunSamplesReplicationLag(t *testing.T) {
 	s := summarize(res)
 	require.Positive(t, s.ReplLagP99Us)
 	require.InDelta(t, 4096, s.ReplBehindP99, 8)
+}
+
+// Before SetMeasuring(true) the sampler keeps the handed offsets'
+// history but records nothing: the first measured sample of a slave
+// behind the window's start is still read from that history.
+func TestLagSamplerWarmUpKeepsHistory(t *testing.T) {
+	p := &fakeProbe{readings: []LagReading{
+		{Handed: 0},
+		{Handed: 1000, Slaves: []SlaveLag{{Slave: "a", Ack: 0}}},
+		{Handed: 2000, Slaves: []SlaveLag{{Slave: "a", Ack: 500, MasterTime: time.Second}}},
+	}}
+	s := NewLagSampler(p, time.Millisecond)
+	s.SetMeasuring(false)
+	clock := time.Unix(1000, 0)
+	s.now = func() time.Time { return clock }
+	for i := range 3 {
+		if i == 2 {
+			s.SetMeasuring(true)
+		}
+		s.sample(context.Background())
+		clock = clock.Add(time.Millisecond)
+	}
+	lag := s.Stop()
+	require.EqualValues(t, 1, lag.Samples, "warm-up samples are not figures")
+	require.InDelta(t, 1500, lag.TimeUs.Max, 5, "500 passed 1.5 ms before the third sample, not the master's 1 s")
 }

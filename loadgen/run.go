@@ -167,6 +167,10 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		res.Replication, lagProbe = rd.Replication()
 	}
 	var lagSampler *LagSampler
+	if res.Replication != nil && lagProbe != nil {
+		lagSampler = StartLagSampler(ctx, lagProbe, DefaultLagInterval) // from the warm-up: see SetMeasuring
+		defer lagSampler.Stop()
+	}
 	var measureStart time.Time
 	var ackedAtStart, receivedAtStart int64
 	select {
@@ -181,8 +185,8 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		r.e2e.SetMeasuring(true)
 		r.lag.SetMeasuring(true)
 		rep.measuring.Store(true)
-		if res.Replication != nil && lagProbe != nil {
-			lagSampler = StartLagSampler(ctx, lagProbe, DefaultLagInterval)
+		if lagSampler != nil {
+			lagSampler.SetMeasuring(true)
 		}
 		select {
 		case <-ctx.Done():
