@@ -188,19 +188,19 @@ type handedMark struct {
 // it with the warm-up: the first measured samples then find the offsets
 // they need in its history.
 type LagSampler struct {
-	probe    LagProbe
-	interval time.Duration
-	now      func() time.Time
-	cancel   context.CancelFunc
-	done     chan struct{}
+	probe     LagProbe
+	interval  time.Duration
+	now       func() time.Time
+	cancel    context.CancelFunc
+	done      chan struct{}
 	marks     []handedMark // owned by the sampling goroutine
 	measuring atomic.Bool
 	samples   atomic.Int64
-	errors   atomic.Int64
-	mu       sync.Mutex // guards the histograms: the goroutine and Stop
-	timeUs   *hdr.Histogram
-	masterUs *hdr.Histogram
-	behind   *hdr.Histogram
+	errors    atomic.Int64
+	mu        sync.Mutex // guards the histograms: the goroutine and Stop
+	timeUs    *hdr.Histogram
+	masterUs  *hdr.Histogram
+	behind    *hdr.Histogram
 }
 
 // NewLagSampler returns a sampler that is not running, measuring: call
