@@ -29,6 +29,14 @@ type DevOptions struct {
 	// the replication link and copies its metadata; Broker.BrokerRole
 	// (ASYNC_MASTER or SYNC_MASTER) says whether sends wait for them.
 	Slaves int
+	// SlaveHAAddr, if set, maps the master's replication address (its
+	// advertised host and the port its HA listener bound) to the address
+	// the slaves dial instead: StartDev and AddSlave call it once per
+	// slave, after the master listens, and give the answer to the slave
+	// as its static haMasterAddress. The lab puts a delaying proxy there
+	// (loadgen/linkdelay). Default nil: slaves learn the master's address
+	// from the name server, as in production.
+	SlaveHAAddr func(masterHA string) (string, error)
 	// Logger for both servers. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -42,6 +50,10 @@ type Dev struct {
 	Dir     string
 	tempDir bool
 	keep    bool
+	// master is the master's configuration, slaveHA DevOptions.SlaveHAAddr:
+	// what AddSlave starts a slave from.
+	master  Config
+	slaveHA func(string) (string, error)
 }
 
 // NamesrvAddr is the name server's address.
@@ -56,7 +68,7 @@ func StartDev(opts DevOptions) (*Dev, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	d := &Dev{Dir: opts.Dir, keep: opts.Keep}
+	d := &Dev{Dir: opts.Dir, keep: opts.Keep, slaveHA: opts.SlaveHAAddr}
 	if d.Dir == "" {
 		dir, err := os.MkdirTemp("", "samsa-dev-")
 		if err != nil {
@@ -95,16 +107,43 @@ func StartDev(opts DevOptions) (*Dev, error) {
 		d.removeDir()
 		return nil, err
 	}
-	d.Broker = b
+	d.Broker, d.master = b, cfg
 	for i := 1; i <= opts.Slaves; i++ {
-		s, err := startDevBroker(devSlaveConfig(cfg, d.Dir, i))
-		if err != nil {
+		if _, err := d.AddSlave(""); err != nil {
 			d.Close()
-			return nil, fmt.Errorf("broker: dev slave %d: %w", i, err)
+			return nil, err
 		}
-		d.Slaves = append(d.Slaves, s)
 	}
 	return d, nil
+}
+
+// AddSlave starts one more slave of the master (brokerId len(Slaves)+1,
+// free ports) with its store in dir, default Dir/slave-<id> (give a dir
+// outside Dir when StartDev ran without slaves: the master's store is Dir
+// itself then), and appends
+// it to Slaves; Close stops it with the rest. An empty store copies the
+// master's whole log (haFullCopy): the lab's catch-up experiment fills a
+// master first, then adds a slave. Not safe for concurrent use with
+// itself or Close.
+func (d *Dev) AddSlave(dir string) (*Broker, error) {
+	i := len(d.Slaves) + 1
+	c := devSlaveConfig(d.master, d.Dir, i)
+	if dir != "" {
+		c.StorePathRootDir = dir
+	}
+	if d.slaveHA != nil {
+		addr, err := d.slaveHA(d.Broker.haAdvertised())
+		if err != nil {
+			return nil, fmt.Errorf("broker: dev slave %d: its master's replication address: %w", i, err)
+		}
+		c.HAMasterAddress = addr
+	}
+	s, err := startDevBroker(c)
+	if err != nil {
+		return nil, fmt.Errorf("broker: dev slave %d: %w", i, err)
+	}
+	d.Slaves = append(d.Slaves, s)
+	return s, nil
 }
 
 func startDevBroker(cfg Config) (*Broker, error) {

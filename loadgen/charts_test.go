@@ -7,13 +7,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 func TestWriteCharts(t *testing.T) {
 	cell := func(label string, w Workload, s Summary) CellResult {
 		return CellResult{Cell: Cell{Label: label, Workload: w}, Runs: []*Result{{}}, Median: s}
 	}
-	r := &ExperimentResult{Experiment: "mix", Cells: []CellResult{
+	r := &ExperimentResult{Header: resultfile.Header{Experiment: "mix"}, Cells: []CellResult{
 		cell("long-poll", Workload{Rate: 10000}, Summary{SendP99Us: 2000, E2EP50Us: 500, E2EP99Us: 3000, MsgsPerSec: 10000}),
 		cell("max", Workload{NoConsumers: true}, Summary{SendP99Us: 9000, MsgsPerSec: 200000}),
 		{Cell: Cell{Label: "gone"}, Skipped: "no nats-server"},

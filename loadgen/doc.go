@@ -23,15 +23,21 @@
 // ReportInterval in the style of Kafka's perf tools and returns a Result
 // (JSON-serialisable) with the percentiles of both histograms.
 //
-// Link latency for replication experiments lives in loadgen/linkdelay:
-// a cell whose master→slave HA link should take, say, 2 ms each way
-// opens a linkdelay.Link (netem inside a network namespace of the lab's
-// own where the kernel supports it, a delaying TCP proxy elsewhere),
-// starts its processes with the link's Command and gives the slave the
-// link's DialAddr; producers and consumers keep loopback speed. Results
-// print the delay with its method ("2ms one-way (netem)") and the round
-// trip measured through the link: the two methods are not the same
-// measurement.
+// Replication experiments (replication.go): a cell's Cluster names the
+// replication (none, async = ASYNC_MASTER, sync = SYNC_MASTER), its slaves
+// and the master→slave link's one-way delay and method. A driver whose
+// cluster replicates is a ReplicatedDriver: Run records its Replication
+// (role, link, the method that ran and why, the link's measured round
+// trip) and samples its LagProbe every DefaultLagInterval during the
+// measured window into HDR histograms (LagSampler: time behind, bytes
+// behind). The link delay itself lives in loadgen/linkdelay: netem inside
+// a network namespace of the lab's own where the kernel supports it and
+// the cell runs as separate processes, a delaying TCP proxy elsewhere
+// (cmd/samsa's embedded cells always take the proxy, and say why); results
+// print the delay with its method ("2ms one-way (proxy)") and the round
+// trip measured through such a link: the two methods are not the same
+// measurement. Comparisons may be additive (kind "additive": Num's
+// latency minus Den's against PlusRTT × the link round trip + PlusMs).
 //
 // Concurrency: Run owns every goroutine it starts and stops them all before
 // it returns. Drivers must allow Send and consumer callbacks from many

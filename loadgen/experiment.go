@@ -1,13 +1,13 @@
 package loadgen
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Experiment is an end-to-end experiment file (experiments/*.json with
@@ -24,10 +24,16 @@ type Experiment struct {
 	Base Workload `json:"base"`
 	// Quick overrides the base for --quick runs (shorter durations).
 	Quick json.RawMessage `json:"quick,omitempty"`
-	Cells []CellSpec      `json:"cells"`
+	// QuickRepeats, if set, replaces Repeats for --quick runs.
+	QuickRepeats int        `json:"quick_repeats,omitempty"`
+	Cells        []CellSpec `json:"cells"`
 	// Matrix maps a workload field to the values it takes; every cell is
 	// run once per combination.
 	Matrix map[string][]json.RawMessage `json:"matrix,omitempty"`
+	// QuickMatrix, if set, replaces Matrix for --quick runs (fewer
+	// values); a comparison whose cells the quick form does not run is
+	// left out of a quick result.
+	QuickMatrix map[string][]json.RawMessage `json:"quick_matrix,omitempty"`
 	// Compare lists ratios to report: cell label A over cell label B.
 	Compare []Comparison `json:"compare,omitempty"`
 }
@@ -39,6 +45,8 @@ type CellSpec struct {
 	Cluster Cluster `json:"cluster"`
 	// Workload overrides fields of the base (and of the quick overrides).
 	Workload json.RawMessage `json:"workload,omitempty"`
+	// NoMatrix runs the cell once, not once per matrix combination.
+	NoMatrix bool `json:"no_matrix,omitempty"`
 }
 
 // Cluster is the server side of a cell.
@@ -50,6 +58,21 @@ type Cluster struct {
 	Backend string `json:"backend,omitempty"`
 	// MaxBatchBytes bounds a group commit (Samsa, sync flush).
 	MaxBatchBytes int64 `json:"max_batch_bytes,omitempty"`
+
+	// Replication (Samsa; replication.go checks these): "none" (default,
+	// no slave), "async" (ASYNC_MASTER) or "sync" (SYNC_MASTER: a send is
+	// answered once a slave holds it).
+	Replication string `json:"replication,omitempty"`
+	// Slaves beside the master; default 1 when replicated.
+	Slaves int `json:"slaves,omitempty"`
+	// LinkDelayMs is the one-way delay added to the master→slave
+	// replication link, in ms; 0 (default): slaves dial the master's HA
+	// port directly on loopback.
+	LinkDelayMs float64 `json:"link_delay_ms,omitempty"`
+	// LinkMethod makes the delay: "auto" (default: netem where
+	// linkdelay.Available says so, else the proxy; the result says which
+	// ran and why), "netem" or "proxy".
+	LinkMethod string `json:"link_method,omitempty"`
 }
 
 // Comparison names a ratio to report: metric of Num over Den.
@@ -57,10 +80,17 @@ type Comparison struct {
 	Name   string `json:"name"`
 	Num    string `json:"num"`    // cell label
 	Den    string `json:"den"`    // cell label
-	Metric string `json:"metric"` // msgs_per_sec | e2e_p99 | send_p99
+	Metric string `json:"metric"` // msgs_per_sec | e2e_p50 | e2e_p99 | send_p99 | send_p999
+	// Kind is "ratio" (default): Num over Den against Target; or
+	// "additive" (latency metrics): Num minus Den, which must stay at or
+	// below PlusRTT × Num's measured link round trip + PlusMs.
+	Kind string `json:"kind,omitempty"`
 	// Target, if set, is what the ratio should reach (>= for throughput,
 	// <= for latency metrics).
 	Target float64 `json:"target,omitempty"`
+	// PlusRTT and PlusMs are an additive comparison's allowance.
+	PlusRTT float64 `json:"plus_rtt,omitempty"`
+	PlusMs  float64 `json:"plus_ms,omitempty"`
 }
 
 // Cell is a CellSpec resolved against the base workload and the matrix.
@@ -73,15 +103,9 @@ type Cell struct {
 
 // LoadExperiment reads and checks an experiment file.
 func LoadExperiment(path string) (*Experiment, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var e Experiment
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := resultfile.ReadStrict(path, &e); err != nil {
+		return nil, err
 	}
 	if e.Kind != "e2e" {
 		return nil, fmt.Errorf("%s: kind %q is not an end-to-end experiment", path, e.Kind)
@@ -92,7 +116,57 @@ func LoadExperiment(path string) (*Experiment, error) {
 	if len(e.Cells) == 0 {
 		return nil, fmt.Errorf("%s: no cells", path)
 	}
+	if err := e.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return &e, nil
+}
+
+// validate checks what Expand cannot: every comparison's kind and metric,
+// and that its cells exist in the full form (a typo in a label is an
+// error, not a "cell missing" in a result).
+func (e *Experiment) validate() error {
+	cells, err := e.Expand(false)
+	if err != nil {
+		return err
+	}
+	labels := map[string]bool{}
+	for _, c := range cells {
+		labels[c.Label] = true
+	}
+	var errs []error
+	for _, c := range e.Compare {
+		_, higher, err := metric(Summary{}, c.Metric)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("comparison %q: %w", c.Name, err))
+		}
+		switch c.Kind {
+		case "", "ratio":
+			if c.PlusRTT != 0 || c.PlusMs != 0 {
+				errs = append(errs, fmt.Errorf("comparison %q: plus_rtt and plus_ms belong to kind additive", c.Name))
+			}
+		case "additive":
+			if higher || c.Target != 0 || c.PlusRTT < 0 || c.PlusMs < 0 {
+				errs = append(errs, fmt.Errorf("comparison %q: additive compares a latency with plus_rtt, plus_ms >= 0 and no target", c.Name))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("comparison %q: kind %q: want ratio or additive", c.Name, c.Kind))
+		}
+		for _, l := range []string{c.Num, c.Den} {
+			if !labels[l] {
+				errs = append(errs, fmt.Errorf("comparison %q: no cell %q", c.Name, l))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// repeats is how many times each cell runs.
+func (e *Experiment) repeats(quick bool) int {
+	if quick && e.QuickRepeats > 0 {
+		return e.QuickRepeats
+	}
+	return e.Repeats
 }
 
 // Expand resolves every cell: base, then quick overrides (if quick), then
@@ -104,11 +178,24 @@ func (e *Experiment) Expand(quick bool) ([]Cell, error) {
 			return nil, fmt.Errorf("quick: %w", err)
 		}
 	}
-	combos := matrixCombos(e.Matrix)
+	matrix := e.Matrix
+	if quick && e.QuickMatrix != nil {
+		matrix = e.QuickMatrix
+	}
+	combos := matrixCombos(matrix)
 	var out []Cell
 	var errs []error
 	for _, cs := range e.Cells {
-		for _, combo := range combos {
+		cl := cs.Cluster
+		if err := cl.EnsureReplication(cs.Driver); err != nil {
+			errs = append(errs, fmt.Errorf("cell %s: %w", cs.Label, err))
+			continue
+		}
+		cellCombos := combos
+		if cs.NoMatrix {
+			cellCombos = []combo{{}}
+		}
+		for _, combo := range cellCombos {
 			w := base
 			if len(cs.Workload) > 0 {
 				if err := json.Unmarshal(cs.Workload, &w); err != nil {
@@ -130,7 +217,7 @@ func (e *Experiment) Expand(quick bool) ([]Cell, error) {
 				errs = append(errs, fmt.Errorf("cell %s: %w", label, err))
 				continue
 			}
-			out = append(out, Cell{Label: label, Driver: cs.Driver, Cluster: cs.Cluster, Workload: w})
+			out = append(out, Cell{Label: label, Driver: cs.Driver, Cluster: cl, Workload: w})
 		}
 	}
 	return out, errors.Join(errs...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -18,13 +17,7 @@ type DriverFactory func(ctx context.Context, c Cell) (Driver, error)
 
 // ExperimentResult is what an e2e experiment run writes under results/.
 type ExperimentResult struct {
-	Experiment  string             `json:"experiment"`
-	Kind        string             `json:"kind"`
-	Description string             `json:"description"`
-	Command     string             `json:"command"`
-	Quick       bool               `json:"quick"`
-	Start       time.Time          `json:"start"`
-	Machine     any                `json:"machine,omitempty"`
+	resultfile.Header
 	Cells       []CellResult       `json:"cells"`
 	Comparisons []ComparisonResult `json:"comparisons,omitempty"`
 }
@@ -37,10 +30,13 @@ type CellResult struct {
 	// Durability is what the cell's server promised for an acknowledged
 	// message (its driver's "durability": memory, process-crash,
 	// power-loss), so that a ratio compares equal guarantees.
-	Durability string  `json:"durability,omitempty"`
-	Median     Summary `json:"median"`
-	Min        Summary `json:"min"`
-	Max        Summary `json:"max"`
+	Durability string `json:"durability,omitempty"`
+	// Replication is the runs' replication with the median link round
+	// trip (the lag's p99 is in the summaries); nil without slaves.
+	Replication *Replication `json:"replication,omitempty"`
+	Median      Summary      `json:"median"`
+	Min         Summary      `json:"min"`
+	Max         Summary      `json:"max"`
 }
 
 // Summary is the figures a cell is compared by.
@@ -49,18 +45,28 @@ type Summary struct {
 	MBPerSec   float64 `json:"mb_per_sec"`
 	SendP50Us  float64 `json:"send_p50_us"`
 	SendP99Us  float64 `json:"send_p99_us"`
+	SendP999Us float64 `json:"send_p999_us,omitempty"`
 	E2EP50Us   float64 `json:"e2e_p50_us"`
 	E2EP99Us   float64 `json:"e2e_p99_us"`
 	E2EP999Us  float64 `json:"e2e_p999_us"`
 	// LagP99Us is the open-loop schedule lag's p99 (Result.SendLagUs).
 	LagP99Us float64 `json:"lag_p99_us,omitempty"`
-	Errors   float64 `json:"errors"`
+	// ReplLagP99Us and ReplBehindP99 are the slaves' replication lag
+	// p99, in time and in bytes (Replication.Lag).
+	ReplLagP99Us  float64 `json:"repl_lag_p99_us,omitempty"`
+	ReplBehindP99 float64 `json:"repl_behind_p99_bytes,omitempty"`
+	Errors        float64 `json:"errors"`
 }
 
 // ComparisonResult is one evaluated Comparison.
 type ComparisonResult struct {
 	Comparison
+	// Value is the ratio, or for an additive comparison Num minus Den.
 	Value float64 `json:"value"`
+	// Bound is an additive comparison's allowance (PlusRTT × RTTUs +
+	// PlusMs), in the metric's unit; RTTUs the Num cell's link round trip.
+	Bound float64 `json:"bound,omitempty"`
+	RTTUs float64 `json:"rtt_us,omitempty"`
 	Met   *bool   `json:"met,omitempty"`
 	Note  string  `json:"note,omitempty"`
 }
@@ -75,15 +81,17 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 	if err != nil {
 		return nil, err
 	}
-	res := &ExperimentResult{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: quick, Start: time.Now().UTC()}
+	res := &ExperimentResult{Header: resultfile.Header{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: quick,
+		Start: time.Now().UTC()}}
 	crs := make([]CellResult, len(cells))
 	for i, c := range cells {
 		crs[i].Cell = c
 	}
-	total := len(cells) * e.Repeats
+	repeats := e.repeats(quick)
+	total := len(cells) * repeats
 	done := 0
 	began := time.Now()
-	for rep := 0; rep < e.Repeats; rep++ {
+	for rep := 0; rep < repeats; rep++ {
 		for i := range crs {
 			cr := &crs[i]
 			if cr.Skipped != "" {
@@ -94,7 +102,7 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 			if done > 0 {
 				eta = (time.Duration(float64(time.Since(began)) / float64(done) * float64(total-done))).Round(time.Second).String()
 			}
-			fmt.Fprintf(progress, "== %s: run %d/%d: %s (repeat %d/%d), ETA %s\n", e.Name, done+1, total, cr.Cell.Label, rep+1, e.Repeats, eta)
+			fmt.Fprintf(progress, "== %s: run %d/%d: %s (repeat %d/%d), ETA %s\n", e.Name, done+1, total, cr.Cell.Label, rep+1, repeats, eta)
 			r, err := runCell(ctx, cr.Cell, factory, progress)
 			done++
 			if err != nil {
@@ -111,10 +119,31 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 	for i := range crs {
 		crs[i].Median, crs[i].Min, crs[i].Max = summarizeRuns(crs[i].Runs)
 		crs[i].Durability = runsDurability(crs[i].Runs)
+		crs[i].Replication = runsReplication(crs[i].Runs)
 	}
 	res.Cells = crs
-	res.Comparisons = compare(e.Compare, res.Cells)
+	res.Comparisons = compare(quickComparisons(e.Compare, cells, quick), res.Cells)
 	return res, nil
+}
+
+// quickComparisons leaves out, in a quick run, the comparisons whose
+// cells only the full form runs (LoadExperiment checked the full form
+// has them all).
+func quickComparisons(cs []Comparison, cells []Cell, quick bool) []Comparison {
+	if !quick {
+		return cs
+	}
+	has := map[string]bool{}
+	for _, c := range cells {
+		has[c.Label] = true
+	}
+	var out []Comparison
+	for _, c := range cs {
+		if has[c.Num] && has[c.Den] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func runCell(ctx context.Context, c Cell, factory DriverFactory, progress io.Writer) (*Result, error) {
@@ -141,10 +170,14 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 func summarize(r *Result) Summary {
 	s := Summary{MsgsPerSec: r.MsgsPerSec, MBPerSec: r.MBPerSec,
 		SendP50Us: float64(r.SendLatencyUs.P50), SendP99Us: float64(r.SendLatencyUs.P99),
-		E2EP50Us: float64(r.E2ELatencyUs.P50), E2EP99Us: float64(r.E2ELatencyUs.P99), E2EP999Us: float64(r.E2ELatencyUs.P999),
+		SendP999Us: float64(r.SendLatencyUs.P999),
+		E2EP50Us:   float64(r.E2ELatencyUs.P50), E2EP99Us: float64(r.E2ELatencyUs.P99), E2EP999Us: float64(r.E2ELatencyUs.P999),
 		Errors: float64(r.Errors)}
 	if r.SendLagUs != nil {
 		s.LagP99Us = float64(r.SendLagUs.P99)
+	}
+	if r.Replication != nil && r.Replication.Lag != nil {
+		s.ReplLagP99Us, s.ReplBehindP99 = float64(r.Replication.Lag.TimeUs.P99), float64(r.Replication.Lag.BehindBytes.P99)
 	}
 	return s
 }
@@ -155,7 +188,8 @@ func summarizeRuns(runs []*Result) (med, lo, hi Summary) {
 		return
 	}
 	fields := func(s *Summary) []*float64 {
-		return []*float64{&s.MsgsPerSec, &s.MBPerSec, &s.SendP50Us, &s.SendP99Us, &s.E2EP50Us, &s.E2EP99Us, &s.E2EP999Us, &s.LagP99Us, &s.Errors}
+		return []*float64{&s.MsgsPerSec, &s.MBPerSec, &s.SendP50Us, &s.SendP99Us, &s.SendP999Us, &s.E2EP50Us, &s.E2EP99Us, &s.E2EP999Us,
+			&s.LagP99Us, &s.ReplLagP99Us, &s.ReplBehindP99, &s.Errors}
 	}
 	ss := make([]Summary, len(runs))
 	for i, r := range runs {
@@ -169,11 +203,7 @@ func summarizeRuns(runs []*Result) (med, lo, hi Summary) {
 		}
 		sort.Float64s(vals)
 		*lf[fi], *hf[fi] = vals[0], vals[len(vals)-1]
-		if n := len(vals); n%2 == 1 {
-			*mf[fi] = vals[n/2]
-		} else {
-			*mf[fi] = (vals[n/2-1] + vals[n/2]) / 2
-		}
+		*mf[fi] = median(vals)
 	}
 	return
 }
@@ -188,6 +218,8 @@ func metric(s Summary, name string) (float64, bool, error) {
 		return s.E2EP50Us, false, nil
 	case "send_p99":
 		return s.SendP99Us, false, nil
+	case "send_p999":
+		return s.SendP999Us, false, nil
 	}
 	return 0, false, fmt.Errorf("unknown metric %q", name)
 }
@@ -214,6 +246,10 @@ func compare(cs []Comparison, cells []CellResult) []ComparisonResult {
 				cr.Note = err.Error()
 				break
 			}
+			if c.Kind == "additive" {
+				cr.additive(a, b, num)
+				break
+			}
 			if b == 0 {
 				cr.Note = "denominator is zero"
 				break
@@ -235,8 +271,7 @@ func compare(cs []Comparison, cells []CellResult) []ComparisonResult {
 // WriteResult writes res as results/<experiment>/<host>-<UTC time>.json
 // under dir and returns the path.
 func WriteResult(dir string, res *ExperimentResult) (string, error) {
-	host, _ := os.Hostname()
-	return resultfile.Write(dir, res.Experiment, host, res.Start, res)
+	return res.Header.WriteResult(dir, res)
 }
 
 // ReadResult reads a file written by WriteResult.
@@ -253,4 +288,55 @@ func runsDurability(runs []*Result) string {
 		}
 	}
 	return ""
+}
+
+// additive evaluates an additive comparison: num − den against PlusRTT ×
+// the num cell's link round trip + PlusMs (latencies in µs).
+func (cr *ComparisonResult) additive(num, den float64, numCell *CellResult) {
+	cr.Value = num - den
+	if rp := numCell.Replication; rp != nil {
+		cr.RTTUs = rp.LinkRTTUs
+	} else if cr.PlusRTT != 0 {
+		cr.Note = "no link round trip: the cell has no slave"
+		return
+	}
+	cr.Bound = cr.PlusRTT*cr.RTTUs + cr.PlusMs*1000
+	met := cr.Value <= cr.Bound
+	cr.Met = &met
+}
+
+// runsReplication is the runs' replication with the median of their link
+// round trips, or nil when no run had slaves. The lag is left out: the
+// summaries carry its p99.
+func runsReplication(runs []*Result) *Replication {
+	var out *Replication
+	var rtts []float64
+	for _, r := range runs {
+		if r.Replication == nil {
+			continue
+		}
+		if out == nil {
+			cp := *r.Replication
+			cp.Lag = nil
+			out = &cp
+		}
+		rtts = append(rtts, r.Replication.LinkRTTUs)
+	}
+	if out != nil {
+		sort.Float64s(rtts)
+		out.LinkRTTUs = median(rtts)
+	}
+	return out
+}
+
+// median of sorted values.
+func median(v []float64) float64 {
+	n := len(v)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }

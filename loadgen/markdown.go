@@ -3,15 +3,18 @@ package loadgen
 import (
 	"fmt"
 	"strings"
-
-	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Markdown renders an experiment result as tables: one row per cell with
 // medians (and the min–max spread of throughput), then the comparisons.
 func (r *ExperimentResult) Markdown() string {
 	var b strings.Builder
-	resultfile.Heading(&b, r.Experiment, r.Description, r.Command, r.Quick)
+	r.Heading(&b)
+	if r.replicated() {
+		r.replicationTable(&b)
+		r.comparisonTable(&b)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Run %s; medians over repeats; latencies in ms; e2e = intended send → consumer; lag = how late the generator sent after the intended time (open loop; part of send and e2e).\n\n", r.Start.Format("2006-01-02 15:04 UTC"))
 	b.WriteString("| cell | driver | flush | durability | rate | msgs/s (min–max) | MB/s | send p50 | send p99 | e2e p50 | e2e p99 | e2e p99.9 | lag p99 | errors |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -43,16 +46,27 @@ func (r *ExperimentResult) Markdown() string {
 			c.Label, c.Driver, c.Cluster.Flush, dur, rate, m.MsgsPerSec, c.Min.MsgsPerSec, c.Max.MsgsPerSec, m.MBPerSec,
 			ms(m.SendP50Us), ms(m.SendP99Us), e2e(m.E2EP50Us), e2e(m.E2EP99Us), e2e(m.E2EP999Us), lag, m.Errors)
 	}
+	r.comparisonTable(&b)
+	return b.String()
+}
+
+// comparisonTable renders the comparisons, ratios and additive targets.
+func (r *ExperimentResult) comparisonTable(b *strings.Builder) {
 	if len(r.Comparisons) > 0 {
 		b.WriteString("\n| comparison | metric | ratio | target | met |\n|---|---|---|---|---|\n")
 		for _, c := range r.Comparisons {
 			val, target, met := "–", "–", "–"
-			if c.Note == "" {
-				val = fmt.Sprintf("%.2f×", c.Value)
-			} else {
+			switch {
+			case c.Note != "":
 				val = c.Note
+			case c.Kind == "additive":
+				val = fmt.Sprintf("%+.2f ms", c.Value/1000)
+			default:
+				val = fmt.Sprintf("%.2f×", c.Value)
 			}
-			if c.Target != 0 {
+			if c.Kind == "additive" {
+				target = fmt.Sprintf("≤ %+.2f ms (%g × RTT %.3f ms + %g ms)", c.Bound/1000, c.PlusRTT, c.RTTUs/1000, c.PlusMs)
+			} else if c.Target != 0 {
 				op := "≥"
 				if _, higher, _ := metric(Summary{}, c.Metric); !higher {
 					op = "≤"
@@ -62,10 +76,13 @@ func (r *ExperimentResult) Markdown() string {
 			if c.Met != nil {
 				met = map[bool]string{true: "yes", false: "**no**"}[*c.Met]
 			}
-			fmt.Fprintf(&b, "| %s (%s ÷ %s) | %s | %s | %s | %s |\n", c.Name, c.Num, c.Den, c.Metric, val, target, met)
+			op := "÷"
+			if c.Kind == "additive" {
+				op = "−"
+			}
+			fmt.Fprintf(b, "| %s (%s %s %s) | %s | %s | %s | %s |\n", c.Name, c.Num, op, c.Den, c.Metric, val, target, met)
 		}
 	}
-	return b.String()
 }
 
 func ms(us float64) string { return fmt.Sprintf("%.2f", us/1000) }

@@ -90,6 +90,16 @@ func (rep *reporter) final(res *Result) {
 		fmt.Fprintf(out, "schedule lag (intended to actual send, included above): %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max.\n",
 			float64(l.P50)/1e3, float64(l.P99)/1e3, float64(l.P999)/1e3, float64(l.Max)/1e3)
 	}
+	if rp := res.Replication; rp != nil {
+		fmt.Fprintf(out, "replication: %s, %d slave(s), link %s, RTT %.3f ms; ", rp.Role, rp.Slaves, rp.Link, rp.LinkRTTUs/1e3)
+		if l := rp.Lag; l != nil {
+			fmt.Fprintf(out, "lag %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max; behind %d B 99th (%d samples, %s).\n",
+				float64(l.TimeUs.P50)/1e3, float64(l.TimeUs.P99)/1e3, float64(l.TimeUs.P999)/1e3, float64(l.TimeUs.Max)/1e3,
+				l.BehindBytes.P99, l.Samples, l.Source)
+		} else {
+			fmt.Fprintf(out, "lag not measured: %s.\n", rp.LagNote)
+		}
+	}
 	if res.Errors > 0 {
 		fmt.Fprintf(out, "%d sends failed.\n", res.Errors)
 	}

@@ -32,6 +32,9 @@ type Result struct {
 	// its intended time (timer granularity, scheduling, or a Send blocked
 	// on a full in-flight window): a share of both latencies above.
 	SendLagUs *Percentiles `json:"send_lag_us,omitempty"`
+	// Replication is the cluster's replication and its sampled lag (a
+	// ReplicatedDriver's); nil without slaves.
+	Replication *Replication `json:"replication,omitempty"`
 	// Machine is filled by the caller (kernel, CPU, disk, commit).
 	Machine any `json:"machine,omitempty"`
 }

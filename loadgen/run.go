@@ -162,6 +162,15 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	go func() { defer close(repDone); rep.loop(prodCtx) }()
 
 	res := &Result{Driver: r.d.Name(), DriverConfig: r.d.Describe(), Workload: *w, Config: w.String(), Start: start.UTC()}
+	var lagProbe LagProbe
+	if rd, ok := r.d.(ReplicatedDriver); ok {
+		res.Replication, lagProbe = rd.Replication()
+	}
+	var lagSampler *LagSampler
+	if res.Replication != nil && lagProbe != nil {
+		lagSampler = StartLagSampler(ctx, lagProbe, DefaultLagInterval) // from the warm-up: see SetMeasuring
+		defer lagSampler.Stop()
+	}
 	var measureStart time.Time
 	var ackedAtStart, receivedAtStart int64
 	select {
@@ -176,12 +185,18 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		r.e2e.SetMeasuring(true)
 		r.lag.SetMeasuring(true)
 		rep.measuring.Store(true)
+		if lagSampler != nil {
+			lagSampler.SetMeasuring(true)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(w.Duration):
 		}
 	}
 	measured := time.Since(measureStart)
+	if lagSampler != nil {
+		res.Replication.Lag = lagSampler.Stop()
+	}
 	r.window.to.Store(measureStart.Add(measured).UnixNano())
 	ackedInWindow := r.c.acked.Load() - ackedAtStart
 	receivedInWindow := r.c.received.Load() - receivedAtStart

@@ -11,6 +11,7 @@ import (
 
 	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/loadgen"
+	"github.com/samsamq/samsa/loadgen/catchup"
 	"github.com/samsamq/samsa/loadgen/durability"
 )
 
@@ -28,6 +29,11 @@ func runLoadgen(args []string) error {
 	driver := fs.String("driver", "samsa", "driver: samsa (our client), rocketmq (the official Go client), nats (NATS JetStream)")
 	flush := fs.String("flush", "async", "embedded cluster flush policy: sync (group commit) or async; for nats, sync = sync_interval always")
 	backendName := fs.String("backend", "", "embedded broker store backend (pwrite, mmap, odirect, uring)")
+	var repl loadgen.Cluster
+	fs.StringVar(&repl.Replication, "replication", "none", "embedded cluster: none, async (ASYNC_MASTER) or sync (SYNC_MASTER) with --slaves slaves")
+	fs.IntVar(&repl.Slaves, "slaves", 0, "embedded cluster with --replication: slaves (default 1)")
+	fs.Float64Var(&repl.LinkDelayMs, "link-delay-ms", 0, "embedded cluster with --replication: one-way delay on the master→slave link, ms")
+	fs.StringVar(&repl.LinkMethod, "link-method", "", "with --link-delay-ms: auto (default), proxy or netem")
 	natsURL := fs.String("nats-url", "", "nats driver: a running server's URL (default: start one in-process)")
 	dataDir := fs.String("dir", "", "embedded cluster data dir (default: a temp dir, removed after)")
 	fs.StringVar(&w.TopicPrefix, "topic", "loadgen", "topic name prefix (topics are <prefix>-<i>)")
@@ -81,6 +87,9 @@ func runLoadgen(args []string) error {
 		if kind, err := bench.ResultKind(*experiment); err == nil && durability.IsKind(kind) {
 			return durabilityRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
 				dataDir: *dataDir, quick: *quick, gate: *gate, seed: *seed}.run(ctx)
+		} else if err == nil && kind == catchup.Kind {
+			return catchupRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
+				dataDir: *dataDir, quick: *quick}.run(ctx)
 		}
 		return runExperimentFile(ctx, lab, *experiment, *quick, *out, *perf, commandLine())
 	}
@@ -88,7 +97,11 @@ func runLoadgen(args []string) error {
 	if w.Consumers == 0 {
 		w.NoConsumers = true
 	}
-	cell := loadgen.Cell{Label: "cli", Driver: *driver, Cluster: loadgen.Cluster{Flush: *flush, Backend: *backendName}, Workload: w}
+	repl.Flush, repl.Backend = *flush, *backendName
+	if err := repl.EnsureReplication(*driver); err != nil {
+		return err
+	}
+	cell := loadgen.Cell{Label: "cli", Driver: *driver, Cluster: repl, Workload: w}
 	d, err := lab.driver(ctx, cell)
 	if err != nil {
 		return err
@@ -156,7 +169,13 @@ func runExperimentFile(ctx context.Context, lab labSettings, path string, quick 
 // e2eSection is an e2e result's PERFORMANCE.md section: tables, charts,
 // the machine and the result file.
 func e2eSection(r *loadgen.ExperimentResult, charts []loadgen.Chart, path string) string {
-	return fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", r.MarkdownCharts(charts), machineString(r.Machine), path)
+	return labSection(r.MarkdownCharts(charts), r.Machine, path)
+}
+
+// labSection is a lab result's PERFORMANCE.md section: its Markdown, then
+// the machine and the result file.
+func labSection(md string, machine any, path string) string {
+	return fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", md, machineString(machine), path)
 }
 
 // machineString renders a result's machine on one line.

@@ -48,6 +48,7 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats)", c.Driver)
 	}
 	var dev *broker.Dev
+	var repl *replicaSide
 	nameServers := client.ParseNameServers(l.namesrv)
 	brokerAddr := l.brokerAddr
 	if l.embedded {
@@ -67,9 +68,13 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 		cfg.GroupCommitMaxBatchBytes = c.Cluster.MaxBatchBytes
 		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 		var err error
-		dev, err = broker.StartDev(broker.DevOptions{Dir: l.cellDir("samsa"), Broker: cfg, Logger: quiet})
+		if c.Cluster.Replicated() {
+			dev, repl, err = l.startReplicated(ctx, c, cfg, quiet)
+		} else if dev, err = broker.StartDev(broker.DevOptions{Dir: l.cellDir("samsa"), Broker: cfg, Logger: quiet}); err != nil {
+			err = fmt.Errorf("embedded cluster: %w", err)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("embedded cluster: %w", err)
+			return nil, err
 		}
 		nameServers, brokerAddr = []string{dev.NamesrvAddr()}, dev.BrokerAddr()
 	} else if !l.embedded && c.Cluster.Flush != "" {
@@ -90,12 +95,15 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 		if dev != nil {
 			dev.Close()
 		}
+		if repl != nil {
+			repl.close()
+		}
 		return nil, err
 	}
 	if dev == nil {
-		return d, nil
+		return l.liveReplicated(ctx, d, nameServers), nil
 	}
-	return &withCluster{Driver: d, dev: dev}, nil
+	return &withCluster{Driver: d, dev: dev, repl: repl}, nil
 }
 
 // cellDir is a fresh data dir for one cell's cluster under dataDir, or ""
@@ -117,7 +125,8 @@ func (l labSettings) cellDir(kind string) string {
 // withCluster closes the embedded cluster with the driver.
 type withCluster struct {
 	loadgen.Driver
-	dev *broker.Dev
+	dev  *broker.Dev
+	repl *replicaSide // nil without slaves
 }
 
 func (w *withCluster) Describe() map[string]any {
@@ -132,6 +141,9 @@ func (w *withCluster) Close() error {
 	err := w.Driver.Close()
 	dir := w.dev.Dir
 	err = errors.Join(err, w.dev.Close())
+	if w.repl != nil {
+		w.repl.close()
+	}
 	if strings.HasPrefix(filepath.Base(dir), "samsa-") {
 		_ = os.RemoveAll(dir)
 	}

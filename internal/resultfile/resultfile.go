@@ -4,6 +4,7 @@
 package resultfile
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -59,4 +60,49 @@ func Heading(b *strings.Builder, experiment, description, command string, quick 
 		}
 		b.WriteString("\n\n")
 	}
+}
+
+// Header is what every lab result file starts with; result types embed it
+// (encoding/json flattens it, so the file's fields stay top-level).
+type Header struct {
+	Experiment  string    `json:"experiment"`
+	Kind        string    `json:"kind"`
+	Description string    `json:"description"`
+	Command     string    `json:"command"`
+	Quick       bool      `json:"quick"`
+	Start       time.Time `json:"start"`
+	Machine     any       `json:"machine,omitempty"`
+}
+
+// WriteResult writes v, whose header h is, as
+// <dir>/<experiment>/<this host>-<start>.json and returns the path.
+func (h *Header) WriteResult(dir string, v any) (string, error) {
+	host, _ := os.Hostname()
+	return Write(dir, h.Experiment, host, h.Start, v)
+}
+
+// Heading writes the section's title, description and command.
+func (h *Header) Heading(b *strings.Builder) {
+	Heading(b, h.Experiment, h.Description, h.Command, h.Quick)
+}
+
+// DecodeStrict unmarshals b into v, rejecting unknown fields (a typo in
+// an experiment file is an error, not a default).
+func DecodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// ReadStrict reads the file at path into v with DecodeStrict; an error
+// names the file.
+func ReadStrict(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := DecodeStrict(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

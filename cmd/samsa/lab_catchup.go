@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/loadgen/catchup"
+	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// catchupRun is how `samsa loadgen --experiment` runs a
+// replication-catchup experiment: an embedded ASYNC_MASTER filled through
+// its store, then an empty slave added with Dev.AddSlave.
+type catchupRun struct {
+	path, outDir, perfFile, command string
+	dataDir                         string // parent of the runs' data dirs; default .benchdata/catchup
+	quick                           bool
+}
+
+func (c catchupRun) run(ctx context.Context) error {
+	e, err := catchup.LoadExperiment(c.path)
+	if err != nil {
+		return err
+	}
+	dir := c.dataDir
+	if dir == "" {
+		dir = filepath.Join(".benchdata", "catchup") // a real disk: /tmp may be tmpfs
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	m := bench.CollectMachine(dir)
+	res, err := catchup.RunExperiment(ctx, e, catchup.Options{Quick: c.quick, DiskDir: dir, Progress: os.Stdout,
+		NewTarget: func(context.Context) (catchup.Target, error) { return newCatchupTarget(dir) }})
+	if err != nil {
+		return err
+	}
+	res.Command, res.Machine = c.command, &m
+	p, err := catchup.WriteResult(c.outDir, res)
+	if err != nil {
+		return err
+	}
+	md := res.Markdown()
+	fmt.Println(md)
+	fmt.Printf("result: %s\n", p)
+	if c.perfFile != "" {
+		return bench.UpdateSections(c.perfFile, []string{res.Experiment},
+			map[string]string{res.Experiment: labSection(md, res.Machine, p)})
+	}
+	return nil
+}
+
+// catchupTarget is an embedded master (no slave until StartSlave) in a
+// fresh directory under the run's.
+type catchupTarget struct {
+	dir string
+	dev *broker.Dev
+}
+
+func newCatchupTarget(parent string) (*catchupTarget, error) {
+	dir, err := os.MkdirTemp(parent, "catchup-")
+	if err != nil {
+		return nil, err
+	}
+	cfg := broker.Config{BrokerRole: broker.AsyncMaster, FlushDiskType: broker.AsyncFlush}
+	dev, err := broker.StartDev(broker.DevOptions{Dir: filepath.Join(dir, "master"), Broker: cfg,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("embedded master: %w", err)
+	}
+	return &catchupTarget{dir: dir, dev: dev}, nil
+}
+
+// Fill appends batches of 256 messages over 8 queues of one topic
+// straight into the master's store: the fill's speed is not measured, so
+// it skips the network.
+func (t *catchupTarget) Fill(ctx context.Context, n int64, size int) (int64, error) {
+	st := t.dev.Broker.Store()
+	body := make([]byte, size)
+	for i := range body {
+		body[i] = byte('a' + i%26)
+	}
+	props := record.AppendProperty(nil, "TAGS", "catchup")
+	host := netip.MustParseAddrPort("127.0.0.1:40000")
+	msgs := make([]*storage.Message, 256)
+	for i := range msgs {
+		msgs[i] = &storage.Message{Topic: "catchup", QueueID: int32(i % 8), Body: body, Properties: props,
+			BornHost: host, StoreHost: host}
+	}
+	for st.HandedOffset() < n {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if _, err := st.AppendBatch(ctx, msgs); err != nil {
+			return 0, err
+		}
+	}
+	return st.HandedOffset(), nil
+}
+
+func (t *catchupTarget) StartSlave() (catchup.Slave, error) {
+	s, err := t.dev.AddSlave(filepath.Join(t.dir, "slave"))
+	if err != nil {
+		return nil, err
+	}
+	return catchupSlave{s}, nil
+}
+
+func (t *catchupTarget) Close() error {
+	return errors.Join(t.dev.Close(), os.RemoveAll(t.dir))
+}
+
+type catchupSlave struct{ b *broker.Broker }
+
+func (s catchupSlave) Offset() int64 { return s.b.Store().WrittenOffset() }
+
+func (s catchupSlave) Describe() string {
+	o := s.b.Store().Options()
+	return fmt.Sprintf("%s, durability %s", s.b.Config().FlushDiskType, o.Durability())
+}
