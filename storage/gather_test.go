@@ -91,7 +91,11 @@ func TestGatherBacksOffOpenLoop(t *testing.T) {
 	wg.Wait()
 	m := s.Metrics()
 	t.Logf("%d groups (avg %.1f): %d gathers, %d unfilled", m.SyncGroups, m.AvgGroup, m.Gathers, m.GatherMisses)
-	if m.GatherMisses > m.SyncGroups/3 {
+	// Without the back-off every round would wait unfilled (the writers
+	// think longer than the bound). A busy machine stretches sleeps and
+	// fsyncs and makes some rounds miss: half is the line that still tells
+	// backing off from not (a third failed under -race on a loaded CI).
+	if m.GatherMisses > m.SyncGroups/2 {
 		t.Fatalf("%d of %d rounds waited unfilled", m.GatherMisses, m.SyncGroups)
 	}
 }
