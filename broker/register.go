@@ -30,10 +30,19 @@ func (r *registrar) run() {
 	}
 	t := time.NewTicker(r.b.cfg.RegisterNameServerPeriod)
 	defer t.Stop()
+	// A slave that knows no master yet (started first, or its master is
+	// down) asks every second, so it follows the master within a second
+	// of its registration rather than a whole period later.
+	fast := time.NewTicker(time.Second)
+	defer fast.Stop()
 	for {
 		select {
 		case <-t.C:
 			r.registerAll(false)
+		case <-fast.C:
+			if r.b.isSlave() && r.b.MasterAddr() == "" {
+				r.registerAll(false)
+			}
 		case <-r.b.stop:
 			return
 		}

@@ -320,3 +320,18 @@ func TestSlaveMetadataPersists(t *testing.T) {
 		t.Fatalf("offset lost: %d", got)
 	}
 }
+
+// TestSlaveStartedFirstFindsItsMaster: a slave started before its master
+// asks the name server every second until it learns the master, not only
+// every registerNameServerPeriod (an hour here).
+func TestSlaveStartedFirstFindsItsMaster(t *testing.T) {
+	ns := startNamesrv(t)
+	slave := startBroker(t, t.TempDir(), asSlave(ns.Addr(), 1, func(c *Config) { c.RegisterNameServerPeriod = time.Hour }))
+	defer slave.Close()
+	if slave.MasterAddr() != "" {
+		t.Fatalf("the slave knows master %q before there is one", slave.MasterAddr())
+	}
+	master := startBroker(t, t.TempDir(), withNamesrv(ns.Addr(), nil))
+	defer master.Close()
+	waitFor(t, func() bool { return slave.MasterAddr() == master.Addr() }, "the slave learning its master")
+}
