@@ -253,51 +253,12 @@ func (f *EpochFile) storeLocked(list []Epoch) error {
 	if err := validEpochs(list); err != nil {
 		return fmt.Errorf("ha: internal: epoch list: %w", err)
 	}
-	if err := writeFileAtomic(f.fs, f.path, encodeEpochFile(list)); err != nil {
+	if err := vfs.WriteFileAtomic(f.fs, f.path, encodeEpochFile(list)); err != nil {
 		return err
 	}
 	f.list = list
 	if len(list) > 0 {
 		f.maxEver = max(f.maxEver, list[len(list)-1].Epoch)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces name with b durably: temp file, write, fsync,
-// rename, fsync of the directory (as storage's checkpoint). A failure
-// before the rename leaves name as it was.
-func writeFileAtomic(fsys vfs.FS, name string, b []byte) error {
-	tmp := name + ".tmp"
-	if err := writeTemp(fsys, tmp, b); err != nil {
-		if rerr := fsys.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = errors.Join(err, rerr)
-		}
-		return err
-	}
-	if err := fsys.Rename(tmp, name); err != nil {
-		return fmt.Errorf("ha: rename %s: %w", tmp, err)
-	}
-	if err := fsys.SyncDir(filepath.Dir(name)); err != nil {
-		return fmt.Errorf("ha: sync dir %s: %w", filepath.Dir(name), err)
-	}
-	return nil
-}
-
-func writeTemp(fsys vfs.FS, tmp string, b []byte) error {
-	h, err := fsys.Create(tmp, vfs.OpenOptions{})
-	if err != nil {
-		return fmt.Errorf("ha: create %s: %w", tmp, err)
-	}
-	if _, err := h.WriteAt(b, 0); err != nil {
-		h.Close()
-		return fmt.Errorf("ha: write %s: %w", tmp, err)
-	}
-	if err := h.Sync(); err != nil {
-		h.Close()
-		return fmt.Errorf("ha: sync %s: %w", tmp, err)
-	}
-	if err := h.Close(); err != nil {
-		return fmt.Errorf("ha: close %s: %w", tmp, err)
 	}
 	return nil
 }

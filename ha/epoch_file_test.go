@@ -94,7 +94,7 @@ func TestEpochFileCorrupt(t *testing.T) {
 	must(t, f.Record(Epoch{1, 0}, 0))
 	b := encodeEpochFile([]Epoch{{1, 0}, {2, 50}})
 	b[14] ^= 0xff
-	must(t, writeFileAtomic(mem, epochPath, b))
+	must(t, vfs.WriteFileAtomic(mem, epochPath, b))
 	g := openEpochs(t, mem)
 	if got := g.Entries(); len(got) != 0 {
 		t.Fatalf("corrupt file gave %v", got)

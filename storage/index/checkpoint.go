@@ -141,32 +141,8 @@ func readCheckpoint(fsys vfs.FS, dir string) (c checkpoint, ok bool, err error) 
 
 // writeCheckpoint replaces the checkpoint durably.
 func writeCheckpoint(fsys vfs.FS, dir string, c *checkpoint) error {
-	p := filepath.Join(dir, ckName)
-	tmp := p + ".tmp"
-	err := func() error {
-		f, err := fsys.Create(tmp, vfs.OpenOptions{})
-		if err != nil {
-			return err
-		}
-		if _, err := f.WriteAt(c.encode(), 0); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}()
-	if err != nil {
-		fsys.Remove(tmp)
-		return fmt.Errorf("index: write %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, p); err != nil {
-		return fmt.Errorf("index: rename %s: %w", tmp, err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("index: sync dir %s: %w", dir, err)
+	if err := vfs.WriteFileAtomic(fsys, filepath.Join(dir, ckName), c.encode()); err != nil {
+		return fmt.Errorf("index: %w", err)
 	}
 	return nil
 }

@@ -474,26 +474,7 @@ func (w *Wheel) writeCheckpointFile(cp Checkpoint) error {
 		b[28] = 1
 	}
 	binary.BigEndian.PutUint32(b[33:], crc32.ChecksumIEEE(b[:33]))
-	tmp := w.checkPath() + ".tmp"
-	f, err := w.o.FS.Create(tmp, vfs.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := w.o.FS.Rename(tmp, w.checkPath()); err != nil {
-		return err
-	}
-	return w.o.FS.SyncDir(w.o.Dir)
+	return vfs.WriteFileAtomic(w.o.FS, w.checkPath(), b)
 }
 
 func (w *Wheel) readCheckpoint() (Checkpoint, error) {
