@@ -34,7 +34,8 @@ test: vet build
 	$(GO) test -count=1 -timeout 5m -run 'ZeroAllocs' $(RACE_PKGS) || rc=1; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see above)"; fi; exit $$rc
 
-# Short fuzz runs of every fuzz target (FUZZTIME each).
+# Short fuzz runs of every fuzz target (FUZZTIME each); CI runs it with
+# FUZZTIME=2s after make test.
 FUZZTIME ?= 10s
 fuzz:
 	@for spec in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
