@@ -54,8 +54,9 @@
 //     copies from the master's oldest byte (or its last segment base with
 //     FromLastSegment). It sends TRANSFER-START with its log end.
 //  4. The master streams TRANSFER frames from there: at most
-//     TransferBatchSize bytes of whole records (a larger record alone),
-//     never two epochs in one frame, woken by the store's OnHanded; an
+//     TransferBatchSize bytes of whole records (a larger record alone;
+//     up to 1 MiB while the slave is 8 MiB or more behind, if it takes
+//     that much), never two epochs in one frame, woken by the store's OnHanded; an
 //     empty frame is a heartbeat when idle. Each header carries the epoch
 //     and its start, the confirm offset and the master's handed offset.
 //  5. The slave checks each frame (offset equals its log end, epoch agrees

@@ -28,7 +28,11 @@ type memLog struct {
 	// quietShort answers a buffer too short for the next record with 0,
 	// nil instead of io.ErrShortBuffer.
 	quietShort bool
+	// nAppends counts AppendReplicated calls that appended.
+	nAppends int
 }
+
+func (l *memLog) appends() int { l.mu.Lock(); defer l.mu.Unlock(); return l.nAppends }
 
 const (
 	recHeader   = 12
@@ -190,6 +194,7 @@ func (l *memLog) AppendReplicated(ctx context.Context, from int64, data []byte) 
 		return 0, err
 	}
 	l.data = append(l.data, data...)
+	l.nAppends++
 	end := l.written()
 	l.mu.Unlock()
 	l.hand(end)

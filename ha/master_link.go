@@ -110,7 +110,7 @@ func (m *Master) handshake(c net.Conn, fr *frameReader, remote string) (*link, e
 	}
 	batch := min(m.cfg.TransferBatchSize, hs.MaxBody)
 	rep := handshakeReply{SegmentSize: seg, MinOffset: m.log.CommitLogMinOffset(), Handed: m.log.HandedOffset(),
-		MaxBody: max(batch, maxRec), Epochs: m.epochs}
+		MaxBody: max(batch, maxRec, min(hs.MaxBody, catchUpBatch)), Epochs: m.epochs}
 	if reason != "" {
 		rep = handshakeReply{Refused: true, Reason: reason, SegmentSize: seg}
 	}
@@ -211,12 +211,27 @@ func (l *link) send(from int64) {
 	}
 }
 
+// A slave at least catchUpGap bytes behind the handed offset is sent
+// frames of up to catchUpBatch log bytes (never more than it said it
+// takes) rather than TransferBatchSize.
+const (
+	catchUpGap   = 8 << 20
+	catchUpBatch = 1 << 20
+)
+
 // sendBatch reads the log at next, up to the batch size and never past
 // next's epoch, and sends it as one frame. It returns where the log
 // continues after what it sent (next: nothing new).
 func (l *link) sendBatch(buf []byte, next int64) (int64, error) {
 	_, boundary := epochFor(l.m.epochs, next)
 	limit := int64(l.batch)
+	if l.m.log.HandedOffset()-next >= catchUpGap {
+		// Far behind (a new slave, or one back from an outage): frames of
+		// up to catchUpBatch cost the slave one apply and one ACK per
+		// MiB instead of per batch, and no waiting producer's ack is at
+		// stake this far from the head.
+		limit = int64(min(l.maxData, catchUpBatch))
+	}
 	if boundary-next < limit {
 		limit = boundary - next
 	}

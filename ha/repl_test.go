@@ -441,3 +441,22 @@ func TestRecordsAboveBatchSize(t *testing.T) {
 		})
 	}
 }
+
+// A slave far behind gets frames of up to catchUpBatch (what it said it
+// takes permitting); it still ends byte-identical, and the head of the log
+// goes in TransferBatchSize frames again once it is close.
+func TestFarBehindSlaveGetsLargeFrames(t *testing.T) {
+	rng := seeded(t)
+	mn, sn := newNode(t, 4<<20), newNode(t, 4<<20)
+	for mn.log.HandedOffset() < 3*catchUpGap/2 {
+		fill(mn.log, rng, 500, 3)
+	}
+	m := startMaster(t, mn, "", nil)
+	startSlave(t, sn, 1, masterAddr(m), func(c *SlaveConfig) { c.MaxBatchSize = 2 * catchUpBatch })
+	caughtUp(t, mn.log, sn.log)
+	fill(mn.log, rng, 300, 4)
+	caughtUp(t, mn.log, sn.log)
+	if got := sn.log.appends(); got >= int(mn.log.HandedOffset()/DefaultTransferBatchSize) {
+		t.Fatalf("%d appends for %d bytes: the catch-up did not use large frames", got, mn.log.HandedOffset())
+	}
+}

@@ -105,7 +105,18 @@ func (t *catchupTarget) Fill(ctx context.Context, n int64, size int) (int64, err
 			return 0, err
 		}
 	}
-	return st.HandedOffset(), nil
+	// The fill's bytes reach the disk before the slave starts: master and
+	// slave share this machine's one disk, where in production they do
+	// not, and the master's write-back of the fill would otherwise be
+	// timed as the slave's catch-up (and the slave's first fsyncs queue
+	// behind it in the file system's journal).
+	handed := st.HandedOffset()
+	for st.DurableOffset() < handed {
+		if err := st.FlushTo(ctx, handed); err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
+			return 0, fmt.Errorf("flush the fill: %w", err)
+		}
+	}
+	return handed, nil
 }
 
 func (t *catchupTarget) StartSlave() (catchup.Slave, error) {
