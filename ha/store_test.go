@@ -231,7 +231,7 @@ func TestStoreReplication(t *testing.T) {
 			if t.Failed() {
 				return
 			}
-			eventually(t, "the slave caught up", func() bool { return ss.WrittenOffset() == ms.HandedOffset() })
+			eventually(t, "the slave caught up", func() bool { return ss.HandedOffset() == ms.HandedOffset() }) // handed: readable (under sync flush, once its flush round ends)
 			sameLog(t, ms, ss, "first run")
 			if ms.WrittenOffset() < 3*ms.SegmentSize() {
 				t.Fatalf("only %d bytes: the test wants several segments", ms.WrittenOffset())
@@ -247,7 +247,7 @@ func TestStoreReplication(t *testing.T) {
 			slave = startSlave(t, func() string { return addr }, ss, se)
 			eventually(t, "the restarted slave in sync", func() bool { return inSync(master) })
 			produce(100, 30)
-			eventually(t, "the slave caught up again", func() bool { return ss.WrittenOffset() == ms.HandedOffset() })
+			eventually(t, "the slave caught up again", func() bool { return ss.HandedOffset() == ms.HandedOffset() }) // handed: readable (under sync flush, once its flush round ends)
 			sameLog(t, ms, ss, "after a slave restart")
 
 			// The master restarts on the same address: a new epoch.
@@ -258,7 +258,7 @@ func TestStoreReplication(t *testing.T) {
 			master = startMaster(t, ms, me, addr)
 			eventually(t, "the slave back in sync", func() bool { return inSync(master) })
 			produce(200, 30)
-			eventually(t, "the slave caught up after the master's restart", func() bool { return ss.WrittenOffset() == ms.HandedOffset() })
+			eventually(t, "the slave caught up after the master's restart", func() bool { return ss.HandedOffset() == ms.HandedOffset() }) // handed: readable (under sync flush, once its flush round ends)
 			sameLog(t, ms, ss, "after a master restart")
 			if got, want := len(se.Entries()), len(me.Entries()); got != want {
 				t.Fatalf("slave epochs %v, master's %v", se.Entries(), me.Entries())

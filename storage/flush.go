@@ -84,7 +84,8 @@ func (s *Store) flushRound(spare *[]*waiter, g *gatherer) {
 	s.mu.pending = (*spare)[:0]
 	s.pendingN.Store(0)
 	s.mu.Unlock()
-	if len(batch) == 0 {
+	wanted := s.flushWanted.Swap(false)
+	if len(batch) == 0 && !wanted {
 		*spare = batch
 		return
 	}
@@ -92,6 +93,10 @@ func (s *Store) flushRound(spare *[]*waiter, g *gatherer) {
 	w := s.written.Load()
 	start := time.Now()
 	err := s.flushTo(w)
+	if len(batch) == 0 {
+		*spare = batch
+		return // a failed flush broke the store: nobody to tell but Err
+	}
 	if err == nil {
 		s.m.groups.Add(1)
 		s.m.groupWaiters.Add(int64(len(batch)))

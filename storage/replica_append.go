@@ -56,9 +56,10 @@ func mismatch(off int64, format string, args ...any) error {
 // write path: a segment is created where the master's began, the bytes are
 // handed to the kernel before return, indexed by the dispatcher into
 // ConsumeQueues (OnDispatch callbacks fire, so long-polls on the slave
-// wake), queue counters advanced, and under the sync flush policy it
-// returns only once durable (group commit, like Append; ErrFlushTimeout
-// or the context's error then mean written, not known durable). A
+// wake), and queue counters advanced. Under the sync flush policy it asks
+// the flusher for a round and returns without waiting for it (the
+// records become readable once it ends, as sync appends do; FlushTo
+// waits for durability). A
 // read-only (full) or broken store refuses as Append does. Returns the
 // new WrittenOffset (on an error, the WrittenOffset then).
 //
@@ -78,29 +79,27 @@ func (s *Store) AppendReplicated(ctx context.Context, from int64, data []byte) (
 	if err != nil {
 		return s.written.Load(), err
 	}
-	var w *waiter
-	if s.policy == FlushSync {
-		if err := s.acquireSlot(ctx); err != nil {
-			return s.written.Load(), err
-		}
-		w = s.getWaiter()
-	}
-	end, err = s.appendReplicatedLocked(from, data, b.recs, blankAt, w)
+	end, err = s.appendReplicatedLocked(from, data, b.recs, blankAt)
 	if errors.Is(err, errPoisoned) {
 		// A refused write may have left bytes past the tail: cut them
 		// off the file before writing at the tail again.
 		if err = s.TruncateTo(from); err == nil {
-			end, err = s.appendReplicatedLocked(from, data, b.recs, blankAt, w)
+			end, err = s.appendReplicatedLocked(from, data, b.recs, blankAt)
 		}
 	}
 	if err != nil {
-		if w != nil {
-			s.putWaiter(w)
-			<-s.sem
-		}
 		return s.written.Load(), err
 	}
-	return end, s.acknowledge(ctx, end, w)
+	if s.policy == FlushSync {
+		// A round now, waited for by nobody: the bytes are written, and
+		// the slave's ACK means appended unless it asked to ACK flushed
+		// (then it calls FlushTo). RocketMQ's slave likewise flushes
+		// behind its appends, not before its report.
+		s.flushWanted.Store(true)
+		kick(s.flushKick)
+		return end, nil
+	}
+	return end, s.acknowledge(ctx, end, nil)
 }
 
 // parseReplicated checks what AppendReplicated can check without the
@@ -152,7 +151,7 @@ func (s *Store) parseReplicated(from int64, data []byte, b *replBatch) (blankAt 
 // appendReplicatedLocked takes the append lock, checks data continues the
 // log (its offset, its queue offsets), makes the segment from begins if
 // it is a segment base, and writes data through it.
-func (s *Store) appendReplicatedLocked(from int64, data []byte, recs []replRec, blankAt int, w *waiter) (int64, error) {
+func (s *Store) appendReplicatedLocked(from int64, data []byte, recs []replRec, blankAt int) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.appendableLocked(true); err != nil {
@@ -212,9 +211,6 @@ func (s *Store) appendReplicatedLocked(from int64, data []byte, recs []replRec, 
 			topic: s.internLocked(r.topic), qid: r.qid, size: r.size, indexed: r.indexed,
 			qoff: r.qoff, phys: from + int64(r.pos), tags: r.tags,
 		})
-	}
-	if w != nil {
-		s.pendLocked(w, end)
 	}
 	s.m.appends.Add(int64(len(recs)))
 	s.m.appendBytes.Add(int64(n))

@@ -97,6 +97,9 @@ type Store struct {
 
 	pendingN     atomic.Int64 // len(mu.pending), for the flusher's gatherer
 	flushKick    chan struct{}
+	// flushWanted asks the flusher for a round with no waiter queued
+	// (a replicated append under the sync policy).
+	flushWanted atomic.Bool
 	dispatchKick chan struct{}
 	closing      chan struct{} // closed when Close starts
 	wg           sync.WaitGroup
