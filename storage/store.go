@@ -95,11 +95,11 @@ type Store struct {
 	callbacks atomic.Pointer[[]func(topic string, queueID int32, queueOffset int64)]
 	onHanded  atomic.Pointer[[]func(handed int64)]
 
-	pendingN     atomic.Int64 // len(mu.pending), for the flusher's gatherer
-	flushKick    chan struct{}
+	pendingN  atomic.Int64 // len(mu.pending), for the flusher's gatherer
+	flushKick chan struct{}
 	// flushWanted asks the flusher for a round with no waiter queued
 	// (a replicated append under the sync policy).
-	flushWanted atomic.Bool
+	flushWanted  atomic.Bool
 	dispatchKick chan struct{}
 	closing      chan struct{} // closed when Close starts
 	wg           sync.WaitGroup
