@@ -31,8 +31,8 @@ type stats struct {
 	// and for a stalled frame (frameReadTimeoutMillis)
 	idleCloses    atomic.Int64
 	frameTimeouts atomic.Int64
-	sendErrors   atomic.Int64 // sends answered with an error code
-	flushTimeout atomic.Int64 // sends answered FLUSH_DISK_TIMEOUT
+	sendErrors    atomic.Int64 // sends answered with an error code
+	flushTimeout  atomic.Int64 // sends answered FLUSH_DISK_TIMEOUT
 	// sends a SYNC_MASTER answered SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT
 	slaveNotAvailable atomic.Int64
 	slaveTimeouts     atomic.Int64

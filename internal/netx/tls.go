@@ -229,4 +229,3 @@ func (s *TLSServer) Server(nc net.Conn, timeout time.Duration, stop <-chan struc
 	}
 	return pc, false, nil
 }
-
