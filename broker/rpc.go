@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"crypto/tls"
 	"errors"
-	"io"
-	"syscall"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/samsamq/samsa/internal/netx"
