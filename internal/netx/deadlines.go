@@ -103,10 +103,11 @@ func (d *Deadlines) Read(p []byte) (int, error) {
 			}
 			dl = d.partialAt.Add(frame)
 		}
-		// Between frames the deadline moves with every byte; it is
-		// re-armed only when it moved by a second (a timeout that comes
-		// early is checked against lastByte below).
-		if between && !dl.Before(d.armed) && dl.Sub(d.armed) < time.Second {
+		// Between frames the deadline moves with every byte; while the
+		// one armed is still ahead it is re-armed only when it moved by
+		// an eighth of Idle (at most a second): a timeout that comes
+		// early is checked against lastByte below.
+		if between && d.armed.After(now) && !dl.Before(d.armed) && dl.Sub(d.armed) < min(idle/8, time.Second) {
 			dl = d.armed
 		}
 		if !dl.Equal(d.armed) {
@@ -132,7 +133,7 @@ func (d *Deadlines) Read(p []byte) (int, error) {
 			return 0, &timeoutError{ErrFrameTimeout, fmt.Sprintf("a frame begun was not completed within %v", frame)}
 		}
 		if time.Since(d.lastByte) < idle {
-			continue
+			continue // armed early (above): arm again from lastByte
 		}
 		if d.Busy != nil && d.Busy() {
 			d.lastByte = time.Now()

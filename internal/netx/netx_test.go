@@ -153,17 +153,20 @@ func TestDeadlinesFrameTimeout(t *testing.T) {
 // until it is no longer busy; frames trickling in keep it open.
 func TestDeadlinesIdle(t *testing.T) {
 	var mu sync.Mutex
-	busy := true
+	busy := false
 	addr, out := pipeServer(t, 150*time.Millisecond, time.Hour, func() bool { mu.Lock(); defer mu.Unlock(); return busy })
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for i := 0; i < 5; i++ {
+	for i := 0; i < 20; i++ { // a frame every 50 ms: never idle
 		c.Write([]byte{1, 0, 0, 0, 9})
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
+	mu.Lock()
+	busy = true
+	mu.Unlock()
 	time.Sleep(500 * time.Millisecond) // busy: not idle
 	select {
 	case err := <-out:
