@@ -117,7 +117,7 @@ func TestStalledFrameClosed(t *testing.T) {
 func TestIdleConnectionClosed(t *testing.T) {
 	var logs logBuf
 	b := startBroker(t, "", func(c *Config) {
-		c.ServerChannelMaxIdle = 300 * time.Millisecond
+		c.ServerChannelMaxIdle = time.Second
 		c.Logger = logs.logger()
 	})
 	defer b.Close()
@@ -137,11 +137,11 @@ func TestIdleConnectionClosed(t *testing.T) {
 		_ = idle.SetReadDeadline(time.Now().Add(60 * time.Second))
 		_, _ = io.Copy(io.Discard, idle)
 	}()
-	// Requests every 50 ms, at least 30 (five idle periods) and until the
-	// silent connection is closed: the active one never is.
+	// Requests every 50 ms, at least 60 (three idle periods) and until
+	// the silent connection is closed: the active one never is.
 	for i := 0; ; i++ {
 		active.call(protocol.NewRequest(protocol.GetBrokerRuntimeInfo, nil, nil))
-		if i >= 30 {
+		if i >= 60 {
 			select {
 			case <-idleClosed:
 			default:
@@ -156,8 +156,9 @@ func TestIdleConnectionClosed(t *testing.T) {
 	if !strings.Contains(logs.String(), "closing an idle connection") {
 		t.Fatalf("no log line for the idle connection:\n%s", logs.String())
 	}
-	// A pull held 1.5 s (five idle periods): the connection is busy.
-	r := active.call(pullReq("g", "idle", 0, 0, 32, 1500*time.Millisecond, "*"))
+	// A pull held 2.5 s (two and a half idle periods): the connection
+	// is busy.
+	r := active.call(pullReq("g", "idle", 0, 0, 32, 2500*time.Millisecond, "*"))
 	if r.Code != protocol.PullNotFound && r.Code != protocol.PullOffsetMoved {
 		t.Fatalf("held pull answered %v", r)
 	}

@@ -154,20 +154,20 @@ func TestDeadlinesFrameTimeout(t *testing.T) {
 func TestDeadlinesIdle(t *testing.T) {
 	var mu sync.Mutex
 	busy := false
-	addr, out := pipeServer(t, 150*time.Millisecond, time.Hour, func() bool { mu.Lock(); defer mu.Unlock(); return busy })
+	addr, out := pipeServer(t, time.Second, time.Hour, func() bool { mu.Lock(); defer mu.Unlock(); return busy })
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for i := 0; i < 20; i++ { // a frame every 50 ms: never idle
+	for i := 0; i < 40; i++ { // a frame every 50 ms for 2 s: never idle
 		c.Write([]byte{1, 0, 0, 0, 9})
 		time.Sleep(50 * time.Millisecond)
 	}
 	mu.Lock()
 	busy = true
 	mu.Unlock()
-	time.Sleep(500 * time.Millisecond) // busy: not idle
+	time.Sleep(2500 * time.Millisecond) // busy: not idle
 	select {
 	case err := <-out:
 		t.Fatalf("closed while busy: %v", err)
