@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -245,5 +246,48 @@ func TestPermissive(t *testing.T) {
 		if mode == TLSEnforcing && got == "echo hello\n" {
 			t.Fatal("enforcing: a plain client was answered")
 		}
+	}
+}
+
+// flakyListener fails Accept with EMFILE fails times, then accepts.
+type flakyListener struct {
+	net.Listener
+	fails int
+}
+
+func (f *flakyListener) Accept() (net.Conn, error) {
+	if f.fails > 0 {
+		f.fails--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	return f.Listener.Accept()
+}
+
+// TestAcceptBacksOff: accept errors such as EMFILE are logged and waited
+// out; Accept returns the next connection, not the error.
+func TestAcceptBacksOff(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuf
+	ln := NewListener(&flakyListener{Listener: raw, fails: 3}, Limits{}, slog.New(slog.NewTextHandler(&logs, nil)), "test")
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, err := ln.Accept()
+	if err != nil {
+		t.Fatalf("Accept returned %v", err)
+	}
+	a.Close()
+	if n := strings.Count(logs.String(), "accept failed"); n != 3 {
+		t.Fatalf("%d accept failures logged, want 3:\n%s", n, logs.String())
+	}
+	ln.Close()
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept after Close: %v", err)
 	}
 }
