@@ -100,6 +100,16 @@ func TestTLSEnforcing(t *testing.T) {
 	if err := produceConsume(ns.Addr(), "tls-enforcing", certs.ClientConfig(t, false), 20); err != nil {
 		t.Fatal(err)
 	}
+	// The text protocol shares the port and its TLS (samsa stats).
+	a, err := client.NewAdmin(client.ClientOptions{NameServers: []string{ns.Addr()}, TLS: certs.ClientConfig(t, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	st, err := a.BrokerStats(context.Background(), b.Addr())
+	if err != nil || len(st) == 0 {
+		t.Fatalf("stats over TLS: %v %v", st, err)
+	}
 	plain := dialTCP(t, b.Addr())
 	req, _ := protocol.AppendCommand(nil, protocol.NewRequest(protocol.GetBrokerRuntimeInfo, nil, nil))
 	if _, err := plain.Write(req); err != nil {
