@@ -27,19 +27,41 @@ import (
 const officialTLSTopic, officialTLSCount = "tls-official", 50
 
 // TestOfficialClientTLS: the official client produces and consumes with
-// WithTls(true) through a name server and a broker that both enforce TLS.
+// WithTls(true) through a name server and a broker that both enforce TLS;
+// where they require a client certificate it is refused.
 func TestOfficialClientTLS(t *testing.T) {
+	t.Run("enforcing", func(t *testing.T) {
+		out, err := runOfficialTLS(t, netx.ClientAuthNone)
+		if err != nil || !strings.Contains(out, "OK") {
+			t.Fatalf("official client over TLS: %v\n%s", err, out)
+		}
+	})
+	t.Run("client-cert-required", func(t *testing.T) {
+		out, err := runOfficialTLS(t, netx.ClientAuthRequire)
+		if err == nil || strings.Contains(out, "OK") {
+			t.Fatalf("the official client, which has no certificate, was served:\n%s", out)
+		}
+		t.Logf("refused as expected: %s", lastLine(out))
+	})
+}
+
+// runOfficialTLS starts a name server and broker enforcing TLS with the
+// client-certificate policy given, creates the topic and runs the "tls"
+// phase in the official-client child.
+func runOfficialTLS(t *testing.T, clientAuth string) (string, error) {
 	certs := netxtest.New(t)
-	tlsOpts := netx.TLSServerOptions{Mode: netx.TLSEnforcing, CertFile: certs.ServerCertFile, KeyFile: certs.ServerKey}
+	tlsOpts := netx.TLSServerOptions{Mode: netx.TLSEnforcing, CertFile: certs.ServerCertFile, KeyFile: certs.ServerKey,
+		CAFile: certs.CAFile, ClientAuth: clientAuth}
 	cfg := Config{MappedFileSizeCommitLog: 1 << 20}
 	cfg.TLSMode, cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile = tlsOpts.Mode, tlsOpts.CertFile, tlsOpts.KeyFile, certs.CAFile
+	cfg.TLSClientAuth, cfg.TLSClientCertFile, cfg.TLSClientKeyFile = clientAuth, certs.ClientCertFile, certs.ClientKey
 	cfg.TLSEnable = true
 	dev, err := StartDev(DevOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: cfg, NamesrvTLS: tlsOpts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	a, err := client.NewAdmin(client.ClientOptions{NameServers: []string{dev.NamesrvAddr()}, TLS: certs.ClientConfig(t, false)})
+	a, err := client.NewAdmin(client.ClientOptions{NameServers: []string{dev.NamesrvAddr()}, TLS: certs.ClientConfig(t, true)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,9 +79,7 @@ func TestOfficialClientTLS(t *testing.T) {
 	})
 	defer timer.Stop()
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "OK") {
-		t.Fatalf("official client over TLS: %v\n%s", err, out)
-	}
+	return string(out), err
 }
 
 // officialTLSPhase runs in the child: send officialTLSCount messages and
@@ -99,4 +119,9 @@ func officialTLSPhase(ns string) error {
 	}
 	defer pc.Shutdown()
 	return waitCollected("tls", &c, officialTLSCount)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
