@@ -47,6 +47,7 @@ type Broker struct {
 	storeHost netip.AddrPort
 
 	ln      net.Listener
+	net     netState // caps, timeouts, TLS (conn_net.go)
 	admin   *adminServer
 	stop    chan struct{}
 	closing atomic.Bool
@@ -102,6 +103,9 @@ func New(cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), sem: make(chan struct{}, cfg.MaxConcurrentRequests),
 		pid: os.Getpid()}
 	b.mu.conns = make(map[*conn]struct{})
+	if err := b.loadNet(); err != nil {
+		return nil, err
+	}
 	b.topics = newTopicManager(cfg.FS, &b.cfg)
 	b.offsets = newOffsetManager(cfg.FS, &b.cfg)
 	b.clients = newClientManager(cfg.ClientChannelMaxIdle)
@@ -211,11 +215,11 @@ func (b *Broker) Start() error {
 	b.mu.started = true
 	b.mu.Unlock()
 
-	ln, err := net.Listen("tcp", net.JoinHostPort(b.cfg.ListenAddr, strconv.Itoa(b.cfg.ListenPort)))
+	ln, err := b.listen(net.JoinHostPort(b.cfg.ListenAddr, strconv.Itoa(b.cfg.ListenPort)), "broker")
 	if err != nil {
 		return fmt.Errorf("broker: listen: %w", err)
 	}
-	b.ln = ln
+	b.ln, b.net.ln = ln, ln
 	port := ln.Addr().(*net.TCPAddr).Port
 	ip, _ := netip.ParseAddr(b.cfg.BrokerIP1)
 	b.storeHost = netip.AddrPortFrom(ip, uint16(port))

@@ -254,6 +254,8 @@ type Config struct {
 
 	// Delayed delivery: delay levels and timers (config_schedule.go).
 	ScheduleConfig
+	// Connection caps, timeouts and TLS (config_net.go).
+	NetConfig
 
 	// Version is what the text protocol's version command reports (not a
 	// property). Default DefaultVersion.
@@ -356,6 +358,7 @@ func (c *Config) EnsureDefaults() {
 	c.ensureHADefaults()
 	c.ensureTxnDefaults()
 	c.ensureScheduleDefaults()
+	c.ensureNetDefaults()
 	if c.FS == nil {
 		c.FS = vfs.Default
 	}
@@ -423,6 +426,7 @@ func (c *Config) Validate() error {
 	c.validateHA(bad)
 	c.validateTxn(bad)
 	c.validateSchedule(bad)
+	c.validateNet(bad)
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
 		bad("defaultTopicQueueNums %d out of [1, 1024]", c.DefaultTopicQueueNums)
 	}

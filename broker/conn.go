@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -63,12 +64,32 @@ type conn struct {
 	// so that their answers join it.
 	busy   atomic.Int32
 	opaque atomic.Int32 // ids of requests the broker sends the client
+	// pending mirrors reqs' count: while it is above zero (a held pull)
+	// the connection is not idle.
+	pending atomic.Int32
+	// dl is the reader under br: idle and partial-frame timeouts
+	// (conn_net.go).
+	dl *netx.Deadlines
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
-	return &conn{b: b, nc: nc, br: bufio.NewReaderSize(countingReader{nc, &b.stats.bytesRead}, 64<<10),
+	c := &conn{b: b, nc: nc,
 		addr: nc.RemoteAddr().String(), born: ipv4AddrPort(nc.RemoteAddr()), out: make(chan outFrame, writeQueue),
 		closed: make(chan struct{}), wdone: make(chan struct{}), work: make(chan *protocol.Command)}
+	c.dl = c.newDeadlines()
+	c.br = bufio.NewReaderSize(c.dl, 64<<10)
+	return c
+}
+
+// reqAdd and reqDone count requests in c.reqs and c.pending.
+func (c *conn) reqAdd(n int) {
+	c.pending.Add(int32(n))
+	c.reqs.Add(n)
+}
+
+func (c *conn) reqDone() {
+	c.pending.Add(-1)
+	c.reqs.Done()
 }
 
 type countingReader struct {
@@ -88,12 +109,14 @@ func (c countingReader) Read(p []byte) (int, error) {
 func (c *conn) serve() {
 	first, err := c.br.Peek(1)
 	if err != nil {
+		c.timedOut(err)
 		c.close("")
 		return
 	}
 	if isTextStart(first[0]) {
 		if !c.b.cfg.TextProtocolEnable {
 			c.b.log.Info("broker: text command on a remoting port with textProtocolEnable=false; closing", "remote", c.addr)
+			c.close("")
 			return
 		}
 		c.serveText()
@@ -121,6 +144,7 @@ func (c *conn) serve() {
 			c.close("")
 			return
 		}
+		c.dl.Boundary(c.br.Buffered())
 		c.b.stats.requests.Add(1)
 		if cmd.IsResponse() {
 			// The broker's requests to clients are one-way; a stray
@@ -144,7 +168,7 @@ func (c *conn) serve() {
 			c.close("")
 			return
 		}
-		c.reqs.Add(1)
+		c.reqAdd(1)
 		c.busy.Add(1)
 		c.dispatch(cmd)
 	}
@@ -152,6 +176,7 @@ func (c *conn) serve() {
 
 func (c *conn) readFailed(err error) {
 	switch {
+	case c.timedOut(err):
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 	case errors.Is(err, protocol.ErrFrameTooLarge), errors.Is(err, protocol.ErrBadHeaderLength),
 		errors.Is(err, protocol.ErrBadHeader), errors.Is(err, io.ErrUnexpectedEOF):
@@ -207,7 +232,7 @@ func (c *conn) handle(cmd *protocol.Command) {
 		c.send(outFrame{cmd: resp})
 	}
 	c.busy.Add(-1)
-	c.reqs.Done()
+	c.reqDone()
 }
 
 // send queues a frame for the writer; it blocks while the queue is full

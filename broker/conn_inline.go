@@ -81,7 +81,7 @@ func (c *conn) nextFrameBuffered() bool {
 // and queues the answers. It runs on the reader goroutine.
 func (c *conn) processSends(cmds []*protocol.Command) {
 	n := len(cmds)
-	c.reqs.Add(n)
+	c.reqAdd(n)
 	c.busy.Add(int32(n))
 	resps := make([]*protocol.Command, n)
 	func() {
@@ -123,5 +123,5 @@ func (c *conn) processSends(cmds []*protocol.Command) {
 		}
 	}
 	c.busy.Add(-int32(n))
-	c.reqs.Add(-n)
+	c.reqAdd(-n)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/namesrv"
 )
 
@@ -19,6 +20,9 @@ type DevOptions struct {
 	Keep bool
 	// NamesrvListen is the name server's address. Default "127.0.0.1:0".
 	NamesrvListen string
+	// NamesrvTLS is the name server's TLS mode and files. Default
+	// disabled.
+	NamesrvTLS netx.TLSServerOptions
 	// Broker is the broker's configuration template; StartDev sets
 	// StorePathRootDir and NamesrvAddrs, and, unless set, a free port
 	// (listenPort 0). Zero fields get the usual defaults.
@@ -80,7 +84,7 @@ func StartDev(opts DevOptions) (*Dev, error) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	ns, err := namesrv.New(namesrv.Options{Listen: listen, Logger: opts.Logger})
+	ns, err := namesrv.New(namesrv.Options{Listen: listen, Logger: opts.Logger, TLS: opts.NamesrvTLS})
 	if err == nil {
 		err = ns.Start()
 	}

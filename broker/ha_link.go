@@ -61,8 +61,17 @@ func (b *Broker) startHAMaster() error {
 		return err
 	}
 	c := &b.cfg
+	ln, err := b.listen(net.JoinHostPort(c.ListenAddr, strconv.Itoa(c.HAListenPort)), "ha")
+	if err != nil {
+		return fmt.Errorf("broker: replication listener: %w", err)
+	}
+	b.net.haLn = ln
 	m, err := ha.NewMaster(ha.MasterConfig{
-		Addr:                 net.JoinHostPort(c.ListenAddr, strconv.Itoa(c.HAListenPort)),
+		Listener: ln,
+		Accept: func(nc net.Conn) (net.Conn, error) {
+			nc, _, err := b.tlsAccept(nc)
+			return nc, err
+		},
 		Log:                  b.store,
 		Epochs:               epochs,
 		InSyncReplicas:       c.SlaveAcksNeeded() + 1, // ha counts the master
@@ -74,6 +83,7 @@ func (b *Broker) startHAMaster() error {
 		Logger:               b.log,
 	})
 	if err != nil {
+		ln.Close()
 		return fmt.Errorf("broker: replication listener: %w", err)
 	}
 	b.haMaster = m
@@ -102,6 +112,7 @@ func (b *Broker) startHASlave() error {
 		HeartbeatInterval:    c.HASendHeartbeatInterval,
 		HousekeepingInterval: c.HAHousekeepingInterval,
 		Fault:                c.HAFault,
+		TLS:                  b.net.tlsClient,
 		Logger:               b.log,
 	})
 	if err != nil {

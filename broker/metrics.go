@@ -42,6 +42,9 @@ var (
 	mConnsTotal  = desc("samsa_broker_connections_total", "Client connections accepted.", prometheus.CounterValue)
 	mRequests    = desc("samsa_broker_requests_total", "Remoting frames received.", prometheus.CounterValue)
 	mBadFrames   = desc("samsa_broker_bad_frames_total", "Connections closed for a bad frame.", prometheus.CounterValue)
+	mRefused     = desc("samsa_broker_refused_connections_total", "Connections refused over maxConnections or maxConnectionsPerAddress.", prometheus.CounterValue)
+	mIdleCloses  = desc("samsa_broker_idle_closes_total", "Connections closed after serverChannelMaxIdleTimeSeconds of silence.", prometheus.CounterValue)
+	mFrameTO     = desc("samsa_broker_frame_timeouts_total", "Connections closed for a frame not completed within frameReadTimeoutMillis.", prometheus.CounterValue)
 	mSendErrors  = desc("samsa_broker_send_errors_total", "Sends answered with an error code.", prometheus.CounterValue)
 	mFlushTO     = desc("samsa_broker_flush_disk_timeouts_total", "Sends answered FLUSH_DISK_TIMEOUT.", prometheus.CounterValue)
 	mHeld        = desc("samsa_broker_longpoll_held", "Pulls held by long polling now.", prometheus.GaugeValue)
@@ -77,7 +80,7 @@ var (
 		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mStoreOff,
 		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined,
-		mReadOnly, mHeldIdx, mDispErrs, mFlushLat}
+		mReadOnly, mHeldIdx, mDispErrs, mFlushLat, mRefused, mIdleCloses, mFrameTO}
 )
 
 // flushBuckets are the flush-latency histogram's upper bounds in seconds.
@@ -106,6 +109,9 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mConnsTotal, s.totalConns.Load())
 	emit(mRequests, s.requests.Load())
 	emit(mBadFrames, s.badFrames.Load())
+	emit(mRefused, c.b.refusedConns())
+	emit(mIdleCloses, s.idleCloses.Load())
+	emit(mFrameTO, s.frameTimeouts.Load())
 	emit(mSendErrors, s.sendErrors.Load())
 	emit(mFlushTO, s.flushTimeout.Load())
 	emit(mHeld, s.held.Load())

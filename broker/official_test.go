@@ -213,6 +213,8 @@ func officialChild() error {
 		return officialBigBatchPhase(ns, brokerAddr)
 	case "delay":
 		return officialDelayPhase(ns, brokerAddr)
+	case "tls":
+		return officialTLSPhase(ns) // official_tls_test.go
 	case "slave":
 		n, _ := strconv.ParseInt(os.Getenv("SAMSA_SLAVE_N"), 10, 64)
 		return officialSlavePhase(ns, n, os.Getenv("SAMSA_PROGRESS"))

@@ -128,7 +128,7 @@ func (b *Broker) answerHeld(p *heldPull, expired bool) {
 	pc := p.req.(*pullCtx)
 	select {
 	case <-pc.c.closed:
-		pc.c.reqs.Done()
+		pc.c.reqDone()
 		return // the client went away while its pull was held
 	default:
 	}
@@ -137,11 +137,11 @@ func (b *Broker) answerHeld(p *heldPull, expired bool) {
 	}
 	f, _ := b.pullOnce(pc, false)
 	if pc.c.trySend(f) {
-		pc.c.reqs.Done()
+		pc.c.reqDone()
 		return
 	}
 	go func() {
-		defer pc.c.reqs.Done()
+		defer pc.c.reqDone()
 		pc.c.send(f)
 	}()
 }

@@ -19,7 +19,7 @@ type registrar struct {
 }
 
 func newRegistrar(b *Broker) *registrar {
-	return &registrar{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize)}
+	return &registrar{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize, b.net.tlsClient)}
 }
 
 // run is the registrar's goroutine: a registration every period until the

@@ -2,11 +2,16 @@ package broker
 
 import (
 	"bufio"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -15,6 +20,7 @@ import (
 // rare), reconnecting after any error. Safe for concurrent use.
 type rpcClient struct {
 	maxFrame int
+	tls      *tls.Config
 	mu       struct {
 		sync.Mutex
 		conns  map[string]*rpcConn
@@ -29,8 +35,9 @@ type rpcConn struct {
 	opaque int32
 }
 
-func newRPCClient(maxFrame int) *rpcClient {
-	r := &rpcClient{maxFrame: maxFrame}
+// newRPCClient dials with TLS when tlsCfg is set (tlsEnable).
+func newRPCClient(maxFrame int, tlsCfg *tls.Config) *rpcClient {
+	r := &rpcClient{maxFrame: maxFrame, tls: tlsCfg}
 	r.mu.conns = make(map[string]*rpcConn)
 	return r
 }
@@ -58,8 +65,23 @@ func (r *rpcClient) call(addr string, req *protocol.Command, timeout time.Durati
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	deadline := time.Now().Add(timeout)
+	reused := c.nc != nil
+	resp, err := c.roundTrip(r, addr, req, deadline)
+	if err != nil && reused && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+		// The server closed the kept connection while it was idle
+		// (serverChannelMaxIdleTimeSeconds): dial again, once. Every
+		// request sent here (registration, metadata reads) may be repeated.
+		resp, err = c.roundTrip(r, addr, req, deadline)
+	}
+	return resp, err
+}
+
+// roundTrip sends req on c (dialing when c has no connection) and reads
+// its answer; an error closes the connection.
+func (c *rpcConn) roundTrip(r *rpcClient, addr string, req *protocol.Command, deadline time.Time) (*protocol.Command, error) {
+	timeout := time.Until(deadline)
 	if c.nc == nil {
-		nc, err := net.DialTimeout("tcp", addr, timeout)
+		nc, err := netx.ClientConn(&net.Dialer{Timeout: timeout}, addr, r.tls)
 		if err != nil {
 			return nil, err
 		}

@@ -25,26 +25,44 @@ func (b *Broker) acceptLoop() {
 			continue
 		}
 		delay = 0
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		c := newConn(b, nc)
 		b.mu.Lock()
 		if b.mu.closed {
 			b.mu.Unlock()
 			nc.Close()
 			return
 		}
-		b.mu.conns[c] = struct{}{}
 		b.connWG.Add(1)
 		b.mu.Unlock()
-		b.stats.currConns.Add(1)
-		b.stats.totalConns.Add(1)
 		go func() {
 			defer b.connWG.Done()
-			c.serve()
+			b.serveConn(nc)
 		}()
 	}
+}
+
+// serveConn applies the TLS mode to an accepted connection, then serves
+// it until it closes. It runs on the connection's reader goroutine.
+func (b *Broker) serveConn(raw net.Conn) {
+	nc, _, err := b.tlsAccept(raw)
+	if err != nil {
+		if !b.closing.Load() {
+			b.log.Info("broker: connection closed before its first byte", "remote", raw.RemoteAddr().String(), "err", err)
+		}
+		raw.Close()
+		return
+	}
+	c := newConn(b, nc)
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		nc.Close()
+		return
+	}
+	b.mu.conns[c] = struct{}{}
+	b.mu.Unlock()
+	b.stats.currConns.Add(1)
+	b.stats.totalConns.Add(1)
+	c.serve()
 }
 
 // connClosed forgets a closed connection and tells its consumer groups.

@@ -27,8 +27,12 @@ type stats struct {
 	bytesWritten atomic.Int64 // bytes written to clients
 	requests     atomic.Int64
 	badFrames    atomic.Int64 // connections closed for a bad frame
-	sendErrors   atomic.Int64 // sends answered with an error code
-	flushTimeout atomic.Int64 // sends answered FLUSH_DISK_TIMEOUT
+	// connections closed for silence (serverChannelMaxIdleTimeSeconds)
+	// and for a stalled frame (frameReadTimeoutMillis)
+	idleCloses    atomic.Int64
+	frameTimeouts atomic.Int64
+	sendErrors    atomic.Int64 // sends answered with an error code
+	flushTimeout  atomic.Int64 // sends answered FLUSH_DISK_TIMEOUT
 	// sends a SYNC_MASTER answered SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT
 	slaveNotAvailable atomic.Int64
 	slaveTimeouts     atomic.Int64

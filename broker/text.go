@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
-	"time"
 )
 
 // The text protocol (MetaQ's, memcached-style) shares the remoting port: a
@@ -36,15 +35,17 @@ func isTextStart(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 
 func (c *conn) serveText() {
 	w := bufio.NewWriter(countingWriter{c.nc, &c.b.stats.bytesWritten})
 	for {
-		_ = c.nc.SetReadDeadline(time.Now().Add(5 * time.Minute))
 		line, err := c.br.ReadSlice('\n')
 		if err != nil {
 			if err == bufio.ErrBufferFull || len(line) > maxTextLine {
 				fmt.Fprintf(w, "CLIENT_ERROR line too long\r\n")
 				w.Flush()
+			} else {
+				c.timedOut(err)
 			}
 			return
 		}
+		c.dl.Boundary(c.br.Buffered()) // a line is a frame: idle and partial-line timeouts
 		if len(line) > maxTextLine {
 			fmt.Fprintf(w, "CLIENT_ERROR line too long\r\n")
 			w.Flush()
@@ -132,6 +133,9 @@ func (b *Broker) generalStats() []statLine {
 		{"bytes_written", s.bytesWritten.Load()},
 		{"requests", s.requests.Load()},
 		{"bad_frames", s.badFrames.Load()},
+		{"refused_connections", b.refusedConns()},
+		{"idle_closes", s.idleCloses.Load()},
+		{"frame_timeouts", s.frameTimeouts.Load()},
 		{"send_errors", s.sendErrors.Load()},
 		{"flush_timeouts", s.flushTimeout.Load()},
 		{"longpoll_held", s.held.Load()},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -283,6 +284,11 @@ func (a *Admin) BrokerStats(ctx context.Context, addr string, item ...string) ([
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConnection, addr, err)
+	}
+	if t := a.in.opts.TLS; t != nil { // the text protocol shares the remoting port and its TLS
+		if nc, err = netx.ClientHandshake(nc, addr, t, a.in.opts.DialTimeout); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConnection, addr, err)
+		}
 	}
 	defer nc.Close()
 	if dl, ok := ctx.Deadline(); ok {

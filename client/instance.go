@@ -57,6 +57,7 @@ func newInstance(opts ClientOptions, onRequest func(addr string, req *protocol.C
 		DialTimeout: opts.DialTimeout,
 		OnRequest:   onRequest,
 		Logger:      opts.Logger,
+		TLS:         opts.TLS,
 	})
 	in.mu.routes = map[string]*routeEntry{}
 	in.mu.refreshing = map[string]bool{}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -45,6 +46,12 @@ type ClientOptions struct {
 	Logger *slog.Logger
 	// Clock returns the time (default time.Now); tests inject theirs.
 	Clock func() time.Time
+	// TLS, if set, makes every connection to name servers and brokers
+	// TLS (servers in tlsMode permissive or enforcing). Its ServerName
+	// defaults to the host dialed; RootCAs and Certificates (for servers
+	// that require a client certificate) are the caller's. Default nil:
+	// plain TCP.
+	TLS *tls.Config
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -104,8 +111,8 @@ func (o *ClientOptions) Validate() error {
 
 // String renders the settings stably, for logs and result files.
 func (o ClientOptions) String() string {
-	return fmt.Sprintf("nameservers=%s instance=%s request-timeout=%v dial-timeout=%v json-headers=%v route-refresh=%v heartbeat=%v",
-		strings.Join(o.NameServers, ";"), o.InstanceName, o.RequestTimeout, o.DialTimeout, o.JSONHeaders, o.RouteRefresh, o.HeartbeatInterval)
+	return fmt.Sprintf("nameservers=%s instance=%s request-timeout=%v dial-timeout=%v json-headers=%v route-refresh=%v heartbeat=%v tls=%v",
+		strings.Join(o.NameServers, ";"), o.InstanceName, o.RequestTimeout, o.DialTimeout, o.JSONHeaders, o.RouteRefresh, o.HeartbeatInterval, o.TLS != nil)
 }
 
 // ParseNameServers splits a "host:port;host:port" list (RocketMQ's

@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,10 @@ type MasterConfig struct {
 	// Listener, if set, is used instead of listening on Addr (TLS,
 	// tests). The master closes it.
 	Listener net.Listener
+	// Accept, if set, is applied to each accepted connection before the
+	// handshake (the broker's TLS mode); an error closes the connection.
+	// It must return within a bound (it may wait for the first byte).
+	Accept func(net.Conn) (net.Conn, error)
 	// Log is the CommitLog shipped to slaves.
 	Log SourceLog
 	// Epochs is the broker's epoch file. NewMaster opens a new epoch in
@@ -182,6 +187,9 @@ type SlaveConfig struct {
 	HousekeepingInterval time.Duration
 	// DialTimeout bounds a connection attempt (default 3 s).
 	DialTimeout time.Duration
+	// TLS, if set, makes the slave dial the master with TLS (the
+	// handshake is bounded by DialTimeout).
+	TLS *tls.Config
 	// BackoffMin and BackoffMax bound the jittered exponential wait
 	// between connection attempts (defaults 100 ms and 5 s).
 	BackoffMin, BackoffMax time.Duration

@@ -48,15 +48,27 @@ func (l *link) close(reason error) {
 
 // serve runs one connection: the handshake, then the acknowledgements
 // (while a sender goroutine streams the log). It owns the connection.
-func (m *Master) serve(c net.Conn) {
+func (m *Master) serve(raw net.Conn) {
 	defer m.wg.Done()
+	c := raw
 	defer func() {
 		c.Close()
+		raw.Close()
 		m.mu.Lock()
-		delete(m.mu.conns, c)
+		delete(m.mu.conns, raw)
 		m.mu.Unlock()
 	}()
-	remote := c.RemoteAddr().String()
+	remote := raw.RemoteAddr().String()
+	if m.cfg.Accept != nil {
+		ac, err := m.cfg.Accept(raw)
+		if err != nil {
+			if !m.closed.Load() {
+				m.lg.Info("ha: connection closed before its handshake", "remote", remote, "err", err)
+			}
+			return
+		}
+		c = ac
+	}
 	fr := &frameReader{r: bufio.NewReaderSize(c, 512)}
 	l, err := m.handshake(c, fr, remote)
 	if err != nil {

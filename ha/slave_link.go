@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/samsamq/samsa/internal/netx"
 )
 
 // slaveLink is the slave's end of one connection.
@@ -30,6 +32,11 @@ func (s *Slave) session(addr string) (progressed bool, err error) {
 	c, err := d.DialContext(s.ctx, "tcp", addr)
 	if err != nil {
 		return false, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if s.cfg.TLS != nil {
+		if c, err = netx.ClientHandshake(c, addr, s.cfg.TLS, s.cfg.DialTimeout); err != nil {
+			return false, err
+		}
 	}
 	defer c.Close()
 	defer context.AfterFunc(s.ctx, func() { c.Close() })()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -44,6 +45,24 @@ type Options struct {
 	// broker that dies is dropped at once rather than after BrokerExpiry.
 	// Brokers that register over short-lived connections need true.
 	KeepRegistrationOnClose bool
+	// MaxConns bounds the open connections (maxConnections); one more is
+	// closed at once, logged and counted (Server.Refused). Default half
+	// the process's file-descriptor limit, at most 65536.
+	MaxConns int
+	// MaxConnsPerAddr bounds the open connections from one remote IP
+	// (maxConnectionsPerAddress). Default 4096 (or MaxConns if lower).
+	MaxConnsPerAddr int
+	// IdleTimeout closes a connection that sends nothing for this long
+	// while none of its requests is being answered (RocketMQ's
+	// serverChannelMaxIdleTimeSeconds). Default 120 s; brokers register
+	// every 30 s and clients fetch routes every 30 s.
+	IdleTimeout time.Duration
+	// FrameTimeout closes a connection whose frame, once begun, is not
+	// complete within it. Default 30 s.
+	FrameTimeout time.Duration
+	// TLS: the mode (disabled, permissive, enforcing), certificate, key,
+	// client CA and client-certificate policy. Default disabled.
+	TLS netx.TLSServerOptions
 }
 
 // Defaults.
@@ -80,6 +99,18 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxInflight == 0 {
 		o.MaxInflight = DefaultMaxInflight
 	}
+	lim := netx.Limits{MaxConns: o.MaxConns, MaxPerAddr: o.MaxConnsPerAddr}
+	lim.EnsureDefaults()
+	o.MaxConns, o.MaxConnsPerAddr = lim.MaxConns, lim.MaxPerAddr
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = netx.DefaultIdleTimeout
+	}
+	if o.FrameTimeout == 0 {
+		o.FrameTimeout = netx.DefaultFrameTimeout
+	}
+	if o.TLS.Mode == "" {
+		o.TLS.Mode = netx.TLSDisabled
+	}
 }
 
 // Validate reports every invalid field at once.
@@ -103,11 +134,19 @@ func (o *Options) Validate() error {
 	if o.MaxInflight < 0 {
 		errs = append(errs, fmt.Errorf("namesrv: MaxInflight %d is negative", o.MaxInflight))
 	}
+	if o.MaxConns < 0 || o.MaxConnsPerAddr < 0 {
+		errs = append(errs, fmt.Errorf("namesrv: MaxConns %d or MaxConnsPerAddr %d is negative", o.MaxConns, o.MaxConnsPerAddr))
+	}
+	if o.IdleTimeout < 0 || o.FrameTimeout < 0 {
+		errs = append(errs, fmt.Errorf("namesrv: IdleTimeout %v or FrameTimeout %v is negative", o.IdleTimeout, o.FrameTimeout))
+	}
+	errs = append(errs, o.TLS.Validate("namesrv: ")...)
 	return errors.Join(errs...)
 }
 
 // String is a stable one-line rendering (the clock and logger are left out).
 func (o Options) String() string {
-	return fmt.Sprintf("namesrv{listen=%s scan=%v expiry=%v maxFrame=%d writeTimeout=%v maxInflight=%d keepOnClose=%t}",
-		o.Listen, o.ScanInterval, o.BrokerExpiry, o.MaxFrame, o.WriteTimeout, o.MaxInflight, o.KeepRegistrationOnClose)
+	return fmt.Sprintf("namesrv{listen=%s scan=%v expiry=%v maxFrame=%d writeTimeout=%v maxInflight=%d keepOnClose=%t maxConns=%d maxConnsPerAddr=%d idle=%v frameTimeout=%v tls=%s clientAuth=%s}",
+		o.Listen, o.ScanInterval, o.BrokerExpiry, o.MaxFrame, o.WriteTimeout, o.MaxInflight, o.KeepRegistrationOnClose,
+		o.MaxConns, o.MaxConnsPerAddr, o.IdleTimeout, o.FrameTimeout, o.TLS.Mode, o.TLS.ClientAuth)
 }

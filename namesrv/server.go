@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -22,6 +23,7 @@ var ErrClosed = errors.New("namesrv: server closed")
 type Server struct {
 	opts Options
 	log  *slog.Logger
+	tls  *netx.TLSServer
 
 	// mu guards the route table; handlers take it for each request.
 	mu struct {
@@ -32,7 +34,7 @@ type Server struct {
 	// state guards the listener and the open connections.
 	state struct {
 		sync.Mutex
-		ln      net.Listener
+		ln      *netx.Listener
 		conns   map[*conn]struct{}
 		started bool
 		closed  bool
@@ -51,6 +53,11 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger.With("component", "namesrv"), stop: make(chan struct{})}
+	ts, err := netx.NewTLSServer(opts.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("namesrv: %w", err)
+	}
+	s.tls = ts
 	s.mu.routes = NewRouteTable(opts.Clock, opts.BrokerExpiry)
 	s.state.conns = map[*conn]struct{}{}
 	return s, nil
@@ -72,10 +79,11 @@ func (s *Server) Start() error {
 	if s.state.started {
 		return errors.New("namesrv: already started")
 	}
-	ln, err := net.Listen("tcp", s.opts.Listen)
+	raw, err := net.Listen("tcp", s.opts.Listen)
 	if err != nil {
 		return fmt.Errorf("namesrv: listen: %w", err)
 	}
+	ln := netx.NewListener(raw, netx.Limits{MaxConns: s.opts.MaxConns, MaxPerAddr: s.opts.MaxConnsPerAddr}, s.log, "namesrv")
 	s.state.ln, s.state.started = ln, true
 	s.log.Info("listening", "addr", ln.Addr().String(), "options", s.opts.String())
 	s.wg.Add(2)
@@ -115,6 +123,17 @@ func (s *Server) Close() error {
 	return err
 }
 
+// Refused counts the connections refused over MaxConns or
+// MaxConnsPerAddr.
+func (s *Server) Refused() int64 {
+	s.state.Lock()
+	defer s.state.Unlock()
+	if s.state.ln == nil {
+		return 0
+	}
+	return s.state.ln.Refused()
+}
+
 // ScanNow drops the brokers silent past their expiry, as the scan loop does
 // every ScanInterval; tests with a fake clock call it.
 func (s *Server) ScanNow() []protocol.UnregisterBrokerRequestHeader {
@@ -149,38 +168,47 @@ func (s *Server) scanLoop() {
 	}
 }
 
-func (s *Server) acceptLoop(ln net.Listener) {
+func (s *Server) acceptLoop(ln *netx.Listener) {
 	defer s.wg.Done()
-	var backoff time.Duration
 	for {
-		nc, err := ln.Accept()
+		// The listener waits out transient failures (out of
+		// descriptors) itself; an error means it closed.
+		raw, err := ln.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// A transient failure (out of descriptors): wait, then retry.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("accept failed", "err", err, "retry_in", backoff)
-			select {
-			case <-s.stop:
-				return
-			case <-time.After(backoff):
-			}
-			continue
+			return
 		}
-		backoff = 0
-		c := &conn{id: ConnID(s.nextConn.Add(1)), nc: nc, sem: make(chan struct{}, s.opts.MaxInflight)}
 		s.state.Lock()
 		if s.state.closed {
 			s.state.Unlock()
-			nc.Close()
+			raw.Close()
 			return
 		}
-		s.state.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.state.Unlock()
-		go s.serveConn(c)
+		go s.acceptConn(raw)
 	}
+}
+
+// acceptConn applies the TLS mode to a new connection and serves it.
+func (s *Server) acceptConn(raw net.Conn) {
+	nc, _, err := s.tls.Server(raw, s.opts.FrameTimeout, s.stop)
+	if err != nil {
+		s.log.Debug("connection closed before its first byte", "remote", raw.RemoteAddr().String(), "err", err)
+		raw.Close()
+		s.wg.Done()
+		return
+	}
+	c := &conn{id: ConnID(s.nextConn.Add(1)), nc: nc, sem: make(chan struct{}, s.opts.MaxInflight)}
+	s.state.Lock()
+	if s.state.closed {
+		s.state.Unlock()
+		nc.Close()
+		s.wg.Done()
+		return
+	}
+	s.state.conns[c] = struct{}{}
+	s.state.Unlock()
+	s.serveConn(c)
 }
 
 // conn is one client connection.
@@ -218,12 +246,19 @@ func (s *Server) serveConn(c *conn) {
 			}
 		}
 	}()
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	dl := &netx.Deadlines{Conn: c.nc, R: c.nc, Idle: s.opts.IdleTimeout, Frame: s.opts.FrameTimeout,
+		Busy: func() bool { return len(c.sem) > 0 }}
+	br := bufio.NewReaderSize(dl, 64<<10)
 	scratch := make([]byte, 0, 64<<10)
 	for {
 		cmd, err := protocol.ReadCommand(br, s.opts.MaxFrame, scratch)
+		if err == nil {
+			dl.Boundary(br.Buffered())
+		}
 		if err != nil {
 			switch {
+			case errors.Is(err, netx.ErrIdle), errors.Is(err, netx.ErrFrameTimeout):
+				log.Info("closing the connection", "reason", err.Error())
 			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 				log.Debug("connection closed")
 			case errors.Is(err, protocol.ErrFrameTooLarge), errors.Is(err, protocol.ErrBadHeaderLength), errors.Is(err, protocol.ErrBadHeader):

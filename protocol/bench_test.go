@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 )
 
@@ -55,5 +56,37 @@ func BenchmarkDecodeFrame(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkReadFrame reads a 1 KiB-body frame into a reused buffer (the
+// hot path: no allocation) and, with buf=none, into a fresh one (a frame
+// larger than the caller's buffer, read in growing chunks).
+func BenchmarkReadFrame(b *testing.B) {
+	for _, size := range []int{1 << 10, 256 << 10} {
+		c := benchCommand(SerializeRocketMQ)
+		c.Body = make([]byte, size)
+		frame, _ := AppendCommand(nil, c)
+		for _, reuse := range []bool{true, false} {
+			name := fmt.Sprintf("body=%dKiB/buf=reused", size>>10)
+			if !reuse {
+				name = fmt.Sprintf("body=%dKiB/buf=none", size>>10)
+			}
+			b.Run(name, func(b *testing.B) {
+				r := bytes.NewReader(frame)
+				var scratch []byte
+				if reuse {
+					scratch = make([]byte, 0, len(frame))
+				}
+				b.SetBytes(int64(len(frame)))
+				b.ReportAllocs()
+				for b.Loop() {
+					r.Reset(frame)
+					if _, err := ReadFrame(r, 0, scratch); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

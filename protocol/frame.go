@@ -29,9 +29,11 @@ var (
 
 // ReadFrame reads one frame from r into buf (grown when too small) and
 // returns the frame without its length prefix: mark, header, body. The total
-// length is checked against maxFrame (DefaultMaxFrame when <= 0) before
-// anything is allocated. A clean EOF before the first byte is io.EOF; a frame
-// cut short is io.ErrUnexpectedEOF.
+// length is checked against maxFrame (DefaultMaxFrame when <= 0) first; a
+// frame that does not fit buf is then read in chunks into a buffer that
+// grows as its bytes arrive (see ReadFrameGrow), so a peer that announces a
+// large frame and sends little costs little. A clean EOF before the first
+// byte is io.EOF; a frame cut short is io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, maxFrame int, buf []byte) ([]byte, error) {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
@@ -40,31 +42,69 @@ func ReadFrame(r io.Reader, maxFrame int, buf []byte) ([]byte, error) {
 	if cap(buf) >= 4 {
 		lenBuf = buf[:4]
 	} else {
-		lenBuf = make([]byte, 4)
+		var a [4]byte
+		lenBuf = a[:]
 	}
 	if _, err := io.ReadFull(r, lenBuf); err != nil {
 		return nil, err
 	}
-	n := int64(int32(binary.BigEndian.Uint32(lenBuf)))
-	if n < 0 || n > int64(maxFrame) {
-		return nil, fmt.Errorf("%w: total length %d, limit %d", ErrFrameTooLarge, n, maxFrame)
-	}
-	if n < 4 {
-		return nil, fmt.Errorf("%w: total length %d leaves no room for the mark", ErrBadHeaderLength, n)
-	}
-	var frame []byte
-	if int64(cap(buf)) >= n {
-		frame = buf[:n]
-	} else {
-		frame = make([]byte, n)
-	}
-	if _, err := io.ReadFull(r, frame); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
+	n, err := FrameLength(lenBuf, maxFrame)
+	if err != nil {
 		return nil, err
 	}
+	if cap(buf) >= n {
+		frame := buf[:n]
+		if _, err := io.ReadFull(r, frame); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		return frame, nil
+	}
+	return ReadFrameGrow(r, n)
+}
+
+// FrameLength reads a frame's 4-byte total length field and checks it:
+// at least 4 (room for the mark) and at most maxFrame.
+func FrameLength(p []byte, maxFrame int) (int, error) {
+	n := int64(int32(binary.BigEndian.Uint32(p)))
+	if n < 0 || n > int64(maxFrame) {
+		return 0, fmt.Errorf("%w: total length %d, limit %d", ErrFrameTooLarge, n, maxFrame)
+	}
+	if n < 4 {
+		return 0, fmt.Errorf("%w: total length %d leaves no room for the mark", ErrBadHeaderLength, n)
+	}
+	return int(n), nil
+}
+
+// growChunk is the first allocation of ReadFrameGrow; each later one at
+// most doubles what has arrived.
+const growChunk = 64 << 10
+
+// ReadFrameGrow reads the n bytes of a frame whose length field was already
+// read and checked. It never holds more than twice what has arrived plus
+// growChunk: the buffer starts at min(n, growChunk) and doubles (capped at
+// n) only when full, so memory follows the bytes the peer actually sent.
+func ReadFrameGrow(r io.Reader, n int) ([]byte, error) {
+	frame := make([]byte, 0, min(n, growChunk))
+	for len(frame) < n {
+		if len(frame) == cap(frame) {
+			next := make([]byte, len(frame), min(n, 2*cap(frame)))
+			copy(next, frame)
+			frame = next
+		}
+		m, err := io.ReadFull(r, frame[len(frame):cap(frame)])
+		frame = frame[:len(frame)+m]
+		if err != nil {
+			return nil, unexpectedEOF(err)
+		}
+	}
 	return frame, nil
+}
+
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // DecodeFrame decodes a frame as ReadFrame returns it (mark, header, body).

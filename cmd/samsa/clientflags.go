@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/internal/netx"
 )
 
 // clientFlags are the flags every client command shares.
@@ -22,6 +23,7 @@ type clientFlags struct {
 	namesrv string
 	json    bool
 	timeout time.Duration
+	tls     netx.TLSClientOptions
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
@@ -29,14 +31,36 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	fs.StringVar(&f.namesrv, "namesrv", client.DefaultNameServer, "name server address(es), ';'-separated (default: samsa dev's)")
 	fs.BoolVar(&f.json, "json", false, "print JSON (for scripts) instead of text")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the cluster's answers")
+	fs.BoolVar(&f.tls.Enable, "tls", false, "connect to name servers and brokers with TLS")
+	fs.StringVar(&f.tls.CAFile, "tls-ca", "", "PEM CAs that sign the servers' certificates (default: the system's); implies --tls")
+	fs.StringVar(&f.tls.CertFile, "tls-cert", "", "PEM client certificate, for servers that require one; implies --tls")
+	fs.StringVar(&f.tls.KeyFile, "tls-key", "", "PEM key of --tls-cert")
+	fs.StringVar(&f.tls.ServerName, "tls-server-name", "", "name to check in the servers' certificates (default: the host dialed)")
+	fs.BoolVar(&f.tls.InsecureSkipVerify, "tls-insecure", false, "accept any server certificate (tests only); implies --tls")
 	return f
 }
 
-func (f *clientFlags) options() client.ClientOptions {
-	return client.ClientOptions{NameServers: client.ParseNameServers(f.namesrv), RequestTimeout: f.timeout}
+// options are the client settings the flags give; an unreadable TLS file
+// is an error.
+func (f *clientFlags) options() (client.ClientOptions, error) {
+	o := client.ClientOptions{NameServers: client.ParseNameServers(f.namesrv), RequestTimeout: f.timeout}
+	t := f.tls
+	t.Enable = t.Enable || t.CAFile != "" || t.CertFile != "" || t.InsecureSkipVerify
+	cfg, err := t.Config()
+	if err != nil {
+		return o, fmt.Errorf("--tls: %w", err)
+	}
+	o.TLS = cfg
+	return o, nil
 }
 
-func (f *clientFlags) admin() (*client.Admin, error) { return client.NewAdmin(f.options()) }
+func (f *clientFlags) admin() (*client.Admin, error) {
+	o, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	return client.NewAdmin(o)
+}
 
 // connect is a one-shot admin command's prologue: an Admin, a context
 // bounded by --timeout, and done to release both.

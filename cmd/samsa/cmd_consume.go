@@ -39,7 +39,11 @@ func runConsume(args []string) error {
 	if *topic == "" {
 		return fmt.Errorf("--topic T is required")
 	}
-	o := client.PushConsumerOptions{ClientOptions: cf.options(), Group: *group, Broadcast: *broadcast, Orderly: *orderly}
+	co, err := cf.options()
+	if err != nil {
+		return err
+	}
+	o := client.PushConsumerOptions{ClientOptions: co, Group: *group, Broadcast: *broadcast, Orderly: *orderly}
 	if *count > 0 {
 		o.Concurrency = 1 // in queue order, so stopping at the count leaves little to redeliver
 	}

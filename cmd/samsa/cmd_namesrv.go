@@ -23,6 +23,15 @@ func runNamesrv(args []string) error {
 	fs.DurationVar(&o.BrokerExpiry, "broker-expiry", namesrv.DefaultBrokerExpiry, "how long a broker may go without registering")
 	fs.IntVar(&o.MaxFrame, "max-frame", 0, "largest frame accepted, bytes (0: 16 MiB)")
 	fs.BoolVar(&o.KeepRegistrationOnClose, "keep-on-close", false, "keep a broker registered when its connection closes")
+	fs.IntVar(&o.MaxConns, "max-connections", 0, "open connections accepted (0: half the file-descriptor limit)")
+	fs.IntVar(&o.MaxConnsPerAddr, "max-connections-per-address", 0, "open connections from one IP (0: 4096)")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 0, "close a connection silent this long (0: 120s)")
+	fs.DurationVar(&o.FrameTimeout, "frame-timeout", 0, "close a connection whose frame is not complete this long after it began (0: 30s)")
+	fs.StringVar(&o.TLS.Mode, "tls-mode", "disabled", "TLS: disabled, permissive (TLS and plain) or enforcing")
+	fs.StringVar(&o.TLS.CertFile, "tls-cert", "", "PEM certificate of the server")
+	fs.StringVar(&o.TLS.KeyFile, "tls-key", "", "PEM key of the server")
+	fs.StringVar(&o.TLS.CAFile, "tls-ca", "", "PEM CAs that sign client certificates")
+	fs.StringVar(&o.TLS.ClientAuth, "tls-client-auth", "none", "client certificates: none, optional or require")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -60,7 +60,11 @@ func runProduce(args []string) error {
 	if err != nil {
 		return err
 	}
-	o := client.ProducerOptions{ClientOptions: cf.options(), Group: *group, Balancer: b, SendTimeout: cf.timeout}
+	co, err := cf.options()
+	if err != nil {
+		return err
+	}
+	o := client.ProducerOptions{ClientOptions: co, Group: *group, Balancer: b, SendTimeout: cf.timeout}
 	if *batch > 1 {
 		o.Batch = client.BatchOptions{MaxMessages: *batch}
 		if *mode == "sync" {

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -41,6 +43,14 @@ type Options struct {
 	OnRequest func(addr string, req *protocol.Command) *protocol.Command
 	// Logger receives connection events (default: discard).
 	Logger *slog.Logger
+	// TLS, if set, makes every connection TLS (the handshake is bounded
+	// by DialTimeout). Its ServerName defaults to the host dialed.
+	TLS *tls.Config
+	// IdleClose closes a connection with no request sent and none
+	// pending for this long (default 90 s, under the servers' 120 s idle
+	// timeout, so the client, not the server, ends an idle connection and
+	// the next request dials a fresh one; negative: never).
+	IdleClose time.Duration
 }
 
 func (o *Options) ensureDefaults() {
@@ -64,6 +74,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.IdleClose == 0 {
+		o.IdleClose = 90 * time.Second
 	}
 }
 
@@ -230,14 +243,19 @@ func (c *Client) conn(ctx context.Context, addr string) (*conn, error) {
 func (c *Client) dial(addr string, e *connEntry) {
 	d := net.Dialer{Timeout: c.opts.DialTimeout}
 	nc, err := d.Dial("tcp", addr)
+	if err == nil {
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+		}
+		if c.opts.TLS != nil {
+			nc, err = netx.ClientHandshake(nc, addr, c.opts.TLS, c.opts.DialTimeout)
+		}
+	}
 	if err != nil {
 		e.err = fmt.Errorf("%w: dial %s: %v", ErrConnection, addr, err)
 		c.remove(addr, e)
 		close(e.ready)
 		return
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
 	}
 	c.mu.Lock()
 	closed := c.mu.closed

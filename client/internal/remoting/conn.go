@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsamq/samsa/protocol"
@@ -29,6 +30,7 @@ type conn struct {
 	err      error         // why; set before done closes
 
 	wake chan struct{} // cap 1: the write queue is not empty
+	uses atomic.Int64  // requests queued, for the idle close (sweepLoop)
 
 	w struct {
 		sync.Mutex
@@ -159,6 +161,7 @@ func (c *conn) enqueue(ctx context.Context, deadline time.Time, cmd *protocol.Co
 		}
 	}
 	// Locked from here.
+	c.uses.Add(1)
 	start := len(c.w.buf)
 	buf, err := protocol.AppendFrameHead(c.w.buf, cmd, len(cmd.Body))
 	if err != nil {
@@ -329,6 +332,7 @@ func (c *conn) sweepLoop() {
 	t := time.NewTicker(c.cl.opts.SweepInterval)
 	defer t.Stop()
 	var late []*call
+	seen, since := c.uses.Load(), time.Now()
 	for {
 		select {
 		case <-t.C:
@@ -336,6 +340,12 @@ func (c *conn) sweepLoop() {
 			return
 		}
 		now := time.Now()
+		if u := c.uses.Load(); u != seen {
+			seen, since = u, now
+		} else if idle := c.cl.opts.IdleClose; idle > 0 && now.Sub(since) >= idle && c.idle() {
+			c.fail(fmt.Errorf("%w: %s closed by the client after %v idle", ErrConnection, c.addr, idle))
+			return
+		}
 		late = late[:0]
 		c.p.Lock()
 		if c.p.timed > 0 {
@@ -353,6 +363,13 @@ func (c *conn) sweepLoop() {
 		}
 		clear(late)
 	}
+}
+
+// idle reports whether no call is pending on c.
+func (c *conn) idle() bool {
+	c.p.Lock()
+	defer c.p.Unlock()
+	return len(c.p.calls) == 0
 }
 
 // call is one pending request; finish runs done exactly once.

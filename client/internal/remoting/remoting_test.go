@@ -487,3 +487,36 @@ func TestInvokeAsyncDeadline(t *testing.T) {
 		t.Fatalf("after a timeout: %v %v", resp, err)
 	}
 }
+
+// TestIdleCloseRedials: a connection with nothing sent for IdleClose is
+// closed by the client (before a server's idle timeout would cut it), and
+// the next request dials a fresh one; a connection in use is kept.
+func TestIdleCloseRedials(t *testing.T) {
+	s := newFakeServer(t, func(sc *serverConn, req *protocol.Command) { sc.echo(req) })
+	c := newClient(t, Options{IdleClose: time.Second})
+	call := func(k string) {
+		t.Helper()
+		resp, err := c.Invoke(context.Background(), s.addr(), request(k, nil))
+		if err != nil || resp.Ext("k") != k {
+			t.Fatalf("%s: %v %v", k, resp, err)
+		}
+	}
+	for i := 0; i < 40; i++ { // a request every 50 ms for 2 s: in use
+		call("busy")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if a := s.accepted(); a != 1 {
+		t.Fatalf("%d connections accepted while in use, want 1", a)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(c.Addrs()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle connection was not closed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	call("after")
+	if a := s.accepted(); a != 2 {
+		t.Fatalf("%d connections accepted, want 2", a)
+	}
+}
