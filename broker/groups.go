@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,29 +38,73 @@ type groupManager struct {
 }
 
 func newGroupManager(fs vfs.FS, cfg *Config) *groupManager {
-	m := &groupManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "subscriptionGroup.json")},
+	m := &groupManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "subscriptionGroup.json"), rep: newFileReport(cfg)},
 		clock: cfg.Clock, readOnly: cfg.BrokerRole == Slave}
 	m.mu.table = make(map[string]protocol.SubscriptionGroupConfig)
 	m.mu.version = DataVersion{Timestamp: cfg.Clock().UnixMilli()}
 	return m
 }
 
+// load reads subscriptionGroup.json. It does not fail: an unreadable file
+// is set aside and bad entries are dropped (jsonfile_load.go). The error is
+// for the callers' form.
 func (m *groupManager) load() error {
-	var f groupsFile
-	found, err := m.file.load(&f)
-	if err != nil || !found {
-		return err
+	var f struct {
+		SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
+		DataVersion            DataVersion                `json:"dataVersion"`
+	}
+	raw, found := m.file.loadTolerant(func(b []byte) error { return json.Unmarshal(b, &f) })
+	if !found {
+		return nil
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for name, g := range f.SubscriptionGroupTable {
-		if name == "" {
-			return fmt.Errorf("broker: subscriptionGroup.json holds a group without a name")
+	var bad []string
+	for _, name := range slices.Sorted(maps.Keys(f.SubscriptionGroupTable)) {
+		var g protocol.SubscriptionGroupConfig
+		if err := json.Unmarshal(f.SubscriptionGroupTable[name], &g); err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", name, err))
+			continue
+		}
+		if err := ValidateGroup(name); err != nil {
+			bad = append(bad, err.Error())
+			continue
 		}
 		g.GroupName = name
 		m.mu.table[name] = g
 	}
 	m.mu.version = f.DataVersion
+	if len(bad) == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	m.bumpLocked()
+	m.mu.Unlock()
+	m.file.keepBadCopy(raw, bad)
+	if err := m.save(); err != nil { // the next save retries
+		m.file.rep.logger().Warn("broker: subscriptionGroup.json without its bad entries not saved yet", "err", err)
+	}
+	return nil
+}
+
+// MaxGroupLength is the longest consumer or producer group name
+// (RocketMQ's Validators.CHARACTER_MAX_LENGTH).
+const MaxGroupLength = 255
+
+// ErrBadGroup is wrapped by errors about a group name.
+var ErrBadGroup = errors.New("broker: bad group")
+
+// ValidateGroup checks a group name the way RocketMQ's Validators.checkGroup
+// does: 1 to 255 characters of [%|a-zA-Z0-9_-].
+func ValidateGroup(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty name", ErrBadGroup)
+	}
+	if len(name) > MaxGroupLength {
+		return fmt.Errorf("%w: %q is longer than %d", ErrBadGroup, name[:16]+"...", MaxGroupLength)
+	}
+	if i := badNameChar(name); i >= 0 {
+		return fmt.Errorf("%w: %q holds %q (allowed: %%|a-zA-Z0-9_-)", ErrBadGroup, name, name[i])
+	}
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 type jsonFile struct {
 	fs   vfs.FS
 	path string
+	rep  *fileReport // where loadTolerant reports (jsonfile_load.go); nil: slog.Default, uncounted
 }
 
 // save writes v as indented JSON.

@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,7 +53,7 @@ type offsetManager struct {
 }
 
 func newOffsetManager(fs vfs.FS, cfg *Config) *offsetManager {
-	m := &offsetManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "consumerOffset.json")}}
+	m := &offsetManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "consumerOffset.json"), rep: newFileReport(cfg)}}
 	m.mu.table = make(map[offsetKey]map[int32]int64)
 	if cfg.BrokerRole == Slave {
 		m.mu.local = make(map[offsetRef]int64)
@@ -59,37 +61,70 @@ func newOffsetManager(fs vfs.FS, cfg *Config) *offsetManager {
 	return m
 }
 
-// parseOffsetTable reads the file's "topic@group" → queue → offset form.
-func parseOffsetTable(in map[string]map[string]int64, fn func(r offsetRef, off int64)) error {
-	for k, qs := range in {
+// parseOffsetTable reads the file's "topic@group" → queue → offset form,
+// handing each good offset to fn; it returns the bad entries, each with
+// its reason (load drops them).
+func parseOffsetTable(in map[string]json.RawMessage, fn func(r offsetRef, off int64)) (bad []string) {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		topic, group, ok := strings.Cut(k, "@")
-		if !ok || topic == "" || group == "" {
-			return fmt.Errorf("broker: consumerOffset.json: bad key %q (want topic@group)", k)
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%q: not topic@group", k))
+			continue
+		}
+		if err := ValidateTopic(topic); err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", k, err))
+			continue
+		}
+		if err := ValidateGroup(group); err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", k, err))
+			continue
+		}
+		var qs map[string]int64
+		if err := json.Unmarshal(in[k], &qs); err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", k, err))
+			continue
 		}
 		for q, off := range qs {
 			id, err := strconv.ParseInt(q, 10, 32)
-			if err != nil || id < 0 {
-				return fmt.Errorf("broker: consumerOffset.json: %s: bad queue id %q", k, q)
+			if err != nil || id < 0 || off < 0 {
+				bad = append(bad, fmt.Sprintf("%q: queue %q offset %d", k, q, off))
+				continue
 			}
 			fn(offsetRef{offsetKey{topic, group}, int32(id)}, off)
 		}
 	}
-	return nil
+	return bad
 }
 
+// offsetsFileRaw is offsetsFile with each entry left raw, so one bad
+// entry is dropped rather than the whole file.
+type offsetsFileRaw struct {
+	OffsetTable map[string]json.RawMessage `json:"offsetTable"`
+	LocalTable  map[string]json.RawMessage `json:"slaveLocalOffsetTable"`
+}
+
+// load reads consumerOffset.json. It does not fail: an unreadable file is
+// set aside and bad entries are dropped (jsonfile_load.go). The error is
+// for the callers' form.
 func (m *offsetManager) load() error {
-	var f offsetsFile
-	found, err := m.file.load(&f)
-	if err != nil || !found {
-		return err
+	var f offsetsFileRaw
+	raw, found := m.file.loadTolerant(func(b []byte) error { return json.Unmarshal(b, &f) })
+	if !found {
+		return nil
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	err = parseOffsetTable(f.OffsetTable, func(r offsetRef, off int64) { m.setLocked(r, off) })
-	if err != nil || m.mu.local == nil {
-		return err // a master has no use for a slave's leftovers: they are in its table
+	bad := parseOffsetTable(f.OffsetTable, func(r offsetRef, off int64) { m.setLocked(r, off) })
+	if m.mu.local != nil { // a master has no use for a slave's leftovers: they are in its table
+		bad = append(bad, parseOffsetTable(f.LocalTable, func(r offsetRef, off int64) { m.mu.local[r] = off })...)
 	}
-	return parseOffsetTable(f.LocalTable, func(r offsetRef, off int64) { m.mu.local[r] = off })
+	m.mu.Unlock()
+	if len(bad) > 0 {
+		m.file.keepBadCopy(raw, bad)
+		if err := m.save(true); err != nil { // dirty stays set: the next save retries
+			m.file.rep.logger().Warn("broker: consumerOffset.json without its bad entries not saved yet", "err", err)
+		}
+	}
+	return nil
 }
 
 // setLocked sets one offset; it reports a change.

@@ -37,18 +37,6 @@ func decodeDelayOffsets(b []byte) (delayOffsetFile, error) {
 	return f, nil
 }
 
-// loadLenient reads the file with decodeDelayOffsets.
-func (f jsonFile) loadLenient(v *delayOffsetFile) (found bool, err error) {
-	b, found, err := f.read()
-	if err != nil || !found {
-		return found, err
-	}
-	if *v, err = decodeDelayOffsets(b); err != nil {
-		return true, fmt.Errorf("%s: %w", f.path, err)
-	}
-	return true, nil
-}
-
 // startSchedule starts the delayed-delivery services on a master.
 func (b *Broker) startSchedule() {
 	if b.cfg.BrokerRole == Slave {

@@ -38,6 +38,7 @@ type stats struct {
 	wokenTotal        atomic.Int64 // held pulls answered on arrival
 	expiredTotal      atomic.Int64 // held pulls answered on deadline
 	corruptSkips      atomic.Int64 // pulls moved past a corrupt record (proc_pull_corrupt.go)
+	configSetAside    atomic.Int64 // config files (or copies of them) set aside at load (jsonfile_load.go)
 
 	topics sync.Map // topic → *topicCounters
 }

@@ -138,6 +138,7 @@ func (b *Broker) generalStats() []statLine {
 		{"longpoll_woken", s.wokenTotal.Load()},
 		{"longpoll_expired", s.expiredTotal.Load()},
 		{"pull_corrupt_skips", s.corruptSkips.Load()},
+		{"config_files_set_aside", s.configSetAside.Load()},
 		{"producer_groups", pg},
 		{"consumer_groups", cg},
 		{"clients", clients},
