@@ -143,8 +143,11 @@ func (m *groupManager) bumpLocked() {
 // createIfMissing adds group with the default config (a heartbeat's
 // auto-creation); created is false when it exists or on a slave.
 func (m *groupManager) createIfMissing(group string) (created bool, err error) {
-	if m.readOnly || group == "" {
+	if m.readOnly {
 		return false, nil
+	}
+	if err := ValidateGroup(group); err != nil {
+		return false, err
 	}
 	m.mu.Lock()
 	if _, ok := m.mu.table[group]; ok {
@@ -162,8 +165,8 @@ func (m *groupManager) update(g protocol.SubscriptionGroupConfig) error {
 	if m.readOnly {
 		return errSlaveMetadata
 	}
-	if g.GroupName == "" {
-		return fmt.Errorf("broker: subscription group without a name")
+	if err := ValidateGroup(g.GroupName); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	if old, ok := m.mu.table[g.GroupName]; ok && old == g {

@@ -287,6 +287,9 @@ func (m *offsetManager) adopt(master map[offsetRef]int64) bool {
 		if _, local := m.mu.local[r]; local {
 			continue
 		}
+		if ValidateTopic(r.topic) != nil || ValidateGroup(r.group) != nil || r.queue < 0 || off < 0 {
+			continue // what this broker's own file could not hold
+		}
 		if m.setLocked(r, off) {
 			changed = true
 		}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/samsamq/samsa/protocol"
 )
@@ -16,6 +17,9 @@ func (b *Broker) processHeartbeat(c *conn, req *protocol.Command) *protocol.Comm
 	var hb protocol.HeartbeatData
 	if err := protocol.UnmarshalBody(req.Body, &hb); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad heartbeat body: "+err.Error())
+	}
+	if err := checkHeartbeatNames(&hb); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "heartbeat refused: "+err.Error())
 	}
 	h := Heartbeat{ClientID: hb.ClientID, Language: req.Language, Version: int(req.Version)}
 	for _, p := range hb.ProducerDataSet {
@@ -127,4 +131,33 @@ func (b *Broker) processUnlockBatch(_ *conn, req *protocol.Command) *protocol.Co
 	}
 	b.locks.unlock(body.ConsumerGroup, body.ClientID, keys)
 	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// checkHeartbeatNames checks a heartbeat's group names (ValidateGroup; an
+// empty one is skipped, as before) and its subscriptions' topic names
+// (ValidateTopic) before anything of it is recorded: a name RocketMQ's
+// clients would refuse never reaches the subscription table or
+// subscriptionGroup.json.
+func checkHeartbeatNames(hb *protocol.HeartbeatData) error {
+	for _, p := range hb.ProducerDataSet {
+		if p.GroupName != "" {
+			if err := ValidateGroup(p.GroupName); err != nil {
+				return fmt.Errorf("producer group: %w", err)
+			}
+		}
+	}
+	for _, cd := range hb.ConsumerDataSet {
+		if cd.GroupName == "" {
+			continue
+		}
+		if err := ValidateGroup(cd.GroupName); err != nil {
+			return fmt.Errorf("consumer group: %w", err)
+		}
+		for _, sd := range cd.SubscriptionDataSet {
+			if err := ValidateTopic(sd.Topic); err != nil {
+				return fmt.Errorf("consumer group %s subscribes to a bad topic: %w", cd.GroupName, err)
+			}
+		}
+	}
+	return nil
 }

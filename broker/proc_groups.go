@@ -17,8 +17,8 @@ func (b *Broker) processUpdateAndCreateGroup(_ *conn, req *protocol.Command) *pr
 	if err := protocol.UnmarshalBody(req.Body, &g); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad subscription group body: "+err.Error())
 	}
-	if g.GroupName == "" {
-		return protocol.NewResponse(req, protocol.InvalidParameter, "subscription group without a groupName")
+	if err := ValidateGroup(g.GroupName); err != nil {
+		return protocol.NewResponse(req, protocol.InvalidParameter, "bad subscription group name: "+err.Error())
 	}
 	if err := b.groups.update(g); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, err.Error())
