@@ -201,3 +201,33 @@ func TestEmptyGroupOffsetFileRestarts(t *testing.T) {
 		t.Fatalf("stats do not report the file set aside: %v", b2.generalStats())
 	}
 }
+
+// A batch of 600,000 empty messages (13 MiB, under maxMessageSize here) is
+// refused before anything is stored: it was stored and never answered,
+// its answer being larger than a frame. A well-behaved producer loses
+// nothing meanwhile.
+func TestHugeEmptyBatchRefused(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) { c.MaxMessageSize = 16 << 20 })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("safe", 4)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	check := safeProducer(t, b, 500)
+	for _, n := range []int{600_000, MaxBatchMessages + 1} {
+		items := make([]batchItem, n)
+		before := b.store.MaxQueueOffset("safe", 0)
+		r := c.call(itemsBatchReq("safe", items))
+		if r.Code != protocol.MessageIllegal || !strings.Contains(r.Remark, "more than") {
+			t.Fatalf("batch of %d empty messages: %s", n, r)
+		}
+		// Nothing of it: queue 0 holds only the producer's messages.
+		if got := b.store.MaxQueueOffset("safe", 0) - before; got > 500 {
+			t.Fatalf("batch of %d: queue 0 grew by %d", n, got)
+		}
+	}
+	check()
+	if got := b.store.MaxQueueOffset("safe", 0); got != 125 {
+		t.Fatalf("queue 0 holds %d messages, want the producer's 125", got)
+	}
+}
