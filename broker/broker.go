@@ -132,7 +132,7 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.FlushDiskType != SyncFlush {
 		b.appends = newAppendCombiner(st, cfg.MappedFileSizeCommitLog)
 	}
-	b.poll = newLongPoll(cfg.Clock, &b.stats, b.answerHeld)
+	b.poll = newLongPoll(cfg.Clock, cfg.MaxHeldPulls, &b.stats, b.answerHeld)
 	st.OnDispatch(b.poll.onDispatch)
 	b.metrics = newMetrics(b)
 	b.reg = newRegistrar(b)

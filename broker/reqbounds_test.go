@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/samsamq/samsa/protocol"
 )
@@ -229,5 +230,40 @@ func TestHugeEmptyBatchRefused(t *testing.T) {
 	check()
 	if got := b.store.MaxQueueOffset("safe", 0); got != 125 {
 		t.Fatalf("queue 0 holds %d messages, want the producer's 125", got)
+	}
+}
+
+// Past maxHeldPulls a suspending pull is answered at once instead of
+// held; the held ones are still woken by an arrival.
+func TestHeldPullsCapped(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) { c.MaxHeldPulls = 2 })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("lpcap", 1)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	var pending []<-chan *protocol.Command
+	for i := 0; i < 2; i++ {
+		pending = append(pending, c.start(pullReq("g", "lpcap", 0, 0, 32, time.Hour, "*")))
+		waitFor(t, func() bool { return b.stats.held.Load() == int64(i+1) }, "pull held")
+	}
+	if r := c.call(pullReq("g", "lpcap", 0, 0, 32, time.Hour, "*")); r.Code != protocol.PullNotFound {
+		t.Fatalf("pull past the cap: %s", r)
+	}
+	if n := b.stats.heldRefused.Load(); n != 1 || b.stats.held.Load() != 2 {
+		t.Fatalf("refused %d, held %d", n, b.stats.held.Load())
+	}
+	if r := c.call(sendReq("lpcap", 0, []byte("wake"), nil)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	for _, p := range pending {
+		select {
+		case r := <-p:
+			if r.Code != protocol.Success {
+				t.Fatalf("held pull: %s", r)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("held pull never answered")
+		}
 	}
 }

@@ -137,6 +137,7 @@ func (b *Broker) generalStats() []statLine {
 		{"longpoll_held", s.held.Load()},
 		{"longpoll_woken", s.wokenTotal.Load()},
 		{"longpoll_expired", s.expiredTotal.Load()},
+		{"longpoll_refused", s.heldRefused.Load()},
 		{"pull_corrupt_skips", s.corruptSkips.Load()},
 		{"config_files_set_aside", s.configSetAside.Load()},
 		{"producer_groups", pg},
