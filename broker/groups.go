@@ -86,6 +86,15 @@ func (m *groupManager) load() error {
 	return nil
 }
 
+// MaxGroups bounds the subscription group table: every group's config
+// (some 600 bytes of JSON) is in GET_ALL_SUBSCRIPTIONGROUP_CONFIG's answer,
+// one frame; 16,384 groups take about 10 MiB. Past it a new group is
+// refused, whether by an admin or a heartbeat's auto-creation (RocketMQ
+// has no such bound).
+const MaxGroups = 1 << 14
+
+var errTooManyGroups = fmt.Errorf("%w: the broker holds %d subscription groups, its limit", ErrBadGroup, MaxGroups)
+
 // MaxGroupLength is the longest consumer or producer group name
 // (RocketMQ's Validators.CHARACTER_MAX_LENGTH).
 const MaxGroupLength = 255
@@ -154,6 +163,10 @@ func (m *groupManager) createIfMissing(group string) (created bool, err error) {
 		m.mu.Unlock()
 		return false, nil
 	}
+	if len(m.mu.table) >= MaxGroups {
+		m.mu.Unlock()
+		return false, errTooManyGroups
+	}
 	m.mu.table[group] = protocol.DefaultSubscriptionGroup(group)
 	m.bumpLocked()
 	m.mu.Unlock()
@@ -169,9 +182,14 @@ func (m *groupManager) update(g protocol.SubscriptionGroupConfig) error {
 		return err
 	}
 	m.mu.Lock()
-	if old, ok := m.mu.table[g.GroupName]; ok && old == g {
+	old, ok := m.mu.table[g.GroupName]
+	if ok && old == g {
 		m.mu.Unlock()
 		return nil
+	}
+	if !ok && len(m.mu.table) >= MaxGroups {
+		m.mu.Unlock()
+		return errTooManyGroups
 	}
 	m.mu.table[g.GroupName] = g
 	m.bumpLocked()

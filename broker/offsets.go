@@ -45,6 +45,9 @@ type offsetManager struct {
 	mu     struct {
 		sync.RWMutex
 		table map[offsetKey]map[int32]int64
+		// bytes estimates the table's JSON (GET_ALL_CONSUMER_OFFSET's
+		// answer): offsetKeyBytes per key, offsetQueueBytes per queue.
+		bytes int
 		dirty bool
 		// local: on a slave, the offsets committed to it and not yet
 		// taken by the master; nil on a master.
@@ -127,8 +130,37 @@ func (m *offsetManager) load() error {
 	return nil
 }
 
+// The consumer-offset table is bounded so that GET_ALL_CONSUMER_OFFSET's
+// answer (what a slave copies) fits a frame: its JSON, estimated generously
+// (offsetKeyBytes per topic@group, offsetQueueBytes per queue), stays under
+// maxOffsetTableBytes (8 MiB: some 250,000 queues). A commit that would
+// add past it is refused (errOffsetTableFull); queues already there may
+// always move.
+const (
+	maxOffsetTableBytes = 8 << 20
+	offsetQueueBytes    = 32 // "1023":9223372036854775807,
+)
+
+func offsetKeyBytes(k offsetKey) int { return len(k.topic) + 1 + len(k.group) + 8 }
+
+// errOffsetTableFull is a commit refused because the table is full.
+var errOffsetTableFull = fmt.Errorf("broker: the consumer offset table is full (%d bytes); offsets of new queues or groups are refused until some are deleted", maxOffsetTableBytes)
+
+// growLocked is what setting r would add to mu.bytes.
+func (m *offsetManager) growLocked(r offsetRef) int {
+	t, ok := m.mu.table[r.offsetKey]
+	if !ok {
+		return offsetKeyBytes(r.offsetKey) + offsetQueueBytes
+	}
+	if _, ok := t[r.queue]; !ok {
+		return offsetQueueBytes
+	}
+	return 0
+}
+
 // setLocked sets one offset; it reports a change.
 func (m *offsetManager) setLocked(r offsetRef, offset int64) bool {
+	m.mu.bytes += m.growLocked(r)
 	t := m.mu.table[r.offsetKey]
 	if t == nil {
 		t = make(map[int32]int64)
@@ -141,11 +173,26 @@ func (m *offsetManager) setLocked(r offsetRef, offset int64) bool {
 	return true
 }
 
-// commit records group's offset for (topic, queue).
+// commit records group's offset for (topic, queue); it fails, storing
+// nothing, when a new queue would take the table past its bound.
 // On a slave the commit is also remembered as local, for the master.
-func (m *offsetManager) commit(group, topic string, queue int32, offset int64) {
+func (m *offsetManager) commit(group, topic string, queue int32, offset int64) error {
+	return m.commitBounded(group, topic, queue, offset, true)
+}
+
+// commitSystem is commit for the broker's own progress offsets (a fixed
+// few), which the bound does not refuse.
+func (m *offsetManager) commitSystem(group, topic string, queue int32, offset int64) {
+	_ = m.commitBounded(group, topic, queue, offset, false)
+}
+
+func (m *offsetManager) commitBounded(group, topic string, queue int32, offset int64, bounded bool) error {
 	r := offsetRef{offsetKey{topic, group}, queue}
 	m.mu.Lock()
+	if g := m.growLocked(r); bounded && g > 0 && m.mu.bytes+g > maxOffsetTableBytes {
+		m.mu.Unlock()
+		return errOffsetTableFull
+	}
 	if m.setLocked(r, offset) {
 		m.mu.dirty = true
 	}
@@ -156,6 +203,7 @@ func (m *offsetManager) commit(group, topic string, queue int32, offset int64) {
 		}
 	}
 	m.mu.Unlock()
+	return nil
 }
 
 // query returns group's committed offset for (topic, queue).
@@ -193,8 +241,9 @@ func (m *offsetManager) removeGroup(group string) {
 // (topic, group) gone says goes.
 func (m *offsetManager) removeWhere(gone func(offsetKey) bool) {
 	m.mu.Lock()
-	for k := range m.mu.table {
+	for k, qs := range m.mu.table {
 		if gone(k) {
+			m.mu.bytes -= offsetKeyBytes(k) + len(qs)*offsetQueueBytes
 			delete(m.mu.table, k)
 			m.mu.dirty = true
 		}

@@ -18,7 +18,7 @@ func (b *Broker) processGetAllDelayOffset(c *conn, req *protocol.Command) *proto
 	}
 	r := protocol.NewResponse(req, protocol.Success, "")
 	r.Body = body
-	return r
+	return b.limitAnswer(req, r)
 }
 
 // unquotedKey matches an integer object key written without quotes.

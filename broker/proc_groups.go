@@ -32,7 +32,7 @@ func (b *Broker) processUpdateAndCreateGroup(_ *conn, req *protocol.Command) *pr
 // table as a SubscriptionGroupWrapper (what a slave copies).
 func (b *Broker) processGetAllGroups(_ *conn, req *protocol.Command) *protocol.Command {
 	table, v := b.groups.snapshot()
-	return protocol.NewBodyResponse(req, protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: table,
+	return b.bodyResponse(req, protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: table,
 		DataVersion: protocol.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}})
 }
 

@@ -40,7 +40,9 @@ func (b *Broker) processUpdateConsumerOffset(_ *conn, req *protocol.Command) *pr
 	if code, remark := b.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); code != protocol.Success {
 		return protocol.NewResponse(req, code, remark)
 	}
-	b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	if err := b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, err.Error())
+	}
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 

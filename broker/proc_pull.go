@@ -82,9 +82,13 @@ func (b *Broker) processPull(c *conn, req *protocol.Command) *protocol.Command {
 		// A slave ignores the flag (RocketMQ's PullMessageProcessor): a
 		// pull's commit is a by-product, UPDATE_CONSUMER_OFFSET the
 		// commit a slave keeps for its master.
-		if code, remark := b.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); code == protocol.Success {
-			b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
-		} else { // the pull is answered; only its by-product commit is dropped
+		code, remark := b.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+		if code == protocol.Success {
+			if err := b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
+				code, remark = protocol.SystemError, err.Error()
+			}
+		}
+		if code != protocol.Success { // the pull is answered; only its by-product commit is dropped
 			b.log.Warn("broker: a pull's offset commit refused", "group", h.ConsumerGroup, "topic", h.Topic,
 				"queue", h.QueueID, "offset", h.CommitOffset, "reason", remark)
 		}

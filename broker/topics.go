@@ -247,6 +247,10 @@ func (m *topicManager) update(tc TopicConfig) (changed bool, err error) {
 		m.mu.Unlock()
 		return false, nil
 	}
+	if err := m.roomLocked(tc.TopicName); err != nil {
+		m.mu.Unlock()
+		return false, err
+	}
 	m.mu.table[tc.TopicName] = tc
 	m.bumpLocked()
 	m.mu.Unlock()
@@ -281,6 +285,10 @@ func (m *topicManager) createInSend(topic, defaultTopic string, clientQueues, sy
 	if q < 1 {
 		q = 1
 	}
+	if err := m.roomLocked(topic); err != nil {
+		m.mu.Unlock()
+		return TopicConfig{}, false, err
+	}
 	tc = newTopicConfig(topic, q, def.Perm&^PermInherit)
 	tc.TopicSysFlag = sysFlag
 	tc.TopicFilterType = def.TopicFilterType
@@ -308,11 +316,36 @@ func (m *topicManager) createIfMissing(topic string, queues, perm int) (tc Topic
 		m.mu.Unlock()
 		return tc, false, nil
 	}
+	if err := m.roomLocked(topic); err != nil {
+		m.mu.Unlock()
+		return TopicConfig{}, false, err
+	}
 	tc = newTopicConfig(topic, queues, perm)
 	m.mu.table[topic] = tc
 	m.bumpLocked()
 	m.mu.Unlock()
 	return tc, true, m.save()
+}
+
+// MaxTopics bounds the topic table. Every topic's config (at most about
+// 330 bytes of JSON with a 127-character name) is in GET_ALL_TOPIC_CONFIG's
+// answer and in the broker's registration with the name servers, both one
+// frame (16 MiB): 32,768 topics take about 11 MiB. Past it a new topic is
+// refused (ErrTooManyTopics), whether created by an admin, a send or a
+// heartbeat; RocketMQ has no such bound and splits its registration
+// instead.
+const MaxTopics = 1 << 15
+
+// ErrTooManyTopics is a topic refused because the table holds MaxTopics.
+var ErrTooManyTopics = fmt.Errorf("%w: the broker holds %d topics, its limit", ErrBadTopic, MaxTopics)
+
+// roomLocked refuses a new topic when the table is full; a topic already
+// there may always change.
+func (m *topicManager) roomLocked(name string) error {
+	if _, ok := m.mu.table[name]; !ok && len(m.mu.table) >= MaxTopics {
+		return ErrTooManyTopics
+	}
+	return nil
 }
 
 // remove deletes a topic; it reports whether it existed.

@@ -105,8 +105,8 @@ func (b *Broker) txnCheckRound() {
 		t.addCheck(k) // sent or not, as RocketMQ: an open half lives a bounded time
 	}
 	base, opFrom := t.advance(st.MaxQueueOffset(TransOpHalfTopic, 0))
-	b.offsets.commit(transProgressGroup, TransHalfTopic, 0, base)
-	b.offsets.commit(transProgressGroup, TransOpHalfTopic, 0, opFrom)
+	b.offsets.commitSystem(transProgressGroup, TransHalfTopic, 0, base)
+	b.offsets.commitSystem(transProgressGroup, TransOpHalfTopic, 0, opFrom)
 	if counts := t.checkCounts(); counts != nil {
 		if err := b.txnChecksFile().save(counts); err != nil {
 			b.log.Warn("broker: transaction check counts not saved; a restart may check some half messages more often", "err", err)
