@@ -44,6 +44,22 @@ func TestRegisterBombsCostLittle(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	var wg sync.WaitGroup
+	// A well-behaved broker registers throughout.
+	good := dial(t, srv.Addr())
+	var goodErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 20 && goodErr == nil; i++ {
+			r := registration("c", "good", 0, "127.0.0.1:10911", int64(i), topicConfig("T", 4))
+			body, _ := protocol.MarshalBody(r.Body)
+			resp, err := good.roundTrip(protocol.RegisterBroker, r.Header.Encode(), body)
+			if err == nil && resp.Code != protocol.Success {
+				err = errors.New(resp.String())
+			}
+			goodErr = err
+		}
+	}()
 	resps := make([]*protocol.Command, len(clients))
 	errs := make([]error, len(clients))
 	for i, c := range clients {
@@ -55,6 +71,9 @@ func TestRegisterBombsCostLittle(t *testing.T) {
 	}
 	wg.Wait()
 	runtime.ReadMemStats(&after)
+	if goodErr != nil {
+		t.Fatalf("a well-behaved registration failed: %v", goodErr)
+	}
 	for i := range clients {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
@@ -67,8 +86,11 @@ func TestRegisterBombsCostLittle(t *testing.T) {
 		t.Fatalf("4 bombs of %d bytes cost the name server %d bytes", len(bomb), got)
 	}
 	srv.Inspect(func(rt *RouteTable) {
-		if n := rt.LiveBrokers(); n != 0 {
-			t.Fatalf("%d brokers registered by bombs", n)
+		if n := rt.LiveBrokers(); n != 1 {
+			t.Fatalf("%d brokers registered, want the good one only", n)
+		}
+		if _, ok := rt.Route("T"); !ok {
+			t.Fatal("the good broker's route is gone")
 		}
 	})
 }
