@@ -68,8 +68,11 @@ func (s *Server) registerBroker(c *conn, req *protocol.Command) *protocol.Comman
 	reg := Registration{Header: h, Body: *body, ZoneName: req.Ext("zoneName"), Conn: c.id}
 	s.mu.Lock()
 	if err := s.mu.routes.CheckRegistration(reg); err != nil {
+		// A broker already registered keeps its liveness and its routes
+		// as they were: refusing its new state must not make it expire.
+		kept := s.mu.routes.Touch(h.ClusterName, h.BrokerAddr)
 		s.mu.Unlock()
-		s.log.Warn("register broker refused", "broker", h.BrokerName, "addr", h.BrokerAddr, "err", err)
+		s.log.Warn("register broker refused", "broker", h.BrokerName, "addr", h.BrokerAddr, "keptAlive", kept, "err", err)
 		return refuseRegistration(req, err)
 	}
 	res := s.mu.routes.RegisterBroker(reg)

@@ -23,8 +23,10 @@ import (
 //     filter servers, and GET_ALL_TOPIC_LIST_FROM_NAMESERVER lists every
 //     topic. Names and addresses are bounded in length, groups and
 //     addresses in number, and the topic list in JSON bytes, so each of
-//     these answers stays under about 6 MiB. A registration past a bound is
-//     refused whole: nothing of it is recorded.
+//     these answers stays under about 12 MiB. A registration past a bound
+//     is refused whole: nothing of it is recorded, but a broker already
+//     registered is kept alive with the state it had, so a refusal never
+//     makes its routes vanish.
 const (
 	MaxKVNamespaceLen   = 255      // bytes of a namespace name
 	MaxKVKeyLen         = 1 << 10  // bytes of a key
@@ -33,11 +35,11 @@ const (
 	MaxKVNamespaceBytes = 4 << 20  // JSON bytes of one namespace's table
 	MaxKVTotalBytes     = 32 << 20 // JSON bytes of the whole store (memory)
 
-	MaxNameLen        = 255     // bytes of a cluster, broker or topic name, an address, a filter server
-	MaxBrokerGroups   = 1024    // broker names
-	MaxBrokerAddrs    = 8       // addresses (ids) under one broker name
-	MaxFilterServers  = 8       // filter servers of one broker
-	MaxTopicListBytes = 6 << 20 // JSON bytes of the topic list
+	MaxNameLen        = 255      // bytes of a cluster, broker or topic name, an address, a filter server
+	MaxBrokerGroups   = 1024     // broker names
+	MaxBrokerAddrs    = 8        // addresses (ids) under one broker name
+	MaxFilterServers  = 8        // filter servers of one broker
+	MaxTopicListBytes = 12 << 20 // JSON bytes of the topic list
 )
 
 // ErrLimit is a request refused because it would take the name server past

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/samsamq/samsa/protocol"
 )
@@ -252,4 +253,33 @@ func TestRegistrationLimits(t *testing.T) {
 	if err := rt.CheckRegistration(registration("c", "b1", 0, "a:1", 2, topics...)); !errors.Is(err, ErrLimit) {
 		t.Fatalf("topic list past its bound: %v", err)
 	}
+}
+
+// A registered broker whose new registration is refused keeps its
+// liveness and routes: the refusal does not make it expire.
+func TestRefusedRegistrationKeepsBrokerAlive(t *testing.T) {
+	clk := newFakeClock()
+	srv := startServer(t, Options{Clock: clk})
+	c := dial(t, srv.Addr())
+	c.register(registration("c", "b", 0, "127.0.0.1:10911", 1, topicConfig("T", 4)))
+	for i := 0; i < 3; i++ {
+		clk.Advance(100 * time.Second)
+		r := registration("c", "b", 0, "127.0.0.1:10911", int64(2+i), topicConfig("T", 4), topicConfig(strings.Repeat("x", MaxNameLen+1), 1))
+		body, _ := protocol.MarshalBody(r.Body)
+		resp := c.mustRoundTrip(protocol.RegisterBroker, r.Header.Encode(), body)
+		if resp.Code != protocol.SystemError || !strings.Contains(resp.Remark, "topic name") {
+			t.Fatalf("registration with a long topic name: %s", resp)
+		}
+		if gone := srv.ScanNow(); len(gone) != 0 {
+			t.Fatalf("refused broker expired: %v", gone)
+		}
+	}
+	srv.Inspect(func(rt *RouteTable) {
+		if _, ok := rt.Route("T"); !ok {
+			t.Fatal("route of T gone")
+		}
+		if len(rt.Topics()) != 1 {
+			t.Fatalf("topics %v", rt.Topics())
+		}
+	})
 }
