@@ -267,3 +267,31 @@ func TestHeldPullsCapped(t *testing.T) {
 		}
 	}
 }
+
+// A directory where a config file belongs (on disk) is set aside, the
+// broker starts with that table empty and saves the file in its place.
+func TestConfigDirectoryInPlaceOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config", "subscriptionGroup.json")
+	if err := os.MkdirAll(filepath.Join(path, "inside"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := startBroker(t, dir, nil)
+	if n := b.stats.configSetAside.Load(); n != 1 {
+		t.Fatalf("set aside counted %d", n)
+	}
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("safe", 1))
+	if r := c.call(heartbeatReq(t, "c1", "g", "safe")); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.IsDir() {
+		t.Fatalf("config file after a save: %v %v", fi, err)
+	}
+	if copies, _ := filepath.Glob(path + ".bad-*"); len(copies) != 1 {
+		t.Fatalf("set aside: %v", copies)
+	}
+}
