@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage/vfs"
@@ -167,5 +168,30 @@ func TestLockBatchBounds(t *testing.T) {
 	}
 	if len(out.LockOKMQSet) != 2 {
 		t.Fatalf("locked %v, want lk's queues 0 and 1 only", out.LockOKMQSet)
+	}
+}
+
+// The lock table holds at most MaxGroups groups; expired locks make room.
+func TestLockTableBounded(t *testing.T) {
+	m := newLockManager(DefaultLockMaxLive)
+	t0 := time.Unix(1_700_000_000, 0)
+	q := []QueueKey{{"t", 0}}
+	for i := 0; i < MaxGroups; i++ {
+		if got := m.tryLock(fmt.Sprint("g", i), "c", q, t0); len(got) != 1 {
+			t.Fatalf("group %d: locked %v", i, got)
+		}
+	}
+	if got := m.tryLock("one-more", "c", q, t0.Add(time.Second)); len(got) != 0 {
+		t.Fatalf("a group past MaxGroups locked %v", got)
+	}
+	if got := m.tryLock("g1", "c", q, t0.Add(time.Second)); len(got) != 1 {
+		t.Fatalf("a group already there renewing: %v", got)
+	}
+	later := t0.Add(DefaultLockMaxLive + time.Minute)
+	if got := m.tryLock("one-more", "c", q, later); len(got) != 1 {
+		t.Fatalf("after the locks expired: %v", got)
+	}
+	if n := len(m.mu.groups); n != 1 {
+		t.Fatalf("%d groups after the sweep, want the new one", n)
 	}
 }
