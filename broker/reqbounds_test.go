@@ -295,3 +295,21 @@ func TestConfigDirectoryInPlaceOnDisk(t *testing.T) {
 		t.Fatalf("set aside: %v", copies)
 	}
 }
+
+// Garbage in transactionChecks.json is set aside at start, not a refusal.
+func TestGarbageTxnChecksFile(t *testing.T) {
+	dir := t.TempDir()
+	cfgDir := filepath.Join(dir, "config")
+	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "transactionChecks.json"), []byte("{\x00truncated"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startBroker(t, dir, nil)
+	defer b.Close()
+	waitFor(t, func() bool { return b.stats.configSetAside.Load() == 1 }, "transactionChecks.json set aside")
+	if copies, _ := filepath.Glob(filepath.Join(cfgDir, "transactionChecks.json.bad-*")); len(copies) != 1 {
+		t.Fatalf("set aside: %v", copies)
+	}
+}

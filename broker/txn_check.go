@@ -116,7 +116,7 @@ func (b *Broker) txnCheckRound() {
 
 // txnChecksFile holds the check counts of open half messages.
 func (b *Broker) txnChecksFile() jsonFile {
-	return jsonFile{fs: b.cfg.FS, path: filepath.Join(b.cfg.ConfigDir(), "transactionChecks.json")}
+	return jsonFile{fs: b.cfg.FS, path: filepath.Join(b.cfg.ConfigDir(), "transactionChecks.json"), rep: b.fileReport()}
 }
 
 // txnCheckBatch bounds the open half messages one check round looks at
