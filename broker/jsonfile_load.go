@@ -25,6 +25,8 @@ import (
 //     (counted too), and the table is marked changed so the next save
 //     writes only the good entries.
 //   - An empty file (a crash of some other writer, or touch) is no file.
+//   - Integer keys written bare, as RocketMQ's fastjson writes them
+//     ({"offsetTable":{"t@g":{0:5}}}), are read too.
 
 // fileReport is where tolerant loads report: a logger, the clock for the
 // set-aside names, and the broker's counter of files set aside.
@@ -71,7 +73,14 @@ func (f jsonFile) loadTolerant(decode func([]byte) error) (raw []byte, found boo
 		return nil, false
 	}
 	if err == nil && found {
-		if err = decode(b); err == nil {
+		if err = decode(b); err != nil && unquotedKey.Match(b) {
+			// RocketMQ's fastjson writes integer keys bare ({0:5}); a
+			// syntax error leaves nothing decoded, so decode again.
+			if err2 := decode(unquotedKey.ReplaceAll(b, []byte(`$1"$2"$3`))); err2 == nil {
+				err = nil
+			}
+		}
+		if err == nil {
 			return b, true
 		}
 	}

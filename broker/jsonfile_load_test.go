@@ -228,3 +228,22 @@ func TestConfigFilesNeverLockOut(t *testing.T) {
 		})
 	}
 }
+
+// A consumerOffset.json as RocketMQ's fastjson writes it (bare queue ids)
+// loads.
+func TestOffsetsFileWithBareKeys(t *testing.T) {
+	fs := vfs.NewMem()
+	cfg := testConfig(t, fs)
+	if err := writeConfigFile(fs, cfg.ConfigDir()+"/consumerOffset.json", []byte(`{"offsetTable":{"t@g":{0:5,1:7}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	m := newOffsetManager(fs, cfg)
+	var n atomic.Int64
+	m.file.rep = &fileReport{log: quietLogger(), setAside: &n}
+	if err := m.load(); err != nil {
+		t.Fatal(err)
+	}
+	if off, ok := m.query("g", "t", 1); !ok || off != 7 || n.Load() != 0 {
+		t.Fatalf("offset %d %v, set aside %d", off, ok, n.Load())
+	}
+}
