@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/samsamq/samsa/protocol"
@@ -19,6 +20,16 @@ import (
 //     frames of up to 16 MiB). A batch whose answer would not fit is
 //     refused: stored and never answered, the client would time out and
 //     send it again, a duplicate of every message in it.
+
+//   - A batch holds at most MaxBatchMessages messages, counted before any
+//     is decoded: each message costs the broker a few hundred bytes of
+//     bookkeeping beyond its bytes on the wire, so a frame of hundreds of
+//     thousands of empty messages would cost it many times the frame.
+
+// MaxBatchMessages bounds the messages of one SEND_BATCH_MESSAGE. RocketMQ
+// has no such bound (its batches are bounded by maxMessageSize only); a
+// batch past it is refused with MESSAGE_ILLEGAL and the client splits it.
+const MaxBatchMessages = 1 << 16
 
 // batchAnswerOverhead bounds the answer header's fields other than the
 // msgId list (code, remark, queueId, queueOffset, region, trace, the
@@ -48,6 +59,25 @@ func (b *Broker) refuseBatchAnswer(req *protocol.Command, n int) *protocol.Comma
 		return protocol.NewResponse(req, protocol.MessageIllegal, fmt.Sprintf(
 			"the message is illegal: the answer to a batch of %d messages (%d bytes of msgIds) would not fit a frame (%d bytes); send at most %d messages in a batch",
 			n, need, limit, limit/33))
+	}
+	return nil
+}
+
+// refuseBatchCount refuses a batch body of more than MaxBatchMessages
+// items, walking only the items' length fields (nothing is allocated); a
+// body whose lengths do not add up is left to decodeBatch's error.
+func refuseBatchCount(req *protocol.Command) *protocol.Command {
+	n, body := 0, req.Body
+	for off := 0; off+4 <= len(body); n++ {
+		if n == MaxBatchMessages {
+			return protocol.NewResponse(req, protocol.MessageIllegal, fmt.Sprintf(
+				"the message is illegal: a batch holds more than %d messages; send it as several smaller batches", MaxBatchMessages))
+		}
+		total := int(int32(binary.BigEndian.Uint32(body[off:])))
+		if total < batchItemFixed {
+			return nil
+		}
+		off += total
 	}
 	return nil
 }

@@ -114,6 +114,8 @@ func New(cfg Config) (*Broker, error) {
 	if err := cfg.FS.MkdirAll(cfg.ConfigDir()); err != nil && !b.startOnFull(err) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	rep := b.fileReport() // config files never keep the broker from starting (jsonfile_load.go)
+	b.topics.file.rep, b.offsets.file.rep, b.groups.file.rep = rep, rep, rep
 	if err := b.topics.load(); err != nil {
 		return nil, err
 	}
@@ -134,7 +136,7 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.FlushDiskType != SyncFlush {
 		b.appends = newAppendCombiner(st, cfg.MappedFileSizeCommitLog)
 	}
-	b.poll = newLongPoll(cfg.Clock, &b.stats, b.answerHeld)
+	b.poll = newLongPoll(cfg.Clock, cfg.MaxHeldPulls, &b.stats, b.answerHeld)
 	st.OnDispatch(b.poll.onDispatch)
 	b.metrics = newMetrics(b)
 	b.reg = newRegistrar(b)

@@ -110,6 +110,11 @@ type Config struct {
 	// LongPollingMaxHold (longPollingMaxHoldMillis, ours, ms) caps the
 	// hold a client asks for in suspendTimeoutMillis. Default 30 s.
 	LongPollingMaxHold time.Duration
+	// MaxHeldPulls (maxHeldPulls, ours) caps the long-poll pulls held at
+	// once across connections; a pull past it is answered at once
+	// (PULL_NOT_FOUND when there is nothing) instead of held, so a crowd
+	// of idle pulls cannot hold the broker's memory. Default 16384.
+	MaxHeldPulls int
 	// ClientChannelMaxIdle (channelExpiredTimeout, ms): a client silent
 	// this long is dropped from its groups. Default 120 s.
 	ClientChannelMaxIdle time.Duration
@@ -288,6 +293,7 @@ const (
 	DefaultAdminListen   = "127.0.0.1:0"
 	DefaultMaxReconsume  = 16
 	DefaultMaxConcurrent = 1024
+	DefaultMaxHeldPulls  = 16384
 )
 
 func (c *Config) boolDefault(key string, p *bool, def bool) {
@@ -354,6 +360,7 @@ func (c *Config) EnsureDefaults() {
 		c.AdminListen = DefaultAdminListen
 	}
 	setInt(&c.MaxFrameSize, DefaultMaxFrame)
+	setInt(&c.MaxHeldPulls, DefaultMaxHeldPulls)
 	setInt(&c.MaxConcurrentRequests, DefaultMaxConcurrent)
 	c.ensureHADefaults()
 	c.ensureTxnDefaults()
@@ -467,6 +474,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConcurrentRequests < 1 {
 		bad("maxConcurrentRequests %d must be positive", c.MaxConcurrentRequests)
+	}
+	if c.MaxHeldPulls < 1 {
+		bad("maxHeldPulls %d must be positive", c.MaxHeldPulls)
 	}
 	switch c.StoreBackend {
 	case "pwrite", "mmap", "odirect", "uring":

@@ -157,6 +157,7 @@ var properties = []property{
 	boolProp("textProtocolEnable", func(c *Config) *bool { return &c.TextProtocolEnable }),
 	intProp("maxFrameSize", func(c *Config) *int { return &c.MaxFrameSize }),
 	intProp("maxConcurrentRequests", func(c *Config) *int { return &c.MaxConcurrentRequests }),
+	intProp("maxHeldPulls", func(c *Config) *int { return &c.MaxHeldPulls }),
 	intProp("haListenPort", func(c *Config) *int { return &c.HAListenPort }),
 	strProp("haMasterAddress", func(c *Config) *string { return &c.HAMasterAddress }),
 	msProp("haSendHeartbeatInterval", func(c *Config) *time.Duration { return &c.HASendHeartbeatInterval }),

@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,29 +38,82 @@ type groupManager struct {
 }
 
 func newGroupManager(fs vfs.FS, cfg *Config) *groupManager {
-	m := &groupManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "subscriptionGroup.json")},
+	m := &groupManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "subscriptionGroup.json"), rep: newFileReport(cfg)},
 		clock: cfg.Clock, readOnly: cfg.BrokerRole == Slave}
 	m.mu.table = make(map[string]protocol.SubscriptionGroupConfig)
 	m.mu.version = DataVersion{Timestamp: cfg.Clock().UnixMilli()}
 	return m
 }
 
+// load reads subscriptionGroup.json. It does not fail: an unreadable file
+// is set aside and bad entries are dropped (jsonfile_load.go). The error is
+// for the callers' form.
 func (m *groupManager) load() error {
-	var f groupsFile
-	found, err := m.file.load(&f)
-	if err != nil || !found {
-		return err
+	var f struct {
+		SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
+		DataVersion            DataVersion                `json:"dataVersion"`
+	}
+	raw, found := m.file.loadTolerant(func(b []byte) error { return json.Unmarshal(b, &f) })
+	if !found {
+		return nil
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for name, g := range f.SubscriptionGroupTable {
-		if name == "" {
-			return fmt.Errorf("broker: subscriptionGroup.json holds a group without a name")
+	var bad []string
+	for _, name := range slices.Sorted(maps.Keys(f.SubscriptionGroupTable)) {
+		var g protocol.SubscriptionGroupConfig
+		if err := json.Unmarshal(f.SubscriptionGroupTable[name], &g); err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", name, err))
+			continue
+		}
+		if err := ValidateGroup(name); err != nil {
+			bad = append(bad, err.Error())
+			continue
 		}
 		g.GroupName = name
 		m.mu.table[name] = g
 	}
 	m.mu.version = f.DataVersion
+	if len(bad) == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	m.bumpLocked()
+	m.mu.Unlock()
+	m.file.keepBadCopy(raw, bad)
+	if err := m.save(); err != nil { // the next save retries
+		m.file.rep.logger().Warn("broker: subscriptionGroup.json without its bad entries not saved yet", "err", err)
+	}
+	return nil
+}
+
+// MaxGroups bounds the subscription group table: every group's config
+// (some 600 bytes of JSON) is in GET_ALL_SUBSCRIPTIONGROUP_CONFIG's answer,
+// one frame; 16,384 groups take about 10 MiB. Past it a new group is
+// refused, whether by an admin or a heartbeat's auto-creation (RocketMQ
+// has no such bound).
+const MaxGroups = 1 << 14
+
+var errTooManyGroups = fmt.Errorf("%w: the broker holds %d subscription groups, its limit", ErrBadGroup, MaxGroups)
+
+// MaxGroupLength is the longest consumer or producer group name
+// (RocketMQ's Validators.CHARACTER_MAX_LENGTH).
+const MaxGroupLength = 255
+
+// ErrBadGroup is wrapped by errors about a group name.
+var ErrBadGroup = errors.New("broker: bad group")
+
+// ValidateGroup checks a group name the way RocketMQ's Validators.checkGroup
+// does: 1 to 255 characters of [%|a-zA-Z0-9_-].
+func ValidateGroup(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty name", ErrBadGroup)
+	}
+	if len(name) > MaxGroupLength {
+		return fmt.Errorf("%w: %q is longer than %d", ErrBadGroup, name[:16]+"...", MaxGroupLength)
+	}
+	if i := badNameChar(name); i >= 0 {
+		return fmt.Errorf("%w: %q holds %q (allowed: %%|a-zA-Z0-9_-)", ErrBadGroup, name, name[i])
+	}
 	return nil
 }
 
@@ -96,13 +152,20 @@ func (m *groupManager) bumpLocked() {
 // createIfMissing adds group with the default config (a heartbeat's
 // auto-creation); created is false when it exists or on a slave.
 func (m *groupManager) createIfMissing(group string) (created bool, err error) {
-	if m.readOnly || group == "" {
+	if m.readOnly {
 		return false, nil
+	}
+	if err := ValidateGroup(group); err != nil {
+		return false, err
 	}
 	m.mu.Lock()
 	if _, ok := m.mu.table[group]; ok {
 		m.mu.Unlock()
 		return false, nil
+	}
+	if len(m.mu.table) >= MaxGroups {
+		m.mu.Unlock()
+		return false, errTooManyGroups
 	}
 	m.mu.table[group] = protocol.DefaultSubscriptionGroup(group)
 	m.bumpLocked()
@@ -115,13 +178,18 @@ func (m *groupManager) update(g protocol.SubscriptionGroupConfig) error {
 	if m.readOnly {
 		return errSlaveMetadata
 	}
-	if g.GroupName == "" {
-		return fmt.Errorf("broker: subscription group without a name")
+	if err := ValidateGroup(g.GroupName); err != nil {
+		return err
 	}
 	m.mu.Lock()
-	if old, ok := m.mu.table[g.GroupName]; ok && old == g {
+	old, ok := m.mu.table[g.GroupName]
+	if ok && old == g {
 		m.mu.Unlock()
 		return nil
+	}
+	if !ok && len(m.mu.table) >= MaxGroups {
+		m.mu.Unlock()
+		return errTooManyGroups
 	}
 	m.mu.table[g.GroupName] = g
 	m.bumpLocked()

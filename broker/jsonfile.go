@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 
@@ -18,6 +19,7 @@ import (
 type jsonFile struct {
 	fs   vfs.FS
 	path string
+	rep  *fileReport // where loadTolerant reports (jsonfile_load.go); nil: slog.Default, uncounted
 }
 
 // save writes v as indented JSON.
@@ -91,6 +93,14 @@ func (f jsonFile) read() (b []byte, found bool, err error) {
 	n, err := r.Size()
 	if err != nil {
 		return nil, false, err
+	}
+	if n == 0 {
+		// Empty, or not a file: a directory may report size 0, and only
+		// a read tells (EISDIR) where an empty file gives EOF.
+		if _, err := r.ReadAt(make([]byte, 1), 0); err != nil && !errors.Is(err, io.EOF) {
+			return nil, false, fmt.Errorf("broker: read %s: %w", f.path, err)
+		}
+		return nil, true, nil
 	}
 	b = make([]byte, n)
 	if m, err := r.ReadAt(b, 0); m < len(b) {

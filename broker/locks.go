@@ -46,6 +46,12 @@ func (m *lockManager) tryLock(group, clientID string, mqs []QueueKey, now time.T
 	defer m.mu.Unlock()
 	g := m.mu.groups[group]
 	if g == nil {
+		if len(m.mu.groups) >= MaxGroups {
+			m.sweepLocked(now)
+		}
+		if len(m.mu.groups) >= MaxGroups {
+			return nil // as many groups hold live locks as there may be groups
+		}
 		g = make(map[QueueKey]*lockEntry)
 		m.mu.groups[group] = g
 	}
@@ -63,6 +69,21 @@ func (m *lockManager) tryLock(group, clientID string, mqs []QueueKey, now time.T
 		ok = append(ok, q)
 	}
 	return ok
+}
+
+// sweepLocked drops expired locks, and groups left without any: the table
+// of a group whose consumers went away is otherwise never emptied.
+func (m *lockManager) sweepLocked(now time.Time) {
+	for name, g := range m.mu.groups {
+		for q, e := range g {
+			if now.Sub(e.lastUpdate) > m.maxLive {
+				delete(g, q)
+			}
+		}
+		if len(g) == 0 {
+			delete(m.mu.groups, name)
+		}
+	}
 }
 
 // unlock releases the queues of mqs that clientID holds.

@@ -17,6 +17,7 @@ import (
 // Expired and closing pulls are answered on goroutines of their own.
 type longPoll struct {
 	clock  func() time.Time
+	max    int // pulls held at once (maxHeldPulls); hold refuses past it
 	answer func(p *heldPull, expired bool)
 	stats  *stats
 	// count mirrors h.len() so the dispatch callback skips the lock when
@@ -30,18 +31,23 @@ type longPoll struct {
 	}
 }
 
-func newLongPoll(clock func() time.Time, st *stats, answer func(p *heldPull, expired bool)) *longPoll {
-	l := &longPoll{clock: clock, answer: answer, stats: st, kick: make(chan struct{}, 1)}
+func newLongPoll(clock func() time.Time, maxHeld int, st *stats, answer func(p *heldPull, expired bool)) *longPoll {
+	l := &longPoll{clock: clock, max: maxHeld, answer: answer, stats: st, kick: make(chan struct{}, 1)}
 	l.mu.h = newHolder()
 	return l
 }
 
-// hold suspends p. It returns false when the long poll is closed (the
-// caller answers at once).
+// hold suspends p. It returns false when the long poll is closed or
+// already holds max pulls (the caller answers at once).
 func (l *longPoll) hold(p *heldPull) bool {
 	l.mu.Lock()
 	if l.mu.closed {
 		l.mu.Unlock()
+		return false
+	}
+	if l.max > 0 && l.count.Load() >= int64(l.max) {
+		l.mu.Unlock()
+		l.stats.heldRefused.Add(1)
 		return false
 	}
 	earliest := l.mu.h.hold(p)

@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +45,9 @@ type offsetManager struct {
 	mu     struct {
 		sync.RWMutex
 		table map[offsetKey]map[int32]int64
+		// bytes estimates the table's JSON (GET_ALL_CONSUMER_OFFSET's
+		// answer): offsetKeyBytes per key, offsetQueueBytes per queue.
+		bytes int
 		dirty bool
 		// local: on a slave, the offsets committed to it and not yet
 		// taken by the master; nil on a master.
@@ -51,7 +56,7 @@ type offsetManager struct {
 }
 
 func newOffsetManager(fs vfs.FS, cfg *Config) *offsetManager {
-	m := &offsetManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "consumerOffset.json")}}
+	m := &offsetManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "consumerOffset.json"), rep: newFileReport(cfg)}}
 	m.mu.table = make(map[offsetKey]map[int32]int64)
 	if cfg.BrokerRole == Slave {
 		m.mu.local = make(map[offsetRef]int64)
@@ -59,41 +64,103 @@ func newOffsetManager(fs vfs.FS, cfg *Config) *offsetManager {
 	return m
 }
 
-// parseOffsetTable reads the file's "topic@group" → queue → offset form.
-func parseOffsetTable(in map[string]map[string]int64, fn func(r offsetRef, off int64)) error {
-	for k, qs := range in {
+// parseOffsetTable reads the file's "topic@group" → queue → offset form,
+// handing each good offset to fn; it returns the bad entries, each with
+// its reason (load drops them).
+func parseOffsetTable(in map[string]json.RawMessage, fn func(r offsetRef, off int64)) (bad []string) {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		topic, group, ok := strings.Cut(k, "@")
-		if !ok || topic == "" || group == "" {
-			return fmt.Errorf("broker: consumerOffset.json: bad key %q (want topic@group)", k)
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%q: not topic@group", k))
+			continue
+		}
+		if err := ValidateTopic(topic); err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", k, err))
+			continue
+		}
+		if err := ValidateGroup(group); err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", k, err))
+			continue
+		}
+		var qs map[string]int64
+		if err := json.Unmarshal(in[k], &qs); err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", k, err))
+			continue
 		}
 		for q, off := range qs {
 			id, err := strconv.ParseInt(q, 10, 32)
-			if err != nil || id < 0 {
-				return fmt.Errorf("broker: consumerOffset.json: %s: bad queue id %q", k, q)
+			if err != nil || id < 0 || off < 0 {
+				bad = append(bad, fmt.Sprintf("%q: queue %q offset %d", k, q, off))
+				continue
 			}
 			fn(offsetRef{offsetKey{topic, group}, int32(id)}, off)
+		}
+	}
+	return bad
+}
+
+// offsetsFileRaw is offsetsFile with each entry left raw, so one bad
+// entry is dropped rather than the whole file.
+type offsetsFileRaw struct {
+	OffsetTable map[string]json.RawMessage `json:"offsetTable"`
+	LocalTable  map[string]json.RawMessage `json:"slaveLocalOffsetTable"`
+}
+
+// load reads consumerOffset.json. It does not fail: an unreadable file is
+// set aside and bad entries are dropped (jsonfile_load.go). The error is
+// for the callers' form.
+func (m *offsetManager) load() error {
+	var f offsetsFileRaw
+	raw, found := m.file.loadTolerant(func(b []byte) error { return json.Unmarshal(b, &f) })
+	if !found {
+		return nil
+	}
+	m.mu.Lock()
+	bad := parseOffsetTable(f.OffsetTable, func(r offsetRef, off int64) { m.setLocked(r, off) })
+	if m.mu.local != nil { // a master has no use for a slave's leftovers: they are in its table
+		bad = append(bad, parseOffsetTable(f.LocalTable, func(r offsetRef, off int64) { m.mu.local[r] = off })...)
+	}
+	m.mu.Unlock()
+	if len(bad) > 0 {
+		m.file.keepBadCopy(raw, bad)
+		if err := m.save(true); err != nil { // dirty stays set: the next save retries
+			m.file.rep.logger().Warn("broker: consumerOffset.json without its bad entries not saved yet", "err", err)
 		}
 	}
 	return nil
 }
 
-func (m *offsetManager) load() error {
-	var f offsetsFile
-	found, err := m.file.load(&f)
-	if err != nil || !found {
-		return err
+// The consumer-offset table is bounded so that GET_ALL_CONSUMER_OFFSET's
+// answer (what a slave copies) fits a frame: its JSON, estimated generously
+// (offsetKeyBytes per topic@group, offsetQueueBytes per queue), stays under
+// maxOffsetTableBytes (8 MiB: some 250,000 queues). A commit that would
+// add past it is refused (errOffsetTableFull); queues already there may
+// always move.
+const (
+	maxOffsetTableBytes = 8 << 20
+	offsetQueueBytes    = 32 // "1023":9223372036854775807,
+)
+
+func offsetKeyBytes(k offsetKey) int { return len(k.topic) + 1 + len(k.group) + 8 }
+
+// errOffsetTableFull is a commit refused because the table is full.
+var errOffsetTableFull = fmt.Errorf("broker: the consumer offset table is full (%d bytes); offsets of new queues or groups are refused until some are deleted", maxOffsetTableBytes)
+
+// growLocked is what setting r would add to mu.bytes.
+func (m *offsetManager) growLocked(r offsetRef) int {
+	t, ok := m.mu.table[r.offsetKey]
+	if !ok {
+		return offsetKeyBytes(r.offsetKey) + offsetQueueBytes
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err = parseOffsetTable(f.OffsetTable, func(r offsetRef, off int64) { m.setLocked(r, off) })
-	if err != nil || m.mu.local == nil {
-		return err // a master has no use for a slave's leftovers: they are in its table
+	if _, ok := t[r.queue]; !ok {
+		return offsetQueueBytes
 	}
-	return parseOffsetTable(f.LocalTable, func(r offsetRef, off int64) { m.mu.local[r] = off })
+	return 0
 }
 
 // setLocked sets one offset; it reports a change.
 func (m *offsetManager) setLocked(r offsetRef, offset int64) bool {
+	m.mu.bytes += m.growLocked(r)
 	t := m.mu.table[r.offsetKey]
 	if t == nil {
 		t = make(map[int32]int64)
@@ -106,11 +173,26 @@ func (m *offsetManager) setLocked(r offsetRef, offset int64) bool {
 	return true
 }
 
-// commit records group's offset for (topic, queue).
+// commit records group's offset for (topic, queue); it fails, storing
+// nothing, when a new queue would take the table past its bound.
 // On a slave the commit is also remembered as local, for the master.
-func (m *offsetManager) commit(group, topic string, queue int32, offset int64) {
+func (m *offsetManager) commit(group, topic string, queue int32, offset int64) error {
+	return m.commitBounded(group, topic, queue, offset, true)
+}
+
+// commitSystem is commit for the broker's own progress offsets (a fixed
+// few), which the bound does not refuse.
+func (m *offsetManager) commitSystem(group, topic string, queue int32, offset int64) {
+	_ = m.commitBounded(group, topic, queue, offset, false)
+}
+
+func (m *offsetManager) commitBounded(group, topic string, queue int32, offset int64, bounded bool) error {
 	r := offsetRef{offsetKey{topic, group}, queue}
 	m.mu.Lock()
+	if g := m.growLocked(r); bounded && g > 0 && m.mu.bytes+g > maxOffsetTableBytes {
+		m.mu.Unlock()
+		return errOffsetTableFull
+	}
 	if m.setLocked(r, offset) {
 		m.mu.dirty = true
 	}
@@ -121,6 +203,7 @@ func (m *offsetManager) commit(group, topic string, queue int32, offset int64) {
 		}
 	}
 	m.mu.Unlock()
+	return nil
 }
 
 // query returns group's committed offset for (topic, queue).
@@ -158,8 +241,9 @@ func (m *offsetManager) removeGroup(group string) {
 // (topic, group) gone says goes.
 func (m *offsetManager) removeWhere(gone func(offsetKey) bool) {
 	m.mu.Lock()
-	for k := range m.mu.table {
+	for k, qs := range m.mu.table {
 		if gone(k) {
+			m.mu.bytes -= offsetKeyBytes(k) + len(qs)*offsetQueueBytes
 			delete(m.mu.table, k)
 			m.mu.dirty = true
 		}
@@ -251,6 +335,9 @@ func (m *offsetManager) adopt(master map[offsetRef]int64) bool {
 	for r, off := range master {
 		if _, local := m.mu.local[r]; local {
 			continue
+		}
+		if ValidateTopic(r.topic) != nil || ValidateGroup(r.group) != nil || r.queue < 0 || off < 0 {
+			continue // what this broker's own file could not hold
 		}
 		if m.setLocked(r, off) {
 			changed = true

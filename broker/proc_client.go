@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/samsamq/samsa/protocol"
 )
@@ -16,6 +17,9 @@ func (b *Broker) processHeartbeat(c *conn, req *protocol.Command) *protocol.Comm
 	var hb protocol.HeartbeatData
 	if err := protocol.UnmarshalBody(req.Body, &hb); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad heartbeat body: "+err.Error())
+	}
+	if err := checkHeartbeatNames(&hb); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "heartbeat refused: "+err.Error())
 	}
 	h := Heartbeat{ClientID: hb.ClientID, Language: req.Language, Version: int(req.Version)}
 	for _, p := range hb.ProducerDataSet {
@@ -93,7 +97,7 @@ func (b *Broker) processGetConsumerList(_ *conn, req *protocol.Command) *protoco
 	if len(ids) == 0 {
 		return protocol.NewResponse(req, protocol.SystemError, "no consumer for this group, "+h.ConsumerGroup)
 	}
-	return protocol.NewBodyResponse(req, protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
+	return b.bodyResponse(req, protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
 }
 
 // processLockBatch answers LOCK_BATCH_MQ (41): the orderly consumer asks
@@ -103,17 +107,42 @@ func (b *Broker) processLockBatch(_ *conn, req *protocol.Command) *protocol.Comm
 	if err := protocol.UnmarshalBody(req.Body, &body); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad lock body: "+err.Error())
 	}
-	keys := make([]QueueKey, len(body.MQSet))
-	for i, mq := range body.MQSet {
-		keys[i] = QueueKey{mq.Topic, mq.QueueID}
+	if err := ValidateGroup(body.ConsumerGroup); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "lock batch refused: "+err.Error())
+	}
+	if len(body.ClientID) > MaxClientIDLength {
+		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("lock batch refused: client id of %d bytes (at most %d)", len(body.ClientID), MaxClientIDLength))
+	}
+	if len(body.MQSet) > MaxLockBatch {
+		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("lock batch refused: %d queues in one request (at most %d)", len(body.MQSet), MaxLockBatch))
+	}
+	// Only queues this broker has are locked: the others are left out of
+	// the answer (the client holds no lock on them), so the lock table
+	// holds no names a client made up.
+	keys := make([]QueueKey, 0, len(body.MQSet))
+	for _, mq := range body.MQSet {
+		if tc, ok := b.topics.get(mq.Topic); ok && mq.QueueID >= 0 && int(mq.QueueID) < max(tc.ReadQueueNums, tc.WriteQueueNums) {
+			keys = append(keys, QueueKey{mq.Topic, mq.QueueID})
+		}
 	}
 	locked := b.locks.tryLock(body.ConsumerGroup, body.ClientID, keys, b.cfg.Clock())
 	out := protocol.LockBatchResponseBody{LockOKMQSet: make([]protocol.MessageQueue, 0, len(locked))}
 	for _, k := range locked {
 		out.LockOKMQSet = append(out.LockOKMQSet, protocol.MessageQueue{Topic: k.Topic, BrokerName: b.cfg.BrokerName, QueueID: k.QueueID})
 	}
-	return protocol.NewBodyResponse(req, out)
+	return b.bodyResponse(req, out)
 }
+
+// Bounds on what a client's requests put into the broker's tables (see
+// answer_limits.go).
+const (
+	// MaxClientIDLength bounds a heartbeat's or lock request's client id
+	// (RocketMQ's are ip@instance[@unit], well under it).
+	MaxClientIDLength = 1 << 10
+	// MaxLockBatch bounds the queues of one LOCK_BATCH_MQ: its answer
+	// lists them again, and each is an entry of the lock table.
+	MaxLockBatch = 1 << 14
+)
 
 // processUnlockBatch answers UNLOCK_BATCH_MQ (42).
 func (b *Broker) processUnlockBatch(_ *conn, req *protocol.Command) *protocol.Command {
@@ -127,4 +156,36 @@ func (b *Broker) processUnlockBatch(_ *conn, req *protocol.Command) *protocol.Co
 	}
 	b.locks.unlock(body.ConsumerGroup, body.ClientID, keys)
 	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// checkHeartbeatNames checks a heartbeat's group names (ValidateGroup; an
+// empty one is skipped, as before) and its subscriptions' topic names
+// (ValidateTopic) before anything of it is recorded: a name RocketMQ's
+// clients would refuse never reaches the subscription table or
+// subscriptionGroup.json.
+func checkHeartbeatNames(hb *protocol.HeartbeatData) error {
+	if len(hb.ClientID) > MaxClientIDLength {
+		return fmt.Errorf("client id of %d bytes (at most %d)", len(hb.ClientID), MaxClientIDLength)
+	}
+	for _, p := range hb.ProducerDataSet {
+		if p.GroupName != "" {
+			if err := ValidateGroup(p.GroupName); err != nil {
+				return fmt.Errorf("producer group: %w", err)
+			}
+		}
+	}
+	for _, cd := range hb.ConsumerDataSet {
+		if cd.GroupName == "" {
+			continue
+		}
+		if err := ValidateGroup(cd.GroupName); err != nil {
+			return fmt.Errorf("consumer group: %w", err)
+		}
+		for _, sd := range cd.SubscriptionDataSet {
+			if err := ValidateTopic(sd.Topic); err != nil {
+				return fmt.Errorf("consumer group %s subscribes to a bad topic: %w", cd.GroupName, err)
+			}
+		}
+	}
+	return nil
 }

@@ -18,7 +18,7 @@ func (b *Broker) processGetAllDelayOffset(c *conn, req *protocol.Command) *proto
 	}
 	r := protocol.NewResponse(req, protocol.Success, "")
 	r.Body = body
-	return r
+	return b.limitAnswer(req, r)
 }
 
 // unquotedKey matches an integer object key written without quotes.
@@ -35,18 +35,6 @@ func decodeDelayOffsets(b []byte) (delayOffsetFile, error) {
 		return f, fmt.Errorf("broker: decode delay offsets: %w", err)
 	}
 	return f, nil
-}
-
-// loadLenient reads the file with decodeDelayOffsets.
-func (f jsonFile) loadLenient(v *delayOffsetFile) (found bool, err error) {
-	b, found, err := f.read()
-	if err != nil || !found {
-		return found, err
-	}
-	if *v, err = decodeDelayOffsets(b); err != nil {
-		return true, fmt.Errorf("%s: %w", f.path, err)
-	}
-	return true, nil
 }
 
 // startSchedule starts the delayed-delivery services on a master.

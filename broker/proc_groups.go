@@ -17,8 +17,8 @@ func (b *Broker) processUpdateAndCreateGroup(_ *conn, req *protocol.Command) *pr
 	if err := protocol.UnmarshalBody(req.Body, &g); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad subscription group body: "+err.Error())
 	}
-	if g.GroupName == "" {
-		return protocol.NewResponse(req, protocol.InvalidParameter, "subscription group without a groupName")
+	if err := ValidateGroup(g.GroupName); err != nil {
+		return protocol.NewResponse(req, protocol.InvalidParameter, "bad subscription group name: "+err.Error())
 	}
 	if err := b.groups.update(g); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, err.Error())
@@ -32,7 +32,7 @@ func (b *Broker) processUpdateAndCreateGroup(_ *conn, req *protocol.Command) *pr
 // table as a SubscriptionGroupWrapper (what a slave copies).
 func (b *Broker) processGetAllGroups(_ *conn, req *protocol.Command) *protocol.Command {
 	table, v := b.groups.snapshot()
-	return protocol.NewBodyResponse(req, protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: table,
+	return b.bodyResponse(req, protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: table,
 		DataVersion: protocol.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}})
 }
 

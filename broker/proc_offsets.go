@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/samsamq/samsa/protocol"
@@ -36,11 +37,52 @@ func (b *Broker) processUpdateConsumerOffset(_ *conn, req *protocol.Command) *pr
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	if h.QueueID < 0 || h.CommitOffset < 0 {
-		return protocol.NewResponse(req, protocol.InvalidParameter, "negative queue id or offset")
+	if code, remark := b.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); code != protocol.Success {
+		return protocol.NewResponse(req, code, remark)
 	}
-	b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	if err := b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, err.Error())
+	}
 	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// checkOffsetCommit validates an offset commit before anything is stored
+// (RocketMQ 5's ConsumerManageProcessor.updateConsumerOffset answers
+// SUBSCRIPTION_GROUP_NOT_EXIST for a blank or unknown group, TOPIC_NOT_EXIST
+// for an unknown topic, INVALID_PARAMETER for a missing queue or offset):
+// a group name RocketMQ would refuse (ValidateGroup) is
+// SUBSCRIPTION_GROUP_NOT_EXIST, a bad or unknown topic TOPIC_NOT_EXIST, a
+// queue id outside the topic's queues or a negative offset
+// INVALID_PARAMETER. One difference: a well-formed group not in the
+// subscription table is accepted (RocketMQ 4 took any group, and a
+// consumer may commit before its first heartbeat reaches this broker).
+func (b *Broker) checkOffsetCommit(group, topic string, queue int32, offset int64) (protocol.ResponseCode, string) {
+	if err := ValidateGroup(group); err != nil {
+		return protocol.SubscriptionGroupNotExist, fmt.Sprintf("Group %q not exist! (%v)", group, err)
+	}
+	if err := ValidateTopic(topic); err != nil {
+		return protocol.TopicNotExist, fmt.Sprintf("Topic %q not exist! (%v)", topic, err)
+	}
+	if queue < 0 {
+		return protocol.InvalidParameter, fmt.Sprintf("negative queue id %d", queue)
+	}
+	tc, ok := b.topics.get(topic)
+	switch {
+	case !ok && b.isSlave():
+		// A slave's table is its master's copy, up to slaveSyncInterval
+		// old: a consumer that failed over to it commits for topics it may
+		// not have copied yet. The names are checked; the rest is the
+		// master's to judge when the commit reaches it.
+	case !ok:
+		return protocol.TopicNotExist, "Topic " + topic + " not exist!"
+	case int(queue) >= max(tc.ReadQueueNums, tc.WriteQueueNums):
+		return protocol.InvalidParameter, fmt.Sprintf("queue id %d out of range: topic %s has %d read and %d write queues",
+			queue, topic, tc.ReadQueueNums, tc.WriteQueueNums)
+	}
+	if offset < 0 {
+		return protocol.InvalidParameter, fmt.Sprintf("negative offset %d", offset)
+	}
+	return protocol.Success, ""
 }
 
 // processGetMaxOffset answers GET_MAX_OFFSET (30): the next offset the

@@ -12,5 +12,5 @@ import (
 func (b *Broker) processGetAllConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	w := protocol.ConsumerOffsetSerializeWrapper{OffsetTable: b.offsets.wire(),
 		DataVersion: protocol.DataVersion{Timestamp: b.cfg.Clock().UnixMilli()}}
-	return protocol.NewBodyResponse(req, w)
+	return b.bodyResponse(req, w)
 }

@@ -82,7 +82,16 @@ func (b *Broker) processPull(c *conn, req *protocol.Command) *protocol.Command {
 		// A slave ignores the flag (RocketMQ's PullMessageProcessor): a
 		// pull's commit is a by-product, UPDATE_CONSUMER_OFFSET the
 		// commit a slave keeps for its master.
-		b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+		code, remark := b.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+		if code == protocol.Success {
+			if err := b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
+				code, remark = protocol.SystemError, err.Error()
+			}
+		}
+		if code != protocol.Success { // the pull is answered; only its by-product commit is dropped
+			b.log.Warn("broker: a pull's offset commit refused", "group", h.ConsumerGroup, "topic", h.Topic,
+				"queue", h.QueueID, "offset", h.CommitOffset, "reason", remark)
+		}
 	}
 	suspend := h.HasFlag(protocol.PullFlagSuspend)
 	f, notFound := b.pullOnce(pc, suspend)

@@ -49,12 +49,19 @@ func (b *Broker) processQueryMessage(_ *conn, req *protocol.Command) *protocol.C
 	if len(res.Records) == 0 {
 		return respond(req, protocol.QueryNotFound, "can not find message, maybe time range not correct", rh)
 	}
-	n := 0
+	// The newest records that fit a frame (64 messages of up to
+	// maxMessageSize each would not): the rest are left out, as a pull
+	// leaves out what does not fit; at least one is always answered.
+	n, keep, limit := 0, 0, b.answerLimit()
 	for _, r := range res.Records {
+		if keep > 0 && n+len(r) > limit {
+			break
+		}
 		n += len(r)
+		keep++
 	}
 	body := make([]byte, 0, n)
-	for _, r := range res.Records {
+	for _, r := range res.Records[:keep] {
 		body = append(body, r...)
 	}
 	resp := respond(req, protocol.Success, "", rh)

@@ -33,6 +33,9 @@ func (b *Broker) processSendBatch(c *conn, req *protocol.Command) *protocol.Comm
 	if r := b.refuseBatchBody(req); r != nil {
 		return r
 	}
+	if r := refuseBatchCount(req); r != nil {
+		return r
+	}
 	if batchDelayed(h.Properties) {
 		return protocol.NewResponse(req, protocol.MessageIllegal, "a batch cannot have a delay level (DELAY)")
 	}

@@ -44,7 +44,7 @@ func (b *Broker) processGetAllTopicConfig(_ *conn, req *protocol.Command) *proto
 	}
 	r := respond(req, protocol.Success, "", (&protocol.GetAllTopicConfigResponseHeader{TotalTopicNum: int32(len(w.TopicConfigTable))}).Encode())
 	r.Body = body
-	return r
+	return b.limitAnswer(req, r)
 }
 
 // processDeleteTopic answers DELETE_TOPIC_IN_BROKER (215): the topic's

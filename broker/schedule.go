@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,7 +71,7 @@ func newScheduleService(b *Broker) (*scheduleService, error) {
 		return nil, err
 	}
 	s := &scheduleService{b: b, levels: levels,
-		file: jsonFile{fs: b.cfg.FS, path: b.cfg.ConfigDir() + "/delayOffset.json"}}
+		file: jsonFile{fs: b.cfg.FS, path: b.cfg.ConfigDir() + "/delayOffset.json", rep: b.fileReport()}}
 	s.mu.offsets = make(map[int]int64)
 	s.mu.version = DataVersion{Timestamp: b.cfg.Clock().UnixMilli()}
 	for range levels {
@@ -83,22 +84,36 @@ func newScheduleService(b *Broker) (*scheduleService, error) {
 }
 
 // load reads delayOffset.json; integer keys written unquoted (RocketMQ's
-// fastjson writes {1:5}) are read too.
+// fastjson writes {1:5}) are read too. It does not fail: an unreadable file
+// is set aside and bad entries (a level below 1, a negative offset) are
+// dropped (jsonfile_load.go). The error is for the callers' form.
 func (s *scheduleService) load() error {
 	var f delayOffsetFile
-	found, err := s.file.loadLenient(&f)
-	if err != nil || !found {
+	raw, found := s.file.loadTolerant(func(b []byte) (err error) {
+		f, err = decodeDelayOffsets(b)
 		return err
+	})
+	if !found {
+		return nil
 	}
+	var bad []string
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for l, off := range f.OffsetTable {
 		if l >= 1 && off >= 0 {
 			s.mu.offsets[l] = off
+		} else {
+			bad = append(bad, fmt.Sprintf("level %d offset %d", l, off))
 		}
 	}
 	if f.DataVersion != nil {
 		s.mu.version = *f.DataVersion
+	}
+	s.mu.Unlock()
+	if len(bad) > 0 {
+		s.file.keepBadCopy(raw, bad)
+		if err := s.file.save(s.table()); err != nil {
+			s.file.rep.logger().Warn("broker: delayOffset.json without its bad entries not saved yet", "err", err)
+		}
 	}
 	return nil
 }

@@ -180,8 +180,22 @@ func (s *slaveSync) syncOffsets(master string) error {
 			continue
 		}
 		h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: r.group, Topic: r.topic, QueueID: r.queue, CommitOffset: off}
-		if _, err := s.call(master, protocol.NewRequest(protocol.UpdateConsumerOffset, h.Encode(), nil)); err != nil {
-			return err // the rest waits for the next round; nothing is adopted over it
+		resp, err := s.rpc.call(master, protocol.NewRequest(protocol.UpdateConsumerOffset, h.Encode(), nil), masterCallTimeout)
+		if err == nil && refusedCommit(resp.Code) {
+			// The master will never take it (a topic it does not have,
+			// a queue past its queues): keeping it would hold every
+			// later round here.
+			s.b.log.Warn("broker: the master refused an offset committed to this slave; dropped", "master", master,
+				"group", r.group, "topic", r.topic, "queue", r.queue, "offset", off, "reason", resp.Remark)
+			s.b.offsets.taken(r, off)
+			continue
+		}
+		if err == nil && resp.Code != protocol.Success {
+			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+		}
+		if err != nil {
+			// the rest waits for the next round; nothing is adopted over it
+			return fmt.Errorf("broker: %s to master %s: %w", protocol.RequestName(protocol.UpdateConsumerOffset), master, err)
 		}
 		theirs[r] = off
 		s.b.offsets.taken(r, off)
@@ -213,3 +227,9 @@ func (s *slaveSync) syncGroups(master string) error {
 }
 
 func (s *slaveSync) close() { s.rpc.close() }
+
+// refusedCommit is an answer to UPDATE_CONSUMER_OFFSET that a retry would
+// get again (checkOffsetCommit).
+func refusedCommit(code protocol.ResponseCode) bool {
+	return code == protocol.TopicNotExist || code == protocol.SubscriptionGroupNotExist || code == protocol.InvalidParameter
+}

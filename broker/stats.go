@@ -41,7 +41,9 @@ type stats struct {
 	heldTotal         atomic.Int64
 	wokenTotal        atomic.Int64 // held pulls answered on arrival
 	expiredTotal      atomic.Int64 // held pulls answered on deadline
+	heldRefused       atomic.Int64 // pulls answered at once, maxHeldPulls being held
 	corruptSkips      atomic.Int64 // pulls moved past a corrupt record (proc_pull_corrupt.go)
+	configSetAside    atomic.Int64 // config files (or copies of them) set aside at load (jsonfile_load.go)
 
 	topics sync.Map // topic → *topicCounters
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -103,7 +104,8 @@ func (t *timerService) open() (bool, error) {
 	if t.readMs == 0 {
 		t.readMs = t.b.cfg.Clock().UnixMilli() / t.prec * t.prec
 		var wm timerWatermark
-		if found, err := t.b.timerWatermarkFile().load(&wm); err == nil && found && wm.LastReadTimeMs > 0 && w.End() == 0 {
+		_, found := t.b.timerWatermarkFile().loadTolerant(func(raw []byte) error { return json.Unmarshal(raw, &wm) })
+		if found && wm.LastReadTimeMs > 0 && w.End() == 0 {
 			t.readMs = wm.LastReadTimeMs / t.prec * t.prec
 			t.skipQueue, t.skipMs = wm.MasterTimerQueueOffset, wm.LastReadTimeMs
 			t.b.log.Info("broker: timer wheel built from the timer topic after a master change",

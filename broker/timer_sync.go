@@ -26,7 +26,7 @@ type timerWatermark struct {
 }
 
 func (b *Broker) timerWatermarkFile() jsonFile {
-	return jsonFile{fs: b.cfg.FS, path: filepath.Join(b.cfg.ConfigDir(), "timerCheckpoint.json")}
+	return jsonFile{fs: b.cfg.FS, path: filepath.Join(b.cfg.ConfigDir(), "timerCheckpoint.json"), rep: b.fileReport()}
 }
 
 // processGetTimerCheckPoint answers GET_TIMER_CHECK_POINT (60) with

@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -31,6 +33,8 @@ const (
 	DLQGroupPrefix     = "%DLQ%"
 	// MaxTopicLength is the stored record's limit (a one-byte length).
 	MaxTopicLength = 127
+	// MaxQueueNums bounds a topic's read and write queue counts.
+	MaxQueueNums = 1024
 )
 
 // TopicConfig is one topic's settings, in RocketMQ's JSON field names (the
@@ -74,13 +78,22 @@ func ValidateTopic(name string) error {
 	if len(name) > MaxTopicLength {
 		return fmt.Errorf("%w: %q is longer than %d", ErrBadTopic, name[:16]+"...", MaxTopicLength)
 	}
+	if i := badNameChar(name); i >= 0 {
+		return fmt.Errorf("%w: %q holds %q (allowed: %%|a-zA-Z0-9_-)", ErrBadTopic, name, name[i])
+	}
+	return nil
+}
+
+// badNameChar is the index of name's first byte outside RocketMQ's
+// ^[%|a-zA-Z0-9_-]+$, or -1.
+func badNameChar(name string) int {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c == '%' || c == '|' || c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return fmt.Errorf("%w: %q holds %q (allowed: %%|a-zA-Z0-9_-)", ErrBadTopic, name, c)
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 // topicManager holds the topic table and persists it to topics.json. It is
@@ -104,7 +117,7 @@ type topicManager struct {
 }
 
 func newTopicManager(fs vfs.FS, cfg *Config) *topicManager {
-	m := &topicManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "topics.json")},
+	m := &topicManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "topics.json"), rep: newFileReport(cfg)},
 		clock: cfg.Clock, system: make(map[string]bool), readOnly: cfg.BrokerRole == Slave}
 	m.mu.table = make(map[string]TopicConfig)
 	add := func(tc TopicConfig) {
@@ -122,18 +135,33 @@ func newTopicManager(fs vfs.FS, cfg *Config) *topicManager {
 	return m
 }
 
-// load merges topics.json over the built-in topics.
+// load merges topics.json over the built-in topics. It does not fail: an
+// unreadable file is set aside and bad entries are dropped
+// (jsonfile_load.go). The error is for the callers' form.
 func (m *topicManager) load() error {
-	var f topicsFile
-	found, err := m.file.load(&f)
-	if err != nil || !found {
-		return err
+	var f struct {
+		TopicConfigTable map[string]json.RawMessage `json:"topicConfigTable"`
+		DataVersion      DataVersion                `json:"dataVersion"`
+	}
+	raw, found := m.file.loadTolerant(func(b []byte) error { return json.Unmarshal(b, &f) })
+	if !found {
+		return nil
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for name, tc := range f.TopicConfigTable {
-		if ValidateTopic(name) != nil || tc.ReadQueueNums < 0 || tc.WriteQueueNums < 0 {
-			return fmt.Errorf("%w: topics.json holds %q with %d/%d queues", ErrBadTopic, name, tc.ReadQueueNums, tc.WriteQueueNums)
+	var bad []string
+	for _, name := range slices.Sorted(maps.Keys(f.TopicConfigTable)) {
+		var tc TopicConfig
+		if err := json.Unmarshal(f.TopicConfigTable[name], &tc); err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", name, err))
+			continue
+		}
+		if err := ValidateTopic(name); err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", name, err))
+			continue
+		}
+		if tc.ReadQueueNums < 0 || tc.WriteQueueNums < 0 || tc.ReadQueueNums > MaxQueueNums || tc.WriteQueueNums > MaxQueueNums {
+			bad = append(bad, fmt.Sprintf("%q: %d/%d queues", name, tc.ReadQueueNums, tc.WriteQueueNums))
+			continue
 		}
 		if name == AutoCreateTopicKey && !m.system[name] {
 			continue // autoCreateTopicEnable was turned off since
@@ -143,6 +171,16 @@ func (m *topicManager) load() error {
 	}
 	if f.DataVersion.Counter > m.mu.version.Counter {
 		m.mu.version = f.DataVersion
+	}
+	if len(bad) == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	m.bumpLocked()
+	m.mu.Unlock()
+	m.file.keepBadCopy(raw, bad)
+	if err := m.save(); err != nil { // the next save retries
+		m.file.rep.logger().Warn("broker: topics.json without its bad entries not saved yet", "err", err)
 	}
 	return nil
 }
@@ -198,8 +236,8 @@ func (m *topicManager) update(tc TopicConfig) (changed bool, err error) {
 	if err := ValidateTopic(tc.TopicName); err != nil {
 		return false, err
 	}
-	if tc.ReadQueueNums < 1 || tc.WriteQueueNums < 1 || tc.ReadQueueNums > 1024 || tc.WriteQueueNums > 1024 {
-		return false, fmt.Errorf("%w: %q queues read %d write %d, want 1..1024", ErrBadTopic, tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums)
+	if tc.ReadQueueNums < 1 || tc.WriteQueueNums < 1 || tc.ReadQueueNums > MaxQueueNums || tc.WriteQueueNums > MaxQueueNums {
+		return false, fmt.Errorf("%w: %q queues read %d write %d, want 1..%d", ErrBadTopic, tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums, MaxQueueNums)
 	}
 	if tc.TopicFilterType == "" {
 		tc.TopicFilterType = "SINGLE_TAG"
@@ -208,6 +246,10 @@ func (m *topicManager) update(tc TopicConfig) (changed bool, err error) {
 	if old, ok := m.mu.table[tc.TopicName]; ok && old == tc {
 		m.mu.Unlock()
 		return false, nil
+	}
+	if err := m.roomLocked(tc.TopicName); err != nil {
+		m.mu.Unlock()
+		return false, err
 	}
 	m.mu.table[tc.TopicName] = tc
 	m.bumpLocked()
@@ -243,6 +285,10 @@ func (m *topicManager) createInSend(topic, defaultTopic string, clientQueues, sy
 	if q < 1 {
 		q = 1
 	}
+	if err := m.roomLocked(topic); err != nil {
+		m.mu.Unlock()
+		return TopicConfig{}, false, err
+	}
 	tc = newTopicConfig(topic, q, def.Perm&^PermInherit)
 	tc.TopicSysFlag = sysFlag
 	tc.TopicFilterType = def.TopicFilterType
@@ -270,11 +316,36 @@ func (m *topicManager) createIfMissing(topic string, queues, perm int) (tc Topic
 		m.mu.Unlock()
 		return tc, false, nil
 	}
+	if err := m.roomLocked(topic); err != nil {
+		m.mu.Unlock()
+		return TopicConfig{}, false, err
+	}
 	tc = newTopicConfig(topic, queues, perm)
 	m.mu.table[topic] = tc
 	m.bumpLocked()
 	m.mu.Unlock()
 	return tc, true, m.save()
+}
+
+// MaxTopics bounds the topic table. Every topic's config (at most about
+// 330 bytes of JSON with a 127-character name) is in GET_ALL_TOPIC_CONFIG's
+// answer and in the broker's registration with the name servers, both one
+// frame (16 MiB): 32,768 topics take about 11 MiB. Past it a new topic is
+// refused (ErrTooManyTopics), whether created by an admin, a send or a
+// heartbeat; RocketMQ has no such bound and splits its registration
+// instead.
+const MaxTopics = 1 << 15
+
+// ErrTooManyTopics is a topic refused because the table holds MaxTopics.
+var ErrTooManyTopics = fmt.Errorf("%w: the broker holds %d topics, its limit", ErrBadTopic, MaxTopics)
+
+// roomLocked refuses a new topic when the table is full; a topic already
+// there may always change.
+func (m *topicManager) roomLocked(name string) error {
+	if _, ok := m.mu.table[name]; !ok && len(m.mu.table) >= MaxTopics {
+		return ErrTooManyTopics
+	}
+	return nil
 }
 
 // remove deletes a topic; it reports whether it existed.

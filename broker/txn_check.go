@@ -105,8 +105,8 @@ func (b *Broker) txnCheckRound() {
 		t.addCheck(k) // sent or not, as RocketMQ: an open half lives a bounded time
 	}
 	base, opFrom := t.advance(st.MaxQueueOffset(TransOpHalfTopic, 0))
-	b.offsets.commit(transProgressGroup, TransHalfTopic, 0, base)
-	b.offsets.commit(transProgressGroup, TransOpHalfTopic, 0, opFrom)
+	b.offsets.commitSystem(transProgressGroup, TransHalfTopic, 0, base)
+	b.offsets.commitSystem(transProgressGroup, TransOpHalfTopic, 0, opFrom)
 	if counts := t.checkCounts(); counts != nil {
 		if err := b.txnChecksFile().save(counts); err != nil {
 			b.log.Warn("broker: transaction check counts not saved; a restart may check some half messages more often", "err", err)
@@ -116,7 +116,7 @@ func (b *Broker) txnCheckRound() {
 
 // txnChecksFile holds the check counts of open half messages.
 func (b *Broker) txnChecksFile() jsonFile {
-	return jsonFile{fs: b.cfg.FS, path: filepath.Join(b.cfg.ConfigDir(), "transactionChecks.json")}
+	return jsonFile{fs: b.cfg.FS, path: filepath.Join(b.cfg.ConfigDir(), "transactionChecks.json"), rep: b.fileReport()}
 }
 
 // txnCheckBatch bounds the open half messages one check round looks at

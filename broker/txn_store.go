@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -62,8 +63,10 @@ func (b *Broker) openTxn() error {
 		off = res.NextOffset
 	}
 	var counts map[string]int
-	if _, err := b.txnChecksFile().load(&counts); err != nil {
-		b.log.Warn("broker: transaction check counts not read; open half messages start their count afresh", "err", err)
+	// An unreadable file is set aside (jsonfile_load.go): open half
+	// messages then start their check count afresh.
+	if _, found := b.txnChecksFile().loadTolerant(func(raw []byte) error { return json.Unmarshal(raw, &counts) }); !found {
+		counts = nil
 	}
 	t.loadCheckCounts(counts)
 	b.txn = t

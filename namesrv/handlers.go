@@ -60,12 +60,22 @@ func (s *Server) registerBroker(c *conn, req *protocol.Command) *protocol.Comman
 		s.log.Warn("register broker: body crc32 mismatch", "broker", h.BrokerName, "addr", h.BrokerAddr)
 		return protocol.NewResponse(req, protocol.SystemError, "crc32 not match")
 	}
-	body, err := protocol.DecodeRegisterBrokerBody(req.Body, h.Compressed, req.Version)
+	body, err := protocol.DecodeRegisterBrokerBodyLimit(req.Body, h.Compressed, req.Version, s.opts.MaxFrame)
 	if err != nil {
+		s.log.Warn("register broker: bad body", "broker", h.BrokerName, "addr", h.BrokerAddr, "err", err)
 		return badRequest(req, err)
 	}
+	reg := Registration{Header: h, Body: *body, ZoneName: req.Ext("zoneName"), Conn: c.id}
 	s.mu.Lock()
-	res := s.mu.routes.RegisterBroker(Registration{Header: h, Body: *body, ZoneName: req.Ext("zoneName"), Conn: c.id})
+	if err := s.mu.routes.CheckRegistration(reg); err != nil {
+		// A broker already registered keeps its liveness and its routes
+		// as they were: refusing its new state must not make it expire.
+		kept := s.mu.routes.Touch(h.ClusterName, h.BrokerAddr)
+		s.mu.Unlock()
+		s.log.Warn("register broker refused", "broker", h.BrokerName, "addr", h.BrokerAddr, "keptAlive", kept, "err", err)
+		return refuseRegistration(req, err)
+	}
+	res := s.mu.routes.RegisterBroker(reg)
 	orderConf, haveOrderConf := s.mu.routes.KVList(protocol.NamespaceOrderTopicConfig)
 	s.mu.Unlock()
 	switch {
@@ -155,8 +165,11 @@ func (s *Server) kvConfig(req *protocol.Command) *protocol.Command {
 			return badRequest(req, err)
 		}
 		s.mu.Lock()
-		s.mu.routes.PutKV(h.Namespace, h.Key, h.Value)
+		err := s.mu.routes.PutKV(h.Namespace, h.Key, h.Value)
 		s.mu.Unlock()
+		if err != nil {
+			return protocol.NewResponse(req, protocol.SystemError, "put KV config refused: "+err.Error())
+		}
 		return protocol.NewResponse(req, protocol.Success, "")
 	case protocol.DeleteKVConfig:
 		var h protocol.DeleteKVConfigRequestHeader

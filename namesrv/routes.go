@@ -46,6 +46,8 @@ type RouteTable struct {
 	live          map[brokerKey]*liveInfo                  // liveness by (cluster, addr)
 	filterServers map[brokerKey][]string                   // filter servers by broker
 	kv            map[string]map[string]string             // namespace → key → value
+	kvBytes       map[string]int                           // namespace → JSON bytes of its pairs (kvEntryLen)
+	kvTotal       int                                      // sum of kvBytes
 }
 
 // NewRouteTable makes an empty table. A nil clock is the system clock;
@@ -66,6 +68,7 @@ func NewRouteTable(clock Clock, expiry time.Duration) *RouteTable {
 		live:          map[brokerKey]*liveInfo{},
 		filterServers: map[brokerKey][]string{},
 		kv:            map[string]map[string]string{},
+		kvBytes:       map[string]int{},
 	}
 }
 

@@ -269,7 +269,9 @@ func TestDeleteTopicAndKV(t *testing.T) {
 	if _, ok := rt.GetKV("ns", "k"); ok {
 		t.Fatal("kv in an empty table")
 	}
-	rt.PutKV("ns", "k", "v")
+	if err := rt.PutKV("ns", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
 	if v, ok := rt.GetKV("ns", "k"); !ok || v != "v" {
 		t.Fatalf("kv %q %v", v, ok)
 	}

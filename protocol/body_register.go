@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -70,8 +71,31 @@ type KVTable struct {
 // prefixed JSON of the data version, a count of topic configs each
 // length-prefixed JSON, the filter-server list as JSON, and from
 // VersionV5_0_0 on a count of queue-mapping entries, which Samsa skips). An
-// empty body gives an empty table with a zero version, as Java does.
+// empty body gives an empty table with a zero version, as Java does. A
+// compressed body may inflate to at most DefaultMaxInflated bytes
+// (DecodeRegisterBrokerBodyLimit sets another bound).
 func DecodeRegisterBrokerBody(data []byte, compressed bool, version int16) (*RegisterBrokerBody, error) {
+	return DecodeRegisterBrokerBodyLimit(data, compressed, version, DefaultMaxInflated)
+}
+
+// DefaultMaxInflated bounds what a compressed body may inflate to: the
+// default frame limit, so a broker's table that would not fit a frame as
+// plain JSON does not fit compressed either.
+const DefaultMaxInflated = DefaultMaxFrame
+
+// ErrInflatedTooLarge is a compressed body that inflates past its bound.
+var ErrInflatedTooLarge = errors.New("protocol: compressed body inflates past its limit")
+
+// DecodeRegisterBrokerBodyLimit is DecodeRegisterBrokerBody with the bound
+// on the inflated size (DefaultMaxInflated when limit <= 0). No declared
+// length is ever allocated: each piece is copied out of the inflater into
+// a buffer that grows as bytes arrive, so a body that lies about a piece's
+// length costs what it really inflates to, and at most limit in all; past
+// the limit the error wraps ErrInflatedTooLarge.
+func DecodeRegisterBrokerBodyLimit(data []byte, compressed bool, version int16, limit int) (*RegisterBrokerBody, error) {
+	if limit <= 0 {
+		limit = DefaultMaxInflated
+	}
 	body := &RegisterBrokerBody{TopicConfigSerializeWrapper: TopicConfigSerializeWrapper{TopicConfigTable: map[string]TopicConfig{}}}
 	if len(data) == 0 {
 		return body, nil
@@ -93,22 +117,29 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool, version int16) (*Reg
 		return nil, fmt.Errorf("%w: register body: %v", ErrBadBody, err)
 	}
 	defer zr.Close()
-	// Every piece is read through a length prefix checked against the
-	// decompressed size so far, bounded by maxDeflated.
-	lr := &io.LimitedReader{R: zr, N: maxDeflated}
+	lr := &io.LimitedReader{R: zr, N: int64(limit)}
+	var piece bytes.Buffer
 	next := func() ([]byte, error) {
 		var n int32
 		if err := binary.Read(lr, binary.BigEndian, &n); err != nil {
-			return nil, err
+			return nil, overLimit(lr, err)
 		}
-		if n < 0 || int64(n) > lr.N {
+		if n < 0 {
 			return nil, fmt.Errorf("piece length %d", n)
 		}
-		p := make([]byte, n)
-		_, err := io.ReadFull(lr, p)
-		return p, err
+		if int64(n) > lr.N {
+			return nil, fmt.Errorf("%w (%d bytes): piece length %d", ErrInflatedTooLarge, limit, n)
+		}
+		piece.Reset()
+		if m, err := io.CopyN(&piece, lr, int64(n)); err != nil {
+			return nil, fmt.Errorf("piece of %d bytes ends after %d: %w", n, m, overLimit(lr, err))
+		}
+		return piece.Bytes(), nil
 	}
 	fail := func(what string, err error) (*RegisterBrokerBody, error) {
+		if errors.Is(err, ErrInflatedTooLarge) {
+			return nil, fmt.Errorf("%w: compressed register body: %s: %w", ErrBadBody, what, err)
+		}
 		return nil, fmt.Errorf("%w: compressed register body: %s: %v", ErrBadBody, what, err)
 	}
 	p, err := next()
@@ -120,7 +151,7 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool, version int16) (*Reg
 	}
 	var count int32
 	if err := binary.Read(lr, binary.BigEndian, &count); err != nil || count < 0 {
-		return fail("topic count", err)
+		return fail("topic count", overLimit(lr, err))
 	}
 	for i := int32(0); i < count; i++ {
 		p, err := next()
@@ -142,8 +173,14 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool, version int16) (*Reg
 	return body, nil
 }
 
-// maxDeflated bounds what a compressed register body may inflate to.
-const maxDeflated = 256 << 20
+// overLimit tells a read cut short by the limit (lr.N reached 0) from one
+// cut short by the body's end.
+func overLimit(lr *io.LimitedReader, err error) error {
+	if err != nil && lr.N <= 0 {
+		return fmt.Errorf("%w: %v", ErrInflatedTooLarge, err)
+	}
+	return err
+}
 
 // EncodeCompressed writes b in RocketMQ's deflated register layout (for
 // VersionV5_0_0 and later peers it ends with an empty queue-mapping count).
