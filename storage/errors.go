@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"syscall"
+
+	"github.com/samsamq/samsa/storage/vfs"
 )
 
 // Errors of the store; match them with errors.Is. Most come wrapped with
@@ -118,8 +120,7 @@ func IsResourceError(err error) bool {
 	if err == nil || errors.Is(err, ErrBroken) {
 		return false
 	}
-	return errors.Is(err, ErrResourceBusy) || errors.Is(err, syscall.EMFILE) ||
-		errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOMEM)
+	return errors.Is(err, ErrResourceBusy) || vfs.IsResourceError(err)
 }
 
 // resourceError wraps err as ErrResourceBusy if it is a resource error

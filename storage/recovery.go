@@ -81,6 +81,7 @@ func (s *Store) recover() (err error) {
 	}
 	cq, err := consumequeue.OpenTable(consumequeue.Options{
 		FS: s.fs, Dir: filepath.Join(s.dir, "consumequeue"), EntriesPerFile: s.opts.ConsumeQueueEntries, Logger: s.log,
+		MaxOpenFiles: s.opts.ConsumeQueueMaxOpenFiles,
 	})
 	if err != nil {
 		return fmt.Errorf("storage: open consume queues: %w", err)
