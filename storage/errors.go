@@ -49,7 +49,11 @@ var (
 	// or a ring: ENOMEM) while opening, creating or mapping a file. The
 	// append or read that met it did nothing; the store carries on and
 	// the same call succeeds once the resource is free (no restart). It
-	// wraps the cause: errors.Is(err, syscall.EMFILE) holds too.
+	// wraps the cause: errors.Is(err, syscall.EMFILE) holds too. The one
+	// exception to "did nothing": a FlushSync append whose flush could
+	// not open the CommitLog directory to sync it was written, and a
+	// later flush makes it durable (as with ErrFlushTimeout, a retry may
+	// store it twice).
 	ErrResourceBusy = errors.New("storage: out of file descriptors or memory; try again")
 	// ErrInvalidMessage: the message cannot be stored (empty or too long
 	// topic, properties too long, negative queue id).

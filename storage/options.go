@@ -119,7 +119,9 @@ type Options struct {
 	// ConsumeQueueMaxOpenFiles caps the ConsumeQueue files that keep a
 	// descriptor open; the others are opened on use and the least
 	// recently used idle one closed (synced first if written). Default
-	// 1024 (consumequeue.DefaultMaxOpenFiles). Higher holds more
+	// 1024 (consumequeue.DefaultMaxOpenFiles); Open lowers it to half the
+	// process's RLIMIT_NOFILE if that is less, leaving the rest to the
+	// CommitLog, the indexes and the connections. Higher holds more
 	// descriptors; lower costs an open (and a sync) each time a queue
 	// outside the hot set is touched.
 	ConsumeQueueMaxOpenFiles int

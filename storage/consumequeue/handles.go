@@ -108,20 +108,35 @@ const roomTries = 8
 // holds) shrinks to fit instead of failing. The error, if it still fails,
 // wraps the OS's.
 func (h *handles) withRoom(open func() (vfs.File, error)) (vfs.File, error) {
+	var f vfs.File
+	err := h.withRoomDo(func() (err error) {
+		f, err = open()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.opens.Add(1)
+	return f, nil
+}
+
+// syncDir is fs.SyncDir(dir), which opens the directory, withRoom.
+func (h *handles) syncDir(dir string) error {
+	return h.withRoomDo(func() error { return h.fs.SyncDir(dir) })
+}
+
+// withRoomDo is withRoom for any call that opens a descriptor.
+func (h *handles) withRoomDo(do func() error) error {
 	for try := 0; ; try++ {
-		f, err := open()
-		if err == nil {
-			h.opens.Add(1)
-			return f, nil
-		}
-		if try == roomTries || !(errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) {
-			return nil, err
+		err := do()
+		if err == nil || try == roomTries || !(errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) {
+			return err
 		}
 		h.mu.Lock()
 		vs := h.victimsOverLocked(h.open - 1)
 		h.mu.Unlock()
 		if len(vs) == 0 {
-			return nil, err // every open file is in use
+			return err // every open file is in use
 		}
 		h.evict(vs)
 	}

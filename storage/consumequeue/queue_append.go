@@ -229,7 +229,7 @@ func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 			return fmt.Errorf("consumequeue: %s: mkdir: %w", q, err)
 		}
 		for _, d := range []string{q.sh.root, filepath.Dir(q.dir)} {
-			if err := fs.SyncDir(d); err != nil {
+			if err := q.sh.h.syncDir(d); err != nil {
 				return dirSyncError(fmt.Errorf("consumequeue: %s: sync dir %s: %w", q, d, err))
 			}
 		}
@@ -240,7 +240,7 @@ func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 	if err != nil {
 		return fmt.Errorf("consumequeue: %s: create: %w", q, err)
 	}
-	if err := fs.SyncDir(q.dir); err != nil {
+	if err := q.sh.h.syncDir(q.dir); err != nil {
 		f.Close()
 		return dirSyncError(fmt.Errorf("consumequeue: %s: sync dir: %w", q, err))
 	}

@@ -76,7 +76,7 @@ func (q *Queue) Flush() error {
 		}
 	}
 	if syncDir {
-		if err := q.sh.fs.SyncDir(q.dir); err != nil {
+		if err := q.sh.h.syncDir(q.dir); err != nil {
 			err = fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)
 			q.mu.Lock()
 			if vfs.IsResourceError(err) {

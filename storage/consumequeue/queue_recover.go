@@ -214,7 +214,7 @@ func (q *Queue) removeFile(f *segFile) error {
 	if err := q.sh.fs.Remove(f.path); err != nil {
 		return fmt.Errorf("consumequeue: %s: remove %s: %w", q, f.path, errors.Join(err, cerr))
 	}
-	if err := q.sh.fs.SyncDir(q.dir); err != nil {
+	if err := q.sh.h.syncDir(q.dir); err != nil {
 		return fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)
 	}
 	return nil

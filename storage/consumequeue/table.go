@@ -185,7 +185,7 @@ func (t *Table) syncDirs() error {
 		return t.mu.err
 	}
 	for _, d := range append(t.topicDirs, t.opts.Dir) {
-		if err := t.sh.fs.SyncDir(d); err != nil {
+		if err := t.sh.h.syncDir(d); err != nil {
 			err = fmt.Errorf("consumequeue: sync dir %s: %w", d, err)
 			if vfs.IsResourceError(err) {
 				return err // not opened, nothing synced: the next Flush tries again
