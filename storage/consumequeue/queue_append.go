@@ -274,10 +274,10 @@ func (q *Queue) writeBufLocked() error {
 	if err != nil {
 		return err
 	}
+	// Dirty before the write, while pinned: even a failed write may have
+	// put bytes in the file, and an eviction after release syncs them.
+	last.dirty.Store(true)
 	_, err = f.WriteAt(q.mu.wbuf, (q.mu.bufStart-last.start)*EntrySize)
-	if err == nil {
-		last.dirty.Store(true) // before release: an eviction then syncs it
-	}
 	q.release(last)
 	if err != nil {
 		return fmt.Errorf("consumequeue: %s: write %s: %w", q, last.path, err)
