@@ -12,84 +12,98 @@ import (
 
 // handles bounds the open files of a table: 10,000 queues must not need
 // 10,000 descriptors. A queue's file is opened on first use (a read, a
-// write, a sync) and stays open, most recently used first, while fewer than
-// Options.MaxOpenFiles are; opening one more closes the least recently used
-// file no one is using.
+// write, a sync) and stays open while fewer than Options.MaxOpenFiles are;
+// opening one more closes an idle file not used lately (CLOCK: a file used
+// since the last sweep gets a second chance).
 //
-// A file in use is pinned: acquire counts a reference, release drops it, and
-// only a file with none is closed, so a reader or writer never sees its
+// A file in use is pinned: acquire counts a pin, release drops it, and only
+// a file with none is closed, so a reader or writer never sees its
 // descriptor closed under it (a busy table may briefly hold more than the
 // cap open). A dirty file (written since its last sync) is synced before it
 // is closed: after close, no descriptor could report a write-back error the
 // kernel found later. A failed sync there is the queue's sticky fsync error,
 // as a failed Flush would be (lateErr).
 //
-// Locks: handles.mu guards every segFile's f, refs, gone and list links and
-// is held only for bookkeeping, never for I/O. A segFile's openMu is held
-// while it is opened, or synced and closed by eviction, so that the two
-// never overlap and a file is never open twice; an evictor takes it with
-// TryLock only (it skips a file being opened), so no lock order with the
-// queues' locks exists: handles never takes a queue lock.
+// The hot path (acquire and release of an open file) is two atomic
+// operations on the file: pins counts the pins, and its closing bit, set by
+// a compare-and-swap from zero pins, keeps new pins out while the file is
+// closed. handles.mu guards the open-file list, gone and the count, and is
+// held only for bookkeeping, never for I/O. A segFile's openMu is held
+// while it is opened, or synced and closed by eviction or forget, so that
+// these never overlap and a file is never open twice; an evictor takes it
+// with TryLock only (it skips a file being opened), so no lock order with
+// the queues' locks exists: handles never takes a queue lock.
 type handles struct {
 	fs  vfs.FS
 	max int
 
 	mu   sync.Mutex
 	open int      // files with a descriptor
-	head *segFile // most recently used; the list holds exactly the open files
+	head *segFile // newest opened; the list holds exactly the open files
 	tail *segFile
 
 	opens     atomic.Int64 // descriptors opened (reopens included)
 	evictions atomic.Int64 // descriptors closed to stay under max
 }
 
+// closing is segFile.pins's bit that keeps new pins out.
+const closing = int64(1) << 62
+
+// fileBox holds a descriptor for an atomic pointer.
+type fileBox struct{ f vfs.File }
+
 // acquire returns sf's descriptor, opening it if needed, and pins it until
 // release. The error of a failed open wraps the OS error (EMFILE: no
 // descriptor free; the caller retries later).
 func (h *handles) acquire(sf *segFile) (vfs.File, error) {
-	h.mu.Lock()
-	if f := sf.f; f != nil {
-		sf.refs++
-		h.touchLocked(sf)
-		h.mu.Unlock()
-		return f, nil
+	for {
+		p := sf.pins.Load()
+		if p&closing != 0 || sf.cur.Load() == nil {
+			break
+		}
+		if sf.pins.CompareAndSwap(p, p+1) {
+			// Pinned with no closing bit: the file stays open until
+			// release (an evictor's CAS from 0 fails now).
+			if b := sf.cur.Load(); b != nil {
+				if !sf.used.Load() {
+					sf.used.Store(true)
+				}
+				return b.f, nil
+			}
+			sf.pins.Add(-1) // closed before the pin: open it again
+			break
+		}
 	}
-	h.mu.Unlock()
 	return h.openPinned(sf)
 }
 
-// release drops a reference acquire took.
-func (h *handles) release(sf *segFile) {
-	h.mu.Lock()
-	sf.refs--
-	h.mu.Unlock()
-}
+// release drops a pin acquire took.
+func (h *handles) release(sf *segFile) { sf.pins.Add(-1) }
 
 // openPinned is acquire's slow path: open sf, pinned, and close what is
 // over the cap.
 func (h *handles) openPinned(sf *segFile) (vfs.File, error) {
 	sf.openMu.Lock()
-	h.mu.Lock()
-	if f := sf.f; f != nil { // opened meanwhile
-		sf.refs++
-		h.touchLocked(sf)
-		h.mu.Unlock()
+	if b := sf.cur.Load(); b != nil { // opened meanwhile; none can close it: we hold openMu
+		sf.pins.Add(1)
 		sf.openMu.Unlock()
-		return f, nil
+		return b.f, nil
 	}
-	if sf.gone {
-		h.mu.Unlock()
+	h.mu.Lock()
+	gone := sf.gone
+	h.mu.Unlock()
+	if gone {
 		sf.openMu.Unlock()
 		return nil, ErrClosed
 	}
-	h.mu.Unlock()
 	f, err := h.withRoom(func() (vfs.File, error) { return h.fs.Open(sf.path, vfs.OpenOptions{}) })
 	if err != nil {
 		sf.openMu.Unlock()
 		return nil, fmt.Errorf("open %s: %w", sf.path, err)
 	}
+	sf.pins.Add(1)
+	sf.cur.Store(&fileBox{f})
 	h.mu.Lock()
-	sf.f, sf.refs = f, 1
 	h.pushLocked(sf)
 	victims := h.victimsLocked()
 	h.mu.Unlock()
@@ -145,8 +159,8 @@ func (h *handles) withRoomDo(do func() error) error {
 // adopt makes f, just created, sf's descriptor (unpinned) and closes what
 // is over the cap.
 func (h *handles) adopt(sf *segFile, f vfs.File) {
+	sf.cur.Store(&fileBox{f})
 	h.mu.Lock()
-	sf.f = f
 	h.pushLocked(sf)
 	victims := h.victimsLocked()
 	h.mu.Unlock()
@@ -161,16 +175,17 @@ func (h *handles) forget(sf *segFile) error {
 	defer sf.openMu.Unlock()
 	h.mu.Lock()
 	sf.gone = true
-	f := sf.f
-	if f != nil {
+	b := sf.cur.Load()
+	if b != nil {
 		h.unlinkLocked(sf)
-		sf.f = nil
 	}
 	h.mu.Unlock()
-	if f == nil {
+	sf.pins.Or(closing) // for good: every acquire takes the slow path
+	sf.cur.Store(nil)
+	if b == nil {
 		return nil
 	}
-	return f.Close()
+	return b.f.Close()
 }
 
 // Open returns how many queue files have a descriptor now.
@@ -185,22 +200,39 @@ type victim struct {
 	f  vfs.File
 }
 
-// victimsLocked takes out of the list the least recently used unpinned
-// files until at most max are open, and returns them with their openMu
-// held, for evict.
+// victimsLocked takes out of the list idle files until at most max are
+// open, and returns them closed to new pins, with their openMu held, for
+// evict.
 func (h *handles) victimsLocked() []victim { return h.victimsOverLocked(h.max) }
 
-// victimsOverLocked is victimsLocked down to limit open files.
+// victimsOverLocked is victimsLocked down to limit open files. It sweeps
+// from the oldest: a file used since the last sweep moves to the front
+// (its second chance); an unpinned one is taken. At most two passes.
 func (h *handles) victimsOverLocked(limit int) []victim {
 	var out []victim
-	for sf := h.tail; h.open > limit && sf != nil; {
-		prev := sf.prev
-		if sf.refs == 0 && sf.openMu.TryLock() {
-			out = append(out, victim{sf, sf.f})
+	for n := 2 * h.open; h.open > limit && n > 0 && h.tail != nil; n-- {
+		sf := h.tail
+		if sf.used.Load() {
+			sf.used.Store(false)
 			h.unlinkLocked(sf)
-			sf.f = nil
+			h.pushLocked(sf)
+			continue
 		}
-		sf = prev
+		if !sf.openMu.TryLock() { // being opened or closed
+			h.unlinkLocked(sf)
+			h.pushLocked(sf)
+			continue
+		}
+		if !sf.pins.CompareAndSwap(0, closing) { // pinned
+			sf.openMu.Unlock()
+			h.unlinkLocked(sf)
+			h.pushLocked(sf)
+			continue
+		}
+		b := sf.cur.Load()
+		sf.cur.Store(nil)
+		h.unlinkLocked(sf)
+		out = append(out, victim{sf, b.f})
 	}
 	return out
 }
@@ -220,6 +252,7 @@ func (h *handles) evict(vs []victim) {
 			v.sf.q.sh.log.Warn("consumequeue: close", "file", v.sf.path, "err", err)
 		}
 		h.evictions.Add(1)
+		v.sf.pins.Add(-closing) // open to pins again (acquire reopens it)
 		v.sf.openMu.Unlock()
 	}
 }
@@ -249,13 +282,4 @@ func (h *handles) unlinkLocked(sf *segFile) {
 	}
 	sf.prev, sf.next = nil, nil
 	h.open--
-}
-
-// touchLocked moves an open sf to the front.
-func (h *handles) touchLocked(sf *segFile) {
-	if h.head == sf {
-		return
-	}
-	h.unlinkLocked(sf)
-	h.pushLocked(sf)
 }

@@ -43,11 +43,15 @@ type segFile struct {
 	q     *Queue
 	dirty atomic.Bool // written since its last Sync
 
-	openMu     sync.Mutex // see handles
-	f          vfs.File   // nil when closed; guarded by handles.mu
-	refs       int        // pins (acquire); guarded by handles.mu
-	gone       bool       // forgotten for good; guarded by handles.mu
-	prev, next *segFile   // the open-file list; guarded by handles.mu
+	// See handles: the descriptor (nil when closed), the pins (with the
+	// closing bit), used since the last sweep, openMu; gone (forgotten
+	// for good) and the list links are guarded by handles.mu.
+	cur        atomic.Pointer[fileBox]
+	pins       atomic.Int64
+	used       atomic.Bool
+	openMu     sync.Mutex
+	gone       bool
+	prev, next *segFile
 }
 
 // newSegFile is a file of q starting at queue offset start, not open.
