@@ -178,6 +178,7 @@ func (b *Broker) storeOptions() storage.Options {
 		Clock:          c.Clock,
 		AckBuffered:    c.TransientStorePoolEnable,
 	}
+	o.ConsumeQueueMaxOpenFiles = c.MaxOpenConsumeQueueFiles
 	o.MessageIndex = storage.MessageIndexOptions{Disabled: !c.MessageIndexEnable, MaxHashSlots: c.MaxHashSlotNum, MaxEntries: c.MaxIndexNum}
 	o.Flush.Policy = storage.FlushAsync
 	if c.FlushDiskType == SyncFlush {

@@ -76,6 +76,11 @@ type Config struct {
 	// older spelling mapedFileSizeCommitLog): CommitLog segment bytes.
 	// Default 1 GiB.
 	MappedFileSizeCommitLog int64
+	// MaxOpenConsumeQueueFiles (maxOpenConsumeQueueFiles): ConsumeQueue
+	// files that keep a descriptor open; the rest are opened on use, the
+	// least recently used idle one closed. 0 takes the store's default,
+	// 1024 (storage.Options.ConsumeQueueMaxOpenFiles).
+	MaxOpenConsumeQueueFiles int
 	// FileReservedTime (fileReservedTime, hours): segments older are
 	// deleted. Default 72; 0 keeps everything.
 	FileReservedTime int
@@ -436,6 +441,9 @@ func (c *Config) Validate() error {
 	c.validateNet(bad)
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
 		bad("defaultTopicQueueNums %d out of [1, 1024]", c.DefaultTopicQueueNums)
+	}
+	if c.MaxOpenConsumeQueueFiles < 0 {
+		bad("maxOpenConsumeQueueFiles %d is negative", c.MaxOpenConsumeQueueFiles)
 	}
 	if c.MappedFileSizeCommitLog < 64<<10 {
 		bad("mappedFileSizeCommitLog %d below 64 KiB", c.MappedFileSizeCommitLog)

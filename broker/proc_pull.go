@@ -170,6 +170,9 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 	if ce := (*storage.CorruptRecordError)(nil); errors.As(err, &ce) {
 		return b.corruptAnswer(pc, res, ce), false
 	}
+	if errors.Is(err, storage.ErrResourceBusy) {
+		return outFrame{cmd: protocol.NewResponse(req, protocol.SystemBusy, busyRemark(err))}, false
+	}
 	if err != nil {
 		return outFrame{cmd: protocol.NewResponse(req, protocol.SystemError, "store getMessage failed: "+err.Error())}, false
 	}

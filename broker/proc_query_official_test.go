@@ -64,7 +64,10 @@ func TestOfficialClientQueryMessage(t *testing.T) {
 		}
 		return primitive.DecodeMessage(r.Body)
 	}
-	waitFor(t, func() bool { return len(query(sent[len(sent)-1].Key, false)) > 0 }, "the last message indexed")
+	waitFor(t, func() bool { // QUERY_NOT_FOUND until the dispatcher has indexed it
+		r := c.call(queryReq(officialQueryTopic, sent[len(sent)-1].Key, 64, 0, 1<<62, false))
+		return r.Code == protocol.Success && len(primitive.DecodeMessage(r.Body)) > 0
+	}, "the last message indexed")
 	for key, ids := range byKey {
 		var got []string
 		for _, m := range query(key, false) {

@@ -47,12 +47,21 @@ func errorResponse(req *protocol.Command, err error) *protocol.Command {
 		return protocol.NewResponse(req, protocol.ServiceNotAvailable, "service not available now: the broker's disk is full ("+err.Error()+")")
 	case errors.Is(err, storage.ErrBroken):
 		return protocol.NewResponse(req, protocol.SystemError, "the broker's store is broken after a failed write or fsync; nothing more is accepted until it is restarted: "+err.Error())
+	case errors.Is(err, storage.ErrResourceBusy):
+		return protocol.NewResponse(req, protocol.SystemBusy, busyRemark(err))
 	case errors.Is(err, storage.ErrClosed):
 		return protocol.NewResponse(req, protocol.ServiceNotAvailable, "service not available now: the broker is shutting down")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return protocol.NewResponse(req, protocol.SystemBusy, "broker busy: the store's write queue stayed full ("+err.Error()+")")
 	}
 	return protocol.NewResponse(req, protocol.SystemError, "store error: "+err.Error())
+}
+
+// busyRemark is the remark of a SYSTEM_BUSY answer to a store call that
+// ran out of file descriptors or memory (storage.ErrResourceBusy): the
+// store refused that one call and carries on.
+func busyRemark(err error) string {
+	return "broker busy: the store is out of file descriptors or memory for now; retry later (" + err.Error() + ")"
 }
 
 // offsetMsgID is RocketMQ's offset message id: store host IPv4 (4 bytes),

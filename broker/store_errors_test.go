@@ -146,3 +146,49 @@ func TestSyncFlushTimeout(t *testing.T) {
 		t.Fatalf("flush timeouts %d", b.stats.flushTimeout.Load())
 	}
 }
+
+// TestOutOfDescriptorsAnswersBusy: a send that meets EMFILE (no descriptor
+// for the next CommitLog segment) is answered SYSTEM_BUSY with a remark
+// saying why; the store is not broken, and the same send succeeds once
+// descriptors are free, with every acknowledged message readable.
+func TestOutOfDescriptorsAnswersBusy(t *testing.T) {
+	efs := errorfs.Wrap(vfs.NewMem())
+	b := startBroker(t, "/store", func(c *Config) {
+		c.FS = efs
+		c.FlushDiskType = SyncFlush
+		c.MappedFileSizeCommitLog = 64 << 10
+	})
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("fd", 1))
+	efs.AddRule(errorfs.Rule{Op: errorfs.OpCreate, Path: "commitlog", Sticky: true, Err: syscall.EMFILE})
+	body := make([]byte, 4000)
+	sent := 0
+	var r *protocol.Command
+	for i := 0; i < 40; i++ { // until a roll needs a new segment
+		if r = c.call(sendReq("fd", 0, body, nil)); r.Code != protocol.Success {
+			break
+		}
+		sent++
+	}
+	if r.Code != protocol.SystemBusy || !strings.Contains(r.Remark, "file descriptors") {
+		t.Fatalf("send out of descriptors answered %s", r)
+	}
+	if err := b.store.Err(); err != nil {
+		t.Fatalf("store broken: %v", err)
+	}
+	efs.ClearRules()
+	for i := 0; i < 20; i++ {
+		if r := c.call(sendReq("fd", 0, body, nil)); r.Code != protocol.Success {
+			t.Fatalf("send %d after descriptors are free: %s", i, r)
+		}
+		sent++
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for b.store.MaxQueueOffset("fd", 0) != int64(sent) {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue holds %d messages, %d acknowledged", b.store.MaxQueueOffset("fd", 0), sent)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

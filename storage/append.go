@@ -3,7 +3,9 @@ package storage
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/samsamq/samsa/storage/backend"
@@ -341,6 +343,13 @@ func (s *Store) createSegment(base int64) (*segment, error) {
 	sg, err := s.be.Create(backend.Config{FS: s.fs, Path: path, Capacity: s.segSize, Preallocate: s.opts.Preallocate})
 	if err != nil {
 		s.m.writeErrors.Add(1)
+		// A backend that failed after making the file (preallocate, map,
+		// ring setup: ENOSPC, ENOMEM, EMFILE) closed it; remove it so no
+		// stray segment past the log's end waits for recovery. The retry
+		// creates it again.
+		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			s.log.Warn("storage: could not remove a segment whose creation failed", "path", path, "err", rerr)
+		}
 		return nil, writeError("create segment "+path, err)
 	}
 	return &segment{base: base, path: path, seg: sg}, nil

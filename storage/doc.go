@@ -38,6 +38,13 @@
 //     served) while it lacks space for what it must write first; it leaves
 //     that state by itself (readonly.go). Close on a full disk returns
 //     ErrDiskFullAtClose and the next Open recovers.
+//   - Running out of descriptors or memory (EMFILE, ENFILE, ENOMEM) on an
+//     open, create, mmap or ring setup is not fatal either: the append or
+//     read that met it fails with ErrResourceBusy (a segment roll that
+//     failed half-way removes its file), a ConsumeQueue entry waits and is
+//     retried as on a full disk, and the next call after a descriptor is
+//     free works. ConsumeQueue files are opened on use and at most
+//     Options.ConsumeQueueMaxOpenFiles stay open (package consumequeue).
 //   - Readers (GetMessages, ReadAt, the offset queries) may run
 //     concurrently with everything. Records are readable by physical
 //     offset once written (WrittenOffset), indexed in their queue by the

@@ -18,6 +18,9 @@ type faultEnv struct {
 	opts  Options
 	s     *Store
 	acked []expected
+	// maybe are records written but refused (ErrResourceBusy from their
+	// flush round): a crash may keep them or not.
+	maybe []expected
 }
 
 func newFaultEnv(t *testing.T, be string, prealloc bool) *faultEnv {
@@ -37,6 +40,8 @@ func (e *faultEnv) append(size int) (AppendResult, error) {
 	r, err := e.s.Append(context.Background(), m)
 	if err == nil {
 		e.acked = append(e.acked, expectedOf(m, r))
+	} else if errors.Is(err, ErrResourceBusy) && r.Size > 0 {
+		e.maybe = append(e.maybe, expectedOf(m, r))
 	}
 	return r, err
 }
@@ -66,6 +71,9 @@ func (e *faultEnv) reopenAfterPowerLoss() *Store {
 	m := &crashModel{durable: map[int64]expected{}, written: map[int64]expected{}}
 	for _, a := range e.acked {
 		m.durable[a.phys] = a
+	}
+	for _, a := range e.maybe {
+		m.written[a.phys] = a
 	}
 	// Unacknowledged records may survive only whole; with nil rng nothing
 	// unsynced survives, so the log is exactly the acknowledged records.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"syscall"
+
+	"github.com/samsamq/samsa/storage/vfs"
 )
 
 // Errors of the store; match them with errors.Is. Most come wrapped with
@@ -42,6 +44,17 @@ var (
 	// ErrNotFound: no record at that CommitLog offset (below the min
 	// offset, deleted, or past the written one).
 	ErrNotFound = errors.New("storage: no record there")
+	// ErrResourceBusy: the process ran short of a resource the kernel
+	// hands out (file descriptors: EMFILE, ENFILE; memory for a mapping
+	// or a ring: ENOMEM) while opening, creating or mapping a file. The
+	// append or read that met it did nothing; the store carries on and
+	// the same call succeeds once the resource is free (no restart). It
+	// wraps the cause: errors.Is(err, syscall.EMFILE) holds too. The one
+	// exception to "did nothing": a FlushSync append whose flush could
+	// not open the CommitLog directory to sync it was written, and a
+	// later flush makes it durable (as with ErrFlushTimeout, a retry may
+	// store it twice).
+	ErrResourceBusy = errors.New("storage: out of file descriptors or memory; try again")
 	// ErrInvalidMessage: the message cannot be stored (empty or too long
 	// topic, properties too long, negative queue id).
 	ErrInvalidMessage = errors.New("storage: invalid message")
@@ -91,12 +104,36 @@ func (e *CorruptError) Error() string {
 func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
 
 // writeError classifies an error of a write, allocate or create: ENOSPC
-// becomes ErrDiskFull (wrapping err too).
+// becomes ErrDiskFull, a lack of descriptors or memory ErrResourceBusy
+// (wrapping err too).
 func writeError(op string, err error) error {
 	if errors.Is(err, syscall.ENOSPC) {
 		return fmt.Errorf("%w: %s: %w", ErrDiskFull, op, err)
 	}
+	if IsResourceError(err) {
+		return fmt.Errorf("%w: %s: %w", ErrResourceBusy, op, err)
+	}
 	return fmt.Errorf("storage: %s: %w", op, err)
+}
+
+// IsResourceError says err is a lack of a kernel resource an open,
+// create, mmap or io_uring setup needs (EMFILE, ENFILE, ENOMEM) and not
+// already a broken store. Such an error loses nothing: fsync(2) never
+// answers these, so a failed sync is never mistaken for one.
+func IsResourceError(err error) bool {
+	if err == nil || errors.Is(err, ErrBroken) {
+		return false
+	}
+	return errors.Is(err, ErrResourceBusy) || vfs.IsResourceError(err)
+}
+
+// resourceError wraps err as ErrResourceBusy if it is a resource error
+// (and not already one); other errors are returned as they are.
+func resourceError(err error) error {
+	if err == nil || errors.Is(err, ErrResourceBusy) || !IsResourceError(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrResourceBusy, err)
 }
 
 // brokenError wraps the first fatal error as the sticky one.

@@ -183,7 +183,10 @@ func (s *Store) asyncFlusher() {
 // by the caller before the call; callers hold flushMu): it syncs the commitlog directory if a
 // segment was created, then flushes every segment holding bytes in
 // [durable, w). An error is terminal: it becomes the sticky ErrBroken
-// error, and durable never moves again.
+// error, and durable never moves again. The one exception is a directory
+// that cannot even be opened for its sync for want of a descriptor
+// (ErrResourceBusy): nothing was synced, so nothing can have been lost,
+// and the next round tries again.
 func (s *Store) flushTo(w int64) error {
 	if err := s.Err(); err != nil {
 		return err
@@ -197,6 +200,13 @@ func (s *Store) flushTo(w int64) error {
 	if dirSync {
 		s.m.dirSyncs.Add(1)
 		if err := s.fs.SyncDir(s.clDir); err != nil {
+			if IsResourceError(err) {
+				// The directory could not be opened (no descriptor):
+				// nothing was synced and nothing is lost. The next round
+				// tries again; durable stays where it is meanwhile.
+				s.dirDirty.Store(true)
+				return fmt.Errorf("%w: sync dir %s: %w", ErrResourceBusy, s.clDir, err)
+			}
 			return s.breakWith(fmt.Errorf("sync dir %s: %w", s.clDir, err))
 		}
 	}

@@ -179,7 +179,7 @@ scan:
 				next = max(next, q.MinOffset())
 				break
 			}
-			return res, fmt.Errorf("storage: read consume queue %s/%d at %d: %w", topic, queueID, next, err)
+			return res, resourceError(fmt.Errorf("storage: read consume queue %s/%d at %d: %w", topic, queueID, next, err))
 		}
 		if len(es) == 0 {
 			break

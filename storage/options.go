@@ -116,6 +116,15 @@ type Options struct {
 	// ConsumeQueueEntries is the entries per ConsumeQueue file. Default
 	// 300,000 (6 MB files, RocketMQ's).
 	ConsumeQueueEntries int
+	// ConsumeQueueMaxOpenFiles caps the ConsumeQueue files that keep a
+	// descriptor open; the others are opened on use and the least
+	// recently used idle one closed (synced first if written). Default
+	// 1024 (consumequeue.DefaultMaxOpenFiles); Open lowers it to half the
+	// process's RLIMIT_NOFILE if that is less, leaving the rest to the
+	// CommitLog, the indexes and the connections. Higher holds more
+	// descriptors; lower costs an open (and a sync) each time a queue
+	// outside the hot set is touched.
+	ConsumeQueueMaxOpenFiles int
 	// CheckpointInterval is how often the ConsumeQueues are flushed and
 	// the checkpoint written. Default 1s (RocketMQ's
 	// flushIntervalConsumeQueue). Recovery after a crash scans from the
@@ -242,6 +251,9 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxMessageSize == 0 {
 		o.MaxMessageSize = DefaultMaxMessageSize
 	}
+	if o.ConsumeQueueMaxOpenFiles == 0 {
+		o.ConsumeQueueMaxOpenFiles = consumequeue.DefaultMaxOpenFiles
+	}
 	if o.ConsumeQueueEntries == 0 {
 		o.ConsumeQueueEntries = consumequeue.DefaultEntriesPerFile
 	}
@@ -316,6 +328,9 @@ func (o *Options) Validate() error {
 	if o.MaxMessageSize <= 0 {
 		bad("MaxMessageSize %d must be positive", o.MaxMessageSize)
 	}
+	if o.ConsumeQueueMaxOpenFiles < 1 {
+		bad("ConsumeQueueMaxOpenFiles %d must be at least 1", o.ConsumeQueueMaxOpenFiles)
+	}
 	if o.ConsumeQueueEntries < 1 || o.ConsumeQueueEntries > consumequeue.MaxEntriesPerFile {
 		bad("ConsumeQueueEntries %d out of [1, %d]", o.ConsumeQueueEntries, consumequeue.MaxEntriesPerFile)
 	}
@@ -375,7 +390,8 @@ func (o Options) String() string {
 	f := o.Flush
 	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxGather: %v, MaxPending: %d, Timeout: %v, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
 		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxGather, f.MaxPending, f.Timeout, f.Interval, f.DirtyPages, f.FullInterval)
-	fmt.Fprintf(&b, "AckBuffered: %t, ConsumeQueueEntries: %d, CheckpointInterval: %v, ", o.AckBuffered, o.ConsumeQueueEntries, o.CheckpointInterval)
+	fmt.Fprintf(&b, "AckBuffered: %t, ConsumeQueueEntries: %d, ConsumeQueueMaxOpenFiles: %d, CheckpointInterval: %v, ",
+		o.AckBuffered, o.ConsumeQueueEntries, o.ConsumeQueueMaxOpenFiles, o.CheckpointInterval)
 	r := o.Retention
 	fmt.Fprintf(&b, "Retention: {MaxAge: %v, DiskRatio: %g, CheckInterval: %v}, ", r.MaxAge, r.DiskRatio, r.CheckInterval)
 	fmt.Fprintf(&b, "Scrub: {BytesPerSecond: %d, Interval: %v}, ", o.Scrub.BytesPerSecond, o.Scrub.Interval)

@@ -8,6 +8,7 @@ import (
 	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/consumequeue"
 	"github.com/samsamq/samsa/storage/record"
+	"github.com/samsamq/samsa/storage/vfs"
 )
 
 // Recovery.
@@ -81,6 +82,7 @@ func (s *Store) recover() (err error) {
 	}
 	cq, err := consumequeue.OpenTable(consumequeue.Options{
 		FS: s.fs, Dir: filepath.Join(s.dir, "consumequeue"), EntriesPerFile: s.opts.ConsumeQueueEntries, Logger: s.log,
+		MaxOpenFiles: s.cqMaxOpenFiles(),
 	})
 	if err != nil {
 		return fmt.Errorf("storage: open consume queues: %w", err)
@@ -466,4 +468,17 @@ func (s *Store) countersFromQueuesLocked(check func(k queueKey, next int64)) {
 			s.mu.counters[k] = c
 		}
 	})
+}
+
+// cqMaxOpenFiles is Options.ConsumeQueueMaxOpenFiles, lowered to half the
+// process's descriptor limit (at least 16) so the ConsumeQueues never take
+// the descriptors a segment roll or a connection needs.
+func (s *Store) cqMaxOpenFiles() int {
+	n := s.opts.ConsumeQueueMaxOpenFiles
+	if lim := vfs.FileLimit(); lim > 0 && n > lim/2 {
+		n = max(lim/2, 16)
+		s.log.Info("storage: fewer ConsumeQueue files kept open than configured, for the process's descriptor limit",
+			"configured", s.opts.ConsumeQueueMaxOpenFiles, "used", n, "RLIMIT_NOFILE", lim)
+	}
+	return n
 }

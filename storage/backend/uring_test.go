@@ -2,6 +2,7 @@ package backend
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -231,4 +232,34 @@ func TestUringConcurrent(t *testing.T) {
 			runDirectConcurrent(t, s, 5)
 		})
 	}
+}
+
+// TestUringOutOfResources: io_uring_setup failing for want of memory or a
+// descriptor (ENOMEM, EMFILE) is not a refusal: Create's error wraps the
+// errno (vfs.IsResourceError: the store answers ErrResourceBusy and tries
+// again at the next roll), and the segment's file is closed.
+func TestUringOutOfResources(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.ENOMEM, syscall.EMFILE} {
+		b := uringWith(t, UringOptions{})
+		b.setup = uring.FailingSetup(errno)
+		cfg := Config{FS: vfs.Default, Path: filepath.Join(t.TempDir(), "seg"), Capacity: 64 << 10}
+		before := openFds(t)
+		_, err := b.Create(cfg)
+		if !errors.Is(err, errno) || !vfs.IsResourceError(err) || errors.Is(err, ErrUringUnavailable) {
+			t.Fatalf("%v: create: %v", errno, err)
+		}
+		if after := openFds(t); after != before {
+			t.Fatalf("%v: %d descriptors open before the failed Create, %d after", errno, before, after)
+		}
+	}
+}
+
+// openFds counts the process's open descriptors.
+func openFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(ents)
 }

@@ -61,6 +61,18 @@
 // loses nothing. A failed fsync sticks: the kernel may have dropped the
 // dirty pages, so every later Append and Flush of that queue returns it.
 //
+// A file, a directory sync or a read that cannot open its file for want of a
+// descriptor or memory (EMFILE, ENFILE, ENOMEM: vfs.IsResourceError) is
+// refused like a failed write, never sticks, and works once one is free.
+//
+// # Open files
+//
+// A queue's files are opened when first used, not when the table opens, and
+// at most Options.MaxOpenFiles stay open across the table: the least recently
+// used idle one is closed (synced first if written since its last sync) when
+// another must open. 10,000 queues need no more descriptors than the cap.
+// See handles.go.
+//
 // # Concurrency
 //
 // Table and Queue are safe for concurrent use. A queue has one appender at a

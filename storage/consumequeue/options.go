@@ -30,7 +30,18 @@ type Options struct {
 	EntriesPerFile int
 	// Logger receives recovery and retention notes. Default slog.Default().
 	Logger *slog.Logger
+	// MaxOpenFiles caps the queue files that keep a descriptor open: a
+	// file is opened on first use and the least recently used idle one is
+	// closed (synced first if written) when more would be open
+	// (handles.go). Default DefaultMaxOpenFiles. Higher costs descriptors;
+	// lower costs an open (and, for a written file, a sync) each time a
+	// queue outside the hot set is touched. Files in use at the moment
+	// may briefly exceed it.
+	MaxOpenFiles int
 }
+
+// DefaultMaxOpenFiles is Options.MaxOpenFiles's default.
+const DefaultMaxOpenFiles = 1024
 
 // EnsureDefaults fills in zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
@@ -42,6 +53,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MaxOpenFiles == 0 {
+		o.MaxOpenFiles = DefaultMaxOpenFiles
 	}
 }
 
@@ -60,10 +74,13 @@ func (o *Options) Validate() error {
 	if o.Logger == nil {
 		errs = append(errs, errors.New("consumequeue: Options.Logger is nil (call EnsureDefaults)"))
 	}
+	if o.MaxOpenFiles < 1 {
+		errs = append(errs, fmt.Errorf("consumequeue: Options.MaxOpenFiles %d must be at least 1", o.MaxOpenFiles))
+	}
 	return errors.Join(errs...)
 }
 
 // String is a stable one-line form for result files and logs.
 func (o Options) String() string {
-	return fmt.Sprintf("consumequeue.Options{Dir: %q, EntriesPerFile: %d, FS: %T}", o.Dir, o.EntriesPerFile, o.FS)
+	return fmt.Sprintf("consumequeue.Options{Dir: %q, EntriesPerFile: %d, MaxOpenFiles: %d, FS: %T}", o.Dir, o.EntriesPerFile, o.MaxOpenFiles, o.FS)
 }

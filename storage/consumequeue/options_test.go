@@ -17,9 +17,9 @@ func TestOptions(t *testing.T) {
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "Dir") {
 		t.Fatalf("missing Dir: %v", err)
 	}
-	bad := Options{EntriesPerFile: -1}
+	bad := Options{EntriesPerFile: -1, MaxOpenFiles: -1}
 	err := bad.Validate()
-	for _, want := range []string{"FS", "Dir", "EntriesPerFile", "Logger"} {
+	for _, want := range []string{"FS", "Dir", "EntriesPerFile", "Logger", "MaxOpenFiles"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Validate should report %s at once: %v", want, err)
 		}
@@ -28,7 +28,7 @@ func TestOptions(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := o.String(), `consumequeue.Options{Dir: "/x/cq", EntriesPerFile: 300000, FS: vfs.osFS}`; got != want {
+	if got, want := o.String(), `consumequeue.Options{Dir: "/x/cq", EntriesPerFile: 300000, MaxOpenFiles: 1024, FS: vfs.osFS}`; got != want {
 		t.Fatalf("String() = %s, want %s", got, want)
 	}
 	if _, err := OpenTable(Options{Dir: "/x", EntriesPerFile: MaxEntriesPerFile + 1}); err == nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/samsamq/samsa/storage/vfs"
 )
@@ -28,18 +29,59 @@ type shared struct {
 	perFile int64 // entries per file
 	log     *slog.Logger
 	scratch sync.Pool // of *scratchBuf
+	h       *handles  // the table's open files
 }
 
 func (sh *shared) getScratch() *scratchBuf  { return sh.scratch.Get().(*scratchBuf) }
 func (sh *shared) putScratch(b *scratchBuf) { sh.scratch.Put(b) }
 
-// segFile is one file of a queue. start and f never change; dirty is guarded
-// by the queue's mu.
+// segFile is one file of a queue. start, path and q never change; its
+// descriptor is opened on use and may be closed when idle (handles.go).
 type segFile struct {
 	start int64 // queue offset of the file's first entry
 	path  string
-	f     vfs.File
-	dirty bool // written since its last Sync
+	q     *Queue
+	dirty atomic.Bool // written since its last Sync
+
+	// See handles: the descriptor (nil when closed), the pins (with the
+	// closing bit), used since the last sweep, openMu; gone (forgotten
+	// for good) and the list links are guarded by handles.mu.
+	cur        atomic.Pointer[fileBox]
+	pins       atomic.Int64
+	used       atomic.Bool
+	openMu     sync.Mutex
+	gone       bool
+	prev, next *segFile
+}
+
+// newSegFile is a file of q starting at queue offset start, not open.
+func (q *Queue) newSegFile(start int64, path string) *segFile {
+	return &segFile{start: start, path: path, q: q}
+}
+
+// acquire pins f's descriptor (opening it if needed) until release.
+func (q *Queue) acquire(f *segFile) (vfs.File, error) {
+	fd, err := q.sh.h.acquire(f)
+	if err != nil {
+		return nil, fmt.Errorf("consumequeue: %s: %w", q, err)
+	}
+	return fd, nil
+}
+
+func (q *Queue) release(f *segFile) { q.sh.h.release(f) }
+
+// failLate records a failed fsync found outside the queue's locks (closing
+// an idle dirty file): it sticks as a Flush's would.
+func (q *Queue) failLate(err error) {
+	q.late.CompareAndSwap(nil, &err)
+}
+
+// lateErr is the sticky error failLate recorded, or nil.
+func (q *Queue) lateErr() error {
+	if p := q.late.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Queue is the consume queue of one (topic, queue id). Get one from
@@ -98,6 +140,9 @@ type Queue struct {
 		err      error // sticky fsync error (a failed write is only returned)
 		closed   bool
 	}
+	// late is a sticky fsync error met while closing an idle file
+	// (failLate); usableLocked and Flush report it.
+	late atomic.Pointer[error]
 }
 
 func newQueue(sh *shared, topic string, qid int32) *Queue {

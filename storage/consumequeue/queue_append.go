@@ -132,8 +132,10 @@ func (q *Queue) usableLocked() error {
 		return ErrClosed
 	case q.nameErr != nil:
 		return q.nameErr
+	case q.mu.err != nil:
+		return q.mu.err
 	}
-	return q.mu.err
+	return q.lateErr()
 }
 
 // checkStoredLocked compares e with the stored entry at off < max.
@@ -212,37 +214,54 @@ func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 	if last != nil {
 		// A Flush may be syncing it too, or have cleared dirty before its
 		// own sync finished: sync regardless (it is once per file).
-		if err := last.f.Sync(); err != nil {
+		lf, err := q.acquire(last)
+		if err != nil {
+			return err
+		}
+		err = lf.Sync()
+		q.release(last)
+		if err != nil {
 			return syncError{fmt.Errorf("consumequeue: %s: sync %s: %w", q, last.path, err)}
 		}
-		q.mu.Lock()
-		last.dirty = false // nothing writes a full file
-		q.mu.Unlock()
+		last.dirty.Store(false) // nothing writes a full file
 	} else if !q.dirReady {
 		if err := fs.MkdirAll(q.dir); err != nil {
 			return fmt.Errorf("consumequeue: %s: mkdir: %w", q, err)
 		}
 		for _, d := range []string{q.sh.root, filepath.Dir(q.dir)} {
-			if err := fs.SyncDir(d); err != nil {
-				return syncError{fmt.Errorf("consumequeue: %s: sync dir %s: %w", q, d, err)}
+			if err := q.sh.h.syncDir(d); err != nil {
+				return dirSyncError(fmt.Errorf("consumequeue: %s: sync dir %s: %w", q, d, err))
 			}
 		}
 		q.dirReady = true
 	}
 	path := filepath.Join(q.dir, fileName(start))
-	f, err := fs.Create(path, vfs.OpenOptions{})
+	f, err := q.sh.h.withRoom(func() (vfs.File, error) { return fs.Create(path, vfs.OpenOptions{}) })
 	if err != nil {
 		return fmt.Errorf("consumequeue: %s: create: %w", q, err)
 	}
-	if err := fs.SyncDir(q.dir); err != nil {
+	if err := q.sh.h.syncDir(q.dir); err != nil {
 		f.Close()
-		return syncError{fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)}
+		return dirSyncError(fmt.Errorf("consumequeue: %s: sync dir: %w", q, err))
 	}
+	sf := q.newSegFile(start, path)
+	q.sh.h.adopt(sf, f)
 	q.mu.Lock()
-	q.mu.files = append(q.mu.files, &segFile{start: start, path: path, f: f})
+	q.mu.files = append(q.mu.files, sf)
 	q.mu.bufStart = start
 	q.mu.Unlock()
 	return nil
+}
+
+// dirSyncError is a failed directory sync: a syncError (sticky), unless
+// the directory could not even be opened for want of a descriptor or
+// memory (vfs.IsResourceError): then nothing was synced, nothing lost, and
+// the retry syncs it.
+func dirSyncError(err error) error {
+	if vfs.IsResourceError(err) {
+		return err
+	}
+	return syncError{err}
 }
 
 // writeBufLocked writes the buffered entries to the last file.
@@ -251,10 +270,18 @@ func (q *Queue) writeBufLocked() error {
 		return nil
 	}
 	last := q.mu.files[len(q.mu.files)-1]
-	if _, err := last.f.WriteAt(q.mu.wbuf, (q.mu.bufStart-last.start)*EntrySize); err != nil {
+	f, err := q.acquire(last)
+	if err != nil {
+		return err
+	}
+	// Dirty before the write, while pinned: even a failed write may have
+	// put bytes in the file, and an eviction after release syncs them.
+	last.dirty.Store(true)
+	_, err = f.WriteAt(q.mu.wbuf, (q.mu.bufStart-last.start)*EntrySize)
+	q.release(last)
+	if err != nil {
 		return fmt.Errorf("consumequeue: %s: write %s: %w", q, last.path, err)
 	}
-	last.dirty = true
 	q.mu.bufStart = q.mu.max
 	q.mu.wbuf = q.mu.wbuf[:0]
 	return nil

@@ -3,6 +3,8 @@ package consumequeue
 import (
 	"errors"
 	"fmt"
+
+	"github.com/samsamq/samsa/storage/vfs"
 )
 
 // Flush writes the buffered entries and syncs every file written since the
@@ -23,9 +25,11 @@ func (q *Queue) Flush() error {
 		q.mu.Unlock()
 		return ErrClosed
 	}
-	if q.mu.err != nil {
-		err := q.mu.err
+	if err := q.mu.err; err != nil || q.lateErr() != nil {
 		q.mu.Unlock()
+		if err == nil {
+			err = q.lateErr()
+		}
 		return err
 	}
 	if err := q.writeBufLocked(); err != nil {
@@ -35,8 +39,7 @@ func (q *Queue) Flush() error {
 	var dirty [4]*segFile
 	toSync := dirty[:0]
 	for _, f := range q.mu.files {
-		if f.dirty {
-			f.dirty = false
+		if f.dirty.Swap(false) {
 			toSync = append(toSync, f)
 		}
 	}
@@ -44,8 +47,25 @@ func (q *Queue) Flush() error {
 	q.mu.dirDirty = false
 	q.mu.Unlock()
 
-	for _, f := range toSync {
-		if err := f.f.Sync(); err != nil {
+	for i, f := range toSync {
+		fd, err := q.acquire(f)
+		if err != nil {
+			// Not open and no descriptor to open it (an evicted file is
+			// synced before it is closed; this one was dirtied since):
+			// nothing synced, nothing lost; the next Flush tries again.
+			for _, g := range toSync[i:] {
+				g.dirty.Store(true)
+			}
+			if syncDir {
+				q.mu.Lock()
+				q.mu.dirDirty = true
+				q.mu.Unlock()
+			}
+			return err
+		}
+		err = fd.Sync()
+		q.release(f)
+		if err != nil {
 			err = fmt.Errorf("consumequeue: %s: sync %s: %w", q, f.path, err)
 			q.mu.Lock()
 			if q.mu.err == nil {
@@ -56,17 +76,19 @@ func (q *Queue) Flush() error {
 		}
 	}
 	if syncDir {
-		if err := q.sh.fs.SyncDir(q.dir); err != nil {
+		if err := q.sh.h.syncDir(q.dir); err != nil {
 			err = fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)
 			q.mu.Lock()
-			if q.mu.err == nil {
+			if vfs.IsResourceError(err) {
+				q.mu.dirDirty = true // not opened: nothing synced, nothing lost
+			} else if q.mu.err == nil {
 				q.mu.err = err
 			}
 			q.mu.Unlock()
 			return err
 		}
 	}
-	return nil
+	return q.lateErr() // an eviction's sync of one of these files failed
 }
 
 // MarkUnsynced makes the next Flush sync every file of the queue and, if
@@ -84,7 +106,7 @@ func (q *Queue) MarkUnsynced() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, f := range q.mu.files {
-		f.dirty = true
+		f.dirty.Store(true)
 	}
 	q.mu.dirDirty = q.dirReady && q.nameErr == nil
 }
@@ -113,18 +135,25 @@ func (q *Queue) close() error {
 		}
 	}
 	for _, f := range q.mu.files {
-		if f.dirty && q.mu.err == nil && len(errs) == 0 {
-			if err := f.f.Sync(); err != nil {
+		if f.dirty.Load() && q.mu.err == nil && len(errs) == 0 {
+			fd, err := q.acquire(f)
+			if err == nil {
+				err = fd.Sync()
+				q.release(f)
+			}
+			if err != nil {
 				errs = append(errs, fmt.Errorf("consumequeue: %s: sync %s: %w", q, f.path, err))
 			}
 		}
-		if err := f.f.Close(); err != nil {
+		if err := q.sh.h.forget(f); err != nil {
 			errs = append(errs, fmt.Errorf("consumequeue: %s: close %s: %w", q, f.path, err))
 		}
 	}
 	q.mu.files = nil
 	if q.mu.err != nil {
 		errs = append(errs, q.mu.err)
+	} else if err := q.lateErr(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -88,16 +88,21 @@ func max64(a, b int64) int64 {
 }
 
 // readFile fills out with the entries of f starting at queue offset from;
-// they must be written (below bufStart) and the caller must keep f open
-// (hold structMu shared, or exclusively).
+// they must be written (below bufStart) and the caller must keep f in the
+// queue (hold structMu shared, or exclusively). It opens f if it is closed.
 func (q *Queue) readFile(f *segFile, from int64, out []Entry) error {
+	fd, err := q.acquire(f)
+	if err != nil {
+		return err
+	}
+	defer q.release(f)
 	buf := q.sh.getScratch()
 	defer q.sh.putScratch(buf)
 	for len(out) > 0 {
 		k := min(len(out), scratchEntries)
 		b := buf[:k*EntrySize]
 		pos := (from - f.start) * EntrySize
-		if n, err := f.f.ReadAt(b, pos); n < len(b) {
+		if n, err := fd.ReadAt(b, pos); n < len(b) {
 			return fmt.Errorf("consumequeue: %s: read %s at %d: %d of %d bytes: %w", q, f.path, pos, n, len(b), err)
 		}
 		for i := range k {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-
-	"github.com/samsamq/samsa/storage/vfs"
 )
 
 // openQueue opens the queue in q.dir (which exists) and recovers it: every
@@ -38,17 +36,12 @@ func openQueue(sh *shared, topic string, qid int32) (q *Queue, err error) {
 	defer func(q *Queue) { // q itself: a failing return sets the named result to nil
 		if err != nil {
 			for _, f := range q.mu.files {
-				f.f.Close()
+				sh.h.forget(f)
 			}
 		}
 	}(q)
-	for _, s := range starts {
-		path := filepath.Join(q.dir, fileName(s))
-		f, err := sh.fs.Open(path, vfs.OpenOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("consumequeue: %s: open: %w", q, err)
-		}
-		q.mu.files = append(q.mu.files, &segFile{start: s, path: path, f: f})
+	for _, s := range starts { // opened as recovery reads them (handles.go)
+		q.mu.files = append(q.mu.files, q.newSegFile(s, filepath.Join(q.dir, fileName(s))))
 	}
 	q.dirReady = true
 	if len(starts) == 0 {
@@ -71,7 +64,7 @@ func (q *Queue) recoverFiles() error {
 	fileBytes := q.sh.perFile * EntrySize
 	var prev *Entry
 	for i, f := range q.mu.files {
-		size, err := f.f.Size()
+		size, err := q.fileSize(f)
 		if err != nil {
 			return fmt.Errorf("consumequeue: %s: size of %s: %w", q, f.path, err)
 		}
@@ -113,7 +106,7 @@ func (q *Queue) recoverFiles() error {
 		break
 	}
 	lastFile := q.mu.files[len(q.mu.files)-1]
-	size, err := lastFile.f.Size()
+	size, err := q.fileSize(lastFile)
 	if err != nil {
 		return fmt.Errorf("consumequeue: %s: size of %s: %w", q, lastFile.path, err)
 	}
@@ -124,9 +117,24 @@ func (q *Queue) recoverFiles() error {
 	return nil
 }
 
+// fileSize is the size of f's file.
+func (q *Queue) fileSize(f *segFile) (int64, error) {
+	fd, err := q.acquire(f)
+	if err != nil {
+		return 0, err
+	}
+	defer q.release(f)
+	return fd.Size()
+}
+
 // scanFile returns how many of the first n entries of f form a valid chain
 // after prev, and the last of them (nil if none).
 func (q *Queue) scanFile(f *segFile, n int64, prev *Entry) (int64, *Entry, error) {
+	fd, err := q.acquire(f)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer q.release(f)
 	buf := q.sh.getScratch()
 	defer q.sh.putScratch(buf)
 	var valid int64
@@ -136,7 +144,7 @@ func (q *Queue) scanFile(f *segFile, n int64, prev *Entry) (int64, *Entry, error
 		k := min(n-valid, scratchEntries)
 		b := buf[:k*EntrySize]
 		pos := valid * EntrySize
-		if got, err := f.f.ReadAt(b, pos); int64(got) < int64(len(b)) {
+		if got, err := fd.ReadAt(b, pos); int64(got) < int64(len(b)) {
 			return 0, nil, fmt.Errorf("consumequeue: %s: read %s at %d: %w", q, f.path, pos, err)
 		}
 		for i := range k {
@@ -165,13 +173,23 @@ func (q *Queue) cutFile(f *segFile, size, keep int64) error {
 	}
 	q.sh.log.Warn("consumequeue: cutting invalid tail", "queue", q.String(), "file", filepath.Base(f.path),
 		"size", size, "kept", keep)
-	if err := f.f.Truncate(keep); err != nil {
+	return q.truncateFile(f, keep)
+}
+
+// truncateFile truncates f's file to size bytes and syncs it.
+func (q *Queue) truncateFile(f *segFile, size int64) error {
+	fd, err := q.acquire(f)
+	if err != nil {
+		return err
+	}
+	defer q.release(f)
+	if err := fd.Truncate(size); err != nil {
 		return fmt.Errorf("consumequeue: %s: truncate %s: %w", q, f.path, err)
 	}
-	if err := f.f.Sync(); err != nil {
+	if err := fd.Sync(); err != nil {
 		return fmt.Errorf("consumequeue: %s: sync %s: %w", q, f.path, err)
 	}
-	f.dirty = false
+	f.dirty.Store(false)
 	return nil
 }
 
@@ -192,11 +210,11 @@ func (q *Queue) removeFilesAfter(i int) error {
 
 // removeFile closes f, removes it and syncs the directory.
 func (q *Queue) removeFile(f *segFile) error {
-	cerr := f.f.Close()
+	cerr := q.sh.h.forget(f)
 	if err := q.sh.fs.Remove(f.path); err != nil {
 		return fmt.Errorf("consumequeue: %s: remove %s: %w", q, f.path, errors.Join(err, cerr))
 	}
-	if err := q.sh.fs.SyncDir(q.dir); err != nil {
+	if err := q.sh.h.syncDir(q.dir); err != nil {
 		return fmt.Errorf("consumequeue: %s: sync dir: %w", q, err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package consumequeue
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 )
 
@@ -90,13 +89,9 @@ func (q *Queue) truncateLocked(newMax int64) error {
 			return err
 		}
 		f := q.mu.files[k]
-		if err := f.f.Truncate((newMax - f.start) * EntrySize); err != nil {
-			return fmt.Errorf("consumequeue: %s: truncate %s: %w", q, f.path, err)
+		if err := q.truncateFile(f, (newMax-f.start)*EntrySize); err != nil {
+			return err
 		}
-		if err := f.f.Sync(); err != nil {
-			return fmt.Errorf("consumequeue: %s: sync %s: %w", q, f.path, err)
-		}
-		f.dirty = false
 		q.mu.bufStart = newMax
 	}
 	q.mu.max = newMax

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/samsamq/samsa/storage/vfs"
 )
 
 // Table is the set of consume queues under one directory.
@@ -50,6 +52,7 @@ func OpenTable(opts Options) (*Table, error) {
 		root:    opts.Dir,
 		perFile: int64(opts.EntriesPerFile),
 		log:     opts.Logger,
+		h:       &handles{fs: opts.FS, max: opts.MaxOpenFiles},
 	}}
 	t.sh.scratch.New = func() any { return new(scratchBuf) }
 	t.mu.queues = make(map[queueKey]*Queue)
@@ -91,6 +94,10 @@ func OpenTable(opts Options) (*Table, error) {
 	}
 	return t, nil
 }
+
+// OpenFiles returns how many queue files have a descriptor open now (at
+// most Options.MaxOpenFiles, but for files in use at this moment).
+func (t *Table) OpenFiles() int { return t.sh.h.Open() }
 
 // Options returns the options the table runs with (defaults filled in).
 func (t *Table) Options() Options { return t.opts }
@@ -178,8 +185,12 @@ func (t *Table) syncDirs() error {
 		return t.mu.err
 	}
 	for _, d := range append(t.topicDirs, t.opts.Dir) {
-		if err := t.sh.fs.SyncDir(d); err != nil {
-			t.mu.err = fmt.Errorf("consumequeue: sync dir %s: %w", d, err)
+		if err := t.sh.h.syncDir(d); err != nil {
+			err = fmt.Errorf("consumequeue: sync dir %s: %w", d, err)
+			if vfs.IsResourceError(err) {
+				return err // not opened, nothing synced: the next Flush tries again
+			}
+			t.mu.err = err
 			return t.mu.err
 		}
 	}

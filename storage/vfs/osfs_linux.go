@@ -215,3 +215,14 @@ func (f *osFile) SyncMapped(m []byte, off, n int64) error {
 		return nil
 	}
 }
+
+// FileLimit returns the process's soft limit on open descriptors
+// (RLIMIT_NOFILE), or 0 if it cannot be read or is unlimited. Callers size
+// their descriptor caches below it.
+func FileLimit() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == unix.RLIM_INFINITY || lim.Cur > 1<<30 {
+		return 0
+	}
+	return int(lim.Cur)
+}

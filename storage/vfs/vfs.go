@@ -25,6 +25,7 @@ package vfs
 import (
 	"errors"
 	"io"
+	"syscall"
 )
 
 // ErrDirectUnsupported is wrapped by the error of a Create or Open with
@@ -118,4 +119,13 @@ type FS interface {
 	Lock(name string) (io.Closer, error)
 	// DiskUsage reports the file system's total and free bytes for dir.
 	DiskUsage(dir string) (total, free uint64, err error)
+}
+
+// IsResourceError says err is a lack of a kernel resource an open, create,
+// mmap or io_uring setup needs: no descriptor free (EMFILE, ENFILE) or no
+// memory (ENOMEM). Nothing was done, so nothing was lost; the same call
+// may succeed later. fsync(2) never answers these, so a failed sync is
+// never one.
+func IsResourceError(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOMEM)
 }
