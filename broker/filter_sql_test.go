@@ -39,6 +39,8 @@ func TestSQL92Refusals(t *testing.T) {
 		c := dialRaw(t, b.Addr())
 		c.call(createTopicReq("sq", 1))
 		c.call(sendReq("sq", 0, []byte("m"), map[string]string{"a": "7"}))
+		// Indexed before the pulls below read it (a flake under load).
+		waitFor(t, func() bool { return b.store.MaxQueueOffset("sq", 0) == 1 }, "dispatch")
 		for _, g := range []struct{ group, expr string }{{"good", "a > 5"}, {"bad", "a >"}} {
 			if r := c.call(sqlHeartbeatReq(t, g.group, "sq", g.expr)); r.Code != protocol.Success {
 				t.Fatalf("heartbeat %s: %s", g.group, r)
