@@ -19,6 +19,8 @@ const (
 	ReasonNoPermission   = "no_permission"   // a topic or group not allowed
 	ReasonBadRequest     = "bad_request"     // its resources could not be read
 	ReasonForeignBroker  = "foreign_broker"  // a broker name bound to another account
+	ReasonAdminAuth      = "admin_auth"      // HTTP basic auth or text auth not an admin account
+	ReasonHAAuth         = "ha_auth"         // an HA handshake without an admin account's proof
 )
 
 // Request is what Check needs of a request.

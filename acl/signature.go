@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"slices"
 	"unicode/utf16"
+
+	"github.com/samsamq/samsa/protocol"
 )
 
 // Ext field names of a signed request.
@@ -121,4 +123,18 @@ func Verify(ext map[string]string, body []byte, secretKey string) bool {
 		}
 	}
 	return ok
+}
+
+// SignCommand signs a request in place, as Sign: a typed header's fields
+// are moved into ExtFields first, so the signature covers every field sent.
+// Signing again (a resend) replaces the previous signature.
+func SignCommand(cmd *protocol.Command, accessKey, secretKey, token string) {
+	if cmd.Header != nil {
+		ext := cmd.Header.Encode()
+		for k, v := range cmd.ExtFields {
+			ext[k] = v
+		}
+		cmd.ExtFields, cmd.Header = ext, nil
+	}
+	cmd.ExtFields = Sign(cmd.ExtFields, cmd.Body, accessKey, secretKey, token)
 }

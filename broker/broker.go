@@ -79,6 +79,7 @@ type Broker struct {
 	}
 	metaSync *slaveSync // nil on a master
 	txn      *txnState  // the open half messages (txn.go); nil on a slave
+	acl      *brokerACL // access control (acl.go); nil with aclEnable=false
 
 	// Delayed delivery (schedule.go, timer.go).
 	sched  *scheduleService
@@ -101,6 +102,16 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), sem: make(chan struct{}, cfg.MaxConcurrentRequests),
 		pid: os.Getpid()}
+	var err error
+	if b.acl, err = openACL(&b.cfg); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			b.acl.close()
+		}
+	}()
 	b.mu.conns = make(map[*conn]struct{})
 	b.topics = newTopicManager(cfg.FS, &b.cfg)
 	b.offsets = newOffsetManager(cfg.FS, &b.cfg)
@@ -156,6 +167,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.procs = b.processors()
+	opened = true
 	return b, nil
 }
 
@@ -356,6 +368,7 @@ func (b *Broker) shutdown() error {
 		b.metaSync.close()
 	}
 	b.closeHA()
+	b.acl.close()
 	if err := b.store.Close(); err != nil && !errors.Is(err, storage.ErrDiskFullAtClose) {
 		errs = append(errs, fmt.Errorf("broker: close store: %w", err))
 	} else if err != nil {
@@ -386,6 +399,11 @@ type processor func(c *conn, req *protocol.Command) *protocol.Command
 
 // dispatch runs req's processor, or answers REQUEST_CODE_NOT_SUPPORTED.
 func (b *Broker) dispatch(c *conn, req *protocol.Command) *protocol.Command {
+	if b.acl != nil {
+		if resp := b.aclCheck(c, req); resp != nil {
+			return resp
+		}
+	}
 	if p, ok := b.procs[req.Code]; ok {
 		return p(c, req)
 	}

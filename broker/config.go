@@ -254,6 +254,7 @@ type Config struct {
 
 	// Delayed delivery: delay levels and timers (config_schedule.go).
 	ScheduleConfig
+	ACLConfig
 
 	// Version is what the text protocol's version command reports (not a
 	// property). Default DefaultVersion.
@@ -356,6 +357,7 @@ func (c *Config) EnsureDefaults() {
 	c.ensureHADefaults()
 	c.ensureTxnDefaults()
 	c.ensureScheduleDefaults()
+	c.ensureACLDefaults()
 	if c.FS == nil {
 		c.FS = vfs.Default
 	}
@@ -423,6 +425,7 @@ func (c *Config) Validate() error {
 	c.validateHA(bad)
 	c.validateTxn(bad)
 	c.validateSchedule(bad)
+	c.validateACL(bad)
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
 		bad("defaultTopicQueueNums %d out of [1, 1024]", c.DefaultTopicQueueNums)
 	}

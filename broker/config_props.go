@@ -182,6 +182,7 @@ var properties = []property{
 var propertyIndex = func() map[string]*property {
 	m := make(map[string]*property)
 	properties = append(properties, scheduleProps...)
+	properties = append(properties, aclProps...)
 	for i := range properties {
 		p := &properties[i]
 		m[strings.ToLower(p.name)] = p

@@ -19,7 +19,7 @@ type registrar struct {
 }
 
 func newRegistrar(b *Broker) *registrar {
-	return &registrar{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize)}
+	return &registrar{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize).signedBy(b.cfg.AccessKey, b.cfg.SecretKey)}
 }
 
 // run is the registrar's goroutine: a registration every period until the

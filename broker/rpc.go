@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/samsamq/samsa/acl"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -15,7 +16,9 @@ import (
 // rare), reconnecting after any error. Safe for concurrent use.
 type rpcClient struct {
 	maxFrame int
-	mu       struct {
+	// accessKey and secretKey sign every request when set (signedBy).
+	accessKey, secretKey string
+	mu                   struct {
 		sync.Mutex
 		conns  map[string]*rpcConn
 		closed bool
@@ -49,6 +52,13 @@ func (r *rpcClient) conn(addr string) (*rpcConn, error) {
 	return c, nil
 }
 
+// signedBy makes r sign its requests with the account (none when
+// accessKey is empty).
+func (r *rpcClient) signedBy(accessKey, secretKey string) *rpcClient {
+	r.accessKey, r.secretKey = accessKey, secretKey
+	return r
+}
+
 // call sends req to addr and waits up to timeout for its response.
 func (r *rpcClient) call(addr string, req *protocol.Command, timeout time.Duration) (*protocol.Command, error) {
 	c, err := r.conn(addr)
@@ -72,6 +82,9 @@ func (r *rpcClient) call(addr string, req *protocol.Command, timeout time.Durati
 	}
 	c.opaque++
 	req.Opaque = c.opaque
+	if r.accessKey != "" {
+		acl.SignCommand(req, r.accessKey, r.secretKey, "")
+	}
 	frame, err := protocol.AppendCommand(nil, req)
 	if err != nil {
 		return nil, err

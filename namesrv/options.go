@@ -44,6 +44,20 @@ type Options struct {
 	// broker that dies is dropped at once rather than after BrokerExpiry.
 	// Brokers that register over short-lived connections need true.
 	KeepRegistrationOnClose bool
+	// ACLEnable checks every request against the accounts file ACLFile
+	// (RocketMQ 4.x plain ACL, package acl): requests must be signed by a
+	// known account or come from a white-listed address; broker
+	// registration, KV writes and topic deletion need an admin account; a
+	// broker name stays bound to the account that registered it. Default
+	// false.
+	ACLEnable bool
+	// ACLFile is the plain_acl.yml accounts file; required with ACLEnable
+	// (the samsa namesrv command defaults it to conf/plain_acl.yml).
+	// Reloaded when it changes; a change that does not parse keeps the
+	// previous accounts.
+	ACLFile string
+	// ACLReloadInterval is how often ACLFile is looked at. Default 1 s.
+	ACLReloadInterval time.Duration
 }
 
 // Defaults.
@@ -80,6 +94,9 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxInflight == 0 {
 		o.MaxInflight = DefaultMaxInflight
 	}
+	if o.ACLReloadInterval == 0 {
+		o.ACLReloadInterval = time.Second
+	}
 }
 
 // Validate reports every invalid field at once.
@@ -103,11 +120,17 @@ func (o *Options) Validate() error {
 	if o.MaxInflight < 0 {
 		errs = append(errs, fmt.Errorf("namesrv: MaxInflight %d is negative", o.MaxInflight))
 	}
+	if o.ACLEnable && o.ACLFile == "" {
+		errs = append(errs, errors.New("namesrv: ACLEnable needs ACLFile"))
+	}
+	if o.ACLReloadInterval < 0 {
+		errs = append(errs, fmt.Errorf("namesrv: ACLReloadInterval %v is negative", o.ACLReloadInterval))
+	}
 	return errors.Join(errs...)
 }
 
 // String is a stable one-line rendering (the clock and logger are left out).
 func (o Options) String() string {
-	return fmt.Sprintf("namesrv{listen=%s scan=%v expiry=%v maxFrame=%d writeTimeout=%v maxInflight=%d keepOnClose=%t}",
-		o.Listen, o.ScanInterval, o.BrokerExpiry, o.MaxFrame, o.WriteTimeout, o.MaxInflight, o.KeepRegistrationOnClose)
+	return fmt.Sprintf("namesrv{listen=%s scan=%v expiry=%v maxFrame=%d writeTimeout=%v maxInflight=%d keepOnClose=%t acl=%t aclFile=%s}",
+		o.Listen, o.ScanInterval, o.BrokerExpiry, o.MaxFrame, o.WriteTimeout, o.MaxInflight, o.KeepRegistrationOnClose, o.ACLEnable, o.ACLFile)
 }

@@ -19,9 +19,11 @@ import (
 
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
-	namesrv string
-	json    bool
-	timeout time.Duration
+	namesrv   string
+	json      bool
+	timeout   time.Duration
+	accessKey string
+	secretKey string
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
@@ -29,11 +31,18 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	fs.StringVar(&f.namesrv, "namesrv", client.DefaultNameServer, "name server address(es), ';'-separated (default: samsa dev's)")
 	fs.BoolVar(&f.json, "json", false, "print JSON (for scripts) instead of text")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the cluster's answers")
+	fs.StringVar(&f.accessKey, "access-key", os.Getenv("SAMSA_ACCESS_KEY"), "ACL account to sign requests with (default $SAMSA_ACCESS_KEY)")
+	fs.StringVar(&f.secretKey, "secret-key", "", "the account's secret key (default $SAMSA_SECRET_KEY; prefer the variable: a flag shows in ps)")
 	return f
 }
 
 func (f *clientFlags) options() client.ClientOptions {
-	return client.ClientOptions{NameServers: client.ParseNameServers(f.namesrv), RequestTimeout: f.timeout}
+	sk := f.secretKey
+	if sk == "" {
+		sk = os.Getenv("SAMSA_SECRET_KEY")
+	}
+	return client.ClientOptions{NameServers: client.ParseNameServers(f.namesrv), RequestTimeout: f.timeout,
+		Credentials: client.Credentials{AccessKey: f.accessKey, SecretKey: sk}}
 }
 
 func (f *clientFlags) admin() (*client.Admin, error) { return client.NewAdmin(f.options()) }

@@ -23,6 +23,8 @@ func runNamesrv(args []string) error {
 	fs.DurationVar(&o.BrokerExpiry, "broker-expiry", namesrv.DefaultBrokerExpiry, "how long a broker may go without registering")
 	fs.IntVar(&o.MaxFrame, "max-frame", 0, "largest frame accepted, bytes (0: 16 MiB)")
 	fs.BoolVar(&o.KeepRegistrationOnClose, "keep-on-close", false, "keep a broker registered when its connection closes")
+	fs.BoolVar(&o.ACLEnable, "acl", false, "access control: requests must be signed by an account of -acl-file (RocketMQ plain ACL)")
+	fs.StringVar(&o.ACLFile, "acl-file", "conf/plain_acl.yml", "accounts file (RocketMQ plain_acl.yml format), read with -acl")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
