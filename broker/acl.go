@@ -120,3 +120,26 @@ func (a *brokerACL) basicAuth(b *Broker, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// adminSecret is the HA master's check of a slave's account: the secret
+// of an admin account (nil with ACL off: no check). A refusal is counted.
+func (a *brokerACL) adminSecret() func(accessKey string) (string, bool) {
+	if a == nil {
+		return nil
+	}
+	return func(accessKey string) (string, bool) {
+		acc := a.store.Config().Accounts[accessKey]
+		if acc == nil || !acc.Admin {
+			return "", false
+		}
+		return acc.SecretKey, true
+	}
+}
+
+// haRefused counts a slave the HA listener refused (the ha package logs it).
+func (a *brokerACL) haRefused() func(accessKey, reason string) {
+	if a == nil {
+		return nil
+	}
+	return func(string, string) { a.denied.Add(acl.ReasonHAAuth, 0) }
+}

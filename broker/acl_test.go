@@ -287,3 +287,53 @@ func TestACLNamesrv(t *testing.T) {
 		t.Fatalf("name server refusals: %+v", dev.Namesrv.ACLDenied())
 	}
 }
+
+// TestACLSlave: a slave with the broker's admin account replicates (HA
+// handshake signed, metadata sync signed); one without credentials is
+// refused by the master's HA listener, and counted.
+func TestACLSlave(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "plain_acl.yml")
+	writeACLFile(t, file, aclTestFile)
+	cfg := Config{MappedFileSizeCommitLog: 4 << 20}
+	cfg.ACLEnable, cfg.ACLFile = true, file
+	cfg.AccessKey, cfg.SecretKey = aclAdminKey, aclAdminSecret
+	dev, err := StartDev(DevOptions{Dir: dir, Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file, Slaves: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	slaveIDs := func() map[int64]bool {
+		m := map[int64]bool{}
+		for _, s := range dev.Broker.Slaves() {
+			m[s.BrokerID] = true
+		}
+		return m
+	}
+	waitFor(t, func() bool { return slaveIDs()[1] }, "the signed slave connected")
+	c := dialRaw(t, dev.BrokerAddr())
+	if r := c.call(signed(createTopicReq("aclSlaveTopic", 1), aclAdminKey, aclAdminSecret)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	waitFor(t, func() bool { _, ok := dev.Slaves[0].topics.get("aclSlaveTopic"); return ok }, "the slave copied the topic (signed GET_ALL_TOPIC_CONFIG)")
+
+	bad := devSlaveConfig(dev.master, dir, 2)
+	bad.AccessKey, bad.SecretKey = "", ""
+	bad.HAMasterAddress = dev.Broker.haAdvertised()
+	s, err := startDevBroker(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitFor(t, func() bool {
+		for _, d := range dev.Broker.acl.denied.Snapshot() {
+			if d.Reason == acl.ReasonHAAuth {
+				return true
+			}
+		}
+		return false
+	}, "the unsigned slave refused by the HA listener")
+	if slaveIDs()[2] {
+		t.Fatal("the unsigned slave is connected")
+	}
+}

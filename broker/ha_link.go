@@ -72,6 +72,8 @@ func (b *Broker) startHAMaster() error {
 		HeartbeatInterval:    c.HASendHeartbeatInterval,
 		HousekeepingInterval: c.HAHousekeepingInterval,
 		Logger:               b.log,
+		AdminSecret:          b.acl.adminSecret(), // nil with ACL off
+		OnAuthRefused:        b.acl.haRefused(),
 	})
 	if err != nil {
 		return fmt.Errorf("broker: replication listener: %w", err)
@@ -103,6 +105,8 @@ func (b *Broker) startHASlave() error {
 		HousekeepingInterval: c.HAHousekeepingInterval,
 		Fault:                c.HAFault,
 		Logger:               b.log,
+		AccessKey:            c.AccessKey,
+		SecretKey:            c.SecretKey,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: replication link: %w", err)
