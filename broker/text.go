@@ -66,6 +66,9 @@ func (c *conn) serveText() {
 				return
 			}
 			if cmd == "auth" {
+				if w.Flush() != nil {
+					return
+				}
 				continue
 			}
 		}
