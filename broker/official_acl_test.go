@@ -135,4 +135,3 @@ func officialACLPhase(ns string) error {
 	}
 	return nil
 }
-
