@@ -143,3 +143,15 @@ func (a *brokerACL) haRefused() func(accessKey, reason string) {
 	}
 	return func(string, string) { a.denied.Add(acl.ReasonHAAuth, 0) }
 }
+
+// aclCheckTopic checks SUB on a topic known only once the request is
+// served (VIEW_MESSAGE_BY_ID: the topic of the message at the offset).
+func (b *Broker) aclCheckTopic(c *conn, req *protocol.Command, topic string) *protocol.Command {
+	d := b.acl.store.Config().CheckResource(acl.Request{Code: req.Code, Ext: fullExt(req), Remote: remoteIP(c.addr)},
+		acl.TopicResource(topic, acl.Sub))
+	if d == nil {
+		return nil
+	}
+	b.acl.denied.Add(d.Reason, req.Code)
+	return protocol.NewResponse(req, protocol.NoPermission, d.Remark)
+}

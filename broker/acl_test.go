@@ -112,11 +112,26 @@ func TestACLBrokerRequests(t *testing.T) {
 	}
 
 	// Allowed requests, inline sends and dispatched requests alike.
-	if r := c.call(user(sendReq("aclPub", 0, []byte("hello"), nil))); r.Code != protocol.Success {
-		t.Fatalf("user send: %s", r)
+	pubResp := c.call(user(sendReq("aclPub", 0, []byte("hello"), nil)))
+	if pubResp.Code != protocol.Success {
+		t.Fatalf("user send: %s", pubResp)
 	}
-	if r := c.call(user(sendReq("aclBoth", 0, []byte("hello"), nil))); r.Code != protocol.Success {
-		t.Fatalf("user send: %s", r)
+	bothResp := c.call(user(sendReq("aclBoth", 0, []byte("hello"), nil)))
+	if bothResp.Code != protocol.Success {
+		t.Fatalf("user send: %s", bothResp)
+	}
+	// VIEW_MESSAGE_BY_ID: SUB on the topic of the message it reads.
+	view := func(resp *protocol.Command) *protocol.Command {
+		_, off, err := protocol.ParseOffsetMsgID(resp.Ext("msgId"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := protocol.ViewMessageRequestHeader{Offset: off}
+		return c.call(user(protocol.NewRequest(protocol.ViewMessageByID, h.Encode(), nil)))
+	}
+	wantDenied(t, "view a message of a PUB-only topic", view(pubResp), `topic "aclPub"`)
+	if r := view(bothResp); r.Code != protocol.Success {
+		t.Fatalf("view: %s", r)
 	}
 	if r := c.call(user(heartbeatReq(t, "cid", "aclGroup", "aclBoth"))); r.Code != protocol.Success {
 		t.Fatalf("user heartbeat: %s", r)
