@@ -3,6 +3,8 @@ package acl
 import (
 	"maps"
 	"testing"
+
+	"github.com/samsamq/samsa/protocol"
 )
 
 // Golden signatures, computed outside Go from the rules (HMAC-SHA1 over the
@@ -92,5 +94,8 @@ func FuzzVerify(f *testing.F) {
 		}
 		_, _ = ParsePerm(v2)
 		_, _ = Parse([]byte(v1))
+		for _, code := range []int16{protocol.HeartBeat, protocol.LockBatchMQ, protocol.PullMessage, protocol.SendMessageV2} {
+			_, _ = Resources(code, ext, body)
+		}
 	})
 }
