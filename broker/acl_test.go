@@ -2,6 +2,7 @@ package broker
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -234,10 +235,36 @@ func TestACLReloadAndWhiteList(t *testing.T) {
 	waitFor(t, func() bool { return c.call(user()).Code == protocol.Success }, "permission restored")
 }
 
+// dialText connects for the text protocol (dialRaw's reader would eat
+// the answers).
+func dialText(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return nc
+}
+
+func TestACLTextAuthWithACLOff(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	nc := dialText(t, b.Addr())
+	if _, err := nc.Write([]byte("auth anyKey1 anySecret\r\nversion\r\nquit\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	out, _ := io.ReadAll(nc)
+	if !strings.HasPrefix(string(out), "OK\r\nVERSION ") {
+		t.Fatalf("auth with ACL off: %q", out)
+	}
+}
+
 func TestACLTextProtocol(t *testing.T) {
 	dev, _ := startACLDev(t)
 	talk := func(lines ...string) string {
-		nc := dialRaw(t, dev.BrokerAddr()).nc
+		nc := dialText(t, dev.BrokerAddr())
 		for _, l := range lines {
 			if _, err := nc.Write([]byte(l + "\r\n")); err != nil {
 				t.Fatal(err)

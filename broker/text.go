@@ -75,6 +75,10 @@ func (c *conn) serveText() {
 		switch cmd {
 		case "quit":
 			return
+		case "auth":
+			// ACL off (or already authenticated): nothing to check, so a
+			// client with credentials works against any broker.
+			fmt.Fprintf(w, "OK\r\n")
 		case "version":
 			fmt.Fprintf(w, "VERSION %s\r\n", c.b.cfg.Version)
 		case "stats":
