@@ -123,17 +123,20 @@ type Count struct {
 	N      int64
 }
 
-// Add counts one refusal.
-func (c *Counters) Add(reason string, code int16) {
+// Add counts one refusal and returns the count of its reason and code (1
+// the first time: callers log that one louder).
+func (c *Counters) Add(reason string, code int16) int64 {
 	if strings.HasPrefix(protocol.RequestName(code), "CODE_") {
 		code = -1
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = make(map[counterKey]int64)
 	}
-	c.m[counterKey{reason, code}]++
-	c.mu.Unlock()
+	k := counterKey{reason, code}
+	c.m[k]++
+	return c.m[k]
 }
 
 // Snapshot lists the counters by reason and code.

@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"context"
 	"crypto/subtle"
+	"log/slog"
 	"net/http"
 	"net/netip"
 
@@ -45,8 +47,11 @@ func (b *Broker) aclCheck(c *conn, req *protocol.Command) *protocol.Command {
 	if d == nil {
 		return nil
 	}
-	b.acl.denied.Add(d.Reason, req.Code)
-	b.log.Debug("broker: request refused by ACL", "remote", c.addr, "code", req.Code, "reason", d.Reason)
+	level := slog.LevelDebug
+	if b.acl.denied.Add(d.Reason, req.Code) == 1 {
+		level = slog.LevelInfo // the first of its kind; the rest are counted
+	}
+	b.log.Log(context.Background(), level, "broker: request refused by ACL", "remote", c.addr, "code", req.Code, "reason", d.Reason, "remark", d.Remark)
 	return protocol.NewResponse(req, protocol.NoPermission, d.Remark)
 }
 

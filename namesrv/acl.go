@@ -1,7 +1,9 @@
 package namesrv
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 
@@ -66,8 +68,11 @@ func (s *Server) aclCheck(c *conn, req *protocol.Command) *protocol.Command {
 	if d == nil {
 		return nil
 	}
-	s.acl.denied.Add(d.Reason, req.Code)
-	s.log.Info("request refused by ACL", "remote", c.nc.RemoteAddr().String(), "code", req.Code, "reason", d.Reason, "remark", d.Remark)
+	level := slog.LevelDebug
+	if s.acl.denied.Add(d.Reason, req.Code) == 1 {
+		level = slog.LevelInfo // the first of its kind; the rest are counted (ACLDenied)
+	}
+	s.log.Log(context.Background(), level, "request refused by ACL", "remote", c.nc.RemoteAddr().String(), "code", req.Code, "reason", d.Reason, "remark", d.Remark)
 	return protocol.NewResponse(req, protocol.NoPermission, d.Remark)
 }
 
