@@ -337,7 +337,7 @@ func TestACLSlave(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "plain_acl.yml")
 	writeACLFile(t, file, aclTestFile)
-	cfg := Config{MappedFileSizeCommitLog: 4 << 20}
+	cfg := Config{MappedFileSizeCommitLog: 4 << 20, SlaveSyncInterval: 50 * time.Millisecond}
 	cfg.ACLEnable, cfg.ACLFile = true, file
 	cfg.AccessKey, cfg.SecretKey = aclAdminKey, aclAdminSecret
 	dev, err := StartDev(DevOptions{Dir: dir, Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file, Slaves: 1})
