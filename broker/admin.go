@@ -34,7 +34,11 @@ func startAdmin(b *Broker) (*adminServer, error) {
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "samsa broker %s (%s)\n/metrics\n/debug/pprof/\n", b.cfg.BrokerName, b.Addr())
 	})
-	a := &adminServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	var h http.Handler = mux
+	if b.acl != nil {
+		h = b.acl.basicAuth(b, mux)
+	}
+	a := &adminServer{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			b.log.Error("broker: admin server stopped", "err", err)

@@ -80,6 +80,7 @@ type Broker struct {
 	}
 	metaSync *slaveSync // nil on a master
 	txn      *txnState  // the open half messages (txn.go); nil on a slave
+	acl      *brokerACL // access control (acl.go); nil with aclEnable=false
 
 	// Delayed delivery (schedule.go, timer.go).
 	sched  *scheduleService
@@ -102,6 +103,16 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), sem: make(chan struct{}, cfg.MaxConcurrentRequests),
 		pid: os.Getpid()}
+	var err error
+	if b.acl, err = openACL(&b.cfg); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			b.acl.close()
+		}
+	}()
 	b.mu.conns = make(map[*conn]struct{})
 	if err := b.loadNet(); err != nil {
 		return nil, err
@@ -162,6 +173,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.procs = b.processors()
+	opened = true
 	return b, nil
 }
 
@@ -363,6 +375,7 @@ func (b *Broker) shutdown() error {
 		b.metaSync.close()
 	}
 	b.closeHA()
+	b.acl.close()
 	if err := b.store.Close(); err != nil && !errors.Is(err, storage.ErrDiskFullAtClose) {
 		errs = append(errs, fmt.Errorf("broker: close store: %w", err))
 	} else if err != nil {
@@ -393,6 +406,11 @@ type processor func(c *conn, req *protocol.Command) *protocol.Command
 
 // dispatch runs req's processor, or answers REQUEST_CODE_NOT_SUPPORTED.
 func (b *Broker) dispatch(c *conn, req *protocol.Command) *protocol.Command {
+	if b.acl != nil {
+		if resp := b.aclCheck(c, req); resp != nil {
+			return resp
+		}
+	}
 	if p, ok := b.procs[req.Code]; ok {
 		return p(c, req)
 	}

@@ -266,6 +266,7 @@ type Config struct {
 	ScheduleConfig
 	// Connection caps, timeouts and TLS (config_net.go).
 	NetConfig
+	ACLConfig
 
 	// Version is what the text protocol's version command reports (not a
 	// property). Default DefaultVersion.
@@ -371,6 +372,7 @@ func (c *Config) EnsureDefaults() {
 	c.ensureTxnDefaults()
 	c.ensureScheduleDefaults()
 	c.ensureNetDefaults()
+	c.ensureACLDefaults()
 	if c.FS == nil {
 		c.FS = vfs.Default
 	}
@@ -439,6 +441,7 @@ func (c *Config) Validate() error {
 	c.validateTxn(bad)
 	c.validateSchedule(bad)
 	c.validateNet(bad)
+	c.validateACL(bad)
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
 		bad("defaultTopicQueueNums %d out of [1, 1024]", c.DefaultTopicQueueNums)
 	}

@@ -185,6 +185,7 @@ var propertyIndex = func() map[string]*property {
 	m := make(map[string]*property)
 	properties = append(properties, scheduleProps...)
 	properties = append(properties, netProps...)
+	properties = append(properties, aclProps...)
 	for i := range properties {
 		p := &properties[i]
 		m[strings.ToLower(p.name)] = p

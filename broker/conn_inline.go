@@ -38,11 +38,19 @@ func (c *conn) readRequest() (cmd *protocol.Command, aliased bool, err error) {
 		l := int64(int32(binary.BigEndian.Uint32(p)))
 		if l >= 4 && l <= maxFrame && 4+l <= int64(c.br.Size()) {
 			if frame, err := c.br.Peek(int(4 + l)); err == nil {
-				cmd, err := protocol.DecodeRequestFrame(frame[4:])
+				decode := protocol.DecodeRequestFrame
+				if c.b.acl != nil {
+					decode = protocol.DecodeFrame // the signature is over the ext fields as sent
+				}
+				cmd, err := decode(frame[4:])
 				_, _ = c.br.Discard(len(frame))
 				return cmd, err == nil, err
 			}
 		}
+	}
+	if c.b.acl != nil {
+		cmd, err = protocol.ReadCommand(c.br, c.b.cfg.MaxFrameSize, nil)
+		return cmd, false, err
 	}
 	cmd, err = protocol.ReadRequest(c.br, c.b.cfg.MaxFrameSize, nil)
 	return cmd, false, err
@@ -98,6 +106,12 @@ func (c *conn) processSends(cmds []*protocol.Command) {
 		idx := make([]int, 0, n)
 		entries := make([]*combineEntry, 0, n)
 		for i, cmd := range cmds {
+			if c.b.acl != nil {
+				if resp := c.b.aclCheck(c, cmd); resp != nil {
+					resps[i] = resp
+					continue
+				}
+			}
 			m, resp := c.b.prepareSend(c, cmd)
 			if resp != nil {
 				resps[i] = resp

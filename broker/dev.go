@@ -43,6 +43,10 @@ type DevOptions struct {
 	SlaveHAAddr func(masterHA string) (string, error)
 	// Logger for both servers. Default slog.Default().
 	Logger *slog.Logger
+	// NamesrvACLFile, when set, runs the name server with access control
+	// on this accounts file (namesrv.Options.ACLEnable). The broker's own
+	// ACL is in Broker (aclEnable, aclFile, accessKey, secretKey).
+	NamesrvACLFile string
 }
 
 // Dev is a running name server and broker in this process: what `samsa
@@ -84,7 +88,8 @@ func StartDev(opts DevOptions) (*Dev, error) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	ns, err := namesrv.New(namesrv.Options{Listen: listen, Logger: opts.Logger, TLS: opts.NamesrvTLS})
+	ns, err := namesrv.New(namesrv.Options{Listen: listen, Logger: opts.Logger, TLS: opts.NamesrvTLS,
+		ACLEnable: opts.NamesrvACLFile != "", ACLFile: opts.NamesrvACLFile})
 	if err == nil {
 		err = ns.Start()
 	}

@@ -16,7 +16,8 @@
 //
 // Request codes map to processors, one small file each (proc_*.go). A code
 // without a processor gets REQUEST_CODE_NOT_SUPPORTED; a frame that cannot be
-// decoded closes only its own connection.
+// decoded closes only its own connection. With aclEnable=true every request
+// is checked before its processor runs (acl.go, package acl).
 //
 // Where RocketMQ's behaviour depends on something this broker does not
 // have, or is more than a line, a file says what RocketMQ does and what

@@ -81,6 +81,8 @@ func (b *Broker) startHAMaster() error {
 		HeartbeatInterval:    c.HASendHeartbeatInterval,
 		HousekeepingInterval: c.HAHousekeepingInterval,
 		Logger:               b.log,
+		AdminSecret:          b.acl.adminSecret(), // nil with ACL off
+		OnAuthRefused:        b.acl.haRefused(),
 	})
 	if err != nil {
 		ln.Close()
@@ -114,6 +116,8 @@ func (b *Broker) startHASlave() error {
 		Fault:                c.HAFault,
 		TLS:                  b.net.tlsClient,
 		Logger:               b.log,
+		AccessKey:            c.AccessKey,
+		SecretKey:            c.SecretKey,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: replication link: %w", err)

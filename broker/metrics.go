@@ -76,7 +76,8 @@ var (
 	mHASlaveSync = desc("samsa_ha_slave_in_sync", "1 while a SYNC_MASTER waits for the slave.", prometheus.GaugeValue, "slave")
 	mSyncRounds  = desc("samsa_broker_slave_sync_rounds_total", "Metadata sync rounds a slave ran against its master.", prometheus.CounterValue)
 	mSyncFails   = desc("samsa_broker_slave_sync_failures_total", "Metadata sync rounds that did not copy everything.", prometheus.CounterValue)
-	allDescs     = []metricDesc{mSlaveNA, mSlaveTO, mSlaveRef, mHASlaveAck, mHASlaveLag, mHASlaveLagT, mHASlaveSync, mSyncRounds, mSyncFails,
+	mACLDenied   = desc("samsa_broker_acl_denied_total", "Requests refused by access control (NO_PERMISSION, or a refused admin/HA login), by reason and request.", prometheus.CounterValue, "reason", "code")
+	allDescs     = []metricDesc{mACLDenied, mSlaveNA, mSlaveTO, mSlaveRef, mHASlaveAck, mHASlaveLag, mHASlaveLagT, mHASlaveSync, mSyncRounds, mSyncFails,
 		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mStoreOff,
 		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined,
@@ -119,6 +120,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mWoken, s.wokenTotal.Load())
 	emit(mExpired, s.expiredTotal.Load())
 	emit(mSkips, s.corruptSkips.Load())
+	if c.b.acl != nil {
+		for _, d := range c.b.acl.denied.Snapshot() {
+			emit(mACLDenied, d.N, d.Reason, d.Code)
+		}
+	}
 	for _, t := range s.topicSnapshot() {
 		emit(mTopicPuts, t.Puts, t.Topic)
 		emit(mTopicGets, t.Gets, t.Topic)

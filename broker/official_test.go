@@ -220,6 +220,8 @@ func officialChild() error {
 		return officialSlavePhase(ns, n, os.Getenv("SAMSA_PROGRESS"))
 	case "query":
 		return officialQueryPhase(ns, os.Getenv("SAMSA_SENT"))
+	case "acl":
+		return officialACLPhase(ns) // official_acl_test.go
 	}
 	return fmt.Errorf("unknown phase %q", os.Getenv("SAMSA_OFFICIAL_PHASE"))
 }

@@ -19,7 +19,7 @@ type registrar struct {
 }
 
 func newRegistrar(b *Broker) *registrar {
-	return &registrar{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize, b.net.tlsClient)}
+	return &registrar{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize, b.net.tlsClient).signedBy(b.cfg.AccessKey, b.cfg.SecretKey)}
 }
 
 // run is the registrar's goroutine: a registration every period until the

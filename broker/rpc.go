@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/samsamq/samsa/acl"
 	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
 )
@@ -21,7 +22,9 @@ import (
 type rpcClient struct {
 	maxFrame int
 	tls      *tls.Config
-	mu       struct {
+	// accessKey and secretKey sign every request when set (signedBy).
+	accessKey, secretKey string
+	mu                   struct {
 		sync.Mutex
 		conns  map[string]*rpcConn
 		closed bool
@@ -54,6 +57,13 @@ func (r *rpcClient) conn(addr string) (*rpcConn, error) {
 		r.mu.conns[addr] = c
 	}
 	return c, nil
+}
+
+// signedBy makes r sign its requests with the account (none when
+// accessKey is empty).
+func (r *rpcClient) signedBy(accessKey, secretKey string) *rpcClient {
+	r.accessKey, r.secretKey = accessKey, secretKey
+	return r
 }
 
 // call sends req to addr and waits up to timeout for its response.
@@ -94,6 +104,9 @@ func (c *rpcConn) roundTrip(r *rpcClient, addr string, req *protocol.Command, de
 	}
 	c.opaque++
 	req.Opaque = c.opaque
+	if r.accessKey != "" {
+		acl.SignCommand(req, r.accessKey, r.secretKey, "")
+	}
 	frame, err := protocol.AppendCommand(nil, req)
 	if err != nil {
 		return nil, err

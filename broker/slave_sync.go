@@ -52,7 +52,7 @@ type slaveSync struct {
 }
 
 func newSlaveSync(b *Broker) *slaveSync {
-	return &slaveSync{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize, b.net.tlsClient), kick: make(chan struct{}, 1)}
+	return &slaveSync{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize, b.net.tlsClient).signedBy(b.cfg.AccessKey, b.cfg.SecretKey), kick: make(chan struct{}, 1)}
 }
 
 // kickNow asks the loop for a round now (the master changed).

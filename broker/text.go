@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+
+	"github.com/samsamq/samsa/acl"
 )
 
 // The text protocol (MetaQ's, memcached-style) shares the remoting port: a
@@ -20,6 +22,9 @@ import (
 //	               levels' and the timer wheel's progress.
 //	version        VERSION <version>
 //	quit           closes the connection
+//	auth <accessKey> <secretKey>
+//	               with aclEnable=true, the first line: an admin
+//	               account's keys (OK, or CLIENT_ERROR and close)
 //
 // Anything else gets ERROR. A line longer than maxTextLine closes the
 // connection.
@@ -34,6 +39,7 @@ func isTextStart(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 
 // writes synchronously: a text client waits for each answer.
 func (c *conn) serveText() {
 	w := bufio.NewWriter(countingWriter{c.nc, &c.b.stats.bytesWritten})
+	authed := false // with ACL on: an admin account sent auth
 	for {
 		line, err := c.br.ReadSlice('\n')
 		if err != nil {
@@ -55,9 +61,25 @@ func (c *conn) serveText() {
 		if len(fields) == 0 {
 			continue
 		}
-		switch strings.ToLower(fields[0]) {
+		cmd := strings.ToLower(fields[0])
+		if c.b.acl != nil && cmd != "quit" && !authed {
+			if authed = c.textAuth(w, fields); !authed {
+				return
+			}
+			if cmd == "auth" {
+				if w.Flush() != nil {
+					return
+				}
+				continue
+			}
+		}
+		switch cmd {
 		case "quit":
 			return
+		case "auth":
+			// ACL off (or already authenticated): nothing to check, so a
+			// client with credentials works against any broker.
+			fmt.Fprintf(w, "OK\r\n")
 		case "version":
 			fmt.Fprintf(w, "VERSION %s\r\n", c.b.cfg.Version)
 		case "stats":
@@ -93,8 +115,11 @@ func (b *Broker) writeStats(w *bufio.Writer, item string) bool {
 		lines = append(lines, b.storeStats()...)
 		lines = append(lines, b.haStats()...)
 		lines = append(lines, b.scheduleStats()...)
+		lines = append(lines, b.aclStats()...)
 	case "schedule":
 		lines = b.scheduleStats()
+	case "acl":
+		lines = b.aclStats()
 	case "ha":
 		lines = b.haStats()
 	case "topics":
@@ -144,6 +169,7 @@ func (b *Broker) generalStats() []statLine {
 		{"longpoll_refused", s.heldRefused.Load()},
 		{"pull_corrupt_skips", s.corruptSkips.Load()},
 		{"config_files_set_aside", s.configSetAside.Load()},
+		{"acl_denied", b.acl.deniedTotal()},
 		{"producer_groups", pg},
 		{"consumer_groups", cg},
 		{"clients", clients},
@@ -203,4 +229,18 @@ func (c countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// textAuth checks an auth line (ACL on): an admin account's keys. It
+// answers OK, or CLIENT_ERROR (counted) and reports false: the connection
+// then closes.
+func (c *conn) textAuth(w *bufio.Writer, fields []string) bool {
+	if strings.ToLower(fields[0]) == "auth" && len(fields) == 3 && c.b.acl.adminCredentials(fields[1], fields[2]) {
+		fmt.Fprintf(w, "OK\r\n")
+		return true
+	}
+	c.b.acl.denied.Add(acl.ReasonAdminAuth, 0)
+	fmt.Fprintf(w, "CLIENT_ERROR access denied: ACL is on; send \"auth <accessKey> <secretKey>\" of an admin account first\r\n")
+	w.Flush()
+	return false
 }

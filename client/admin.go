@@ -294,10 +294,24 @@ func (a *Admin) BrokerStats(ctx context.Context, addr string, item ...string) ([
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
 	}
+	br := bufio.NewReader(nc)
+	if cr := a.opts.Credentials; cr.AccessKey != "" {
+		// A broker with ACL on wants an admin account on its text port.
+		if _, err := fmt.Fprintf(nc, "auth %s %s\r\n", cr.AccessKey, cr.SecretKey); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConnection, addr, err)
+		}
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConnection, addr, err)
+		}
+		if strings.TrimSpace(line) != "OK" {
+			return nil, fmt.Errorf("client: stats of %s: %s", addr, strings.TrimSpace(line))
+		}
+	}
 	if _, err := nc.Write([]byte(cmd)); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConnection, addr, err)
 	}
-	stats, err := protocol.ReadStats(bufio.NewReader(nc))
+	stats, err := protocol.ReadStats(br)
 	if err != nil {
 		return nil, fmt.Errorf("client: stats of %s: %w", addr, err)
 	}

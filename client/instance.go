@@ -51,14 +51,18 @@ func newInstance(opts ClientOptions, onRequest func(addr string, req *protocol.C
 	if opts.JSONHeaders {
 		st = protocol.SerializeJSON
 	}
-	in.rc = remoting.New(remoting.Options{
+	ro := remoting.Options{
 		Serialize:   st,
 		Timeout:     opts.RequestTimeout,
 		DialTimeout: opts.DialTimeout,
 		OnRequest:   onRequest,
 		Logger:      opts.Logger,
 		TLS:         opts.TLS,
-	})
+	}
+	if cr := opts.Credentials; cr.AccessKey != "" {
+		ro.RPCHook = remoting.SignWith(cr.AccessKey, cr.SecretKey, cr.SecurityToken)
+	}
+	in.rc = remoting.New(ro)
 	in.mu.routes = map[string]*routeEntry{}
 	in.mu.refreshing = map[string]bool{}
 	in.mu.brokers = map[string]protocol.BrokerData{}

@@ -52,6 +52,24 @@ type ClientOptions struct {
 	// that require a client certificate) are the caller's. Default nil:
 	// plain TCP.
 	TLS *tls.Config
+	// Credentials, when AccessKey is set, sign every request (RocketMQ
+	// 4.x ACL: AccessKey, Signature, SecurityToken ext fields) for
+	// brokers and name servers that run with aclEnable=true. Default none.
+	Credentials Credentials
+}
+
+// Credentials are an ACL account's keys, as RocketMQ's
+// primitive.Credentials. SecurityToken is optional.
+type Credentials struct {
+	AccessKey, SecretKey, SecurityToken string
+}
+
+// String never shows the secret.
+func (c Credentials) String() string {
+	if c.AccessKey == "" {
+		return "none"
+	}
+	return c.AccessKey
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -106,13 +124,20 @@ func (o *ClientOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: negative (%v)", d.name, d.v))
 		}
 	}
+	if (o.Credentials.AccessKey == "") != (o.Credentials.SecretKey == "") {
+		errs = append(errs, errors.New("Credentials: AccessKey and SecretKey go together"))
+	}
 	return errors.Join(errs...)
 }
 
 // String renders the settings stably, for logs and result files.
 func (o ClientOptions) String() string {
-	return fmt.Sprintf("nameservers=%s instance=%s request-timeout=%v dial-timeout=%v json-headers=%v route-refresh=%v heartbeat=%v tls=%v",
+	s := fmt.Sprintf("nameservers=%s instance=%s request-timeout=%v dial-timeout=%v json-headers=%v route-refresh=%v heartbeat=%v tls=%v",
 		strings.Join(o.NameServers, ";"), o.InstanceName, o.RequestTimeout, o.DialTimeout, o.JSONHeaders, o.RouteRefresh, o.HeartbeatInterval, o.TLS != nil)
+	if o.Credentials.AccessKey != "" {
+		s += " access-key=" + o.Credentials.AccessKey
+	}
+	return s
 }
 
 // ParseNameServers splits a "host:port;host:port" list (RocketMQ's

@@ -76,6 +76,14 @@ type MasterConfig struct {
 	HousekeepingInterval time.Duration
 	// Logger receives link events (default slog.Default()).
 	Logger *slog.Logger
+	// AdminSecret, when set, makes slaves authenticate (the broker sets it
+	// with ACL on): it gives the secret key of an admin account, ok false
+	// for any other access key. A slave without an account, or with a
+	// wrong signature, is refused. Nil: no authentication.
+	AdminSecret func(accessKey string) (secretKey string, ok bool)
+	// OnAuthRefused, when set, is told of each slave refused by
+	// AdminSecret's check (the broker counts them).
+	OnAuthRefused func(accessKey, reason string)
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -197,6 +205,10 @@ type SlaveConfig struct {
 	Fault *Fault
 	// Logger receives link events (default slog.Default()).
 	Logger *slog.Logger
+	// AccessKey and SecretKey, when set, authenticate the slave to a
+	// master that asks for it (MasterConfig.AdminSecret): an admin
+	// account of the master's ACL. Empty: the handshake is unsigned.
+	AccessKey, SecretKey string
 }
 
 // EnsureDefaults fills zero fields with their defaults.

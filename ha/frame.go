@@ -30,6 +30,15 @@ import (
 //	 24     4  MAXBODY   the largest TRANSFER data the slave accepts
 //	 28     .  ADDR      the slave's advertised address (for status)
 //
+// With FLAGS bit 1 (the slave has an account; the master runs with ACL on)
+// the handshake goes on after ADDR:
+//
+//	  .     2  AKLEN     ≤ maxAddrLen
+//	  .     .  ACCESSKEY the slave's account
+//	  .     8  TIME      the slave's clock, Unix ms: a copy replayed later
+//	                     than maxHandshakeSkew is refused
+//	  .    20  MAC       HmacSHA1(secretKey, every payload byte before it)
+//
 // HANDSHAKE answer, master → slave:
 //
 //	  0     2  STATUS    0 accepted, 1 refused (REASON says why)
@@ -81,10 +90,12 @@ const (
 	// MaxEpochs bounds an epoch list, on the wire and in the file.
 	MaxEpochs = 1024
 
-	maxHandshake = handshakeFixed + maxAddrLen
+	authFixed    = 2 + 8 + macSize
+	maxHandshake = handshakeFixed + maxAddrLen + authFixed + maxAddrLen
 	maxReply     = replyFixed + maxReasonLen + MaxEpochs*epochEntrySize
 
 	flagFromLastSegment = 1
+	flagAuth            = 2
 )
 
 var kindNames = [...]string{kindHandshake: "HANDSHAKE", kindHandshakeReply: "HANDSHAKE-ANSWER",
@@ -104,6 +115,14 @@ type handshake struct {
 	SegmentSize     int64
 	MaxBody         int
 	FromLastSegment bool
+	// Authentication (flagAuth): AccessKey and TimeMs travel, SecretKey
+	// only makes MAC (appendHandshake); Signed is what MAC covers (set by
+	// decodeHandshake).
+	AccessKey string
+	SecretKey string
+	TimeMs    int64
+	MAC       []byte
+	Signed    []byte
 }
 
 // handshakeReply is the master's answer.
@@ -186,6 +205,9 @@ func (fr *frameReader) next(want byte, max int) ([]byte, error) {
 
 func appendHandshake(b []byte, h handshake) []byte {
 	n := handshakeFixed + len(h.Addr)
+	if h.AccessKey != "" {
+		n += authFixed + len(h.AccessKey)
+	}
 	b, p := grow(b, envelopeSize+n)
 	putEnvelope(p, kindHandshake, n)
 	p = p[envelopeSize:]
@@ -193,6 +215,15 @@ func appendHandshake(b []byte, h handshake) []byte {
 	var flags uint16
 	if h.FromLastSegment {
 		flags |= flagFromLastSegment
+	}
+	if h.AccessKey != "" {
+		flags |= flagAuth
+		q := handshakeFixed + len(h.Addr)
+		be.PutUint16(p[q:], uint16(len(h.AccessKey)))
+		q += 2 + copy(p[q+2:], h.AccessKey)
+		be.PutUint64(p[q:], uint64(h.TimeMs))
+		q += 8
+		defer func() { copy(p[q:], handshakeMAC(h.SecretKey, p[:q])) }()
 	}
 	be.PutUint16(p[4:], flags)
 	be.PutUint16(p[6:], uint16(len(h.Addr)))
@@ -209,11 +240,27 @@ func decodeHandshake(p []byte) (handshake, error) {
 		return h, fmt.Errorf("%w: HANDSHAKE of %d bytes without magic", ErrProtocol, len(p))
 	}
 	flags := be.Uint16(p[4:])
-	if flags&^flagFromLastSegment != 0 {
+	if flags&^(flagFromLastSegment|flagAuth) != 0 {
 		return h, fmt.Errorf("%w: HANDSHAKE flags %#x", ErrProtocol, flags)
 	}
 	al := int(be.Uint16(p[6:]))
-	if al > maxAddrLen || len(p) != handshakeFixed+al {
+	end := handshakeFixed + al
+	if flags&flagAuth != 0 {
+		if al > maxAddrLen || len(p) < end+2 {
+			return h, fmt.Errorf("%w: HANDSHAKE of %d bytes with an address of %d and no access key", ErrProtocol, len(p), al)
+		}
+		akl := int(be.Uint16(p[end:]))
+		if akl == 0 || akl > maxAddrLen || len(p) != end+authFixed+akl {
+			return h, fmt.Errorf("%w: HANDSHAKE of %d bytes with an access key of %d", ErrProtocol, len(p), akl)
+		}
+		h.AccessKey = string(p[end+2 : end+2+akl])
+		h.TimeMs = int64(be.Uint64(p[end+2+akl:]))
+		signedEnd := end + 2 + akl + 8
+		h.Signed = append([]byte(nil), p[:signedEnd]...)
+		h.MAC = append([]byte(nil), p[signedEnd:]...)
+		p = p[:end]
+	}
+	if al > maxAddrLen || len(p) != end {
 		return h, fmt.Errorf("%w: HANDSHAKE of %d bytes with an address of %d", ErrProtocol, len(p), al)
 	}
 	h.FromLastSegment = flags&flagFromLastSegment != 0

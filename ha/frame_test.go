@@ -36,7 +36,7 @@ func TestFrameRoundTrip(t *testing.T) {
 	must(t, err)
 	gotHS, err := decodeHandshake(p)
 	must(t, err)
-	if gotHS != hs {
+	if !reflect.DeepEqual(gotHS, hs) {
 		t.Fatalf("handshake %+v, want %+v", gotHS, hs)
 	}
 	for _, want := range []handshakeReply{rep, refused} {
@@ -97,13 +97,14 @@ func TestFrameBoundBeforeAllocation(t *testing.T) {
 func TestFrameRejects(t *testing.T) {
 	good := appendHandshake(nil, handshake{BrokerID: 1, Addr: "a", SegmentSize: 4096, MaxBody: 100})
 	cases := map[string]func([]byte){
-		"version":  func(b []byte) { b[1] = 2 },
-		"reserved": func(b []byte) { b[3] = 1 },
-		"kind":     func(b []byte) { b[0] = kindAck },
-		"magic":    func(b []byte) { b[envelopeSize] = 'X' },
-		"flags":    func(b []byte) { b[envelopeSize+5] |= 2 },
-		"addrlen":  func(b []byte) { b[envelopeSize+7] = 9 },
-		"segsize":  func(b []byte) { copy(b[envelopeSize+16:], make([]byte, 8)) },
+		"version":                         func(b []byte) { b[1] = 2 },
+		"reserved":                        func(b []byte) { b[3] = 1 },
+		"kind":                            func(b []byte) { b[0] = kindAck },
+		"magic":                           func(b []byte) { b[envelopeSize] = 'X' },
+		"flags":                           func(b []byte) { b[envelopeSize+5] |= 4 },
+		"auth flag without an access key": func(b []byte) { b[envelopeSize+5] |= 2 },
+		"addrlen":                         func(b []byte) { b[envelopeSize+7] = 9 },
+		"segsize":                         func(b []byte) { copy(b[envelopeSize+16:], make([]byte, 8)) },
 	}
 	for name, mutate := range cases {
 		b := bytes.Clone(good)

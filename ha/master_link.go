@@ -119,6 +119,10 @@ func (m *Master) handshake(c net.Conn, fr *frameReader, remote string) (*link, e
 		reason = fmt.Sprintf("segment size %d differs from the master's %d: set the same CommitLog segment size on both", hs.SegmentSize, seg)
 	case hs.MaxBody < maxRec:
 		reason = fmt.Sprintf("the slave takes frames of %d bytes, the master's records reach %d: set the same max message size on both", hs.MaxBody, maxRec)
+	default:
+		if reason = m.authRefusal(hs, time.Now()); reason != "" && m.cfg.OnAuthRefused != nil {
+			m.cfg.OnAuthRefused(hs.AccessKey, reason)
+		}
 	}
 	batch := min(m.cfg.TransferBatchSize, hs.MaxBody)
 	rep := handshakeReply{SegmentSize: seg, MinOffset: m.log.CommitLogMinOffset(), Handed: m.log.HandedOffset(),

@@ -58,7 +58,8 @@ func (l *slaveLink) handshake() (int64, int, error) {
 	l.conn.SetDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
 	defer l.conn.SetDeadline(time.Time{})
 	hs := handshake{BrokerID: s.cfg.BrokerID, Addr: s.cfg.Addr, SegmentSize: s.log.SegmentSize(),
-		MaxBody: s.cfg.MaxBatchSize, FromLastSegment: s.cfg.FromLastSegment}
+		MaxBody: s.cfg.MaxBatchSize, FromLastSegment: s.cfg.FromLastSegment,
+		AccessKey: s.cfg.AccessKey, SecretKey: s.cfg.SecretKey, TimeMs: time.Now().UnixMilli()}
 	if _, err := l.conn.Write(appendHandshake(nil, hs)); err != nil {
 		return 0, 0, fmt.Errorf("write HANDSHAKE: %w", err)
 	}

@@ -10,6 +10,11 @@ import (
 // nothing to say): unknown codes get REQUEST_CODE_NOT_SUPPORTED, requests
 // that do not decode get SYSTEM_ERROR with the reason, as RocketMQ does.
 func (s *Server) handle(c *conn, req *protocol.Command) *protocol.Command {
+	if s.acl != nil {
+		if resp := s.aclCheck(c, req); resp != nil {
+			return resp
+		}
+	}
 	switch req.Code {
 	case protocol.RegisterBroker:
 		return s.registerBroker(c, req)

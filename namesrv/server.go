@@ -42,6 +42,7 @@ type Server struct {
 
 	nextConn atomic.Uint64
 	stop     chan struct{} // closed by Close: ends the scan loop
+	acl      *nsACL        // access control (acl.go); nil when off
 	wg       sync.WaitGroup
 	closing  sync.Once
 }
@@ -58,6 +59,9 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("namesrv: %w", err)
 	}
 	s.tls = ts
+	if s.acl, err = openACL(&opts); err != nil {
+		return nil, err
+	}
 	s.mu.routes = NewRouteTable(opts.Clock, opts.BrokerExpiry)
 	s.state.conns = map[*conn]struct{}{}
 	return s, nil
@@ -118,6 +122,7 @@ func (s *Server) Close() error {
 		s.state.Unlock()
 		close(s.stop)
 		s.wg.Wait()
+		s.acl.close()
 		s.log.Info("closed")
 	})
 	return err

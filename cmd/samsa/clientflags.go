@@ -20,10 +20,12 @@ import (
 
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
-	namesrv string
-	json    bool
-	timeout time.Duration
-	tls     netx.TLSClientOptions
+	namesrv   string
+	json      bool
+	timeout   time.Duration
+	tls       netx.TLSClientOptions
+	accessKey string
+	secretKey string
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
@@ -37,13 +39,20 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	fs.StringVar(&f.tls.KeyFile, "tls-key", "", "PEM key of --tls-cert")
 	fs.StringVar(&f.tls.ServerName, "tls-server-name", "", "name to check in the servers' certificates (default: the host dialed)")
 	fs.BoolVar(&f.tls.InsecureSkipVerify, "tls-insecure", false, "accept any server certificate (tests only); implies --tls")
+	fs.StringVar(&f.accessKey, "access-key", os.Getenv("SAMSA_ACCESS_KEY"), "ACL account to sign requests with (default $SAMSA_ACCESS_KEY)")
+	fs.StringVar(&f.secretKey, "secret-key", "", "the account's secret key (default $SAMSA_SECRET_KEY; prefer the variable: a flag shows in ps)")
 	return f
 }
 
 // options are the client settings the flags give; an unreadable TLS file
 // is an error.
 func (f *clientFlags) options() (client.ClientOptions, error) {
-	o := client.ClientOptions{NameServers: client.ParseNameServers(f.namesrv), RequestTimeout: f.timeout}
+	sk := f.secretKey
+	if sk == "" {
+		sk = os.Getenv("SAMSA_SECRET_KEY")
+	}
+	o := client.ClientOptions{NameServers: client.ParseNameServers(f.namesrv), RequestTimeout: f.timeout,
+		Credentials: client.Credentials{AccessKey: f.accessKey, SecretKey: sk}}
 	t := f.tls
 	t.Enable = t.Enable || t.CAFile != "" || t.CertFile != "" || t.InsecureSkipVerify
 	cfg, err := t.Config()

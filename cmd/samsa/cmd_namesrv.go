@@ -32,6 +32,8 @@ func runNamesrv(args []string) error {
 	fs.StringVar(&o.TLS.KeyFile, "tls-key", "", "PEM key of the server")
 	fs.StringVar(&o.TLS.CAFile, "tls-ca", "", "PEM CAs that sign client certificates")
 	fs.StringVar(&o.TLS.ClientAuth, "tls-client-auth", "none", "client certificates: none, optional or require")
+	fs.BoolVar(&o.ACLEnable, "acl", false, "access control: requests must be signed by an account of -acl-file (RocketMQ plain ACL)")
+	fs.StringVar(&o.ACLFile, "acl-file", "conf/plain_acl.yml", "accounts file (RocketMQ plain_acl.yml format), read with -acl")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/samsamq/samsa/acl"
 	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
 )
@@ -51,6 +52,16 @@ type Options struct {
 	// timeout, so the client, not the server, ends an idle connection and
 	// the next request dials a fresh one; negative: never).
 	IdleClose time.Duration
+	// RPCHook, when set, sees every request just before it is queued
+	// (after its Opaque is set): the client signs requests with it
+	// (SignWith). It must not block.
+	RPCHook func(req *protocol.Command)
+}
+
+// SignWith is an RPCHook that signs each request with an account, as
+// RocketMQ's AclClientRPCHook does (package acl).
+func SignWith(accessKey, secretKey, securityToken string) func(req *protocol.Command) {
+	return func(req *protocol.Command) { acl.SignCommand(req, accessKey, secretKey, securityToken) }
 }
 
 func (o *Options) ensureDefaults() {
@@ -153,6 +164,9 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 		}
 	})
 	cl.setStop(stop, cancel)
+	if c.opts.RPCHook != nil {
+		c.opts.RPCHook(req)
+	}
 	if err := cn.enqueue(ctx, time.Time{}, req, false); err != nil {
 		if cn.unregister(opaque) {
 			cl.finish(nil, err)
@@ -179,6 +193,9 @@ func (c *Client) InvokeAsyncDeadline(addr string, req *protocol.Command, deadlin
 		done(nil, err)
 		return
 	}
+	if c.opts.RPCHook != nil {
+		c.opts.RPCHook(req)
+	}
 	if err := cn.enqueue(nil, deadline, req, false); err != nil {
 		if cn.unregister(req.Opaque) {
 			cl.finish(nil, err)
@@ -201,6 +218,9 @@ func (c *Client) InvokeOneway(ctx context.Context, addr string, req *protocol.Co
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
 		defer cancel()
+	}
+	if c.opts.RPCHook != nil {
+		c.opts.RPCHook(req)
 	}
 	return cn.enqueue(ctx, time.Time{}, req, true)
 }
