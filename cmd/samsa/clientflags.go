@@ -20,12 +20,10 @@ import (
 
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
-	namesrv   string
-	json      bool
-	timeout   time.Duration
-	tls       netx.TLSClientOptions
-	accessKey string
-	secretKey string
+	namesrv string
+	json    bool
+	timeout time.Duration
+	secure  *secureFlags
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
@@ -33,6 +31,27 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	fs.StringVar(&f.namesrv, "namesrv", client.DefaultNameServer, "name server address(es), ';'-separated (default: samsa dev's)")
 	fs.BoolVar(&f.json, "json", false, "print JSON (for scripts) instead of text")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the cluster's answers")
+	f.secure = addSecureFlags(fs)
+	return f
+}
+
+// options are the client settings the flags give; an unreadable TLS file
+// is an error.
+func (f *clientFlags) options() (client.ClientOptions, error) {
+	o := client.ClientOptions{NameServers: client.ParseNameServers(f.namesrv), RequestTimeout: f.timeout}
+	return o, f.secure.apply(&o)
+}
+
+// secureFlags are the TLS and ACL flags of every command that is a client
+// of a cluster (the client commands and loadgen).
+type secureFlags struct {
+	tls       netx.TLSClientOptions
+	accessKey string
+	secretKey string
+}
+
+func addSecureFlags(fs *flag.FlagSet) *secureFlags {
+	f := &secureFlags{}
 	fs.BoolVar(&f.tls.Enable, "tls", false, "connect to name servers and brokers with TLS")
 	fs.StringVar(&f.tls.CAFile, "tls-ca", "", "PEM CAs that sign the servers' certificates (default: the system's); implies --tls")
 	fs.StringVar(&f.tls.CertFile, "tls-cert", "", "PEM client certificate, for servers that require one; implies --tls")
@@ -44,23 +63,21 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	return f
 }
 
-// options are the client settings the flags give; an unreadable TLS file
-// is an error.
-func (f *clientFlags) options() (client.ClientOptions, error) {
+// apply sets o's credentials and TLS from the flags.
+func (f *secureFlags) apply(o *client.ClientOptions) error {
 	sk := f.secretKey
 	if sk == "" {
 		sk = os.Getenv("SAMSA_SECRET_KEY")
 	}
-	o := client.ClientOptions{NameServers: client.ParseNameServers(f.namesrv), RequestTimeout: f.timeout,
-		Credentials: client.Credentials{AccessKey: f.accessKey, SecretKey: sk}}
+	o.Credentials = client.Credentials{AccessKey: f.accessKey, SecretKey: sk}
 	t := f.tls
 	t.Enable = t.Enable || t.CAFile != "" || t.CertFile != "" || t.InsecureSkipVerify
 	cfg, err := t.Config()
 	if err != nil {
-		return o, fmt.Errorf("--tls: %w", err)
+		return fmt.Errorf("--tls: %w", err)
 	}
 	o.TLS = cfg
-	return o, nil
+	return nil
 }
 
 func (f *clientFlags) admin() (*client.Admin, error) {

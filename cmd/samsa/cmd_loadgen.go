@@ -35,6 +35,7 @@ func runLoadgen(args []string) error {
 	fs.Float64Var(&repl.LinkDelayMs, "link-delay-ms", 0, "embedded cluster with --replication: one-way delay on the master→slave link, ms")
 	fs.StringVar(&repl.LinkMethod, "link-method", "", "with --link-delay-ms: auto (default), proxy or netem")
 	natsURL := fs.String("nats-url", "", "nats driver: a running server's URL (default: start one in-process)")
+	secure := addSecureFlags(fs) // a live cluster's TLS and ACL (our driver)
 	dataDir := fs.String("dir", "", "embedded cluster data dir (default: a temp dir, removed after)")
 	fs.StringVar(&w.TopicPrefix, "topic", "loadgen", "topic name prefix (topics are <prefix>-<i>)")
 	fs.IntVar(&w.Topics, "topics", 1, "number of topics")
@@ -82,6 +83,9 @@ func runLoadgen(args []string) error {
 
 	lab := labSettings{namesrv: *namesrv, embedded: *embedded || *namesrv == "", brokerAddr: *brokerAddr,
 		natsURL: *natsURL, dataDir: *dataDir, backend: *backendName}
+	if err := secure.apply(&lab.client); err != nil {
+		return err
+	}
 	if *experiment != "" {
 		// experiment files carry a "kind" as result files do
 		if kind, err := bench.ResultKind(*experiment); err == nil && durability.IsKind(kind) {

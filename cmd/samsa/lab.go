@@ -26,6 +26,9 @@ type labSettings struct {
 	natsURL    string
 	dataDir    string // parent of embedded clusters' data dirs; default a temp dir
 	backend    string
+	// client carries the TLS and ACL settings for our driver's clients
+	// (a live cluster's; embedded clusters run without either).
+	client client.ClientOptions
 }
 
 // benchDir is the directory whose disk the run measures.
@@ -83,7 +86,11 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 	var d loadgen.Driver
 	var err error
 	if c.Driver == "samsa" {
-		d, err = samsadriver.New(samsadriver.Options{NameServers: nameServers})
+		o := samsadriver.Options{NameServers: nameServers}
+		if !l.embedded {
+			o.Credentials, o.TLS = l.client.Credentials, l.client.TLS
+		}
+		d, err = samsadriver.New(o)
 	} else {
 		if brokerAddr == "" {
 			err = errors.New("the rocketmq driver creates topics on --broker ADDR")

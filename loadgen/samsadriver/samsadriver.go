@@ -15,6 +15,7 @@ package samsadriver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"sync"
 	"time"
@@ -32,6 +33,10 @@ type Options struct {
 	LongPollWait time.Duration
 	// PullBatch is the most messages per pull (default 64).
 	PullBatch int
+	// Credentials sign every request (clusters with aclEnable=true).
+	Credentials client.Credentials
+	// TLS, if set, makes every connection TLS.
+	TLS *tls.Config
 }
 
 // Driver is Samsa's client as a loadgen driver.
@@ -67,7 +72,7 @@ func (d *Driver) Describe() map[string]any {
 func (d *Driver) Close() error { return nil }
 
 func (d *Driver) clientOptions() client.ClientOptions {
-	return client.ClientOptions{NameServers: d.opts.NameServers}
+	return client.ClientOptions{NameServers: d.opts.NameServers, Credentials: d.opts.Credentials, TLS: d.opts.TLS}
 }
 
 // CreateTopic implements loadgen.Driver.
