@@ -104,18 +104,7 @@ var ErrBadGroup = errors.New("broker: bad group")
 
 // ValidateGroup checks a group name the way RocketMQ's Validators.checkGroup
 // does: 1 to 255 characters of [%|a-zA-Z0-9_-].
-func ValidateGroup(name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: empty name", ErrBadGroup)
-	}
-	if len(name) > MaxGroupLength {
-		return fmt.Errorf("%w: %q is longer than %d", ErrBadGroup, name[:16]+"...", MaxGroupLength)
-	}
-	if i := badNameChar(name); i >= 0 {
-		return fmt.Errorf("%w: %q holds %q (allowed: %%|a-zA-Z0-9_-)", ErrBadGroup, name, name[i])
-	}
-	return nil
-}
+func ValidateGroup(name string) error { return validateName(ErrBadGroup, name, MaxGroupLength) }
 
 func (m *groupManager) save() error {
 	m.saveMu.Lock()

@@ -71,15 +71,19 @@ var ErrBadTopic = errors.New("broker: bad topic")
 
 // ValidateTopic checks a topic name the way RocketMQ's TopicValidator
 // does: 1 to 127 characters of [%|a-zA-Z0-9_-].
-func ValidateTopic(name string) error {
+func ValidateTopic(name string) error { return validateName(ErrBadTopic, name, MaxTopicLength) }
+
+// validateName checks a topic or group name: 1 to max characters of
+// [%|a-zA-Z0-9_-]; an error wraps kind.
+func validateName(kind error, name string, max int) error {
 	if name == "" {
-		return fmt.Errorf("%w: empty name", ErrBadTopic)
+		return fmt.Errorf("%w: empty name", kind)
 	}
-	if len(name) > MaxTopicLength {
-		return fmt.Errorf("%w: %q is longer than %d", ErrBadTopic, name[:16]+"...", MaxTopicLength)
+	if len(name) > max {
+		return fmt.Errorf("%w: %q is longer than %d", kind, name[:16]+"...", max)
 	}
 	if i := badNameChar(name); i >= 0 {
-		return fmt.Errorf("%w: %q holds %q (allowed: %%|a-zA-Z0-9_-)", ErrBadTopic, name, name[i])
+		return fmt.Errorf("%w: %q holds %q (allowed: %%|a-zA-Z0-9_-)", kind, name, name[i])
 	}
 	return nil
 }
