@@ -328,6 +328,12 @@ func TestServerBadInput(t *testing.T) {
 		if resp := c.mustRoundTrip(999, nil, nil); resp.Code != protocol.RequestCodeNotSupported {
 			t.Fatalf("unknown code: %s", resp)
 		}
+		// CVE-2023-37582: a config update that would write a file of the
+		// caller's choosing. Nothing changes the configuration at runtime.
+		body := []byte("configStorePath=/tmp/evil\nproductEnvName=x")
+		if resp := c.mustRoundTrip(protocol.UpdateNamesrvConfig, nil, body); resp.Code != protocol.RequestCodeNotSupported {
+			t.Fatalf("UPDATE_NAMESRV_CONFIG: %s", resp)
+		}
 		if resp := c.mustRoundTrip(protocol.GetBrokerClusterInfo, nil, nil); resp.Code != protocol.Success {
 			t.Fatalf("after unknown code: %s", resp)
 		}
