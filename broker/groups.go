@@ -79,10 +79,7 @@ func (m *groupManager) load() error {
 	}
 	m.bumpLocked()
 	m.mu.Unlock()
-	m.file.keepBadCopy(raw, bad)
-	if err := m.save(); err != nil { // the next save retries
-		m.file.rep.logger().Warn("broker: subscriptionGroup.json without its bad entries not saved yet", "err", err)
-	}
+	m.file.dropBad(raw, bad, m.save)
 	return nil
 }
 

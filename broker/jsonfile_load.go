@@ -65,7 +65,7 @@ func newFileReport(cfg *Config) *fileReport {
 // loadTolerant reads the file and hands its bytes to decode. It never
 // fails: a file that cannot be read, or that decode refuses as a whole, is
 // set aside and found is false (start empty). raw is the file's bytes, for
-// keepBadCopy when decode found bad entries.
+// dropBad when decode found bad entries.
 func (f jsonFile) loadTolerant(decode func([]byte) error) (raw []byte, found bool) {
 	b, found, err := f.read()
 	if err == nil && found && len(bytes.TrimSpace(b)) == 0 {
@@ -107,9 +107,19 @@ func (f jsonFile) setAside(cause error) {
 		"file", f.path, "setAsideAs", bad, "err", cause)
 }
 
+// dropBad keeps the original bytes of a file that held bad entries (each
+// named in bad) as <name>.bad-<stamp>, then writes the table the caller
+// loaded without them with save; a failed save is logged (the caller's
+// table stays changed, so its next save retries).
+func (f jsonFile) dropBad(raw []byte, bad []string, save func() error) {
+	f.keepBadCopy(raw, bad)
+	if err := save(); err != nil {
+		f.rep.logger().Warn("broker: config file without its bad entries not saved yet", "file", f.path, "err", err)
+	}
+}
+
 // keepBadCopy keeps the original bytes of a file that held bad entries
-// (each named in bad) as <name>.bad-<stamp>; the caller loaded the rest and
-// marks its table changed, so the next save drops the bad entries.
+// (each named in bad) as <name>.bad-<stamp>.
 func (f jsonFile) keepBadCopy(raw []byte, bad []string) {
 	copyPath := f.path + ".bad-" + f.rep.stamp()
 	f.rep.count()

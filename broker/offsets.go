@@ -122,10 +122,7 @@ func (m *offsetManager) load() error {
 	}
 	m.mu.Unlock()
 	if len(bad) > 0 {
-		m.file.keepBadCopy(raw, bad)
-		if err := m.save(true); err != nil { // dirty stays set: the next save retries
-			m.file.rep.logger().Warn("broker: consumerOffset.json without its bad entries not saved yet", "err", err)
-		}
+		m.file.dropBad(raw, bad, func() error { return m.save(true) }) // dirty stays set on failure
 	}
 	return nil
 }

@@ -110,10 +110,7 @@ func (s *scheduleService) load() error {
 	}
 	s.mu.Unlock()
 	if len(bad) > 0 {
-		s.file.keepBadCopy(raw, bad)
-		if err := s.file.save(s.table()); err != nil {
-			s.file.rep.logger().Warn("broker: delayOffset.json without its bad entries not saved yet", "err", err)
-		}
+		s.file.dropBad(raw, bad, func() error { return s.file.save(s.table()) })
 	}
 	return nil
 }
