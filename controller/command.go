@@ -61,10 +61,13 @@ type AlterSyncStateSet struct {
 // ElectMaster elects a master for Group from the replicas in Alive. Alive is
 // filled by Machine.Elect or Machine.Tick from the local liveness table at
 // one instant, so applying the command decides the same on every replica:
-// no clock is read while it is applied. Replicated.
+// no clock is read while it is applied. MasterEpoch is the group's epoch
+// when the command was made; applied at any other epoch (another election
+// got in first) it is refused with ErrStaleElection. Replicated.
 type ElectMaster struct {
-	Group Group
-	Alive []int64
+	Group       Group
+	Alive       []int64
+	MasterEpoch int64
 	// At is the instant Alive was computed; informational only.
 	At time.Time
 }

@@ -28,6 +28,10 @@ func (s *State) elect(c ElectMaster) (Result, error) {
 	if !ok {
 		return Result{Group: c.Group, MasterID: NoMaster}, fmt.Errorf("%w %s", ErrUnknownGroup, c.Group)
 	}
+	if c.MasterEpoch != gs.masterEpoch {
+		return s.describe(c.Group, gs), fmt.Errorf("%w: elect %s made at epoch %d, the group is at %d: nothing changed",
+			ErrStaleElection, c.Group, c.MasterEpoch, gs.masterEpoch)
+	}
 	alive := map[int64]bool{}
 	for _, id := range c.Alive {
 		if _, ok := gs.replicas[id]; !ok {

@@ -84,6 +84,7 @@ func (m *Machine) Elect(g Group, now time.Time) ElectMaster {
 	if !ok {
 		return c
 	}
+	c.MasterEpoch = gs.masterEpoch
 	for id := range gs.replicas {
 		if m.Alive(g, id, now) {
 			c.Alive = append(c.Alive, id)

@@ -56,8 +56,34 @@ func TestElectWithAliveMasterChangesNothing(t *testing.T) {
 		t.Fatalf("elect with the master alive: %v %v", r, err)
 	}
 	// An ElectMaster naming an unregistered broker is refused.
-	if _, err := m.Apply(ElectMaster{Group: g, Alive: []int64{3}}, t0); !errors.Is(err, ErrUnknownBroker) {
+	if _, err := m.Apply(ElectMaster{Group: g, Alive: []int64{3}, MasterEpoch: 1}, t0); !errors.Is(err, ErrUnknownBroker) {
 		t.Fatalf("unknown alive broker: %v", err)
+	}
+}
+
+// Two elections made before either is applied (two ticks while Raft was
+// slow): the second finds the epoch moved on and changes nothing.
+func TestStaleElectionRefused(t *testing.T) {
+	m := mustNew(t, Config{ElectionTimeout: time.Second})
+	g := Group{"c", "g"}
+	for id := int64(1); id <= 3; id++ {
+		m.Apply(RegisterBroker{Group: g, ID: id, Addr: fmt.Sprint("a", id)}, t0)
+	}
+	m.Apply(AlterSyncStateSet{Group: g, From: 1, MasterEpoch: 1, NewSet: []int64{1, 2, 3}, SyncSetEpoch: 1}, t0)
+	m.Apply(Heartbeat{Group: g, ID: 3, Epoch: 1}, t0.Add(2*time.Second))
+	first := m.Tick(t0.Add(2 * time.Second))
+	m.Apply(Heartbeat{Group: g, ID: 2, Epoch: 1}, t0.Add(2500*time.Millisecond))
+	second := m.Tick(t0.Add(2500 * time.Millisecond))
+	if len(first) != 1 || len(second) != 1 {
+		t.Fatalf("ticks: %v %v", first, second)
+	}
+	r, err := m.Apply(first[0], t0.Add(3*time.Second))
+	if err != nil || r.MasterID != 3 || r.MasterEpoch != 2 {
+		t.Fatalf("first election: %v %v", r, err)
+	}
+	r, err = m.Apply(second[0], t0.Add(3*time.Second))
+	if !errors.Is(err, ErrStaleElection) || r.MasterID != 3 || r.MasterEpoch != 2 || r.Changed {
+		t.Fatalf("second election: %v %v", r, err)
 	}
 }
 

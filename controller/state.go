@@ -15,6 +15,7 @@ var (
 	ErrNotMaster      = errors.New("controller: not the master")
 	ErrFenced         = errors.New("controller: stale master epoch (fenced)")
 	ErrStaleSyncEpoch = errors.New("controller: stale sync-state set epoch")
+	ErrStaleElection  = errors.New("controller: election made for an older epoch")
 )
 
 // groupState is the replicated state of one broker group.
