@@ -22,7 +22,8 @@
 // # Commands
 //
 //   - RegisterBroker{Group, ID, Addr, Epoch}: the first replica of a group
-//     that never had a master becomes master at epoch 1 with the set {it};
+//     that never had a master becomes master at epoch Epoch+1 (1 for a new
+//     broker; above any epoch in its epoch file) with the set {it};
 //     later ones join as slaves; a known id updates its address. A group
 //     that lost its master takes none from a registration: only ElectMaster
 //     elects, so a fresh, empty replica cannot become master by registering.

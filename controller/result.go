@@ -40,9 +40,12 @@ type Result struct {
 	// Role is what the broker that sent the command must be (Register,
 	// Heartbeat, Alter); RoleNone for ElectMaster.
 	Role Role
-	// Fenced: the sender reported an epoch older than MasterEpoch (or is no
-	// longer master): it must stop acting as master, truncate to the
-	// consistent point and follow MasterID at MasterEpoch.
+	// Fenced: the sender, not the master, reported an epoch older than
+	// MasterEpoch (or altered the set without being master): it must stop
+	// acting as master, truncate to the consistent point and follow MasterID
+	// at MasterEpoch (or, with NoMaster, take no writes). The master itself
+	// reporting an older epoch is not fenced: Role master tells it to begin
+	// MasterEpoch.
 	Fenced bool
 	// Unclean: the new master was elected outside the sync-state set
 	// (Config.UncleanElection); acknowledged messages may be lost.

@@ -110,7 +110,9 @@ func (gs *groupState) roleOf(r *Result, id, epoch int64) {
 	default:
 		r.Role = RoleSlave
 	}
-	if epoch < gs.masterEpoch && epoch > 0 {
+	// The master itself, reporting an older epoch, is not fenced: it begins
+	// the group's epoch (Role master, MasterEpoch).
+	if epoch < gs.masterEpoch && epoch > 0 && gs.master != id {
 		r.Fenced = true
 		r.Note = fmt.Sprintf("broker %d reported epoch %d < %d: fenced; %s", id, epoch, gs.masterEpoch, followNote(gs))
 	}
@@ -172,9 +174,12 @@ func (s *State) register(c RegisterBroker) (Result, error) {
 	// Only a group that never had a master takes its first replica as
 	// master. A group left without one by a failed election waits for
 	// ElectMaster: a fresh replica may lack acknowledged messages.
+	// Its epoch is one above any the broker reports, so that the epochs in
+	// the broker's epoch file (ha) never go back, e.g. after replication
+	// without a controller.
 	if gs.masterEpoch == 0 && gs.master == NoMaster {
 		gs.master = c.ID
-		gs.masterEpoch = 1
+		gs.masterEpoch = c.Epoch + 1
 		gs.syncSet = map[int64]bool{c.ID: true}
 		gs.syncSetEpoch++
 		r.Changed, r.MasterChanged = true, true
