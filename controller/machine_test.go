@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -84,6 +85,14 @@ func TestStaleElectionRefused(t *testing.T) {
 	r, err = m.Apply(second[0], t0.Add(3*time.Second))
 	if !errors.Is(err, ErrStaleElection) || r.MasterID != 3 || r.MasterEpoch != 2 || r.Changed {
 		t.Fatalf("second election: %v %v", r, err)
+	}
+}
+
+func TestRegisterEpochOverflowRefused(t *testing.T) {
+	m := mustNew(t, Config{})
+	_, err := m.Apply(RegisterBroker{Group: Group{"c", "g"}, ID: 1, Addr: "a", Epoch: math.MaxInt64}, t0)
+	if !errors.Is(err, ErrBadCommand) || len(m.State().Groups()) != 0 {
+		t.Fatalf("epoch MaxInt64: %v, groups %v", err, m.State().Groups())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -152,8 +153,8 @@ func (s *State) register(c RegisterBroker) (Result, error) {
 	if err := c.Group.validate(); err != nil {
 		return Result{Group: c.Group, MasterID: NoMaster}, fmt.Errorf("%w: %v", ErrBadCommand, err)
 	}
-	if c.ID < 0 || c.Addr == "" || c.Epoch < 0 {
-		return Result{Group: c.Group, MasterID: NoMaster}, fmt.Errorf("%w: register %s id=%d addr=%q epoch=%d: id and epoch must be >= 0 and addr set",
+	if c.ID < 0 || c.Addr == "" || c.Epoch < 0 || c.Epoch == math.MaxInt64 {
+		return Result{Group: c.Group, MasterID: NoMaster}, fmt.Errorf("%w: register %s id=%d addr=%q epoch=%d: id >= 0, 0 <= epoch < MaxInt64 and addr set",
 			ErrBadCommand, c.Group, c.ID, c.Addr, c.Epoch)
 	}
 	gs, ok := s.groups[c.Group]
