@@ -1,0 +1,102 @@
+// Package controller is the fail-over controller's state machine (issue
+// #14): per broker group it keeps the registered replicas, the master, the
+// master epoch and the sync-state set, and elects a new master from the
+// sync-state set when the master's heartbeats stop. It follows the facts of
+// RocketMQ 5's controller (docs/en/controller/design.md in apache/rocketmq)
+// in Go of its own. There is no Raft, networking or broker wiring here yet;
+// this is the deterministic core those will drive (STYLE.md point 9).
+//
+// # State per group
+//
+//	what               replicated  why
+//	replicas id→addr   yes         who may be elected; where to send clients
+//	master id          yes         NoMaster when the group has none (writes stop)
+//	master epoch       yes         0 before the first master, +1 at every master change
+//	                               (a new master, or the master lost with no successor);
+//	                               fences an old master and marks the log's epochs
+//	sync-state set     yes         the replicas holding every acknowledged message;
+//	                               always holds the master; the only electable ones
+//	sync-set epoch     yes         +1 at every change of the set; fences a stale alter
+//	last heartbeat     no          this controller replica's own observation
+//
+// # Commands
+//
+//   - RegisterBroker{Group, ID, Addr, Epoch}: the first replica of a group
+//     that never had a master becomes master at epoch Epoch+1 (1 for a new
+//     broker; above any epoch in its epoch file) with the set {it};
+//     later ones join as slaves; a known id updates its address. A group
+//     that lost its master takes none from a registration: only ElectMaster
+//     elects, so a fresh, empty replica cannot become master by registering.
+//   - Heartbeat{Group, ID, Epoch}: records liveness at now; the Result tells
+//     the broker its role.
+//   - AlterSyncStateSet{Group, From, MasterEpoch, NewSet, SyncSetEpoch}: the
+//     master shrinks or expands the set. Refused (nothing changes) unless
+//     From is the master, MasterEpoch the current epoch (ErrFenced below it),
+//     SyncSetEpoch the current set epoch (ErrStaleSyncEpoch), and NewSet
+//     holds the master and only registered ids, each once.
+//   - ElectMaster{Group, Alive, MasterEpoch}: elects by the rule below.
+//
+// Any command whose sender reports an epoch older than the group's gets a
+// Result with Fenced set and the master to follow: "you are a slave of
+// master X at epoch E" — stop taking writes, truncate to the consistent
+// point (ha's epoch file), and follow. An epoch above the group's was never
+// given out and is refused as ErrBadCommand.
+//
+// # The election rule
+//
+// Tick(now) returns an ElectMaster for each group whose master has sent no
+// heartbeat for more than Config.ElectionTimeout (a heartbeat exactly the
+// timeout old still counts), or which lost its master and has an electable
+// replica alive again. Applying it:
+//
+//  1. The old master, if alive, stays (a manual election changes nothing).
+//  2. Else the alive member of the sync-state set with the lowest broker id
+//     becomes master; the epoch rises by one; the set becomes {new master}
+//     and its epoch rises; the new master expands it as slaves catch up.
+//  3. Else, with Config.UncleanElection (default off), the alive registered
+//     replica with the lowest id becomes master as in 2, and the Result says
+//     Unclean: messages acknowledged by the old master may be lost.
+//  4. Else the group has no master: the epoch rises (fencing the old master
+//     if it returns) and the set is kept, so that a member of it coming back
+//     is elected by the next Tick.
+//
+// RocketMQ's DefaultElectPolicy also prefers the old master, then ranks the
+// candidates by (epoch, max offset, election priority); every member of the
+// sync-state set holds every acknowledged message, so taking the lowest id
+// is as safe and needs no offsets in the heartbeats.
+//
+// # Determinism, and what Raft will replicate
+//
+// State is the replicated part: RegisterBroker, AlterSyncStateSet and
+// ElectMaster applied in log order give the same Results and the same state
+// on every controller replica; State reads no clock and keeps no liveness.
+// Heartbeats are not replicated: they come every second or so from every
+// broker and would flood the log, and a follower's liveness matters only
+// once it leads. Liveness therefore enters the log only through ElectMaster:
+// the leader's Machine.Tick or Machine.Elect computes the alive set at now
+// and puts it in the command, and the command also names the epoch it was
+// made at, so one applied after another election got in first changes
+// nothing (ErrStaleElection). A new leader's liveness table starts empty: it
+// should hear heartbeats for one ElectionTimeout before it acts on Tick.
+//
+// Machine is one controller replica: State plus Liveness. Apply(cmd, now)
+// sends Heartbeat to the liveness and the rest to State (a RegisterBroker
+// also counts as a heartbeat at now). The Raft FSM will call State.Apply
+// with the decoded log entry; snapshots (an encoding of State) come with the
+// Raft wiring.
+//
+// # Concurrency
+//
+// Neither Machine nor State is safe for concurrent use and neither starts a
+// goroutine: the caller serialises calls, as a Raft FSM applies one entry at
+// a time. Invariants (the master is registered and in the sync-state set,
+// the set holds only registered ids) are checked after every change; a
+// broken one is a bug here and panics.
+//
+// # Tests
+//
+// testdata/*.txt are script tests run by script_test.go (format there);
+// `go test ./controller -run TestScripts -rewrite` regenerates their
+// expected output. TestReplicatedLogDeterminism replays a seeded random
+// run's log on a bare State.
+package controller

@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Machine is one controller replica: the replicated State plus this
+// replica's Liveness. The caller passes the time to every call; Machine
+// reads no clock and starts no goroutine. Not safe for concurrent use: the
+// caller serialises calls (the Raft FSM applies one entry at a time).
+type Machine struct {
+	cfg   Config
+	state *State
+	live  Liveness
+}
+
+// New returns an empty machine.
+func New(cfg Config) (*Machine, error) {
+	cfg.EnsureDefaults()
+	st, err := NewState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Machine{cfg: cfg, state: st, live: newLiveness()}, nil
+}
+
+// Config returns the configuration in force.
+func (m *Machine) Config() Config { return m.cfg }
+
+// State returns the replicated part.
+func (m *Machine) State() *State { return m.state }
+
+// Liveness returns the local, non-replicated part.
+func (m *Machine) Liveness() *Liveness { return &m.live }
+
+// Apply applies cmd at now. Heartbeat updates only the local liveness;
+// RegisterBroker goes to the State and, accepted, counts as a heartbeat at
+// now; AlterSyncStateSet and ElectMaster go to the State alone, which reads
+// no time.
+func (m *Machine) Apply(cmd Command, now time.Time) (Result, error) {
+	switch c := cmd.(type) {
+	case Heartbeat:
+		return m.heartbeat(c, now)
+	case RegisterBroker:
+		r, err := m.state.Apply(c)
+		if err == nil {
+			m.live.beat(c.Group, c.ID, now)
+		}
+		return r, err
+	}
+	return m.state.Apply(cmd)
+}
+
+func (m *Machine) heartbeat(c Heartbeat, now time.Time) (Result, error) {
+	gs, ok := m.state.groups[c.Group]
+	if !ok {
+		return Result{Group: c.Group, MasterID: NoMaster}, fmt.Errorf("%w %s: register first", ErrUnknownGroup, c.Group)
+	}
+	r := m.state.describe(c.Group, gs)
+	if _, ok := gs.replicas[c.ID]; !ok {
+		return r, fmt.Errorf("%w: heartbeat %s from broker %d: register first", ErrUnknownBroker, c.Group, c.ID)
+	}
+	if c.Epoch < 0 || c.Epoch > gs.masterEpoch {
+		return r, fmt.Errorf("%w: heartbeat %s from broker %d reports epoch %d, the group's is %d", ErrBadCommand, c.Group, c.ID, c.Epoch, gs.masterEpoch)
+	}
+	m.live.beat(c.Group, c.ID, now)
+	gs.roleOf(&r, c.ID, c.Epoch)
+	return r, nil
+}
+
+// Alive reports whether broker id of g sent a heartbeat within the election
+// timeout of now.
+func (m *Machine) Alive(g Group, id int64, now time.Time) bool {
+	return m.live.alive(g, id, now, m.cfg.ElectionTimeout)
+}
+
+// Elect makes the ElectMaster command for g at now: Alive lists, sorted, the
+// registered replicas alive at now. Applying it is what Raft replicates.
+func (m *Machine) Elect(g Group, now time.Time) ElectMaster {
+	c := ElectMaster{Group: g, At: now}
+	gs, ok := m.state.groups[g]
+	if !ok {
+		return c
+	}
+	c.MasterEpoch = gs.masterEpoch
+	for id := range gs.replicas {
+		if m.Alive(g, id, now) {
+			c.Alive = append(c.Alive, id)
+		}
+	}
+	slices.Sort(c.Alive)
+	return c
+}
+
+// Tick returns, in group order, an ElectMaster command for every group that
+// needs one at now: its master's last heartbeat is older than the election
+// timeout, or it has lost its master and an electable replica (in the
+// sync-state set, or any with UncleanElection) is alive again. The caller
+// applies (or proposes) them.
+func (m *Machine) Tick(now time.Time) []ElectMaster {
+	var out []ElectMaster
+	for _, g := range m.state.Groups() {
+		gs := m.state.groups[g]
+		need := false
+		switch {
+		case gs.master != NoMaster:
+			need = !m.Alive(g, gs.master, now)
+		case gs.masterEpoch > 0:
+			for id := range gs.replicas {
+				if (gs.syncSet[id] || m.cfg.UncleanElection) && m.Alive(g, id, now) {
+					need = true
+					break
+				}
+			}
+		}
+		if need {
+			out = append(out, m.Elect(g, now))
+		}
+	}
+	return out
+}

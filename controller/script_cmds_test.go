@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// run executes one script command and returns its output lines.
+func (s *scriptRunner) run(line string) []string {
+	f := strings.Fields(line)
+	pos, kv := []string{}, map[string]string{}
+	for _, a := range f[1:] {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			kv[k] = v
+		} else {
+			pos = append(pos, a)
+		}
+	}
+	if v, ok := kv["t"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return []string{"script error: " + err.Error()}
+		}
+		s.now = s.base.Add(d)
+	}
+	g := Group{}
+	if len(pos) > 0 {
+		g = parseGroup(pos[0])
+	}
+	res := func(r Result, err error) []string {
+		if err != nil {
+			out := []string{"error: " + err.Error()}
+			if r.Fenced {
+				out = append(out, r.String())
+			}
+			return out
+		}
+		return []string{r.String()}
+	}
+	switch f[0] {
+	case "config":
+		cfg := Config{}
+		if v, ok := kv["timeout"]; ok {
+			cfg.ElectionTimeout, _ = time.ParseDuration(v)
+		}
+		cfg.UncleanElection = kv["unclean"] == "true"
+		s.m = s.newMachine(cfg)
+		return []string{"config " + s.m.Config().String()}
+	case "register":
+		if len(pos) != 3 {
+			return []string{"script error: register G ID ADDR"}
+		}
+		return res(s.m.Apply(RegisterBroker{Group: g, ID: atoi(pos[1]), Addr: pos[2], Epoch: atoi(kv["epoch"])}, s.now))
+	case "heartbeat":
+		if len(pos) != 2 {
+			return []string{"script error: heartbeat G ID[,ID...]"}
+		}
+		var out []string
+		for _, id := range parseIDs(pos[1]) {
+			r, err := s.m.Apply(Heartbeat{Group: g, ID: id, Epoch: atoi(kv["epoch"])}, s.now)
+			for _, l := range res(r, err) {
+				out = append(out, fmt.Sprintf("broker %d: %s", id, l))
+			}
+		}
+		return out
+	case "alter":
+		return res(s.m.Apply(AlterSyncStateSet{Group: g, From: atoi(kv["from"]), MasterEpoch: atoi(kv["epoch"]),
+			NewSet: parseIDs(kv["set"]), SyncSetEpoch: atoi(kv["setEpoch"])}, s.now))
+	case "elect":
+		c := s.m.Elect(g, s.now)
+		return append([]string{describeElect(c)}, res(s.m.Apply(c, s.now))...)
+	case "tick":
+		var out []string
+		for _, c := range s.m.Tick(s.now) {
+			out = append(out, describeElect(c))
+			out = append(out, res(s.m.Apply(c, s.now))...)
+		}
+		if out == nil {
+			out = []string{"no election needed"}
+		}
+		return out
+	case "show":
+		groups := s.m.State().Groups()
+		if len(pos) > 0 {
+			groups = []Group{g}
+		}
+		var out []string
+		for _, g := range groups {
+			out = append(out, res(s.m.State().Show(g))...)
+			for _, id := range sortedIDs(keysOf(s.m.State().Replicas(g))) {
+				last := "never"
+				if at, ok := s.m.Liveness().LastHeartbeat(g, id); ok {
+					last = at.Sub(s.base).String()
+				}
+				out = append(out, fmt.Sprintf("  %d %s last=%s alive=%v", id, s.m.State().Replicas(g)[id],
+					last, s.m.Alive(g, id, s.now)))
+			}
+		}
+		return out
+	}
+	return []string{"script error: unknown command " + f[0]}
+}
+
+func describeElect(c ElectMaster) string {
+	return fmt.Sprintf("elect %s alive=%s", c.Group, formatIDs(c.Alive))
+}
+
+func keysOf(m map[int64]string) map[int64]bool {
+	out := map[int64]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func parseGroup(s string) Group {
+	if c, b, ok := strings.Cut(s, "/"); ok {
+		return Group{Cluster: c, Broker: b}
+	}
+	return Group{Cluster: "c", Broker: s}
+}
+
+func parseIDs(s string) []int64 {
+	var ids []int64
+	for _, p := range strings.Split(s, ",") {
+		if p != "" {
+			ids = append(ids, atoi(p))
+		}
+	}
+	return ids
+}
+
+// atoi parses a script number; a bad one becomes -2, which every command
+// refuses with its own error.
+func atoi(s string) int64 {
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return -2
+	}
+	return n
+}
