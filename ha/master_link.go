@@ -143,7 +143,7 @@ func (m *Master) handshake(c net.Conn, fr *frameReader, remote string) (*link, e
 	if err != nil {
 		return nil, err
 	}
-	if h := m.log.HandedOffset(); from > h && !afterBlank(from, h, seg) {
+	if h := m.log.HandedOffset(); from > h {
 		return nil, fmt.Errorf("%w: slave %d starts at %d, past the master's handed offset %d", ErrProtocol, hs.BrokerID, from, h)
 	}
 	addr := hs.Addr
@@ -234,13 +234,6 @@ const (
 	catchUpGap   = 8 << 20
 	catchUpBatch = 1 << 20
 )
-
-// afterBlank says whether from, past the handed offset h, is the base of
-// the segment after the one h is in: a slave that took that segment's
-// blank (its header is all the log holds of it) while the master's handed
-// offset still stops right after the header. The log answers "nothing yet"
-// there, not an error.
-func afterBlank(from, h, seg int64) bool { return from%seg == 0 && h > from-seg }
 
 // sendBatch reads the log at next, up to the batch size and never past
 // next's epoch, and sends it as one frame. It returns where the log

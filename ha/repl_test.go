@@ -461,16 +461,3 @@ func TestFarBehindSlaveGetsLargeFrames(t *testing.T) {
 	}
 }
 
-// afterBlank: only the next segment's base, with the handed offset inside
-// the segment before, passes the handed offset legitimately.
-func TestAfterBlank(t *testing.T) {
-	const seg = 1000
-	for _, c := range []struct {
-		from, h int64
-		want    bool
-	}{{1000, 992, true}, {1000, 1, true}, {1000, 0, false}, {2000, 992, false}, {1500, 1492, false}, {3000, 2008, true}} {
-		if got := afterBlank(c.from, c.h, seg); got != c.want {
-			t.Errorf("afterBlank(%d, %d) = %v, want %v", c.from, c.h, got, c.want)
-		}
-	}
-}

@@ -211,7 +211,6 @@ func (s *Store) flushTo(w int64) error {
 		}
 	}
 	if w > d {
-		newD := d
 		for _, g := range s.segmentsSnapshot() {
 			end := g.end(s.segSize)
 			if end <= d || g.base >= w {
@@ -221,18 +220,19 @@ func (s *Store) flushTo(w int64) error {
 			if err != nil {
 				return s.breakWith(fmt.Errorf("flush %s: %w", g.path, err))
 			}
-			if w >= end {
-				newD = end // sealed before w was read: the blank is covered
-			} else {
-				newD = max(newD, g.base+n)
+			// A segment ending at or below w was sealed before w was read:
+			// its blank is covered.
+			if w < end && g.base+n < w {
+				return s.breakWith(fmt.Errorf("storage: internal: flush of %s reached %d, written %d", g.path, g.base+n, w))
 			}
 		}
-		if newD < w {
-			return s.breakWith(fmt.Errorf("storage: internal: flush reached %d, written %d", newD, w))
-		}
-		s.durable.Store(newD)
-		s.storeHanded(newD) // a flush writes out before it syncs
-		s.m.flushedBytes.Add(newD - d)
+		// Durable is w, not as far as the flushes went: bytes appended
+		// after w was read wait for the next round, and durable (and
+		// handed) stay on a record boundary or a segment end, never
+		// after the header of a blank that was being written.
+		s.durable.Store(w)
+		s.storeHanded(w) // a flush writes out before it syncs
+		s.m.flushedBytes.Add(w - d)
 		kick(s.dispatchKick) // sync flush: records become visible at durable
 	}
 	s.m.recordFlush(time.Since(start))

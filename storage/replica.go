@@ -74,10 +74,8 @@ func (s *Store) OnHanded(fn func(handed int64)) { addCallback(&s.onHanded, fn) }
 // comes alone, as its 8-byte header (all the master wrote of it; the rest
 // of the segment is zeros): n == record.BlankSize, and next is the next
 // segment's base offset; otherwise next is from+n. n==0, err==nil: nothing
-// new yet (also at the next segment's base after a blank while the handed
-// offset still stops inside that blank, as a flush round that read the
-// written offset before the seal leaves it). from < CommitLogMinOffset():
-// ErrLogTrimmed. Any other from > HandedOffset(): an error. len(buf) >= MaxRecordSize() always makes progress; a smaller
+// new yet. from < CommitLogMinOffset(): ErrLogTrimmed. from > HandedOffset():
+// an error. len(buf) >= MaxRecordSize() always makes progress; a smaller
 // buf that cannot hold the next record gets an error wrapping
 // io.ErrShortBuffer. A record whose header is damaged, or whose
 // physical-offset field is not its position (from is not a record
@@ -99,12 +97,9 @@ func (s *Store) readLog(from int64, buf []byte) (int, error) {
 		return 0, fmt.Errorf("%w: read log at %d, min offset %d", ErrLogTrimmed, from, lo)
 	}
 	if from >= handed {
-		if from > handed && !(from%s.segSize == 0 && handed > from-s.segSize) {
+		if from > handed {
 			return 0, fmt.Errorf("storage: read log at %d: past the handed offset %d", from, handed)
 		}
-		// (At a segment base with handed inside the segment before: the
-		// caller took that segment's blank, whose header is all the log
-		// holds of it, while handed may still stop after that header.)
 		return 0, nil
 	}
 	g := s.segmentAtLocked(from)
@@ -139,8 +134,9 @@ func (s *Store) readLog(from int64, buf []byte) (int, error) {
 				return n, nil // it comes alone, next
 			}
 			// Its header is in the kernel (want covers it): that is all
-			// of it the log holds, and all a slave needs, though the
-			// handed offset may still stop there rather than at segEnd.
+			// of it the log holds, and all a slave needs. (The handed
+			// offset is then at segEnd or beyond: it never stops inside
+			// a blank.)
 			return record.BlankSize, nil
 		case magic != record.MagicMessage:
 			bad = fmt.Errorf("%w: %#08x", record.ErrBadMagic, uint32(magic))
