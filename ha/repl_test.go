@@ -460,4 +460,3 @@ func TestFarBehindSlaveGetsLargeFrames(t *testing.T) {
 		t.Fatalf("%d appends for %d bytes: the catch-up did not use large frames", got, mn.log.HandedOffset())
 	}
 }
-
