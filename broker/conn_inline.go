@@ -63,11 +63,14 @@ func ownBody(cmd *protocol.Command, aliased bool) {
 	}
 }
 
-// inlineSend reports whether the reader processes cmd itself: not when
-// sends wait for slaves (the reader would stop reading for a replication
-// round trip; on their own goroutines the waits overlap).
+// inlineSend reports whether the reader processes cmd itself. On a
+// SYNC_MASTER it does too: the reader never waits for the slaves; each
+// stored send's answer waits in the replication link's queue
+// (WaitReplicatedFunc) and the acknowledgement that covers it sends it
+// (replicated), so neither a worker goroutine nor a wake-up of one stands
+// between a slave's acknowledgement and the answer.
 func (c *conn) inlineSend(cmd *protocol.Command) bool {
-	return c.b.appends != nil && !c.b.waitsForSlaves() && (cmd.Code == protocol.SendMessage || cmd.Code == protocol.SendMessageV2)
+	return c.b.appends != nil && (cmd.Code == protocol.SendMessage || cmd.Code == protocol.SendMessageV2)
 }
 
 // nextFrameBuffered reports whether a whole frame is already in the
@@ -92,6 +95,7 @@ func (c *conn) processSends(cmds []*protocol.Command) {
 	c.reqAdd(n)
 	c.busy.Add(int32(n))
 	resps := make([]*protocol.Command, n)
+	deferred := 0 // answers the replication link will send (replicated)
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -128,7 +132,13 @@ func (c *conn) processSends(cmds []*protocol.Command) {
 			topic, queue := answerTarget(e.m)
 			res, err := c.b.appends.finish(e)
 			req := cmds[idx[j]]
-			resps[idx[j]] = c.b.sendResponse(req, topic, queue, len(req.Body), []storage.AppendResult{res}, err)
+			rs := []storage.AppendResult{res}
+			resp, replicate := c.b.appendResponse(req, topic, queue, len(req.Body), rs, err)
+			if replicate && c.replicated(req, resp, rs) {
+				deferred++
+				continue
+			}
+			resps[idx[j]] = resp
 		}
 	}()
 	for i, cmd := range cmds {
@@ -137,5 +147,52 @@ func (c *conn) processSends(cmds []*protocol.Command) {
 		}
 	}
 	c.busy.Add(-int32(n))
-	c.reqAdd(-n)
+	c.pending.Add(-int32(n - deferred))
+	c.reqs.Add(-(n - deferred))
+}
+
+// replicated settles a stored send's answer on a SYNC_MASTER. When the
+// slaves' outcome is known at once it sets resp's code and returns false:
+// the caller sends resp. Otherwise it returns true and the replication
+// link sends resp once the slaves hold the record or the wait fails; the
+// request stays counted in c.reqs until then (drain waits for it), and
+// holds a slot of the broker's request semaphore, so a connection cannot
+// pile up unbounded waits: the reader blocks in acquire instead.
+func (c *conn) replicated(req, resp *protocol.Command, res []storage.AppendResult) bool {
+	b := c.b
+	if b.repl == nil {
+		b.stats.slaveNotAvailable.Add(1)
+		resp.Code, resp.Remark = protocol.SlaveNotAvailable, "no slave attached to this SYNC_MASTER"
+		return false
+	}
+	if !b.acquire(c.closed) {
+		resp.Code, resp.Remark = b.replicaOutcome(errSlaveNotAvailable)
+		return false
+	}
+	last := res[len(res)-1]
+	oneway := req.IsOneway()
+	done, err := b.repl.WaitReplicatedFunc(last.PhysicalOffset+int64(last.Size), func(err error) {
+		if code, remark := b.replicaOutcome(err); code != protocol.Success {
+			resp.Code, resp.Remark = code, remark
+		}
+		b.release()
+		if oneway || c.trySend(outFrame{cmd: resp}) {
+			c.reqDone()
+			return
+		}
+		// The writer's queue is full: never block the link's goroutine
+		// (every slave acknowledgement runs through it).
+		go func() {
+			c.send(outFrame{cmd: resp})
+			c.reqDone()
+		}()
+	})
+	if done {
+		b.release()
+		if code, remark := b.replicaOutcome(err); code != protocol.Success {
+			resp.Code, resp.Remark = code, remark
+		}
+		return false
+	}
+	return true
 }

@@ -85,9 +85,14 @@
 //   - Pull answers suggest the broker for the queue's next pull
 //     (pull_route.go): a slave when slaveReadEnable is on and the consumer
 //     reads far behind the tail, else the master.
-//   - A SYNC_MASTER waits after each append until its slaves hold the
-//     record (replicator.WaitReplicated), on the goroutine that waited for
-//     the append; without a replicator it answers SLAVE_NOT_AVAILABLE.
+//   - A SYNC_MASTER answers a send only once its slaves hold the record.
+//     Under async flush the connection's reader appends the send inline
+//     and hands the answer to the replication link
+//     (replicator.WaitReplicatedFunc): the slave acknowledgement that
+//     covers it queues it for the writer (conn_inline.go, replicated).
+//     Under sync flush the worker that waited for the flush then waits
+//     for the slaves (replicator.WaitReplicated). Without a replicator it
+//     answers SLAVE_NOT_AVAILABLE.
 //
 // # Long-lived goroutines
 //

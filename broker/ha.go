@@ -14,10 +14,12 @@ import (
 // the broker separately. The broker itself knows nothing of how bytes
 // reach a slave; it needs three things from the link and gives it three:
 //
-//   - a master's send path calls replicator.WaitReplicated after a
-//     successful append under SYNC_MASTER (sendResponse), on the goroutine
-//     that already waited for the append: one call per send or batch, no
-//     goroutine of its own;
+//   - a master's send path waits for the slaves after a successful append
+//     under SYNC_MASTER: inline sends (async flush) through
+//     replicator.WaitReplicatedFunc, whose callback sends the answer
+//     (conn.replicated); others through replicator.WaitReplicated
+//     (sendResponse) on the goroutine that already waited for the append.
+//     One call per send or batch, no goroutine of its own;
 //   - stats and /metrics show replicator.Slaves();
 //   - the link reads HAMasterAddr (a slave's master, static or learned from
 //     the name server) and calls setHAPort once its listener has a port,
@@ -45,6 +47,11 @@ type replicator interface {
 	// every waiter it covers (a waiter list like the store's flush, not a
 	// goroutine per call).
 	WaitReplicated(end int64) error
+	// WaitReplicatedFunc is WaitReplicated for a caller that must not
+	// block: an outcome known at once is returned with done; otherwise fn
+	// gets it exactly once later, on the link's goroutine, and must not
+	// block.
+	WaitReplicatedFunc(end int64, fn func(error)) (done bool, err error)
 	// Slaves reports each connected slave, for stats and metrics.
 	Slaves() []SlaveStatus
 }
@@ -84,8 +91,7 @@ func (b *Broker) Slaves() []SlaveStatus {
 }
 
 // waitsForSlaves reports whether a send waits for slaves after its append:
-// a SYNC_MASTER with a replicator. Sends then run on their own goroutines,
-// never inline on the connection's reader (conn_inline.go).
+// a SYNC_MASTER with a replicator.
 func (b *Broker) waitsForSlaves() bool { return b.cfg.BrokerRole == SyncMaster && b.repl != nil }
 
 // replicaStatus waits, on a SYNC_MASTER, until the slaves hold the records
@@ -101,7 +107,11 @@ func (b *Broker) replicaStatus(res []storage.AppendResult) (code int16, remark s
 		return protocol.SlaveNotAvailable, "no slave attached to this SYNC_MASTER"
 	}
 	last := res[len(res)-1]
-	err := b.repl.WaitReplicated(last.PhysicalOffset + int64(last.Size))
+	return b.replicaOutcome(b.repl.WaitReplicated(last.PhysicalOffset + int64(last.Size)))
+}
+
+// replicaOutcome is the answer code a wait for slaves' outcome means.
+func (b *Broker) replicaOutcome(err error) (code int16, remark string) {
 	switch {
 	case err == nil:
 		return protocol.Success, ""

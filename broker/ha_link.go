@@ -19,8 +19,16 @@ import (
 // haMaster adapts *ha.Master to the broker's replicator.
 type haMaster struct{ m *ha.Master }
 
-func (h haMaster) WaitReplicated(end int64) error {
-	switch err := h.m.WaitReplicated(end); {
+func (h haMaster) WaitReplicated(end int64) error { return haError(h.m.WaitReplicated(end)) }
+
+func (h haMaster) WaitReplicatedFunc(end int64, fn func(error)) (bool, error) {
+	done, err := h.m.WaitReplicatedFunc(end, func(err error) { fn(haError(err)) })
+	return done, haError(err)
+}
+
+// haError maps package ha's errors to the broker's.
+func haError(err error) error {
+	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, ha.ErrSlaveTimeout):

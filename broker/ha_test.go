@@ -38,6 +38,21 @@ func (f *fakeReplicator) WaitReplicated(end int64) error {
 	return res
 }
 
+func (f *fakeReplicator) WaitReplicatedFunc(end int64, fn func(error)) (bool, error) {
+	f.mu.Lock()
+	f.ends = append(f.ends, end)
+	gate, res := f.gate, f.result
+	f.mu.Unlock()
+	if gate == nil {
+		return true, res
+	}
+	go func() {
+		<-gate
+		fn(res)
+	}()
+	return false, nil
+}
+
 func (f *fakeReplicator) Slaves() []SlaveStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -151,8 +166,8 @@ func TestSyncMasterReplicatorAnswers(t *testing.T) {
 }
 
 // TestSyncMasterWaitsOffTheReader: sends waiting for slaves do not hold up
-// the connection (they are not processed inline on its reader), and each
-// waits for its own record's end.
+// the connection (the reader queues their answers with the replication
+// link and reads on), and each waits for its own record's end.
 func TestSyncMasterWaitsOffTheReader(t *testing.T) {
 	f := &fakeReplicator{gate: make(chan struct{})}
 	b := startSyncMaster(t, "", f, nil)

@@ -110,25 +110,38 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 // combines the two futures the same way).
 func (b *Broker) sendResponse(req *protocol.Command, topic string, queue int32, bodyBytes int,
 	res []storage.AppendResult, err error) *protocol.Command {
+	r, replicate := b.appendResponse(req, topic, queue, bodyBytes, res, err)
+	if replicate {
+		if c, remark := b.replicaStatus(res); c != protocol.Success {
+			r.Code, r.Remark = c, remark
+		}
+	}
+	return r
+}
+
+// appendResponse is sendResponse before the wait for slaves: the answer
+// the append alone gives, and whether the records are stored on a
+// SYNC_MASTER, so that the answer is final only once the slaves' outcome
+// (replicaStatus, or the inline path's replication callback) has replaced
+// its code when that is not SUCCESS.
+func (b *Broker) appendResponse(req *protocol.Command, topic string, queue int32, bodyBytes int,
+	res []storage.AppendResult, err error) (r *protocol.Command, replicate bool) {
 	flushTimeout := errors.Is(err, storage.ErrFlushTimeout) && len(res) > 0 && res[0].Size > 0
 	if err != nil && !flushTimeout {
 		b.stats.sendErrors.Add(1)
-		return errorResponse(req, err)
+		return errorResponse(req, err), false
 	}
 	code, remark := protocol.Success, ""
 	if flushTimeout {
 		b.stats.flushTimeout.Add(1)
 		code, remark = protocol.FlushDiskTimeout, "stored, but not flushed to disk within syncFlushTimeout "+b.cfg.SyncFlushTimeout.String()
 	}
-	if c, r := b.replicaStatus(res); c != protocol.Success {
-		code, remark = c, r
-	}
 	b.stats.put(topic, len(res), bodyBytes)
 	rh := &protocol.SendMessageResponseHeader{MsgID: offsetMsgIDs(b.storeHost, res), QueueID: queue, QueueOffset: res[0].QueueOffset,
 		MsgRegion: "DefaultRegion", TraceOn: "true"}
-	r := protocol.NewResponse(req, code, remark)
+	r = protocol.NewResponse(req, code, remark)
 	r.Header = rh
-	return r
+	return r, b.cfg.BrokerRole == SyncMaster && len(res) > 0
 }
 
 // offsetMsgIDs is the comma-separated offsetMsgID of each result, built

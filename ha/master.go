@@ -45,6 +45,8 @@ type Master struct {
 		links   []*link // registered links (in the transfer phase)
 		conns   map[net.Conn]struct{}
 		pending waitQueue
+		// spare is an empty fired list to swap in while one is called.
+		spare []*waiter
 		// quorum is the offset at least need registered slaves have
 		// acknowledged (-1: fewer than need are registered).
 		quorum int64
@@ -159,7 +161,7 @@ func (m *Master) sweep() {
 			if m.mu.pending.len() > 0 {
 				m.mu.pending.expire(m.now(), ErrSlaveTimeout)
 			}
-			m.mu.Unlock()
+			m.unlockAndFire()
 		case <-m.stop:
 			return
 		}
@@ -203,6 +205,65 @@ func (m *Master) WaitReplicated(end int64) error {
 	return err
 }
 
+// WaitReplicatedFunc is WaitReplicated without the wait, for a caller
+// that must not block (the broker's inline send path): when the outcome
+// is known at once it returns done with it and never calls fn; otherwise
+// it calls fn exactly once later with what WaitReplicated would have
+// returned. fn runs on the goroutine that released it (a slave's
+// acknowledgement reader, the deadline sweeper, or Close), never under
+// the master's lock, in offset order within one release; it must not
+// block. No goroutine or timer per call; a steady-state call allocates
+// nothing beyond what fn's caller allocated.
+func (m *Master) WaitReplicatedFunc(end int64, fn func(error)) (done bool, err error) {
+	if m.need == 0 {
+		return true, nil
+	}
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return true, ErrClosed
+	}
+	if m.mu.quorum >= end {
+		m.mu.Unlock()
+		return true, nil
+	}
+	now := m.now()
+	if m.inSyncCountLocked(m.log.HandedOffset(), now) < m.need {
+		m.mu.Unlock()
+		return true, ErrSlaveNotAvailable
+	}
+	w := m.waiters.Get().(*waiter)
+	w.end, w.deadline, w.fn = end, now+int64(m.cfg.AckTimeout), fn
+	m.mu.pending.push(w)
+	m.mu.Unlock()
+	return false, nil
+}
+
+// unlockAndFire unlocks m.mu and then calls the callback waiters the
+// locked section released, in order. Their list is swapped for the spare
+// one first, so another release can run while these are called.
+func (m *Master) unlockAndFire() {
+	f := m.mu.pending.fired
+	if len(f) == 0 {
+		m.mu.Unlock()
+		return
+	}
+	m.mu.pending.fired, m.mu.spare = m.mu.spare, nil
+	m.mu.Unlock()
+	for i, w := range f {
+		fn, err := w.fn, w.err
+		w.fn, w.err = nil, nil
+		f[i] = nil
+		m.waiters.Put(w)
+		fn(err)
+	}
+	m.mu.Lock()
+	if m.mu.spare == nil {
+		m.mu.spare = f[:0]
+	}
+	m.mu.Unlock()
+}
+
 // inSync says whether a slave counts for SYNC_MASTER: its acknowledged
 // offset within MaxGapNotInSync of handed, heard from within
 // HousekeepingInterval.
@@ -242,7 +303,7 @@ func (m *Master) onAck(l *link, off int64) {
 		m.mu.quorum = q
 		m.mu.pending.release(q, nil)
 	}
-	m.mu.Unlock()
+	m.unlockAndFire()
 }
 
 // quorumLocked returns the need-th highest acknowledged offset among the
@@ -297,7 +358,7 @@ func (m *Master) register(l *link) bool {
 		m.mu.quorum = q
 		m.mu.pending.release(q, nil)
 	}
-	m.mu.Unlock()
+	m.unlockAndFire()
 	if old != nil {
 		old.close(fmt.Errorf("replaced by a new link from the same slave (%s)", l.remote))
 	}
@@ -308,7 +369,7 @@ func (m *Master) register(l *link) bool {
 // release the waiters, they get ErrSlaveNotAvailable.
 func (m *Master) unregister(l *link) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.unlockAndFire()
 	i := slices.Index(m.mu.links, l)
 	if i < 0 {
 		return
@@ -396,7 +457,7 @@ func (m *Master) Close() error {
 		c.Close()
 	}
 	links := slices.Clone(m.mu.links) // unregister edits m.mu.links in place
-	m.mu.Unlock()
+	m.unlockAndFire()
 	for _, l := range links {
 		l.close(ErrClosed)
 	}

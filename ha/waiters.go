@@ -5,13 +5,18 @@ package ha
 // allocates nothing; no goroutine or timer belongs to a waiter.
 //
 // Ownership: the caller hands the waiter to the queue under Master.mu;
-// exactly one of release, expire or failAll takes it out and sends the
-// result (done has room for it, so that never blocks); the caller then
-// receives it and returns the waiter to the pool.
+// exactly one of release, expire or failAll takes it out and hands it the
+// result. A blocking waiter (fn nil) gets it on done (which has room for
+// it, so that never blocks); the caller then receives it and returns the
+// waiter to the pool. A callback waiter (WaitReplicatedFunc) is moved to
+// the queue's fired list with its result; the master calls fn after it
+// unlocks (Master.unlockAndFire), then pools the waiter.
 type waiter struct {
 	end      int64 // CommitLog offset the slaves must acknowledge
 	deadline int64 // Master.now() past which it times out
 	done     chan error
+	fn       func(error) // set for a callback waiter
+	err      error       // a fired callback waiter's result
 }
 
 func newWaiter() *waiter { return &waiter{done: make(chan error, 1)} }
@@ -23,6 +28,19 @@ func newWaiter() *waiter { return &waiter{done: make(chan error, 1)} }
 type waitQueue struct {
 	q    []*waiter
 	head int // q[head:] are waiting
+	// fired is the callback waiters released and not yet called, in the
+	// order they were released (offset order within one release).
+	fired []*waiter
+}
+
+// hand gives w its result: on its channel, or onto the fired list.
+func (wq *waitQueue) hand(w *waiter, err error) {
+	if w.fn != nil {
+		w.err = err
+		wq.fired = append(wq.fired, w)
+		return
+	}
+	w.done <- err
 }
 
 func (wq *waitQueue) len() int { return len(wq.q) - wq.head }
@@ -49,7 +67,7 @@ func (wq *waitQueue) push(w *waiter) {
 func (wq *waitQueue) release(upTo int64, err error) int {
 	n := 0
 	for wq.head < len(wq.q) && wq.q[wq.head].end <= upTo {
-		wq.q[wq.head].done <- err
+		wq.hand(wq.q[wq.head], err)
 		wq.q[wq.head] = nil
 		wq.head++
 		n++
@@ -65,7 +83,7 @@ func (wq *waitQueue) expire(now int64, err error) int {
 	for i := wq.head; i < len(wq.q); i++ {
 		w := wq.q[i]
 		if w.deadline <= now {
-			w.done <- err
+			wq.hand(w, err)
 			continue
 		}
 		wq.q[j] = w
@@ -82,7 +100,7 @@ func (wq *waitQueue) expire(now int64, err error) int {
 func (wq *waitQueue) failAll(err error) int {
 	n := wq.len()
 	for _, w := range wq.q[wq.head:] {
-		w.done <- err
+		wq.hand(w, err)
 	}
 	clear(wq.q)
 	wq.q, wq.head = wq.q[:0], 0

@@ -147,6 +147,100 @@ func TestWaitersFailWhenSlavesLeave(t *testing.T) {
 	}
 }
 
+// WaitReplicatedFunc: an outcome known at once is returned and fn is
+// never called; otherwise fn gets the outcome exactly once, from the
+// acknowledgement that covers it (in offset order), the deadline sweeper,
+// a slave leaving, or Close.
+func TestWaitReplicatedFunc(t *testing.T) {
+	m, links, _ := newBareMaster(t, 2)
+	type outcome struct {
+		end int64
+		err error
+	}
+	got := make(chan outcome, 16)
+	wait := func(end int64) {
+		t.Helper()
+		done, err := m.WaitReplicatedFunc(end, func(err error) { got <- outcome{end, err} })
+		if done {
+			t.Fatalf("wait for %d answered at once: %v", end, err)
+		}
+	}
+	for _, end := range []int64{300, 100, 200, 400} {
+		wait(end)
+	}
+	m.onAck(links[0], 300)
+	for _, want := range []int64{100, 200, 300} {
+		if o := <-got; o.end != want || o.err != nil {
+			t.Fatalf("released %d (%v), want %d first", o.end, o.err, want)
+		}
+	}
+	if n := m.pendingLen(); n != 1 {
+		t.Fatalf("%d waiting, want the one for 400", n)
+	}
+	// Known at once: covered already.
+	if done, err := m.WaitReplicatedFunc(250, func(error) { t.Error("fn called for an answered wait") }); !done || err != nil {
+		t.Fatalf("covered wait: done %v, %v", done, err)
+	}
+	// The slave leaves: the waiter left behind fails, and a new wait
+	// fails at once.
+	links[0].close(errors.New("test"))
+	m.unregister(links[0])
+	if o := <-got; o.end != 400 || !errors.Is(o.err, ErrSlaveNotAvailable) {
+		t.Fatalf("left behind: %d %v", o.end, o.err)
+	}
+	if done, err := m.WaitReplicatedFunc(500, func(error) { t.Error("fn called for an answered wait") }); !done || !errors.Is(err, ErrSlaveNotAvailable) {
+		t.Fatalf("no slave: done %v, %v", done, err)
+	}
+	select {
+	case o := <-got:
+		t.Fatalf("called again: %d %v", o.end, o.err)
+	default:
+	}
+}
+
+// A callback waiter times out through the sweeper, and Close fails the
+// rest with ErrClosed.
+func TestWaitReplicatedFuncTimeoutAndClose(t *testing.T) {
+	lg := newMemLog(1<<20, 4096)
+	m, err := NewMaster(MasterConfig{Addr: "127.0.0.1:0", Log: lg, Epochs: openEpochs(t, vfs.NewMem()), InSyncReplicas: 2,
+		AckTimeout: 50 * time.Millisecond, Logger: quietLogger()})
+	must(t, err)
+	defer m.Close()
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	l := &link{m: m, conn: a, brokerID: 1, addr: "pipe", kick: make(chan struct{}, 1), done: make(chan struct{})}
+	l.heard.Store(m.now())
+	if !m.register(l) {
+		t.Fatal("register refused")
+	}
+	got := make(chan error, 2)
+	if done, err := m.WaitReplicatedFunc(100, func(err error) { got <- err }); done {
+		t.Fatalf("answered at once: %v", err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, ErrSlaveTimeout) {
+			t.Fatalf("timed out with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no timeout")
+	}
+	l.heard.Store(m.now())
+	if done, err := m.WaitReplicatedFunc(200, func(err error) { got <- err }); done {
+		t.Fatalf("answered at once: %v", err)
+	}
+	go m.Close()
+	select {
+	case err := <-got:
+		if !errors.Is(err, ErrClosed) && !errors.Is(err, ErrSlaveTimeout) {
+			t.Fatalf("closed with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("not released by Close")
+	}
+}
+
 func TestWaitReplicatedZeroAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -175,6 +269,25 @@ func TestWaitReplicatedZeroAllocs(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(2000, call); allocs != 0 {
 		t.Fatalf("WaitReplicated allocates %.2f times per call", allocs)
+	}
+	// WaitReplicatedFunc with one fn reused: nothing per call either.
+	released := make(chan error, 1)
+	fn := func(err error) { released <- err }
+	callFunc := func() {
+		end += 100
+		ends <- end
+		if done, err := m.WaitReplicatedFunc(end, fn); done {
+			panic(err)
+		}
+		if err := <-released; err != nil {
+			panic(err)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		callFunc()
+	}
+	if allocs := testing.AllocsPerRun(2000, callFunc); allocs != 0 {
+		t.Fatalf("WaitReplicatedFunc allocates %.2f times per call", allocs)
 	}
 }
 
