@@ -1,0 +1,79 @@
+package chaos
+
+import (
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/loadgen/durability"
+)
+
+func TestParseID(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		p    int
+		s    int64
+		good bool
+	}{
+		{"p0-0", 0, 0, true}, {"p12-345", 12, 345, true},
+		{"x1-2", 0, 0, false}, {"p1", 0, 0, false}, {"p-1-2", 0, 0, false}, {"pa-2", 0, 0, false}, {"p1-", 0, 0, false},
+	} {
+		p, s, ok := ParseID(tc.id)
+		if ok != tc.good || (ok && (p != tc.p || s != tc.s)) {
+			t.Errorf("%q: %d %d %v", tc.id, p, s, ok)
+		}
+	}
+}
+
+func TestOutOfOrder(t *testing.T) {
+	found := map[durability.Pos]string{
+		{Queue: 0, Offset: 0}: "p1-1", {Queue: 0, Offset: 1}: "p2-1", {Queue: 0, Offset: 2}: "p1-3",
+		{Queue: 0, Offset: 3}: "p1-2", // after p1-3: out of order
+		{Queue: 0, Offset: 4}: "p1-1", // a duplicate: not judged again
+		{Queue: 1, Offset: 0}: "p1-9", {Queue: 1, Offset: 1}: "p1-4", // another queue keeps its own order: out of order
+		{Queue: 1, Offset: 2}: "junk",
+	}
+	o := OutOfOrder(found)
+	if o.OutOfOrder != 2 || o.Unparsed != 1 || len(o.Sample) != 2 {
+		t.Fatalf("%+v", o)
+	}
+	if o.Sample[0] != "q0@3: p1-2 after p1-3" {
+		t.Fatalf("sample %q", o.Sample[0])
+	}
+	if o := OutOfOrder(map[durability.Pos]string{{Queue: 0, Offset: 0}: "p1-1", {Queue: 0, Offset: 1}: "p1-2"}); o.OutOfOrder != 0 {
+		t.Fatalf("in order: %+v", o)
+	}
+}
+
+func TestTwoMasters(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := []RoleSample{
+		{Broker: "a", Master: true, Epoch: 1, At: t0},
+		{Broker: "b", Master: false, Epoch: 1, At: t0},
+		{Broker: "b", Master: true, Epoch: 2, At: t0.Add(time.Second)},
+		{Broker: "a", Master: true, Epoch: 1, At: t0.Add(2 * time.Second)}, // the old master, fenced later: allowed
+		{Broker: "c", Master: true, Epoch: 2, At: t0.Add(3 * time.Second)}, // split brain
+		{Broker: "b", Master: true, Epoch: 2, At: t0.Add(4 * time.Second)},
+	}
+	got := TwoMasters(s)
+	if len(got) != 1 || got[0].Epoch != 2 || got[0].Brokers != [2]string{"b", "c"} {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func TestRecoveryAndGaps(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	acks := []Ack{{at(0), "m"}, {at(10), "m"}, {at(20), "m"}, {at(1500), "m"}, {at(2000), "s1"}, {at(2100), "s1"}}
+	if d, ok := RecoveredAfter(acks, at(15), "m"); !ok || d != 1985*time.Millisecond {
+		t.Fatalf("recovered after %v %v", d, ok)
+	}
+	if _, ok := RecoveredAfter(acks, at(2200), "m"); ok {
+		t.Fatal("recovered with no ack after the fault")
+	}
+	if g := LongestGap(acks, at(5), at(2100)); g != 1480*time.Millisecond {
+		t.Fatalf("gap %v", g)
+	}
+	if g := LongestGap(acks, at(2100), at(3000)); g != 900*time.Millisecond {
+		t.Fatalf("trailing gap %v", g)
+	}
+}
