@@ -27,8 +27,8 @@ func TestParseID(t *testing.T) {
 func TestOutOfOrder(t *testing.T) {
 	found := map[durability.Pos]string{
 		{Queue: 0, Offset: 0}: "p1-1", {Queue: 0, Offset: 1}: "p2-1", {Queue: 0, Offset: 2}: "p1-3",
-		{Queue: 0, Offset: 3}: "p1-2", // after p1-3: out of order
-		{Queue: 0, Offset: 4}: "p1-1", // a duplicate: not judged again
+		{Queue: 0, Offset: 3}: "p1-2",                                // after p1-3: out of order
+		{Queue: 0, Offset: 4}: "p1-1",                                // a duplicate: not judged again
 		{Queue: 1, Offset: 0}: "p1-9", {Queue: 1, Offset: 1}: "p1-4", // another queue keeps its own order: out of order
 		{Queue: 1, Offset: 2}: "junk",
 	}
