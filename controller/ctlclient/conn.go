@@ -1,0 +1,85 @@
+package ctlclient
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// conn is one connection to one controller replica, carrying one request
+// at a time (mu); it redials after an error.
+type conn struct {
+	addr        string
+	dialTimeout time.Duration
+	maxFrame    int
+
+	mu     sync.Mutex
+	nc     net.Conn
+	br     *bufio.Reader
+	opaque int32
+}
+
+// defaultCallTimeout bounds a request whose ctx has no deadline.
+const defaultCallTimeout = 30 * time.Second
+
+func (c *conn) do(ctx context.Context, req *protocol.Command) (*protocol.Command, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nc == nil {
+		d := net.Dialer{Timeout: c.dialTimeout}
+		nc, err := d.DialContext(ctx, "tcp", c.addr)
+		if err != nil {
+			return nil, err
+		}
+		c.nc, c.br = nc, bufio.NewReader(nc)
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(defaultCallTimeout)
+	}
+	// A ctx cancelled without a deadline ends the wait by closing the
+	// deadline early.
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
+	defer stop()
+	c.nc.SetDeadline(deadline)
+	c.opaque++
+	req.Opaque = c.opaque
+	buf, err := protocol.AppendCommand(nil, req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.nc.Write(buf); err != nil {
+		c.dropLocked()
+		return nil, err
+	}
+	for range 16 { // skip stray answers of earlier, abandoned requests
+		resp, err := protocol.ReadCommand(c.br, c.maxFrame, nil)
+		if err != nil {
+			c.dropLocked()
+			return nil, err
+		}
+		if resp.IsResponse() && resp.Opaque == req.Opaque {
+			return resp, nil
+		}
+	}
+	c.dropLocked()
+	return nil, fmt.Errorf("ctlclient: %s: no answer to request %d", c.addr, req.Opaque)
+}
+
+func (c *conn) dropLocked() {
+	if c.nc != nil {
+		c.nc.Close()
+		c.nc, c.br = nil, nil
+	}
+}
+
+func (c *conn) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked()
+}

@@ -1,0 +1,466 @@
+package raftctl_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/controller"
+	"github.com/samsamq/samsa/controller/ctlclient"
+	"github.com/samsamq/samsa/controller/raftctl"
+	"github.com/samsamq/samsa/protocol"
+)
+
+// brokerSide is what the broker needs of a controller client.
+type brokerSide interface {
+	RegisterBroker(ctx context.Context, c controller.RegisterBroker) (controller.Result, error)
+	Heartbeat(ctx context.Context, c controller.Heartbeat) (controller.Result, error)
+	AlterSyncStateSet(ctx context.Context, c controller.AlterSyncStateSet) (controller.Result, error)
+	Close() error
+}
+
+var _ brokerSide = (*ctlclient.Client)(nil)
+
+const wait = 60 * time.Second // generous: two shared cores, -race
+
+type replica struct {
+	opts raftctl.Options
+	node *raftctl.Node
+}
+
+type cluster struct {
+	t     *testing.T
+	peers []raftctl.Peer
+	reps  []*replica
+}
+
+func listen(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			return ln
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listen %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func baseOptions(t *testing.T) raftctl.Options {
+	return raftctl.Options{
+		Controller:           controller.Config{ElectionTimeout: time.Second},
+		TickInterval:         50 * time.Millisecond,
+		RaftHeartbeatTimeout: 300 * time.Millisecond,
+		RaftElectionTimeout:  300 * time.Millisecond,
+		ApplyTimeout:         10 * time.Second,
+		Logger:               slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RaftLogOutput:        io.Discard,
+	}
+}
+
+// startCluster opens n replicas on 127.0.0.1 ephemeral ports in temp dirs.
+func startCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	c := &cluster{t: t}
+	var rafts, rpcs []net.Listener
+	for i := range n {
+		r, s := listen(t, "127.0.0.1:0"), listen(t, "127.0.0.1:0")
+		rafts, rpcs = append(rafts, r), append(rpcs, s)
+		c.peers = append(c.peers, raftctl.Peer{ID: fmt.Sprint(i + 1), RaftAddr: r.Addr().String(), RPCAddr: s.Addr().String()})
+	}
+	for i := range n {
+		o := baseOptions(t)
+		o.ID, o.Peers, o.DataDir = c.peers[i].ID, c.peers, t.TempDir()
+		o.RaftListener, o.Listener = rafts[i], rpcs[i]
+		node, err := raftctl.Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.RaftListener, o.Listener = nil, nil
+		c.reps = append(c.reps, &replica{opts: o, node: node})
+	}
+	t.Cleanup(func() {
+		for _, r := range c.reps {
+			if r.node != nil {
+				closeBounded(t, r.node)
+			}
+		}
+	})
+	return c
+}
+
+func closeBounded(t *testing.T, n *raftctl.Node) {
+	done := make(chan error, 1)
+	go func() { done <- n.Close() }()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		t.Errorf("closing replica %s hung", n.ID())
+	}
+}
+
+func (c *cluster) addrs() []string {
+	var a []string
+	for _, p := range c.peers {
+		a = append(a, p.RPCAddr)
+	}
+	return a
+}
+
+// leader waits for exactly one live replica to lead.
+func (c *cluster) leader() *replica {
+	c.t.Helper()
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		var leaders []*replica
+		for _, r := range c.reps {
+			if r.node != nil && r.node.IsLeader() {
+				leaders = append(leaders, r)
+			}
+		}
+		if len(leaders) == 1 {
+			return leaders[0]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatal("no single controller leader")
+	return nil
+}
+
+// eventually retries f until it returns nil or the deadline passes.
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: still failing after %v: %v", what, wait, err)
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// heartbeater sends heartbeats for the given broker ids until stopped,
+// tracking the epoch each learnt, as a broker would.
+type heartbeater struct {
+	mu    sync.Mutex
+	alive map[int64]bool
+	epoch map[int64]int64
+	last  map[int64]controller.Result
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startHeartbeats(t *testing.T, cl *ctlclient.Client, g controller.Group, ids ...int64) *heartbeater {
+	h := &heartbeater{alive: map[int64]bool{}, epoch: map[int64]int64{}, last: map[int64]controller.Result{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	for _, id := range ids {
+		h.alive[id] = true
+		h.epoch[id] = 1
+	}
+	go func() {
+		defer close(h.done)
+		for range 100000 { // bounded; stopped long before
+			select {
+			case <-h.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			h.mu.Lock()
+			var ids []int64
+			for id, ok := range h.alive {
+				if ok {
+					ids = append(ids, id)
+				}
+			}
+			h.mu.Unlock()
+			slices.Sort(ids)
+			for _, id := range ids {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				h.mu.Lock()
+				ep := h.epoch[id]
+				h.mu.Unlock()
+				r, err := cl.Heartbeat(ctx, controller.Heartbeat{Group: g, ID: id, Epoch: ep})
+				cancel()
+				if err == nil {
+					h.mu.Lock()
+					h.epoch[id], h.last[id] = r.MasterEpoch, r
+					h.mu.Unlock()
+				}
+			}
+		}
+	}()
+	t.Cleanup(h.close)
+	return h
+}
+
+func (h *heartbeater) silence(id int64) {
+	h.mu.Lock()
+	h.alive[id] = false
+	h.mu.Unlock()
+}
+
+func (h *heartbeater) close() {
+	select {
+	case <-h.stop:
+	default:
+		close(h.stop)
+	}
+	<-h.done
+}
+
+func TestClusterFailover(t *testing.T) {
+	c := startCluster(t, 3)
+	c.leader()
+	cl, err := ctlclient.New(ctlclient.Options{Addrs: c.addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	g := controller.Group{Cluster: "c", Broker: "b"}
+	ctx := ctxT(t)
+
+	// Register a group: the first replica becomes master at epoch 1.
+	for id := int64(0); id < 3; id++ {
+		r, err := cl.RegisterBroker(ctx, controller.RegisterBroker{Group: g, ID: id, Addr: fmt.Sprintf("127.0.0.1:%d", 10911+id)})
+		if err != nil {
+			t.Fatalf("register %d: %v", id, err)
+		}
+		if r.MasterID != 0 || r.MasterEpoch != 1 {
+			t.Fatalf("register %d: %s", id, r)
+		}
+	}
+	r, err := cl.AlterSyncStateSet(ctx, controller.AlterSyncStateSet{Group: g, From: 0, MasterEpoch: 1, NewSet: []int64{0, 1, 2}, SyncSetEpoch: 1})
+	if err != nil || !slices.Equal(r.SyncSet, []int64{0, 1, 2}) {
+		t.Fatalf("alter: %s %v", r, err)
+	}
+	// A refused command comes back with its Result and a matching error.
+	r, err = cl.AlterSyncStateSet(ctx, controller.AlterSyncStateSet{Group: g, From: 1, MasterEpoch: 1, NewSet: []int64{1}, SyncSetEpoch: 2})
+	if !errors.Is(err, controller.ErrNotMaster) || !r.Fenced || r.MasterID != 0 {
+		t.Fatalf("alter from a slave: %s %v", r, err)
+	}
+	if _, err := cl.Heartbeat(ctx, controller.Heartbeat{Group: controller.Group{Cluster: "c", Broker: "nope"}, ID: 0}); !errors.Is(err, controller.ErrUnknownGroup) {
+		t.Fatalf("heartbeat of an unknown group: %v", err)
+	}
+	hb := startHeartbeats(t, cl, g, 0, 1, 2)
+
+	// Kill the controller leader: a new one leads with the same state, the
+	// client follows it, and no master change happens (heartbeats go on).
+	old := c.leader()
+	closeBounded(t, old.node)
+	old.node = nil
+	nl := c.leader()
+	if nl == old {
+		t.Fatal("the closed replica still leads")
+	}
+	eventually(t, "show on the new leader", func() error {
+		r, reps, err := cl.Show(ctx, g)
+		if err != nil {
+			return err
+		}
+		if r.MasterID != 0 || r.MasterEpoch != 1 || !slices.Equal(r.SyncSet, []int64{0, 1, 2}) || len(reps) != 3 {
+			return fmt.Errorf("state after the leader change: %s %v", r, reps)
+		}
+		return nil
+	})
+	r, err = cl.AlterSyncStateSet(ctx, controller.AlterSyncStateSet{Group: g, From: 0, MasterEpoch: 1, NewSet: []int64{0, 1}, SyncSetEpoch: 2})
+	if err != nil || !slices.Equal(r.SyncSet, []int64{0, 1}) {
+		t.Fatalf("alter after the leader change: %s %v", r, err)
+	}
+
+	// The master's heartbeats stop: the in-sync slave 1 (not 2, out of
+	// the set) is elected at epoch 2.
+	hb.silence(0)
+	eventually(t, "a new master", func() error {
+		r, _, err := cl.Show(ctx, g)
+		if err != nil {
+			return err
+		}
+		if r.MasterID == 0 {
+			return fmt.Errorf("still %s", r)
+		}
+		if r.MasterID != 1 || r.MasterEpoch != 2 || !slices.Equal(r.SyncSet, []int64{1}) {
+			t.Fatalf("wrong election: %s", r)
+		}
+		return nil
+	})
+	eventually(t, "slave 2 told of the new master", func() error {
+		hb.mu.Lock()
+		defer hb.mu.Unlock()
+		if r := hb.last[2]; r.MasterID != 1 || r.Role != controller.RoleSlave {
+			return fmt.Errorf("broker 2 last heard %s", r)
+		}
+		return nil
+	})
+	// The old master comes back with epoch 1: fenced, follow 1 at 2.
+	r, err = cl.Heartbeat(ctx, controller.Heartbeat{Group: g, ID: 0, Epoch: 1})
+	if err != nil || !r.Fenced || r.MasterID != 1 || r.Role != controller.RoleSlave {
+		t.Fatalf("old master's heartbeat: %s %v", r, err)
+	}
+	// Every live replica converges on the same state.
+	want, _, _ := cl.Show(ctx, g)
+	for _, rep := range c.reps {
+		if rep.node == nil {
+			continue
+		}
+		eventually(t, "replica "+rep.node.ID()+" converges", func() error {
+			got, err := rep.node.LocalShow(g)
+			if err != nil || got.String() != want.String() {
+				return fmt.Errorf("%s %v, want %s", got, err, want)
+			}
+			return nil
+		})
+	}
+}
+
+// TestFollowerAnswers checks the wire: a follower answers a write with
+// CONTROLLER_NOT_LEADER naming the leader, and a request without our
+// dialect (a Java broker's) gets REQUEST_CODE_NOT_SUPPORTED.
+func TestFollowerAnswers(t *testing.T) {
+	c := startCluster(t, 3)
+	ld := c.leader()
+	var follower *replica
+	for _, r := range c.reps {
+		if r != ld {
+			follower = r
+			break
+		}
+	}
+	send := func(addr string, req *protocol.Command) *protocol.Command {
+		t.Helper()
+		nc, err := net.DialTimeout("tcp", addr, wait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(wait))
+		req.Opaque = 7
+		b, _ := protocol.AppendCommand(nil, req)
+		if _, err := nc.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := protocol.ReadCommand(bufio.NewReader(nc), 1<<20, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	body := []byte(`{"Group":{"Cluster":"c","Broker":"b"},"ID":0,"Addr":"127.0.0.1:1","Epoch":0}`)
+	ours := map[string]string{raftctl.ExtDialect: raftctl.DialectJSON1}
+	eventually(t, "follower names the leader", func() error {
+		resp := send(follower.node.Addr(), protocol.NewRequest(protocol.ControllerRegisterBroker, ours, body))
+		if resp.Code != protocol.ControllerNotLeader {
+			return fmt.Errorf("code %d %s", resp.Code, resp.Remark)
+		}
+		if got := resp.ExtFields[raftctl.ExtLeaderAddr]; got != ld.node.Addr() {
+			return fmt.Errorf("leader address %q, want %q", got, ld.node.Addr())
+		}
+		return nil
+	})
+	java := map[string]string{"brokerName": "b", "clusterName": "c", "brokerAddress": "127.0.0.1:1"}
+	if resp := send(ld.node.Addr(), protocol.NewRequest(protocol.ControllerRegisterBroker, java, nil)); resp.Code != protocol.RequestCodeNotSupported {
+		t.Fatalf("java broker's request: code %d %s", resp.Code, resp.Remark)
+	}
+	if resp := send(ld.node.Addr(), protocol.NewRequest(protocol.ControllerRegisterBroker, ours, []byte(`{"Bogus":1}`))); resp.Code != protocol.ControllerInvalidRequest {
+		t.Fatalf("bad body: code %d %s", resp.Code, resp.Remark)
+	}
+	if resp := send(ld.node.Addr(), protocol.NewRequest(protocol.SendMessage, ours, nil)); resp.Code != protocol.RequestCodeNotSupported {
+		t.Fatalf("unknown code: code %d %s", resp.Code, resp.Remark)
+	}
+	if resp := send(ld.node.Addr(), protocol.NewRequest(protocol.ControllerRegisterBroker, ours, body)); resp.Code != protocol.Success {
+		t.Fatalf("register on the leader: code %d %s", resp.Code, resp.Remark)
+	}
+}
+
+// TestSingleReplicaRestart: a one-replica controller (samsa dev) leads at
+// once; after a snapshot, more commands and a restart on the same data
+// dir, it has the same state (snapshot restored, later log replayed).
+func TestSingleReplicaRestart(t *testing.T) {
+	ln, rpc := listen(t, "127.0.0.1:0"), listen(t, "127.0.0.1:0")
+	o := baseOptions(t)
+	o.ID, o.DataDir = "1", t.TempDir()
+	o.Peers = []raftctl.Peer{{ID: "1", RaftAddr: ln.Addr().String(), RPCAddr: rpc.Addr().String()}}
+	o.RaftListener, o.Listener = ln, rpc
+	n, err := raftctl.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	g := controller.Group{Cluster: "c", Broker: "b"}
+	reg := func(n *raftctl.Node, id int64) {
+		t.Helper()
+		eventually(t, "register", func() error {
+			_, err := n.Register(ctx, controller.RegisterBroker{Group: g, ID: id, Addr: fmt.Sprintf("127.0.0.1:%d", 20000+id), Epoch: 0})
+			return err
+		})
+	}
+	reg(n, 4)
+	reg(n, 5)
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.AlterSyncStateSet(ctx, controller.AlterSyncStateSet{Group: g, From: 4, MasterEpoch: 1, NewSet: []int64{4, 5}, SyncSetEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := n.LocalShow(g)
+	closeBounded(t, n)
+
+	o.RaftListener, o.Listener = listen(t, o.Peers[0].RaftAddr), listen(t, o.Peers[0].RPCAddr)
+	n, err = raftctl.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeBounded(t, n)
+	eventually(t, "state after restart", func() error {
+		got, err := n.LocalShow(g)
+		if err != nil || got.String() != want.String() {
+			return fmt.Errorf("%s %v, want %s", got, err, want)
+		}
+		return nil
+	})
+	cl, err := ctlclient.New(ctlclient.Options{Addrs: []string{o.Peers[0].RPCAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	eventually(t, "heartbeat after restart", func() error {
+		r, err := cl.Heartbeat(ctx, controller.Heartbeat{Group: g, ID: 5, Epoch: 1})
+		if err == nil && r.Role != controller.RoleSlave {
+			return fmt.Errorf("role %s", r.Role)
+		}
+		return err
+	})
+}
+
+func TestParsePeers(t *testing.T) {
+	ps, err := raftctl.ParsePeers("1=127.0.0.1:9001@127.0.0.1:9101, 2=h2:9001@h2:9101")
+	if err != nil || len(ps) != 2 || ps[1] != (raftctl.Peer{ID: "2", RaftAddr: "h2:9001", RPCAddr: "h2:9101"}) {
+		t.Fatalf("%v %v", ps, err)
+	}
+	if got := raftctl.FormatPeers(ps); got != "1=127.0.0.1:9001@127.0.0.1:9101,2=h2:9001@h2:9101" {
+		t.Fatal(got)
+	}
+	for _, bad := range []string{"", "1=a:1", "1=a:1@b:2,1=c:1@d:2", "1=a@b:2", "=a:1@b:2", "1=a:1@b:2,2=a:1@c:3"} {
+		if _, err := raftctl.ParsePeers(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
