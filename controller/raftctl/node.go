@@ -119,7 +119,7 @@ func Open(opts Options) (n *Node, err error) {
 			return nil, fmt.Errorf("raftctl: raft listen: %w", err)
 		}
 	}
-	trans := raft.NewNetworkTransportWithLogger(streamLayer{rln}, 3, 10*time.Second, hlog)
+	trans := raft.NewNetworkTransportWithLogger(streamLayer{Listener: rln, advertise: peerAddr(self.RaftAddr)}, 3, 10*time.Second, hlog)
 	cleanup = append(cleanup, func() { trans.Close() })
 
 	rc := raft.DefaultConfig()

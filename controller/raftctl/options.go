@@ -74,8 +74,8 @@ type Options struct {
 
 	// The server's bounds (see namesrv.Options for their meaning).
 	MaxFrame        int           // largest request frame (default 1 MiB)
-	MaxConns        int           // open connections (0: no limit beyond the listener's)
-	MaxConnsPerAddr int           // open connections from one IP (0: no limit)
+	MaxConns        int           // open connections (0: half the file-descriptor limit, netx)
+	MaxConnsPerAddr int           // open connections from one IP (0: netx's default)
 	MaxInflight     int           // requests answered at once per connection (default 64)
 	IdleTimeout     time.Duration // close a connection silent this long (default 120 s)
 	FrameTimeout    time.Duration // a frame must complete this soon after it began (default 30 s)
