@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/samsamq/samsa/acl"
 	"github.com/samsamq/samsa/controller"
 	"github.com/samsamq/samsa/controller/raftctl"
 	"github.com/samsamq/samsa/protocol"
@@ -49,6 +50,9 @@ type Options struct {
 	RetryPause time.Duration
 	// MaxFrame bounds an answer (default 4 MiB).
 	MaxFrame int
+	// AccessKey and SecretKey, if set, sign every request (RocketMQ's plain
+	// ACL) for a controller run with an ACL; the account must be admin.
+	AccessKey, SecretKey string
 }
 
 // Client talks to a replicated controller.
@@ -247,5 +251,8 @@ func (c *Client) roundTrip(ctx context.Context, addr string, code int16, body an
 		return nil, err
 	}
 	req := protocol.NewRequest(code, map[string]string{raftctl.ExtDialect: raftctl.DialectJSON1}, b)
+	if c.opts.AccessKey != "" {
+		acl.SignCommand(req, c.opts.AccessKey, c.opts.SecretKey, "")
+	}
 	return cn.do(ctx, req)
 }

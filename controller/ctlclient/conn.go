@@ -18,10 +18,17 @@ type conn struct {
 	dialTimeout time.Duration
 	maxFrame    int
 
-	mu     sync.Mutex
+	mu     sync.Mutex // held by a request from dial to answer
 	nc     net.Conn
 	br     *bufio.Reader
 	opaque int32
+
+	// live is the open connection, for close without waiting for mu.
+	live struct {
+		sync.Mutex
+		nc     net.Conn
+		closed bool
+	}
 }
 
 // defaultCallTimeout bounds a request whose ctx has no deadline.
@@ -36,6 +43,14 @@ func (c *conn) do(ctx context.Context, req *protocol.Command) (*protocol.Command
 		if err != nil {
 			return nil, err
 		}
+		c.live.Lock()
+		if c.live.closed {
+			c.live.Unlock()
+			nc.Close()
+			return nil, ErrClosed
+		}
+		c.live.nc = nc
+		c.live.Unlock()
 		c.nc, c.br = nc, bufio.NewReader(nc)
 	}
 	deadline, ok := ctx.Deadline()
@@ -78,8 +93,12 @@ func (c *conn) dropLocked() {
 	}
 }
 
+// close closes the connection at once; a request in progress fails.
 func (c *conn) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.dropLocked()
+	c.live.Lock()
+	defer c.live.Unlock()
+	c.live.closed = true
+	if c.live.nc != nil {
+		c.live.nc.Close()
+	}
 }

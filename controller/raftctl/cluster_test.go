@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/acl"
 	"github.com/samsamq/samsa/controller"
 	"github.com/samsamq/samsa/controller/ctlclient"
 	"github.com/samsamq/samsa/controller/raftctl"
@@ -72,6 +74,12 @@ func baseOptions(t *testing.T) raftctl.Options {
 // startCluster opens n replicas on 127.0.0.1 ephemeral ports in temp dirs.
 func startCluster(t *testing.T, n int) *cluster {
 	t.Helper()
+	return startClusterWith(t, n, nil)
+}
+
+// startClusterWith lets tweak change every replica's options.
+func startClusterWith(t *testing.T, n int, tweak func(*raftctl.Options)) *cluster {
+	t.Helper()
 	c := &cluster{t: t}
 	var rafts, rpcs []net.Listener
 	for i := range n {
@@ -83,6 +91,9 @@ func startCluster(t *testing.T, n int) *cluster {
 		o := baseOptions(t)
 		o.ID, o.Peers, o.DataDir = c.peers[i].ID, c.peers, t.TempDir()
 		o.RaftListener, o.Listener = rafts[i], rpcs[i]
+		if tweak != nil {
+			tweak(&o)
+		}
 		node, err := raftctl.Open(o)
 		if err != nil {
 			t.Fatal(err)
@@ -463,4 +474,123 @@ func TestParsePeers(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+// TestLaggingReplicaInstallsSnapshot: a replica away while the log was
+// compacted behind a snapshot catches up by installing the snapshot
+// (fsm.Restore over the network) and has the leader's state.
+func TestLaggingReplicaInstallsSnapshot(t *testing.T) {
+	var raftLog syncBuffer
+	c := startClusterWith(t, 3, func(o *raftctl.Options) {
+		o.TrailingLogs = 2
+		o.RaftLogOutput, o.RaftLogLevel = &raftLog, "info"
+	})
+	ld := c.leader()
+	var away *replica
+	for _, r := range c.reps {
+		if r != ld {
+			away = r
+			break
+		}
+	}
+	closeBounded(t, away.node)
+	away.node = nil
+	ctx := ctxT(t)
+	var groups []controller.Group
+	for i := range 10 {
+		g := controller.Group{Cluster: "c", Broker: fmt.Sprintf("b%d", i)}
+		groups = append(groups, g)
+		eventually(t, "register", func() error {
+			ld := c.leader()
+			_, err := ld.node.Register(ctx, controller.RegisterBroker{Group: g, ID: 0, Addr: "127.0.0.1:1"})
+			return err
+		})
+	}
+	ld = c.leader()
+	if err := ld.node.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	o := away.opts
+	o.RaftListener, o.Listener = listen(t, o.Peers[idx(c, away)].RaftAddr), listen(t, o.Peers[idx(c, away)].RPCAddr)
+	n, err := raftctl.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	away.node = n
+	for _, g := range groups {
+		eventually(t, "caught up "+g.String(), func() error {
+			got, err := n.LocalShow(g)
+			if err != nil || got.MasterID != 0 || got.MasterEpoch != 1 {
+				return fmt.Errorf("%s %v", got, err)
+			}
+			return nil
+		})
+	}
+	if !strings.Contains(raftLog.String(), "Installed remote snapshot") {
+		t.Fatalf("the replica caught up without installing a snapshot; raft log:\n%s", raftLog.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for raft's concurrent log writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func idx(c *cluster, r *replica) int {
+	for i, x := range c.reps {
+		if x == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestACL: with an ACL, unsigned and non-admin requests are refused with
+// NO_PERMISSION, an admin account's go through, and metadata needs only
+// a valid account.
+func TestACL(t *testing.T) {
+	cfg, err := acl.Parse([]byte("accounts:\n  - accessKey: brokerAdmin\n    secretKey: 12345678\n    admin: true\n  - accessKey: plainUser\n    secretKey: 12345678\n    admin: false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := acl.NewStatic(cfg)
+	defer store.Close()
+	c := startClusterWith(t, 1, func(o *raftctl.Options) { o.ACL = store })
+	c.leader()
+	ctx := ctxT(t)
+	g := controller.Group{Cluster: "c", Broker: "b"}
+	reg := controller.RegisterBroker{Group: g, ID: 0, Addr: "127.0.0.1:1"}
+	for _, who := range []struct{ ak, sk string }{{"", ""}, {"plainUser", "12345678"}, {"brokerAdmin", "wrongwrong"}} {
+		cl, _ := ctlclient.New(ctlclient.Options{Addrs: c.addrs(), AccessKey: who.ak, SecretKey: who.sk})
+		_, err := cl.RegisterBroker(ctx, reg)
+		cl.Close()
+		var re *raftctl.RemoteError
+		if !errors.As(err, &re) || re.Code != protocol.NoPermission {
+			t.Fatalf("account %q: %v, want NO_PERMISSION", who.ak, err)
+		}
+	}
+	plain, _ := ctlclient.New(ctlclient.Options{Addrs: c.addrs(), AccessKey: "plainUser", SecretKey: "12345678"})
+	defer plain.Close()
+	if md, err := plain.Metadata(ctx, c.addrs()[0]); err != nil || !md.IsLeader {
+		t.Fatalf("metadata for a plain account: %+v %v", md, err)
+	}
+	admin, _ := ctlclient.New(ctlclient.Options{Addrs: c.addrs(), AccessKey: "brokerAdmin", SecretKey: "12345678"})
+	defer admin.Close()
+	eventually(t, "admin registers", func() error {
+		_, err := admin.RegisterBroker(ctx, reg)
+		return err
+	})
 }

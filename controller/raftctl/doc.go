@@ -61,11 +61,13 @@
 // since only the leader's liveness decides elections. Package ctlclient
 // follows the leader.
 //
-// Access control: the server has no ACL check yet. RocketMQ's plain ACL
-// (package acl) signs requests with an account; the controller client does
-// not sign, so the server does not verify. Until it does, expose the
-// controller port only to brokers and operators (or use TLS with client
-// certificates required, Options.TLS).
+// Access control: with Options.ACL set, every request is checked against
+// RocketMQ's plain ACL accounts (package acl: white lists, account,
+// signature) and every code but CONTROLLER_GET_METADATA_INFO needs an admin
+// account; a refusal answers NO_PERMISSION. ctlclient signs with
+// Options.AccessKey and SecretKey. Without an ACL, expose the controller
+// port only to brokers and operators (or require client certificates,
+// Options.TLS).
 //
 // # Concurrency
 //

@@ -129,6 +129,7 @@ func Open(opts Options) (n *Node, err error) {
 	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, opts.RaftHeartbeatTimeout)
 	rc.SnapshotThreshold = opts.SnapshotThreshold
 	rc.SnapshotInterval = opts.SnapshotInterval
+	rc.TrailingLogs = opts.TrailingLogs
 	rc.Logger = hlog
 	if err := raft.ValidateConfig(rc); err != nil {
 		closeListeners(opts)
@@ -222,11 +223,13 @@ func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
 func (n *Node) Close() error {
 	var err error
 	n.closing.Do(func() {
+		// Raft first: proposals in flight then fail at once with
+		// ErrClosed instead of holding the server's Close for ApplyTimeout.
 		n.closed.Store(true)
-		n.srv.close()
 		close(n.stop)
-		n.wg.Wait()
 		err = n.raft.Shutdown().Error()
+		n.srv.close()
+		n.wg.Wait()
 		if e := n.store.Close(); err == nil {
 			err = e
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/samsamq/samsa/acl"
 	"github.com/samsamq/samsa/controller"
 	"github.com/samsamq/samsa/internal/netx"
 )
@@ -71,6 +72,10 @@ type Options struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	SnapshotRetain    int
+	// TrailingLogs: log entries kept behind a snapshot (default 10240, raft's)
+	// so that a briefly lagging replica catches up from the log rather than
+	// by installing a snapshot.
+	TrailingLogs uint64
 
 	// The server's bounds (see namesrv.Options for their meaning).
 	MaxFrame        int           // largest request frame (default 1 MiB)
@@ -83,6 +88,11 @@ type Options struct {
 	// TLS of the server for brokers (not of the Raft transport, which is
 	// plain TCP between replicas: run it on a trusted network).
 	TLS netx.TLSServerOptions
+
+	// ACL, if set, checks every request against RocketMQ's plain ACL
+	// accounts (see acl.go); the caller owns it (Close). Nil: no check, so
+	// expose the port only to brokers and operators.
+	ACL *acl.Store
 
 	// Logger receives the replica's log (default: text to stderr).
 	Logger *slog.Logger
@@ -114,6 +124,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.SnapshotInterval == 0 {
 		o.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if o.TrailingLogs == 0 {
+		o.TrailingLogs = 10240
 	}
 	if o.SnapshotRetain == 0 {
 		o.SnapshotRetain = DefaultSnapshotRetain
@@ -188,7 +201,7 @@ func (o Options) self() (Peer, bool) {
 
 // String is stable, for logs and result files.
 func (o Options) String() string {
-	return fmt.Sprintf("id=%s peers=%s dataDir=%s %s tick=%v raftHeartbeat=%v raftElection=%v apply=%v snapshot=%d/%v/%d tls=%s",
+	return fmt.Sprintf("id=%s peers=%s dataDir=%s %s tick=%v raftHeartbeat=%v raftElection=%v apply=%v snapshot=%d/%v/%d tls=%s acl=%v",
 		o.ID, FormatPeers(o.Peers), o.DataDir, o.Controller, o.TickInterval, o.RaftHeartbeatTimeout, o.RaftElectionTimeout,
-		o.ApplyTimeout, o.SnapshotThreshold, o.SnapshotInterval, o.SnapshotRetain, o.TLS.Mode)
+		o.ApplyTimeout, o.SnapshotThreshold, o.SnapshotInterval, o.SnapshotRetain, o.TLS.Mode, o.ACL != nil)
 }

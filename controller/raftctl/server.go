@@ -152,7 +152,10 @@ func (s *server) serve(raw net.Conn) {
 		handlers.Add(1)
 		go func() {
 			defer func() { <-c.sem; handlers.Done() }()
-			resp := s.handle(cmd)
+			resp := s.aclCheck(c, cmd)
+			if resp == nil {
+				resp = s.handle(cmd)
+			}
 			if cmd.IsOneway() || resp == nil {
 				return
 			}

@@ -92,14 +92,13 @@ func ErrorOf(code int16, remark string) error {
 		base = controller.ErrStaleElection
 	case protocol.ControllerInvalidRequest:
 		base = controller.ErrBadCommand
-	default:
-		return fmt.Errorf("raftctl: controller answered code %d (%s): %s", code, protocol.ResponseName(code), remark)
 	}
 	return &RemoteError{Code: code, Remark: remark, base: base}
 }
 
-// RemoteError is a refusal from the controller server. errors.Is matches
-// the controller's Err value it stands for (ErrUnknownGroup answers as
+// RemoteError is a refusal from the controller server (Code is the
+// response code). errors.Is matches the controller's Err value it stands
+// for, if any (ErrUnknownGroup answers as
 // ErrUnknownBroker: both mean "register first").
 type RemoteError struct {
 	Code   int16
@@ -107,7 +106,12 @@ type RemoteError struct {
 	base   error
 }
 
-func (e *RemoteError) Error() string { return e.Remark }
+func (e *RemoteError) Error() string {
+	if e.base == nil {
+		return fmt.Sprintf("raftctl: controller answered code %d (%s): %s", e.Code, protocol.ResponseName(e.Code), e.Remark)
+	}
+	return e.Remark
+}
 func (e *RemoteError) Unwrap() error { return e.base }
 
 // Is makes a "register first" answer match ErrUnknownGroup as well.
