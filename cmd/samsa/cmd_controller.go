@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/samsamq/samsa/acl"
 	"github.com/samsamq/samsa/controller"
 	"github.com/samsamq/samsa/controller/ctlclient"
 	"github.com/samsamq/samsa/controller/raftctl"
@@ -28,7 +29,8 @@ type controllerFlags struct {
 	id, listen, raftListen, peers, dataDir   string
 	electionTimeout, tick                    time.Duration
 	raftHeartbeat, raftElection              time.Duration
-	unclean                                  bool
+	unclean, aclOn                           bool
+	aclFile                                  string
 	tlsMode, tlsCert, tlsKey, tlsCA, tlsAuth string
 }
 
@@ -43,6 +45,8 @@ func (f *controllerFlags) register(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&f.raftHeartbeat, prefix+"raft-heartbeat-timeout", raftctl.DefaultRaftHeartbeatTimeout, "Raft heartbeat timeout between replicas")
 	fs.DurationVar(&f.raftElection, prefix+"raft-election-timeout", raftctl.DefaultRaftElectionTimeout, "Raft election timeout between replicas")
 	fs.BoolVar(&f.unclean, prefix+"unclean-election", false, "elect outside the sync-state set when none of it is alive (acknowledged messages may be lost)")
+	fs.BoolVar(&f.aclOn, prefix+"acl", false, "access control: requests must be signed by an admin account of -"+prefix+"acl-file (RocketMQ plain ACL)")
+	fs.StringVar(&f.aclFile, prefix+"acl-file", "conf/plain_acl.yml", "accounts file (RocketMQ plain_acl.yml format), read with -"+prefix+"acl")
 	fs.StringVar(&f.tlsMode, prefix+"tls-mode", "disabled", "TLS of the broker-facing port: disabled, permissive or enforcing")
 	fs.StringVar(&f.tlsCert, prefix+"tls-cert", "", "PEM certificate of the server")
 	fs.StringVar(&f.tlsKey, prefix+"tls-key", "", "PEM key of the server")
@@ -95,12 +99,37 @@ func (f *controllerFlags) options(log *slog.Logger) (raftctl.Options, error) {
 	return o, nil
 }
 
-func (f *controllerFlags) open(log *slog.Logger) (*raftctl.Node, error) {
+// open starts the replica; stop closes it and its ACL store.
+func (f *controllerFlags) open(log *slog.Logger) (stop func() error, err error) {
 	o, err := f.options(log)
 	if err != nil {
 		return nil, err
 	}
-	return raftctl.Open(o)
+	if f.aclOn {
+		if o.ACL, err = acl.Open(f.aclFile, 5*time.Second, log); err != nil {
+			if o.RaftListener != nil {
+				o.RaftListener.Close()
+			}
+			if o.Listener != nil {
+				o.Listener.Close()
+			}
+			return nil, err
+		}
+	}
+	node, err := raftctl.Open(o)
+	if err != nil {
+		if o.ACL != nil {
+			o.ACL.Close()
+		}
+		return nil, err
+	}
+	return func() error {
+		err := node.Close()
+		if o.ACL != nil {
+			o.ACL.Close()
+		}
+		return err
+	}, nil
 }
 
 func runController(args []string) error {
@@ -136,7 +165,7 @@ every replica. Without --peers the controller has one replica.
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
-	node, err := f.open(log)
+	stop, err := f.open(log)
 	if err != nil {
 		return err
 	}
@@ -145,7 +174,7 @@ every replica. Without --peers the controller has one replica.
 	s := <-sig
 	log.Info("stopping", "signal", s.String())
 	signal.Stop(sig)
-	return node.Close()
+	return stop()
 }
 
 // runControllerAdmin: show a group, force an election, or list the
@@ -156,11 +185,13 @@ func runControllerAdmin(verb string, args []string) error {
 	cluster := fs.String("cluster", "", "broker cluster name (show, elect)")
 	brokerName := fs.String("broker", "", "broker name (show, elect)")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after")
+	ak := fs.String("access-key", "", "sign requests with this admin account (controller run with -acl)")
+	sk := fs.String("secret-key", "", "the account's secret key")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	list := strings.Split(*addrs, ",")
-	cl, err := ctlclient.New(ctlclient.Options{Addrs: list})
+	cl, err := ctlclient.New(ctlclient.Options{Addrs: list, AccessKey: *ak, SecretKey: *sk})
 	if err != nil {
 		return err
 	}

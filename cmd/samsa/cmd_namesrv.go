@@ -55,12 +55,12 @@ func runNamesrv(args []string) error {
 		return err
 	}
 	if *withCtl {
-		node, err := ctl.open(o.Logger)
+		stopCtl, err := ctl.open(o.Logger)
 		if err != nil {
 			srv.Close()
 			return fmt.Errorf("controller: %w", err)
 		}
-		defer node.Close()
+		defer stopCtl()
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
