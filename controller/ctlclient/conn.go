@@ -59,9 +59,16 @@ func (c *conn) do(ctx context.Context, req *protocol.Command) (*protocol.Command
 	}
 	// A ctx cancelled without a deadline ends the wait by closing the
 	// deadline early.
-	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
-	defer stop()
-	c.nc.SetDeadline(deadline)
+	nc := c.nc
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
+	defer func() {
+		if !stop() {
+			// The ctx ended: the deadline it set would hit the next
+			// request on this connection, so the connection goes.
+			c.dropLocked()
+		}
+	}()
+	nc.SetDeadline(deadline)
 	c.opaque++
 	req.Opaque = c.opaque
 	buf, err := protocol.AppendCommand(nil, req)
