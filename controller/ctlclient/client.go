@@ -6,8 +6,8 @@
 // to the leader it last found; on CONTROLLER_NOT_LEADER it follows the
 // leader the answer names (or, when none is named, tries the next address),
 // and on a connection error it drops the connection and tries the next
-// address, with a short pause after each full round, until ctx ends or
-// MaxAttempts tries are spent. A refusal of the command itself (fenced,
+// address, with a pause after each full round (100 ms doubling to 1 s),
+// until ctx ends or MaxAttempts tries are spent. A refusal of the command itself (fenced,
 // stale set epoch, register first...) is returned at once with the Result
 // the controller sent and an error that errors.Is-matches the controller's
 // Err value.
@@ -43,11 +43,14 @@ type Options struct {
 	// DialTimeout bounds one connection attempt (default 3 s).
 	DialTimeout time.Duration
 	// MaxAttempts bounds the tries of one call across replicas (default
-	// 4 per address, at least 8); ctx bounds it in time.
+	// 16 per address, at least 32: with the pauses below, about 12 s, enough
+	// to ride out a Raft election); ctx bounds it in time, usually sooner.
 	MaxAttempts int
-	// RetryPause is slept after every round over all addresses without an
-	// answer (default 100 ms): a Raft election takes about a second.
-	RetryPause time.Duration
+	// RetryPause is slept after the first round over all addresses without
+	// an answer (default 100 ms); it doubles after each further round up to
+	// MaxRetryPause (default 1 s).
+	RetryPause    time.Duration
+	MaxRetryPause time.Duration
 	// MaxFrame bounds an answer (default 4 MiB).
 	MaxFrame int
 	// AccessKey and SecretKey, if set, sign every request (RocketMQ's plain
@@ -83,10 +86,13 @@ func New(opts Options) (*Client, error) {
 		opts.DialTimeout = 3 * time.Second
 	}
 	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = max(4*len(opts.Addrs), 8)
+		opts.MaxAttempts = max(16*len(opts.Addrs), 32)
 	}
 	if opts.RetryPause <= 0 {
 		opts.RetryPause = 100 * time.Millisecond
+	}
+	if opts.MaxRetryPause < opts.RetryPause {
+		opts.MaxRetryPause = max(time.Second, opts.RetryPause)
 	}
 	if opts.MaxFrame <= 0 {
 		opts.MaxFrame = 4 << 20
@@ -171,13 +177,15 @@ func (c *Client) call(ctx context.Context, code int16, body any) (raftctl.Reply,
 	rep.Result.MasterID = controller.NoMaster
 	var lastErr error
 	tried := 0 // addresses tried since the last pause
+	pause := c.opts.RetryPause
 	for attempt := 0; attempt < c.opts.MaxAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("ctlclient: %w (last: %v)", err, lastErr)
 		}
 		if tried >= len(c.opts.Addrs) {
 			tried = 0
-			t := time.NewTimer(c.opts.RetryPause)
+			t := time.NewTimer(pause)
+			pause = min(2*pause, c.opts.MaxRetryPause)
 			select {
 			case <-ctx.Done():
 				t.Stop()

@@ -241,7 +241,8 @@ func (h *heartbeater) close() {
 func TestClusterFailover(t *testing.T) {
 	c := startCluster(t, 3)
 	c.leader()
-	cl, err := ctlclient.New(ctlclient.Options{Addrs: c.addrs()})
+	// Attempts bounded by ctx (wait), not by count: -race on a busy machine.
+	cl, err := ctlclient.New(ctlclient.Options{Addrs: c.addrs(), MaxAttempts: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,6 +279,10 @@ func TestClusterFailover(t *testing.T) {
 	old := c.leader()
 	closeBounded(t, old.node)
 	old.node = nil
+	// A call right after the loss follows the new leader by itself.
+	if r, err := cl.Heartbeat(ctx, controller.Heartbeat{Group: g, ID: 1, Epoch: 1}); err != nil || r.MasterID != 0 {
+		t.Fatalf("heartbeat across the controller leader change: %s %v", r, err)
+	}
 	nl := c.leader()
 	if nl == old {
 		t.Fatal("the closed replica still leads")
