@@ -63,8 +63,8 @@ func baseOptions(t *testing.T) raftctl.Options {
 	return raftctl.Options{
 		Controller:           controller.Config{ElectionTimeout: time.Second},
 		TickInterval:         50 * time.Millisecond,
-		RaftHeartbeatTimeout: 300 * time.Millisecond,
-		RaftElectionTimeout:  300 * time.Millisecond,
+		RaftHeartbeatTimeout: 500 * time.Millisecond,
+		RaftElectionTimeout:  500 * time.Millisecond,
 		ApplyTimeout:         10 * time.Second,
 		Logger:               slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RaftLogOutput:        io.Discard,
@@ -352,14 +352,6 @@ func TestClusterFailover(t *testing.T) {
 // dialect (a Java broker's) gets REQUEST_CODE_NOT_SUPPORTED.
 func TestFollowerAnswers(t *testing.T) {
 	c := startCluster(t, 3)
-	ld := c.leader()
-	var follower *replica
-	for _, r := range c.reps {
-		if r != ld {
-			follower = r
-			break
-		}
-	}
 	send := func(addr string, req *protocol.Command) *protocol.Command {
 		t.Helper()
 		nc, err := net.DialTimeout("tcp", addr, wait)
@@ -381,7 +373,11 @@ func TestFollowerAnswers(t *testing.T) {
 	}
 	body := []byte(`{"Group":{"Cluster":"c","Broker":"b"},"ID":0,"Addr":"127.0.0.1:1","Epoch":0}`)
 	ours := map[string]string{raftctl.ExtDialect: raftctl.DialectJSON1}
+	var ld *replica
 	eventually(t, "follower names the leader", func() error {
+		// Leadership may move on a busy machine: look again each time.
+		ld = c.leader()
+		follower := c.reps[(idx(c, ld)+1)%len(c.reps)]
 		resp := send(follower.node.Addr(), protocol.NewRequest(protocol.ControllerRegisterBroker, ours, body))
 		if resp.Code != protocol.ControllerNotLeader {
 			return fmt.Errorf("code %d %s", resp.Code, resp.Remark)
@@ -391,6 +387,7 @@ func TestFollowerAnswers(t *testing.T) {
 		}
 		return nil
 	})
+	ld = c.leader()
 	java := map[string]string{"brokerName": "b", "clusterName": "c", "brokerAddress": "127.0.0.1:1"}
 	if resp := send(ld.node.Addr(), protocol.NewRequest(protocol.ControllerRegisterBroker, java, nil)); resp.Code != protocol.RequestCodeNotSupported {
 		t.Fatalf("java broker's request: code %d %s", resp.Code, resp.Remark)
@@ -401,9 +398,12 @@ func TestFollowerAnswers(t *testing.T) {
 	if resp := send(ld.node.Addr(), protocol.NewRequest(protocol.SendMessage, ours, nil)); resp.Code != protocol.RequestCodeNotSupported {
 		t.Fatalf("unknown code: code %d %s", resp.Code, resp.Remark)
 	}
-	if resp := send(ld.node.Addr(), protocol.NewRequest(protocol.ControllerRegisterBroker, ours, body)); resp.Code != protocol.Success {
-		t.Fatalf("register on the leader: code %d %s", resp.Code, resp.Remark)
-	}
+	eventually(t, "register on the leader", func() error {
+		if resp := send(c.leader().node.Addr(), protocol.NewRequest(protocol.ControllerRegisterBroker, ours, body)); resp.Code != protocol.Success {
+			return fmt.Errorf("code %d %s", resp.Code, resp.Remark)
+		}
+		return nil
+	})
 }
 
 // TestSingleReplicaRestart: a one-replica controller (samsa dev) leads at
@@ -474,7 +474,7 @@ func TestParsePeers(t *testing.T) {
 	if got := raftctl.FormatPeers(ps); got != "1=127.0.0.1:9001@127.0.0.1:9101,2=h2:9001@h2:9101" {
 		t.Fatal(got)
 	}
-	for _, bad := range []string{"", "1=a:1", "1=a:1@b:2,1=c:1@d:2", "1=a@b:2", "=a:1@b:2", "1=a:1@b:2,2=a:1@c:3"} {
+	for _, bad := range []string{"", "1=a:1", "1=a:1@b:2,1=c:1@d:2", "1=a@b:2", "=a:1@b:2", "1=0.0.0.0:1@h:2", "1=h:1@:2", "1=a:1@b:2,2=a:1@c:3"} {
 		if _, err := raftctl.ParsePeers(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -511,9 +511,14 @@ func TestLaggingReplicaInstallsSnapshot(t *testing.T) {
 			return err
 		})
 	}
-	ld = c.leader()
-	if err := ld.node.Snapshot(); err != nil {
-		t.Fatal(err)
+	// Both live replicas snapshot and compact, so whichever leads when the
+	// replica returns must send it a snapshot.
+	for _, r := range c.reps {
+		if r.node != nil {
+			if err := r.node.Snapshot(); err != nil {
+				t.Fatalf("snapshot on %s: %v", r.node.ID(), err)
+			}
+		}
 	}
 	o := away.opts
 	o.RaftListener, o.Listener = listen(t, o.Peers[idx(c, away)].RaftAddr), listen(t, o.Peers[idx(c, away)].RPCAddr)

@@ -158,6 +158,9 @@ func Open(opts Options) (n *Node, err error) {
 	}
 	n.raft = r
 	cleanup = append(cleanup, func() { r.Shutdown().Error() })
+	if has {
+		n.warnIfPeersDiffer()
+	}
 
 	n.srv, err = newServer(n, opts)
 	if err != nil {
@@ -357,4 +360,29 @@ func (n *Node) waitReady(ctx context.Context) error {
 		return n.notLeader()
 	}
 	return nil
+}
+
+// warnIfPeersDiffer logs when Options.Peers is not the Raft configuration
+// the data dir holds: the stored one is in force (changing the peer set is
+// not supported).
+func (n *Node) warnIfPeersDiffer() {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		n.log.Warn("cannot read the stored Raft configuration", "err", err)
+		return
+	}
+	stored := map[string]string{}
+	for _, s := range f.Configuration().Servers {
+		stored[string(s.ID)] = string(s.Address)
+	}
+	same := len(stored) == len(n.opts.Peers)
+	for _, p := range n.opts.Peers {
+		if stored[p.ID] != p.RaftAddr {
+			same = false
+		}
+	}
+	if !same {
+		n.log.Warn("the peer list differs from the Raft configuration in the data dir; the stored one is in force (changing the peer set is not supported)",
+			"peers", FormatPeers(n.opts.Peers), "stored", fmt.Sprint(stored))
+	}
 }

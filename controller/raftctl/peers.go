@@ -69,8 +69,14 @@ func validatePeers(ps []Peer) error {
 			errs = append(errs, fmt.Sprintf("id %q: a non-empty word without '=', ',', '@' or spaces", p.ID))
 		}
 		for _, a := range []string{p.RaftAddr, p.RPCAddr} {
-			if _, port, err := net.SplitHostPort(a); err != nil || port == "" || port == "0" {
+			host, port, err := net.SplitHostPort(a)
+			if err != nil || port == "" || port == "0" {
 				errs = append(errs, fmt.Sprintf("peer %s: address %q: want host:port with a port", p.ID, a))
+				continue
+			}
+			// A peer address is advertised to the others: it must name a host.
+			if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+				errs = append(errs, fmt.Sprintf("peer %s: address %q: name a host the other replicas and brokers can reach, not %q", p.ID, a, host))
 			}
 		}
 		if ids[p.ID] {
