@@ -36,8 +36,8 @@ type controllerFlags struct {
 
 func (f *controllerFlags) register(fs *flag.FlagSet, prefix string) {
 	fs.StringVar(&f.id, prefix+"id", "1", "this replica's id in the peer list")
-	fs.StringVar(&f.listen, prefix+"listen", "127.0.0.1:9878", "address to listen on for brokers and tools (bind address; the peer list's is advertised)")
-	fs.StringVar(&f.raftListen, prefix+"raft-listen", "127.0.0.1:9877", "address to listen on for the other replicas (Raft; bind address)")
+	fs.StringVar(&f.listen, prefix+"listen", "", "address to listen on for brokers and tools, e.g. 0.0.0.0:9878 (default: this replica's RPC address in the peer list; without --"+prefix+"peers, 127.0.0.1:9878)")
+	fs.StringVar(&f.raftListen, prefix+"raft-listen", "", "address to listen on for the other replicas, Raft (default: this replica's Raft address in the peer list; without --"+prefix+"peers, 127.0.0.1:9877)")
 	fs.StringVar(&f.peers, prefix+"peers", "", "every replica as ID=RAFTHOST:PORT@RPCHOST:PORT, comma-separated, the same on all replicas (empty: one replica, this one, at the listen addresses)")
 	fs.StringVar(&f.dataDir, prefix+"data-dir", "", "directory of the Raft log and snapshots (required)")
 	fs.DurationVar(&f.electionTimeout, prefix+"election-timeout", controller.DefaultElectionTimeout, "a master silent this long is replaced")
@@ -63,7 +63,14 @@ func (f *controllerFlags) options(log *slog.Logger) (raftctl.Options, error) {
 		RaftHeartbeatTimeout: f.raftHeartbeat, RaftElectionTimeout: f.raftElection}
 	o.TLS.Mode, o.TLS.CertFile, o.TLS.KeyFile, o.TLS.CAFile, o.TLS.ClientAuth = f.tlsMode, f.tlsCert, f.tlsKey, f.tlsCA, f.tlsAuth
 	if f.peers == "" {
-		o.Peers = []raftctl.Peer{{ID: f.id, RaftAddr: f.raftListen, RPCAddr: f.listen}}
+		raftAddr, rpcAddr := f.raftListen, f.listen
+		if raftAddr == "" {
+			raftAddr = "127.0.0.1:9877"
+		}
+		if rpcAddr == "" {
+			rpcAddr = "127.0.0.1:9878"
+		}
+		o.Peers = []raftctl.Peer{{ID: f.id, RaftAddr: raftAddr, RPCAddr: rpcAddr}}
 	} else {
 		ps, err := raftctl.ParsePeers(f.peers)
 		if err != nil {
@@ -78,14 +85,14 @@ func (f *controllerFlags) options(log *slog.Logger) (raftctl.Options, error) {
 		if p.ID != f.id {
 			continue
 		}
-		if f.raftListen != p.RaftAddr {
+		if f.raftListen != "" && f.raftListen != p.RaftAddr {
 			ln, err := net.Listen("tcp", f.raftListen)
 			if err != nil {
 				return o, fmt.Errorf("raft listen: %w", err)
 			}
 			o.RaftListener = ln
 		}
-		if f.listen != p.RPCAddr {
+		if f.listen != "" && f.listen != p.RPCAddr {
 			ln, err := net.Listen("tcp", f.listen)
 			if err != nil {
 				if o.RaftListener != nil {
@@ -149,7 +156,7 @@ Runs one replica of the fail-over controller: Raft between the replicas
 (--raft-listen), the brokers' and tools' port (--listen). Three replicas:
 
   samsa controller --id 1 --peers 1=h1:9877@h1:9878,2=h2:9877@h2:9878,3=h3:9877@h3:9878 \
-      --raft-listen h1:9877 --listen h1:9878 --data-dir /var/samsa/ctl
+      --data-dir /var/samsa/ctl     # listens at h1:9877 (Raft) and h1:9878 (brokers)
 
 The peer list is bootstrapped on an empty data dir and must be the same on
 every replica. Without --peers the controller has one replica.

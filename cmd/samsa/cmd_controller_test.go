@@ -31,6 +31,11 @@ func TestControllerFlags(t *testing.T) {
 	if o.ID != "2" || len(o.Peers) != 2 || o.Controller.ElectionTimeout != 2*time.Second || !o.Controller.UncleanElection || o.RaftListener != nil || o.Listener != nil {
 		t.Fatalf("options: %s", o)
 	}
+	// Listen addresses default to the peer list's.
+	f, _ = parse("", "--id", "1", "--peers", "1=127.0.0.1:9001@127.0.0.1:9101", "--data-dir", t.TempDir())
+	if o, err = f.options(log); err != nil || o.RaftListener != nil || o.Listener != nil {
+		t.Fatalf("peer addresses as listen addresses: %v", err)
+	}
 	// No peers: one replica at the listen addresses.
 	f, _ = parse("", "--id", "7", "--data-dir", t.TempDir())
 	if o, err = f.options(log); err != nil || len(o.Peers) != 1 || o.Peers[0].ID != "7" || o.Peers[0].RPCAddr != "127.0.0.1:9878" {
