@@ -17,6 +17,7 @@ import (
 	"github.com/samsamq/samsa/controller"
 	"github.com/samsamq/samsa/controller/ctlclient"
 	"github.com/samsamq/samsa/controller/raftctl"
+	"github.com/samsamq/samsa/internal/netx"
 )
 
 func init() {
@@ -194,11 +195,20 @@ func runControllerAdmin(verb string, args []string) error {
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after")
 	ak := fs.String("access-key", "", "sign requests with this admin account (controller run with -acl)")
 	sk := fs.String("secret-key", "", "the account's secret key")
+	var tlsOpts netx.TLSClientOptions
+	fs.BoolVar(&tlsOpts.Enable, "tls", false, "connect with TLS")
+	fs.StringVar(&tlsOpts.CAFile, "tls-ca", "", "PEM CAs that sign the controller's certificate (default: the system's)")
+	fs.StringVar(&tlsOpts.CertFile, "tls-cert", "", "PEM client certificate, for a controller that asks")
+	fs.StringVar(&tlsOpts.KeyFile, "tls-key", "", "PEM key of the client certificate")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	list := strings.Split(*addrs, ",")
-	cl, err := ctlclient.New(ctlclient.Options{Addrs: list, AccessKey: *ak, SecretKey: *sk})
+	tc, err := tlsOpts.Config()
+	if err != nil {
+		return err
+	}
+	cl, err := ctlclient.New(ctlclient.Options{Addrs: list, AccessKey: *ak, SecretKey: *sk, TLS: tc})
 	if err != nil {
 		return err
 	}

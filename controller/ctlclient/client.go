@@ -23,6 +23,7 @@ package ctlclient
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -53,6 +54,10 @@ type Options struct {
 	MaxRetryPause time.Duration
 	// MaxFrame bounds an answer (default 4 MiB).
 	MaxFrame int
+	// TLS, if set, is used for every connection (a controller run with
+	// Options.TLS enforcing or permissive); its ServerName defaults to the
+	// address's host.
+	TLS *tls.Config
 	// AccessKey and SecretKey, if set, sign every request (RocketMQ's plain
 	// ACL) for a controller run with an ACL; the account must be admin.
 	AccessKey, SecretKey string
@@ -250,7 +255,7 @@ func (c *Client) roundTrip(ctx context.Context, addr string, code int16, body an
 	}
 	cn := c.mu.conns[addr]
 	if cn == nil {
-		cn = &conn{addr: addr, dialTimeout: c.opts.DialTimeout, maxFrame: c.opts.MaxFrame}
+		cn = &conn{addr: addr, dialTimeout: c.opts.DialTimeout, maxFrame: c.opts.MaxFrame, tls: c.opts.TLS}
 		c.mu.conns[addr] = cn
 	}
 	c.mu.Unlock()

@@ -3,11 +3,13 @@ package ctlclient
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
 	"time"
 
+	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -17,6 +19,7 @@ type conn struct {
 	addr        string
 	dialTimeout time.Duration
 	maxFrame    int
+	tls         *tls.Config // nil: plain TCP
 
 	mu     sync.Mutex // held by a request from dial to answer
 	nc     net.Conn
@@ -42,6 +45,15 @@ func (c *conn) do(ctx context.Context, req *protocol.Command) (*protocol.Command
 		nc, err := d.DialContext(ctx, "tcp", c.addr)
 		if err != nil {
 			return nil, err
+		}
+		if c.tls != nil {
+			timeout := c.dialTimeout
+			if dl, ok := ctx.Deadline(); ok {
+				timeout = min(timeout, time.Until(dl))
+			}
+			if nc, err = netx.ClientHandshake(nc, c.addr, c.tls, timeout); err != nil {
+				return nil, err
+			}
 		}
 		c.live.Lock()
 		if c.live.closed {

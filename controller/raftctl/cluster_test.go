@@ -18,6 +18,8 @@ import (
 	"github.com/samsamq/samsa/controller"
 	"github.com/samsamq/samsa/controller/ctlclient"
 	"github.com/samsamq/samsa/controller/raftctl"
+	"github.com/samsamq/samsa/internal/netx"
+	"github.com/samsamq/samsa/internal/netx/netxtest"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -621,4 +623,27 @@ func TestACL(t *testing.T) {
 		_, err := admin.RegisterBroker(ctx, reg)
 		return err
 	})
+}
+
+// TestTLS: with TLS enforcing, a client with the CA is served and a plain
+// one is not.
+func TestTLS(t *testing.T) {
+	certs := netxtest.New(t)
+	c := startClusterWith(t, 1, func(o *raftctl.Options) {
+		o.TLS = netx.TLSServerOptions{Mode: netx.TLSEnforcing, CertFile: certs.ServerCertFile, KeyFile: certs.ServerKey}
+	})
+	c.leader()
+	ctx := ctxT(t)
+	g := controller.Group{Cluster: "c", Broker: "b"}
+	secure, _ := ctlclient.New(ctlclient.Options{Addrs: c.addrs(), TLS: certs.ClientConfig(t, false)})
+	defer secure.Close()
+	eventually(t, "register over TLS", func() error {
+		_, err := secure.RegisterBroker(ctx, controller.RegisterBroker{Group: g, ID: 0, Addr: "127.0.0.1:1"})
+		return err
+	})
+	plain, _ := ctlclient.New(ctlclient.Options{Addrs: c.addrs(), MaxAttempts: 2, RetryPause: time.Millisecond})
+	defer plain.Close()
+	if _, _, err := plain.Show(ctx, g); err == nil {
+		t.Fatal("a plain client was served by a TLS-enforcing controller")
+	}
 }
