@@ -178,12 +178,16 @@ type heartbeater struct {
 	alive map[int64]bool
 	epoch map[int64]int64
 	last  map[int64]controller.Result
-	stop  chan struct{}
-	done  chan struct{}
+	// masters is every (epoch, master) any answer named; violations lists
+	// an epoch named with two masters.
+	masters    map[int64]int64
+	violations []string
+	stop       chan struct{}
+	done       chan struct{}
 }
 
 func startHeartbeats(t *testing.T, cl *ctlclient.Client, g controller.Group, ids ...int64) *heartbeater {
-	h := &heartbeater{alive: map[int64]bool{}, epoch: map[int64]int64{}, last: map[int64]controller.Result{},
+	h := &heartbeater{alive: map[int64]bool{}, epoch: map[int64]int64{}, last: map[int64]controller.Result{}, masters: map[int64]int64{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	for _, id := range ids {
 		h.alive[id] = true
@@ -216,6 +220,12 @@ func startHeartbeats(t *testing.T, cl *ctlclient.Client, g controller.Group, ids
 				if err == nil {
 					h.mu.Lock()
 					h.epoch[id], h.last[id] = r.MasterEpoch, r
+					if r.MasterID != controller.NoMaster {
+						if prev, ok := h.masters[r.MasterEpoch]; ok && prev != r.MasterID {
+							h.violations = append(h.violations, fmt.Sprintf("epoch %d has masters %d and %d", r.MasterEpoch, prev, r.MasterID))
+						}
+						h.masters[r.MasterEpoch] = r.MasterID
+					}
 					h.mu.Unlock()
 				}
 			}
@@ -225,9 +235,12 @@ func startHeartbeats(t *testing.T, cl *ctlclient.Client, g controller.Group, ids
 	return h
 }
 
-func (h *heartbeater) silence(id int64) {
+func (h *heartbeater) silence(id int64) { h.set(id, false) }
+func (h *heartbeater) revive(id int64)  { h.set(id, true) }
+
+func (h *heartbeater) set(id int64, alive bool) {
 	h.mu.Lock()
-	h.alive[id] = false
+	h.alive[id] = alive
 	h.mu.Unlock()
 }
 
@@ -645,5 +658,116 @@ func TestTLS(t *testing.T) {
 	defer plain.Close()
 	if _, _, err := plain.Show(ctx, g); err == nil {
 		t.Fatal("a plain client was served by a TLS-enforcing controller")
+	}
+}
+
+// restart closes replica r and opens it again on its data dir and ports.
+func (c *cluster) restart(r *replica) {
+	c.t.Helper()
+	if r.node != nil {
+		closeBounded(c.t, r.node)
+		r.node = nil
+	}
+	o := r.opts
+	self := c.peers[idx(c, r)]
+	o.RaftListener, o.Listener = listen(c.t, self.RaftAddr), listen(c.t, self.RPCAddr)
+	n, err := raftctl.Open(o)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	r.node = n
+}
+
+// TestRepeatedFailover runs cycles of (restart the controller leader, the
+// master goes silent, a new master is elected, the old one returns and is
+// fenced, the new master takes every replica into its set) and checks that
+// no answer ever named two masters for one epoch, that every election
+// picks a member of the sync-state set, and that the replicas converge.
+func TestRepeatedFailover(t *testing.T) {
+	c := startClusterWith(t, 3, func(o *raftctl.Options) {
+		o.Controller.ElectionTimeout = 1500 * time.Millisecond
+	})
+	c.leader()
+	cl, err := ctlclient.New(ctlclient.Options{Addrs: c.addrs(), MaxAttempts: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := ctxT(t)
+	g := controller.Group{Cluster: "c", Broker: "b"}
+	ids := []int64{0, 1, 2}
+	for _, id := range ids {
+		if _, err := cl.RegisterBroker(ctx, controller.RegisterBroker{Group: g, ID: id, Addr: fmt.Sprintf("127.0.0.1:%d", 10911+id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hb := startHeartbeats(t, cl, g, ids...)
+	// takeAll: the master takes every replica into its set, as it would
+	// once they caught up.
+	takeAll := func() controller.Result {
+		var r controller.Result
+		eventually(t, "the master takes every replica", func() error {
+			cur, _, err := cl.Show(ctx, g)
+			if err != nil {
+				return err
+			}
+			if slices.Equal(cur.SyncSet, ids) {
+				r = cur
+				return nil
+			}
+			_, err = cl.AlterSyncStateSet(ctx, controller.AlterSyncStateSet{Group: g, From: cur.MasterID,
+				MasterEpoch: cur.MasterEpoch, NewSet: ids, SyncSetEpoch: cur.SyncSetEpoch})
+			if err == nil {
+				return errors.New("altered; checking")
+			}
+			return err
+		})
+		return r
+	}
+	cur := takeAll()
+	const cycles = 3
+	for cycle := range cycles {
+		c.restart(c.leader())
+		old := cur.MasterID
+		hb.silence(old)
+		eventually(t, fmt.Sprintf("cycle %d: a new master", cycle), func() error {
+			r, _, err := cl.Show(ctx, g)
+			if err != nil {
+				return err
+			}
+			if r.MasterID == old || r.MasterID == controller.NoMaster {
+				return fmt.Errorf("still %s", r)
+			}
+			if r.MasterEpoch <= cur.MasterEpoch || !slices.Contains(cur.SyncSet, r.MasterID) {
+				t.Fatalf("cycle %d: elected %s from %s", cycle, r, cur)
+			}
+			return nil
+		})
+		hb.revive(old)
+		eventually(t, fmt.Sprintf("cycle %d: the old master follows", cycle), func() error {
+			hb.mu.Lock()
+			defer hb.mu.Unlock()
+			if r := hb.last[old]; r.Role != controller.RoleSlave {
+				return fmt.Errorf("old master %d last heard %s", old, r)
+			}
+			return nil
+		})
+		cur = takeAll()
+	}
+	hb.close()
+	if len(hb.violations) > 0 {
+		t.Fatalf("two masters in one epoch: %v", hb.violations)
+	}
+	if cur.MasterEpoch < 1+cycles {
+		t.Fatalf("epoch %d after %d fail-overs", cur.MasterEpoch, cycles)
+	}
+	for _, rep := range c.reps {
+		eventually(t, "replica "+rep.node.ID()+" converges", func() error {
+			got, err := rep.node.LocalShow(g)
+			if err != nil || got.String() != cur.String() {
+				return fmt.Errorf("%s %v, want %s", got, err, cur)
+			}
+			return nil
+		})
 	}
 }
