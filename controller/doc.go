@@ -3,8 +3,9 @@
 // master epoch and the sync-state set, and elects a new master from the
 // sync-state set when the master's heartbeats stop. It follows the facts of
 // RocketMQ 5's controller (docs/en/controller/design.md in apache/rocketmq)
-// in Go of its own. There is no Raft, networking or broker wiring here yet;
-// this is the deterministic core those will drive (STYLE.md point 9).
+// in Go of its own. This package is the deterministic core (STYLE.md point
+// 9); controller/raftctl replicates it with hashicorp/raft and serves it to
+// brokers, controller/ctlclient is the brokers' client.
 //
 // # State per group
 //
@@ -82,8 +83,10 @@
 // Machine is one controller replica: State plus Liveness. Apply(cmd, now)
 // sends Heartbeat to the liveness and the rest to State (a RegisterBroker
 // also counts as a heartbeat at now). The Raft FSM will call State.Apply
-// with the decoded log entry; snapshots (an encoding of State) come with the
-// Raft wiring.
+// with the decoded log entry; a Raft snapshot is State.MarshalSnapshot
+// (layout in snapshot.go: magic, version, length, CRC-32C, JSON), and
+// RestoreSnapshot refuses one that does not validate. Package raftctl is
+// the Raft wiring, its network server and its client.
 //
 // # Concurrency
 //

@@ -34,6 +34,9 @@ func runNamesrv(args []string) error {
 	fs.StringVar(&o.TLS.ClientAuth, "tls-client-auth", "none", "client certificates: none, optional or require")
 	fs.BoolVar(&o.ACLEnable, "acl", false, "access control: requests must be signed by an account of -acl-file (RocketMQ plain ACL)")
 	fs.StringVar(&o.ACLFile, "acl-file", "conf/plain_acl.yml", "accounts file (RocketMQ plain_acl.yml format), read with -acl")
+	withCtl := fs.Bool("controller", false, "also run a fail-over controller replica in this process (flags -controller-*, as samsa controller's)")
+	var ctl controllerFlags
+	ctl.register(fs, "controller-")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -50,6 +53,14 @@ func runNamesrv(args []string) error {
 	}
 	if err := srv.Start(); err != nil {
 		return err
+	}
+	if *withCtl {
+		stopCtl, err := ctl.open(o.Logger)
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("controller: %w", err)
+		}
+		defer stopCtl()
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)

@@ -1,0 +1,137 @@
+package raftctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/samsamq/samsa/controller"
+)
+
+// The requests a replica serves (the server's handlers call these; tests
+// may call them in process). Writes are replicated through Raft by the
+// leader; a follower answers *NotLeaderError.
+
+// propose replicates cmd and returns what applying it gave.
+func (n *Node) propose(ctx context.Context, cmd controller.Command) (controller.Result, error) {
+	none := controller.Result{MasterID: controller.NoMaster}
+	if n.closed.Load() {
+		return none, ErrClosed
+	}
+	if !n.IsLeader() {
+		return none, n.notLeader()
+	}
+	data, err := encodeEntry(cmd)
+	if err != nil {
+		return none, err
+	}
+	timeout := n.opts.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		return none, context.DeadlineExceeded
+	}
+	f := n.raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			return none, n.notLeader()
+		}
+		if errors.Is(err, raft.ErrRaftShutdown) {
+			return none, ErrClosed
+		}
+		return none, fmt.Errorf("raftctl: replicate: %w", err)
+	}
+	a, ok := f.Response().(applied)
+	if !ok {
+		return none, fmt.Errorf("raftctl: unexpected apply response %T", f.Response())
+	}
+	return a.r, a.err
+}
+
+// Register replicates a RegisterBroker (leader only).
+func (n *Node) Register(ctx context.Context, c controller.RegisterBroker) (controller.Result, error) {
+	return n.propose(ctx, c)
+}
+
+// AlterSyncStateSet replicates the master's change of its sync-state set
+// (leader only).
+func (n *Node) AlterSyncStateSet(ctx context.Context, c controller.AlterSyncStateSet) (controller.Result, error) {
+	return n.propose(ctx, c)
+}
+
+// Heartbeat records a broker's heartbeat in the leader's liveness (not
+// replicated). A follower refuses it with a *NotLeaderError: only the
+// leader's liveness decides elections, so a follower's would be wasted.
+func (n *Node) Heartbeat(ctx context.Context, c controller.Heartbeat) (controller.Result, error) {
+	if err := n.waitReady(ctx); err != nil {
+		return controller.Result{Group: c.Group, MasterID: controller.NoMaster}, err
+	}
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.fsm.mu.m.Apply(c, n.opts.Now())
+}
+
+// Elect proposes an election for g now from the leader's liveness (admin;
+// the tick loop does the same for dead masters). An alive master stays.
+func (n *Node) Elect(ctx context.Context, g controller.Group) (controller.Result, error) {
+	if err := n.waitReady(ctx); err != nil {
+		return controller.Result{Group: g, MasterID: controller.NoMaster}, err
+	}
+	n.fsm.mu.Lock()
+	if _, err := n.fsm.mu.m.State().Show(g); err != nil {
+		n.fsm.mu.Unlock()
+		return controller.Result{Group: g, MasterID: controller.NoMaster}, err
+	}
+	cmd := n.fsm.mu.m.Elect(g, n.opts.Now())
+	n.fsm.mu.Unlock()
+	return n.propose(ctx, cmd)
+}
+
+// Show describes group g and its replicas from the leader's state.
+func (n *Node) Show(ctx context.Context, g controller.Group) (controller.Result, map[int64]string, error) {
+	if err := n.waitReady(ctx); err != nil {
+		return controller.Result{Group: g, MasterID: controller.NoMaster}, nil, err
+	}
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	r, err := n.fsm.mu.m.State().Show(g)
+	return r, n.fsm.mu.m.State().Replicas(g), err
+}
+
+// LocalShow describes g from this replica's own state, leader or not
+// (tests, diagnostics): a follower's may lag.
+func (n *Node) LocalShow(g controller.Group) (controller.Result, error) {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.fsm.mu.m.State().Show(g)
+}
+
+// waitReady returns nil once this replica leads and has applied every
+// entry of earlier terms; a follower gets a *NotLeaderError at once.
+func (n *Node) waitReady(ctx context.Context) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	if !n.IsLeader() {
+		return n.notLeader()
+	}
+	if n.ready.Load() && n.readyTerm.Load() == n.raft.CurrentTerm() {
+		return nil
+	}
+	timeout := n.opts.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	term := n.raft.CurrentTerm()
+	if err := n.raft.Barrier(timeout).Error(); err != nil {
+		return n.notLeader()
+	}
+	if !n.IsLeader() || n.raft.CurrentTerm() != term {
+		return n.notLeader()
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package raftctl
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// tickLoop is the replica's long-lived election goroutine: woken every
+// TickInterval, ended by Close. It does nothing on a follower. On the
+// leader it first waits for a barrier (every entry of earlier terms
+// applied) and then one Controller.ElectionTimeout of heartbeats, since a
+// new leader's liveness table is empty and would take every master for
+// dead; after that it proposes, through Raft, each ElectMaster that
+// Machine.Tick yields. A lost leadership (or a new term) starts the wait
+// again.
+func (n *Node) tickLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.opts.TickInterval)
+	defer t.Stop()
+	var (
+		term        uint64    // the term we lead in, 0 when following
+		leaderSince time.Time // when the barrier of that term completed
+	)
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		if n.raft.State() != raft.Leader {
+			if term != 0 {
+				n.log.Info("no longer the controller leader", "term", term)
+			}
+			term = 0
+			n.ready.Store(false)
+			continue
+		}
+		if cur := n.raft.CurrentTerm(); cur != term {
+			n.ready.Store(false)
+			if err := n.raft.Barrier(n.opts.ApplyTimeout).Error(); err != nil {
+				n.log.Warn("leader barrier failed; will retry", "err", err)
+				term = 0
+				continue
+			}
+			term, leaderSince = cur, n.opts.Now()
+			n.readyTerm.Store(cur)
+			n.ready.Store(true)
+			n.log.Info("controller leader: electing after one election timeout of heartbeats", "term", cur, "wait", n.opts.Controller.ElectionTimeout)
+		}
+		now := n.opts.Now()
+		if now.Sub(leaderSince) < n.opts.Controller.ElectionTimeout {
+			continue
+		}
+		n.fsm.mu.Lock()
+		cmds := n.fsm.mu.m.Tick(now)
+		n.fsm.mu.Unlock()
+		for _, c := range cmds {
+			ctx, cancel := context.WithTimeout(context.Background(), n.opts.ApplyTimeout)
+			r, err := n.propose(ctx, c)
+			cancel()
+			switch {
+			case err != nil:
+				n.log.Warn("election not applied", "group", c.Group.String(), "alive", c.Alive, "err", err)
+			case r.MasterChanged:
+				n.log.Warn("master changed", "result", r.String())
+			}
+		}
+	}
+}
