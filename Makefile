@@ -1,11 +1,12 @@
 # Samsa. Two commands set everything up on a fresh machine:
 #   make bench   the lab's main job on an embedded cluster (results/, PERFORMANCE.md)
-#   make test    vet + tests (storage and broker with -race)
+#   make test    vet + tests (storage, broker, ha and controller with -race)
 GO        ?= go
 BIN       := bin/samsa
-# Packages run under the race detector (storage and broker, as CI requires);
+# Packages run under the race detector (storage, broker, replication and the
+# fail-over controller, as CI requires);
 # every other package runs without it.
-RACE_DIRS := storage broker
+RACE_DIRS := storage broker ha controller
 RACE_PKGS  = $$(for d in $(RACE_DIRS); do [ -d $$d ] && $(GO) list ./$$d/...; done)
 REST_PKGS  = $$($(GO) list ./... | grep -v $(foreach d,$(RACE_DIRS),-e /samsa/$(d)))
 BENCH_DIR ?= $(CURDIR)/.benchdata
