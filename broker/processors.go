@@ -37,5 +37,8 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.EndTransaction:                   b.processEndTransaction,
 		protocol.GetAllDelayOffset:                b.processGetAllDelayOffset,
 		protocol.GetTimerCheckPoint:               b.processGetTimerCheckPoint,
+		protocol.GetTopicStatsInfo:                b.processGetTopicStatsInfo,         // admin_requests.go
+		protocol.GetConsumerConnectionList:        b.processGetConsumerConnectionList, // admin_requests.go
+		protocol.GetBrokerConfig:                  b.processGetBrokerConfig,           // admin_requests.go
 	}
 }
