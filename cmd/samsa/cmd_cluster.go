@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"sort"
 	"strconv"
@@ -41,7 +40,7 @@ type replication struct {
 }
 
 func runCluster(args []string) error {
-	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs := newFlagSet("cluster", "", "The clusters' brokers: role, replication, rates, disk use.")
 	cf := addClientFlags(fs)
 	if rest, err := parseFlags(fs, args); err != nil {
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,7 +16,7 @@ func init() {
 }
 
 func runMessage(args []string) error {
-	fs := flag.NewFlagSet("message", flag.ContinueOnError)
+	fs := newFlagSet("message", "", "Look messages up: by id (--id), by key (--topic T --key K), or by queue and offset\n(--topic T --broker B --queue Q --offset O).")
 	cf := addClientFlags(fs)
 	topic := fs.String("topic", "", "topic (required with --key; with --id, where to look a producer's msgId up (default: every topic))")
 	key := fs.String("key", "", "a business key (one of the KEYS) to look up through the brokers' key index")
