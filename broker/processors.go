@@ -40,5 +40,6 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.GetTopicStatsInfo:                b.processGetTopicStatsInfo,         // admin_requests.go
 		protocol.GetConsumerConnectionList:        b.processGetConsumerConnectionList, // admin_requests.go
 		protocol.GetBrokerConfig:                  b.processGetBrokerConfig,           // admin_requests.go
+		protocol.GetBrokerRuntimeInfo:             b.processGetBrokerRuntimeInfo,      // admin_runtime.go
 	}
 }
