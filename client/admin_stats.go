@@ -128,3 +128,19 @@ func (a *Admin) BrokerConfig(ctx context.Context, addr string) ([][2]string, err
 	}
 	return out, nil
 }
+
+// BrokerRuntimeInfo returns the run-time figures of the broker at addr
+// (GET_BROKER_RUNTIME_INFO's KVTable).
+func (a *Admin) BrokerRuntimeInfo(ctx context.Context, addr string) (map[string]string, error) {
+	ctx, cancel := a.in.ctxTimeout(ctx)
+	defer cancel()
+	resp, err := a.in.invoke(ctx, addr, protocol.NewRequest(protocol.GetBrokerRuntimeInfo, nil, nil))
+	if err != nil {
+		return nil, fmt.Errorf("client: runtime info of %s: %w", addr, err)
+	}
+	var kv protocol.KVTable
+	if err := protocol.UnmarshalBody(resp.Body, &kv); err != nil {
+		return nil, fmt.Errorf("client: runtime info of %s: %w", addr, err)
+	}
+	return kv.Table, nil
+}
