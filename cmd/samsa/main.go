@@ -84,7 +84,9 @@ func run(args []string) int {
 	if wantsHelp(cargs) {
 		// Help goes to stdout, also from flag sets that print to their
 		// default output (os.Stderr, read when they print).
+		stderr := os.Stderr
 		os.Stderr = os.Stdout
+		defer func() { os.Stderr = stderr }()
 	}
 	err := c.run(cargs)
 	switch {
