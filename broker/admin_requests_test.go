@@ -1,0 +1,82 @@
+package broker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// TestAdminReadRequests: GET_TOPIC_STATS_INFO gives each queue's offsets
+// and its last message's store time (TOPIC_NOT_EXIST for an unknown
+// topic); GET_CONSUMER_CONNECTION_LIST answers CONSUMER_NOT_ONLINE for a
+// group without members; GET_BROKER_CONFIG never shows the secret key;
+// GET_BROKER_RUNTIME_INFO counts the puts.
+func TestAdminReadRequests(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) {
+		_ = c.Set("accessKey", "ak-admin")
+		_ = c.Set("secretKey", "sk-do-not-show")
+	})
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("stats-t", 2)); r.Code != protocol.Success {
+		t.Fatalf("create: %d %s", r.Code, r.Remark)
+	}
+	before := time.Now().Add(-time.Second).UnixMilli()
+	for i := 0; i < 3; i++ {
+		if r := c.call(sendReq("stats-t", 1, []byte("x"), nil)); r.Code != protocol.Success {
+			t.Fatalf("send: %d %s", r.Code, r.Remark)
+		}
+	}
+	after := time.Now().Add(time.Second).UnixMilli()
+	var st protocol.TopicStatsTable
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := c.call(protocol.NewRequest(protocol.GetTopicStatsInfo, map[string]string{"topic": "stats-t"}, nil))
+		if r.Code != protocol.Success {
+			t.Fatalf("topic stats: %d %s", r.Code, r.Remark)
+		}
+		if err := st.Decode(r.Body); err != nil {
+			t.Fatalf("topic stats body %s: %v", r.Body, err)
+		}
+		if st.OffsetTable[protocol.MessageQueue{Topic: "stats-t", BrokerName: b.Config().BrokerName, QueueID: 1}].MaxOffset == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue 1 never reached 3 messages: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	q0 := st.OffsetTable[protocol.MessageQueue{Topic: "stats-t", BrokerName: b.Config().BrokerName, QueueID: 0}]
+	q1 := st.OffsetTable[protocol.MessageQueue{Topic: "stats-t", BrokerName: b.Config().BrokerName, QueueID: 1}]
+	if len(st.OffsetTable) != 2 || q0 != (protocol.TopicOffset{}) || q1.LastUpdateTimestamp < before || q1.LastUpdateTimestamp > after {
+		t.Fatalf("topic stats: %+v", st)
+	}
+	if r := c.call(protocol.NewRequest(protocol.GetTopicStatsInfo, map[string]string{"topic": "nope"}, nil)); r.Code != protocol.TopicNotExist {
+		t.Fatalf("stats of an unknown topic: %d %s", r.Code, r.Remark)
+	}
+	if r := c.call(protocol.NewRequest(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "nobody"}, nil)); r.Code != protocol.ConsumerNotOnline {
+		t.Fatalf("connections of an empty group: %d %s", r.Code, r.Remark)
+	}
+	r := c.call(protocol.NewRequest(protocol.GetBrokerConfig, nil, nil))
+	if r.Code != protocol.Success || strings.Contains(string(r.Body), "sk-do-not-show") || !strings.Contains(string(r.Body), "secretKey=(set)\n") ||
+		!strings.Contains(string(r.Body), "brokerName="+b.Config().BrokerName+"\n") {
+		t.Fatalf("broker config: %d %s", r.Code, r.Body)
+	}
+	r = c.call(protocol.NewRequest(protocol.GetBrokerRuntimeInfo, nil, nil))
+	var kv protocol.KVTable
+	if r.Code != protocol.Success || protocol.UnmarshalBody(r.Body, &kv) != nil || kv.Table["msgPutTotal"] != "3" || kv.Table["bootTimestamp"] == "" {
+		t.Fatalf("runtime info: %d %s", r.Code, r.Body)
+	}
+}
+
+// TestSecretPropertyNames: the names GET_BROKER_CONFIG masks.
+func TestSecretPropertyNames(t *testing.T) {
+	for name, secret := range map[string]bool{"secretKey": true, "tlsKeyPassword": true, "authToken": true, "brokerName": false,
+		"accessKey": false, "tlsServerKeyPath": false} {
+		if secretProperty.MatchString(name) != secret {
+			t.Errorf("%s: secret %v", name, !secret)
+		}
+	}
+}
