@@ -409,7 +409,7 @@ func TestConventions(t *testing.T) {
 		{"namesrv", "-h"}, {"produce", "-h"}, {"consume", "--help"}, {"group", "help"}, {"group", "reset-offsets", "-h"},
 		{"dlq", "resend", "-h"}, {"message", "-h"}, {"broker", "config", "-h"}, {"help", "cluster"}} {
 		var code int
-		out, _ := stdio(t, "", func() error { code = run(args); return nil })
+		out, _ := stdio(t, "", func() error { code = runBounded(t, args); return nil })
 		if code != 0 || !strings.HasPrefix(out, "usage: samsa") {
 			t.Errorf("%q: status %d, stdout %q", args, code, out)
 		}
@@ -420,10 +420,26 @@ func TestConventions(t *testing.T) {
 	}{{[]string{"dev", "stray"}, 1}, {[]string{"namesrv", "x"}, 1}, {[]string{"broker", "y"}, 1},
 		{[]string{"topic", "create", "--bogus"}, 2}, {[]string{"no-such-command"}, 2}} {
 		var code int
-		out, _ := stdio(t, "", func() error { code = run(c.args); return nil })
+		out, _ := stdio(t, "", func() error { code = runBounded(t, c.args); return nil })
 		if code != c.code || out != "" {
 			t.Errorf("%q: status %d (want %d), stdout %q", c.args, code, c.code, out)
 		}
+	}
+}
+
+// runBounded is run(args), failing the test if it has not returned within
+// 30 s (a server command that starts instead of printing its help waits
+// for a signal).
+func runBounded(t *testing.T, args []string) int {
+	t.Helper()
+	ch := make(chan int, 1)
+	go func() { ch <- run(args) }()
+	select {
+	case code := <-ch:
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("samsa %q did not return", args)
+		return -1
 	}
 }
 
