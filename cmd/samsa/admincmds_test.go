@@ -407,7 +407,7 @@ func TestConventions(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"help", "topic"}, {"help", "topic", "create"},
 		{"topic", "create", "-h"}, {"topic", "help", "create"}, {"dev", "help"}, {"dev", "-h"}, {"broker", "--help"},
 		{"namesrv", "-h"}, {"produce", "-h"}, {"consume", "--help"}, {"group", "help"}, {"group", "reset-offsets", "-h"},
-		{"dlq", "resend", "-h"}, {"message", "-h"}, {"broker", "config", "-h"}, {"help", "cluster"}} {
+		{"dlq", "resend", "-h"}, {"message", "-h"}, {"broker", "config", "-h"}, {"help", "cluster"}, {"version", "-h"}} {
 		var code int
 		out, _ := stdio(t, "", func() error { code = runBounded(t, args); return nil })
 		if code != 0 || !strings.HasPrefix(out, "usage: samsa") {
@@ -514,6 +514,10 @@ func TestProduceUnknownTopicHint(t *testing.T) {
 	}
 	if !errors.Is(err, client.ErrNoRoute) && !errors.Is(err, client.ErrTopicNotExist) {
 		t.Logf("error: %v", err)
+	}
+	_, err = cli(t, ns, "", runConsume, "--topic", "never-created", "--idle", "1s")
+	if err == nil || !strings.Contains(err.Error(), "samsa topic create never-created") {
+		t.Fatalf("consume of a missing topic: %v", err)
 	}
 }
 

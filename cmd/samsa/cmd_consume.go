@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -96,6 +97,9 @@ func runConsume(args []string) error {
 	scancel()
 	if err != nil {
 		c.Close()
+		if errors.Is(err, client.ErrNoRoute) || errors.Is(err, client.ErrTopicNotExist) {
+			return fmt.Errorf("topic %s does not exist (samsa topic list shows the topics; samsa topic create %s makes it): %w", *topic, *topic, err)
+		}
 		return err
 	}
 	start := time.Now()
