@@ -37,9 +37,9 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.EndTransaction:                   b.processEndTransaction,
 		protocol.GetAllDelayOffset:                b.processGetAllDelayOffset,
 		protocol.GetTimerCheckPoint:               b.processGetTimerCheckPoint,
-		protocol.GetTopicStatsInfo:                b.processGetTopicStatsInfo,         // admin_requests.go
-		protocol.GetConsumerConnectionList:        b.processGetConsumerConnectionList, // admin_requests.go
-		protocol.GetBrokerConfig:                  b.processGetBrokerConfig,           // admin_requests.go
+		protocol.GetTopicStatsInfo:                b.processGetTopicStatsInfo,         // admin_topic_stats.go
+		protocol.GetConsumerConnectionList:        b.processGetConsumerConnectionList, // admin_consumer_conn.go
+		protocol.GetBrokerConfig:                  b.processGetBrokerConfig,           // admin_config.go
 		protocol.GetBrokerRuntimeInfo:             b.processGetBrokerRuntimeInfo,      // admin_runtime.go
 	}
 }
