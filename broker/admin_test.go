@@ -64,6 +64,25 @@ func TestAdminReadRequests(t *testing.T) {
 		!strings.Contains(string(r.Body), "brokerName="+b.Config().BrokerName+"\n") {
 		t.Fatalf("broker config: %d %s", r.Code, r.Body)
 	}
+	// INVOKE_BROKER_TO_RESET_OFFSET: an unknown group is refused; a group
+	// with offsets and no member online gets CONSUMER_NOT_ONLINE (the
+	// caller then moves the offsets itself, as mqadmin does).
+	reset := func(group string) *protocol.Command {
+		return c.call(protocol.NewRequest(protocol.InvokeBrokerToResetOffset,
+			map[string]string{"topic": "stats-t", "group": group, "timestamp": "-1", "isForce": "true"}, nil))
+	}
+	if r := reset("no-offsets"); r.Code != protocol.SystemError {
+		t.Fatalf("reset of a group with no offsets: %d %s", r.Code, r.Remark)
+	}
+	for q := int32(0); q < 2; q++ {
+		h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "rg", Topic: "stats-t", QueueID: q, CommitOffset: 0}
+		if r := c.call(protocol.NewRequest(protocol.UpdateConsumerOffset, h.Encode(), nil)); r.Code != protocol.Success {
+			t.Fatalf("commit: %d %s", r.Code, r.Remark)
+		}
+	}
+	if r := reset("rg"); r.Code != protocol.ConsumerNotOnline {
+		t.Fatalf("reset of an offline group: %d %s", r.Code, r.Remark)
+	}
 	r = c.call(protocol.NewRequest(protocol.GetBrokerRuntimeInfo, nil, nil))
 	var kv protocol.KVTable
 	if r.Code != protocol.Success || protocol.UnmarshalBody(r.Body, &kv) != nil || kv.Table["msgPutTotal"] != "3" || kv.Table["bootTimestamp"] == "" {

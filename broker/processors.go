@@ -41,5 +41,6 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.GetConsumerConnectionList:        b.processGetConsumerConnectionList, // admin_consumer_conn.go
 		protocol.GetBrokerConfig:                  b.processGetBrokerConfig,           // admin_config.go
 		protocol.GetBrokerRuntimeInfo:             b.processGetBrokerRuntimeInfo,      // admin_runtime.go
+		protocol.InvokeBrokerToResetOffset:        b.processInvokeBrokerToResetOffset, // admin_reset_offset.go
 	}
 }
