@@ -83,6 +83,21 @@ func TestAdminReadRequests(t *testing.T) {
 	if r := reset("rg"); r.Code != protocol.ConsumerNotOnline {
 		t.Fatalf("reset of an offline group: %d %s", r.Code, r.Remark)
 	}
+	// GET_CONSUME_STATS: the group's progress per queue, on the topics
+	// it has offsets on.
+	h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "rg", Topic: "stats-t", QueueID: 1, CommitOffset: 2}
+	if r := c.call(protocol.NewRequest(protocol.UpdateConsumerOffset, h.Encode(), nil)); r.Code != protocol.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	r = c.call(protocol.NewRequest(protocol.GetConsumeStats, map[string]string{"consumerGroup": "rg"}, nil))
+	var cs protocol.ConsumeStats
+	if r.Code != protocol.Success || cs.Decode(r.Body) != nil || len(cs.OffsetTable) != 2 {
+		t.Fatalf("consume stats: %d %s", r.Code, r.Body)
+	}
+	w := cs.OffsetTable[protocol.MessageQueue{Topic: "stats-t", BrokerName: b.Config().BrokerName, QueueID: 1}]
+	if w.BrokerOffset != 3 || w.ConsumerOffset != 2 || w.LastTimestamp < before || w.LastTimestamp > after {
+		t.Fatalf("consume stats of queue 1: %+v", w)
+	}
 	r = c.call(protocol.NewRequest(protocol.GetBrokerRuntimeInfo, nil, nil))
 	var kv protocol.KVTable
 	if r.Code != protocol.Success || protocol.UnmarshalBody(r.Body, &kv) != nil || kv.Table["msgPutTotal"] != "3" || kv.Table["bootTimestamp"] == "" {

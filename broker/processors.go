@@ -42,5 +42,6 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.GetBrokerConfig:                  b.processGetBrokerConfig,           // admin_config.go
 		protocol.GetBrokerRuntimeInfo:             b.processGetBrokerRuntimeInfo,      // admin_runtime.go
 		protocol.InvokeBrokerToResetOffset:        b.processInvokeBrokerToResetOffset, // admin_reset_offset.go
+		protocol.GetConsumeStats:                  b.processGetConsumeStats,           // admin_consume_stats.go
 	}
 }

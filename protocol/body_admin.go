@@ -202,3 +202,32 @@ func (c ConsumerConnection) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(plain(c))
 }
+
+// OffsetWrapper is one queue of a ConsumeStats (RocketMQ's
+// OffsetWrapper): the queue's max offset, the group's committed and pull
+// offsets, and the store time (Unix ms) of the last message the group
+// consumed (0: none).
+type OffsetWrapper struct {
+	BrokerOffset   int64 `json:"brokerOffset"`
+	ConsumerOffset int64 `json:"consumerOffset"`
+	PullOffset     int64 `json:"pullOffset"`
+	LastTimestamp  int64 `json:"lastTimestamp"`
+}
+
+// ConsumeStats is GET_CONSUME_STATS's answer body: a group's progress per
+// queue, keyed by MessageQueue objects on the wire like TopicStatsTable.
+// consumeTps is not written (Samsa keeps no per-group rate; a reader
+// takes it as 0).
+type ConsumeStats struct {
+	OffsetTable map[MessageQueue]OffsetWrapper
+}
+
+// Encode writes the object-keyed form.
+func (c ConsumeStats) Encode() ([]byte, error) { return marshalQueueMap("offsetTable", c.OffsetTable) }
+
+// Decode reads the object-keyed form (other members, consumeTps among
+// them, are skipped).
+func (c *ConsumeStats) Decode(b []byte) error {
+	c.OffsetTable = map[MessageQueue]OffsetWrapper{}
+	return unmarshalQueueMap(b, "offsetTable", c.OffsetTable)
+}

@@ -40,3 +40,21 @@ func TestTopicStatsTableWire(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumeStatsWire: ConsumeStats goes out and back in the
+// object-keyed form, and RocketMQ's consumeTps member is skipped.
+func TestConsumeStatsWire(t *testing.T) {
+	in := ConsumeStats{OffsetTable: map[MessageQueue]OffsetWrapper{{Topic: "t", BrokerName: "b", QueueID: 2}: {BrokerOffset: 9, ConsumerOffset: 4, PullOffset: 4, LastTimestamp: 7}}}
+	b, err := in.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out ConsumeStats
+	if err := out.Decode(b); err != nil || out.OffsetTable[MessageQueue{Topic: "t", BrokerName: "b", QueueID: 2}] != in.OffsetTable[MessageQueue{Topic: "t", BrokerName: "b", QueueID: 2}] {
+		t.Fatalf("round trip %s: %v %+v", b, err, out)
+	}
+	java := `{"consumeTps":1.5,"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:{"brokerOffset":3,"consumerOffset":1,"lastTimestamp":0,"pullOffset":2}}}`
+	if err := out.Decode([]byte(java)); err != nil || out.OffsetTable[MessageQueue{Topic: "t", BrokerName: "b"}].PullOffset != 2 {
+		t.Fatalf("java form: %v %+v", err, out)
+	}
+}
