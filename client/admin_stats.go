@@ -144,3 +144,47 @@ func (a *Admin) BrokerRuntimeInfo(ctx context.Context, addr string) (map[string]
 	}
 	return kv.Table, nil
 }
+
+// ConsumeProgress is one queue of a group's progress (GET_CONSUME_STATS).
+type ConsumeProgress struct {
+	// BrokerOffset is the queue's max offset; ConsumerOffset the group's
+	// committed offset (0 when none).
+	BrokerOffset, ConsumerOffset int64
+	// LastConsumed is the store time of the last message the group
+	// consumed (zero: none).
+	LastConsumed time.Time
+}
+
+// ConsumeStats returns group's progress on topic ("" for every topic it
+// has offsets on) from every master.
+func (a *Admin) ConsumeStats(ctx context.Context, group, topic string) (map[MessageQueue]ConsumeProgress, error) {
+	masters, err := a.Masters(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := map[MessageQueue]ConsumeProgress{}
+	ext := map[string]string{"consumerGroup": group}
+	if topic != "" {
+		ext["topic"] = topic
+	}
+	for name, addr := range masters {
+		cctx, cancel := a.in.ctxTimeout(ctx)
+		resp, err := a.in.invoke(cctx, addr, protocol.NewRequest(protocol.GetConsumeStats, ext, nil))
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("client: consume stats of %s on %s: %w", group, name, err)
+		}
+		var cs protocol.ConsumeStats
+		if err := cs.Decode(resp.Body); err != nil {
+			return nil, fmt.Errorf("client: consume stats of %s on %s: %w", group, name, err)
+		}
+		for q, w := range cs.OffsetTable {
+			p := ConsumeProgress{BrokerOffset: w.BrokerOffset, ConsumerOffset: w.ConsumerOffset}
+			if w.LastTimestamp > 0 {
+				p.LastConsumed = time.UnixMilli(w.LastTimestamp)
+			}
+			out[MessageQueue{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: int(q.QueueID)}] = p
+		}
+	}
+	return out, nil
+}

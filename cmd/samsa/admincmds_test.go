@@ -195,9 +195,10 @@ func TestGroupAdmin(t *testing.T) {
 		Subscriptions map[string]string `json:"subscriptions"`
 		Lag           int64             `json:"lag"`
 		Queues        []struct {
-			Topic     string `json:"topic"`
-			Committed int64  `json:"committed"`
-			Member    string `json:"member"`
+			Topic        string `json:"topic"`
+			Committed    int64  `json:"committed"`
+			Member       string `json:"member"`
+			LastConsumed string `json:"lastConsumed"`
 		} `json:"queues"`
 	}
 	out := mustCLI(t, ns, "", runGroup, "describe", "grp-g", "--json")
@@ -211,7 +212,7 @@ func TestGroupAdmin(t *testing.T) {
 			continue // the group's retry topic
 		}
 		n++
-		if q.Member != desc.Members[0].ClientID || q.Committed < 0 {
+		if q.Member != desc.Members[0].ClientID || q.Committed < 0 || q.LastConsumed == "" {
 			t.Fatalf("describe queues: %q", out)
 		}
 	}

@@ -143,6 +143,9 @@ type groupQueue struct {
 	// Member is the client id the queue falls to under the default
 	// allocation (AllocateMessageQueueAveragely), "" with no member.
 	Member string `json:"member,omitempty"`
+	// LastConsumed is the store time of the last message the group
+	// consumed in the queue (RFC 3339; "" when none).
+	LastConsumed string `json:"lastConsumed,omitempty"`
 }
 
 func groupDescribe(args []string) error {
@@ -206,9 +209,17 @@ func groupDescribe(args []string) error {
 				}
 			}
 		}
+		progress, err := a.ConsumeStats(ctx, g, t)
+		if err != nil {
+			return err
+		}
 		for _, s := range st {
-			queues = append(queues, groupQueue{Topic: t, Broker: s.Queue.BrokerName, Queue: s.Queue.QueueID, Max: s.MaxOffset,
-				Committed: s.Committed, Lag: s.Lag, Member: owner[s.Queue]})
+			gq := groupQueue{Topic: t, Broker: s.Queue.BrokerName, Queue: s.Queue.QueueID, Max: s.MaxOffset,
+				Committed: s.Committed, Lag: s.Lag, Member: owner[s.Queue]}
+			if lc := progress[s.Queue].LastConsumed; !lc.IsZero() {
+				gq.LastConsumed = lc.Format(time.RFC3339Nano)
+			}
+			queues = append(queues, gq)
 			lag += s.Lag
 		}
 	}
@@ -242,13 +253,17 @@ func groupDescribe(args []string) error {
 	}
 	if len(queues) > 0 {
 		fmt.Println()
-		tw := table("TOPIC", "BROKER", "QUEUE", "MAX", "COMMITTED", "LAG", "MEMBER (AVG)")
+		tw := table("TOPIC", "BROKER", "QUEUE", "MAX", "COMMITTED", "LAG", "LAST CONSUMED", "MEMBER (AVG)")
 		for _, q := range queues {
 			committed := strconv.FormatInt(q.Committed, 10)
 			if q.Committed < 0 {
 				committed = "-"
 			}
-			row(tw, q.Topic, q.Broker, q.Queue, q.Max, committed, q.Lag, orDash(q.Member))
+			last := "-"
+			if t, err := time.Parse(time.RFC3339Nano, q.LastConsumed); err == nil {
+				last = t.Format("2006-01-02 15:04:05.000")
+			}
+			row(tw, q.Topic, q.Broker, q.Queue, q.Max, committed, q.Lag, last, orDash(q.Member))
 		}
 		return tw.Flush()
 	}
