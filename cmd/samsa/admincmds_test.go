@@ -408,7 +408,7 @@ func TestConventions(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"help", "topic"}, {"help", "topic", "create"},
 		{"topic", "create", "-h"}, {"topic", "help", "create"}, {"dev", "help"}, {"dev", "-h"}, {"broker", "--help"},
 		{"namesrv", "-h"}, {"produce", "-h"}, {"consume", "--help"}, {"group", "help"}, {"group", "reset-offsets", "-h"},
-		{"dlq", "resend", "-h"}, {"message", "-h"}, {"broker", "config", "-h"}, {"help", "cluster"}, {"version", "-h"}} {
+		{"dlq", "resend", "-h"}, {"message", "-h"}, {"broker", "config", "-h"}, {"help", "cluster"}, {"version", "-h"}, {"help", "store", "verify"}, {"store", "repair", "-h"}} {
 		var code int
 		out, _ := stdio(t, "", func() error { code = runBounded(t, args); return nil })
 		if code != 0 || !strings.HasPrefix(out, "usage: samsa") {
