@@ -63,7 +63,7 @@ func run(args []string) int {
 		usage(os.Stdout)
 		return 0
 	case "help":
-		if len(args) == 1 {
+		if len(args) == 1 || args[1] == "help" {
 			usage(os.Stdout)
 			return 0
 		}
