@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,9 +13,6 @@ import (
 func init() {
 	register(command{name: "dlq", summary: "dead-letter queues: list them, resend their messages to the original topics", run: runDLQ})
 }
-
-// dlqPrefix names a group's dead-letter topic (RocketMQ's MixAll.DLQ_GROUP_TOPIC_PREFIX).
-const dlqPrefix = "%DLQ%"
 
 var dlqSubs = [][2]string{
 	{"list", "the dead-letter topics (one per consumer group) and how many messages they hold"},
@@ -71,14 +67,14 @@ func dlqList(args []string) error {
 	}
 	rows := []drow{}
 	for _, t := range topics {
-		if !strings.HasPrefix(t, dlqPrefix) {
+		if !strings.HasPrefix(t, client.DLQPrefix) {
 			continue
 		}
 		st, err := a.TopicStatus(ctx, t, "")
 		if err != nil {
 			return err
 		}
-		r := drow{Group: strings.TrimPrefix(t, dlqPrefix), Topic: t}
+		r := drow{Group: strings.TrimPrefix(t, client.DLQPrefix), Topic: t}
 		for _, s := range st {
 			r.Messages += s.MaxOffset - s.MinOffset
 			r.Queues = append(r.Queues, struct {
@@ -138,24 +134,10 @@ func dlqResend(args []string) error {
 		return err
 	}
 	defer done()
-	topic := dlqPrefix + g
-	st, err := a.TopicStatus(ctx, topic, "")
-	if errors.Is(err, client.ErrNoRoute) {
-		return fmt.Errorf("group %s has no dead-letter topic (%s): nothing to resend", g, topic)
-	}
-	if err != nil {
-		return err
-	}
-	var p *client.Producer
-	if !*dry {
-		co, err := cf.options()
-		if err != nil {
-			return err
-		}
-		if p, err = client.NewProducer(client.ProducerOptions{ClientOptions: co, Group: "samsa-cli-dlq-resend", SendTimeout: cf.timeout}); err != nil {
-			return err
-		}
-		defer p.Close()
+	letters, progress, rerr := a.ResendDeadLetters(ctx, g, client.ResendOptions{Broker: *brokerName, Queue: *queue, From: *from,
+		Max: *maxN, DryRun: *dry})
+	if errors.Is(rerr, client.ErrNoRoute) && letters == nil {
+		return fmt.Errorf("nothing to resend: %w", rerr)
 	}
 	type qrow struct {
 		Broker string `json:"broker"`
@@ -164,7 +146,6 @@ func dlqResend(args []string) error {
 		Next   int64  `json:"nextOffset"`
 		Sent   int    `json:"resent"`
 	}
-	var rows []qrow
 	type mrow struct {
 		MsgID  string `json:"msgId"`
 		Queue  string `json:"queue"`
@@ -172,64 +153,18 @@ func dlqResend(args []string) error {
 		NewID  string `json:"newMsgId,omitempty"`
 		Result string `json:"result"`
 	}
-	var msgs []mrow
-	left := *maxN
-	var firstErr error
-	for _, s := range st {
-		if (*queue >= 0 && s.Queue.QueueID != *queue) || (*brokerName != "" && s.Queue.BrokerName != *brokerName) {
-			continue
-		}
-		start := s.MinOffset
-		if *from >= 0 {
-			start = *from
-		}
-		r := qrow{Broker: s.Queue.BrokerName, Queue: s.Queue.QueueID, From: start, Next: start}
-		for left > 0 && r.Next < s.MaxOffset && ctx.Err() == nil && firstErr == nil {
-			batch, _, err := a.MessagesAt(ctx, s.Queue, r.Next, min(left, 32))
-			if err != nil {
-				firstErr = err
-				break
-			}
-			if len(batch) == 0 {
-				break
-			}
-			for _, m := range batch {
-				out, err := client.Resendable(m)
-				mr := mrow{MsgID: m.MsgID, Queue: fmt.Sprintf("%s/%d@%d", m.Queue.BrokerName, m.Queue.QueueID, m.QueueOffset)}
-				switch {
-				case err != nil:
-					mr.Result = "skipped: " + err.Error()
-				case *dry:
-					mr.Topic, mr.Result = out.Topic, "would resend"
-				default:
-					mr.Topic = out.Topic
-					res, err := p.Send(context.WithoutCancel(ctx), out)
-					if err != nil {
-						firstErr = fmt.Errorf("resend %s to %s: %w", m.MsgID, out.Topic, err)
-						mr.Result = "failed: " + err.Error()
-						msgs = append(msgs, mr)
-						break
-					}
-					mr.NewID, mr.Result = res.MsgID, "resent"
-					r.Sent++
-				}
-				if firstErr != nil {
-					break
-				}
-				msgs = append(msgs, mr)
-				r.Next = m.QueueOffset + 1
-				left--
-			}
-		}
-		rows = append(rows, r)
+	rows := []qrow{}
+	for _, p := range progress {
+		rows = append(rows, qrow{p.Queue.BrokerName, p.Queue.QueueID, p.From, p.Next, p.Resent})
 	}
+	msgs := []mrow{}
+	for _, l := range letters {
+		msgs = append(msgs, mrow{MsgID: l.MsgID, Queue: fmt.Sprintf("%s/%d@%d", l.Queue.BrokerName, l.Queue.QueueID, l.QueueOffset),
+			Topic: l.Topic, NewID: l.NewMsgID, Result: l.Result})
+	}
+	topic := client.DLQPrefix + g
+	firstErr := rerr
 	if cf.json {
-		if rows == nil {
-			rows = []qrow{}
-		}
-		if msgs == nil {
-			msgs = []mrow{}
-		}
 		if err := printJSON(map[string]any{"group": g, "topic": topic, "dryRun": *dry, "queues": rows, "messages": msgs}); err != nil {
 			return err
 		}
