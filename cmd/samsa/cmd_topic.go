@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -66,23 +65,10 @@ type brokerTopic struct {
 	Perm       string `json:"perm"`
 }
 
-// targets are the masters a topic command acts on: --broker addresses
-// (named by address), else the masters of --cluster (all when "").
-func targets(ctx context.Context, a *client.Admin, cluster, brokers string) (map[string]string, error) {
-	if brokers != "" {
-		out := map[string]string{}
-		for _, addr := range client.ParseNameServers(brokers) {
-			out[addr] = addr
-		}
-		return out, nil
-	}
-	return a.Masters(ctx, cluster)
-}
-
 func topicCreate(args []string) error {
 	fs := newFlagSet("topic create", "TOPIC", "Create TOPIC on the masters (every cluster's, or --cluster's, or --broker's).\n"+
-		"An existing topic keeps its queues unless --queues is larger; fewer queues are refused\n"+
-		"(messages in the dropped queues would be hidden) unless --force.")
+		"An existing topic is updated to --queues; fewer queues than it has are refused (the dropped\n"+
+		"queues' messages would be hidden) unless --force.")
 	cf := addClientFlags(fs)
 	topic := fs.String("topic", "", "topic name (or the first argument)")
 	queues := fs.Int("queues", 8, "read and write queues per broker (at least 1)")
@@ -102,46 +88,32 @@ func topicCreate(args []string) error {
 	if *readOnly {
 		perm = protocol.PermRead
 	}
+	return applyTopic(cf, t, client.TopicSpec{Queues: *queues, Perm: perm, Order: *order, Cluster: *cluster,
+		Brokers: client.ParseNameServers(*brokers), Force: *force})
+}
+
+// applyTopic runs Admin.ApplyTopic and prints what it did.
+func applyTopic(cf *clientFlags, topic string, s client.TopicSpec) error {
 	a, ctx, done, err := cf.connect()
 	if err != nil {
 		return err
 	}
 	defer done()
-	tg, err := targets(ctx, a, *cluster, *brokers)
-	if err != nil {
-		return err
+	changes, err := a.ApplyTopic(ctx, topic, s)
+	if errors.Is(err, client.ErrTopicShrink) {
+		return fmt.Errorf("%w (use --force to shrink anyway)", err)
 	}
-	var plan []brokerTopic
-	for name, addr := range tg {
-		tcs, err := a.TopicConfigs(ctx, addr)
-		if err != nil {
-			return err
-		}
-		bt := brokerTopic{Broker: name, Addr: addr, Action: "created", Queues: int32(*queues), Perm: permString(int32(perm))}
-		if old, ok := tcs[t]; ok {
-			bt.FromQueues = max(old.ReadQueueNums, old.WriteQueueNums)
-			switch {
-			case bt.FromQueues > bt.Queues && !*force:
-				return fmt.Errorf("topic %s has %d queues on %s; --queues %d would hide queues %d..%d and their messages "+
-					"(use --force to shrink anyway)", t, bt.FromQueues, name, *queues, *queues, bt.FromQueues-1)
-			case old.ReadQueueNums == bt.Queues && old.WriteQueueNums == bt.Queues && old.Perm == int32(perm) && old.Order == *order:
-				bt.Action = "unchanged"
-			default:
-				bt.Action = "updated"
-			}
-		}
-		plan = append(plan, bt)
+	if s.ExistingOnly && errors.Is(err, client.ErrNoRoute) && len(changes) == 0 {
+		return fmt.Errorf("topic %s does not exist on the selected brokers (samsa topic create %s makes it)", topic, topic)
 	}
-	sort.Slice(plan, func(i, j int) bool { return plan[i].Broker < plan[j].Broker })
-	addrs := make([]string, len(plan))
-	for i, bt := range plan {
-		addrs[i] = bt.Addr
+	plan := make([]brokerTopic, len(changes))
+	for i, c := range changes {
+		plan[i] = brokerTopic{Broker: c.Broker, Addr: c.Addr, Action: c.Action, FromQueues: c.FromQueues, Queues: c.Queues, Perm: permString(c.Perm)}
 	}
-	o := client.TopicOptions{Queues: *queues, Perm: perm, Order: *order, Brokers: addrs}
-	if err := a.CreateTopic(ctx, t, o); err != nil {
-		return err
+	if perr := printTopicPlan(cf.json, topic, plan); perr != nil && err == nil {
+		err = perr
 	}
-	return printTopicPlan(cf.json, t, plan)
+	return err
 }
 
 func printTopicPlan(asJSON bool, topic string, plan []brokerTopic) error {
@@ -161,21 +133,17 @@ func printTopicPlan(asJSON bool, topic string, plan []brokerTopic) error {
 	return nil
 }
 
-// parsePerm reads --perm: r, w, rw (or RW, "-" for none).
+// parsePerm reads --perm: r, w or rw (RocketMQ's updateTopic -p 4, 2, 6).
 func parsePerm(s string) (int, error) {
-	p := 0
-	for _, c := range strings.ToLower(s) {
-		switch c {
-		case 'r':
-			p |= protocol.PermRead
-		case 'w':
-			p |= protocol.PermWrite
-		case '-':
-		default:
-			return 0, fmt.Errorf("--perm %q: want r, w, rw or -", s)
-		}
+	switch strings.ToLower(s) {
+	case "r", "4":
+		return protocol.PermRead, nil
+	case "w", "2":
+		return protocol.PermWrite, nil
+	case "rw", "wr", "6":
+		return protocol.PermRead | protocol.PermWrite, nil
 	}
-	return p, nil
+	return 0, fmt.Errorf("--perm %q: want rw, r or w (or 6, 4, 2)", s)
 }
 
 func topicUpdate(args []string) error {
@@ -184,7 +152,7 @@ func topicUpdate(args []string) error {
 	cf := addClientFlags(fs)
 	topic := fs.String("topic", "", "topic name (or the first argument)")
 	queues := fs.Int("queues", 0, "new read and write queue count per broker (default: unchanged)")
-	perm := fs.String("perm", "", "new permission: rw, r (read only), w (write only) or - (none) (default: unchanged)")
+	perm := fs.String("perm", "", "new permission: rw, r (read only) or w (write only) (default: unchanged)")
 	cluster := fs.String("cluster", "", "this cluster's masters only (default: every cluster)")
 	brokers := fs.String("broker", "", "these broker addresses only, ';'-separated")
 	force := fs.Bool("force", false, "allow fewer queues than the topic has")
@@ -193,7 +161,7 @@ func topicUpdate(args []string) error {
 		return err
 	}
 	if *queues == 0 && *perm == "" {
-		return errors.New("nothing to change: give --queues N and/or --perm rw|r|w|-")
+		return errors.New("nothing to change: give --queues N and/or --perm rw|r|w")
 	}
 	if *queues < 0 {
 		return fmt.Errorf("--queues %d: a topic needs at least 1 queue", *queues)
@@ -204,55 +172,8 @@ func topicUpdate(args []string) error {
 			return err
 		}
 	}
-	a, ctx, done, err := cf.connect()
-	if err != nil {
-		return err
-	}
-	defer done()
-	tg, err := targets(ctx, a, *cluster, *brokers)
-	if err != nil {
-		return err
-	}
-	var plan []brokerTopic
-	for name, addr := range tg {
-		tcs, err := a.TopicConfigs(ctx, addr)
-		if err != nil {
-			return err
-		}
-		old, ok := tcs[t]
-		if !ok {
-			continue
-		}
-		bt := brokerTopic{Broker: name, Addr: addr, Action: "updated", FromQueues: max(old.ReadQueueNums, old.WriteQueueNums),
-			Queues: max(old.ReadQueueNums, old.WriteQueueNums)}
-		if *queues > 0 {
-			bt.Queues = int32(*queues)
-		}
-		if bt.Queues < bt.FromQueues && !*force {
-			return fmt.Errorf("topic %s has %d queues on %s; --queues %d would hide queues %d..%d and their messages "+
-				"(use --force to shrink anyway)", t, bt.FromQueues, name, *queues, *queues, bt.FromQueues-1)
-		}
-		p := int(old.Perm)
-		if newPerm >= 0 {
-			p = p&^(protocol.PermRead|protocol.PermWrite) | newPerm
-		}
-		bt.Perm = permString(int32(p))
-		if bt.Queues == old.ReadQueueNums && bt.Queues == old.WriteQueueNums && int32(p) == old.Perm {
-			bt.Action = "unchanged"
-			plan = append(plan, bt)
-			continue
-		}
-		o := client.TopicOptions{Queues: int(bt.Queues), Perm: p, Order: old.Order, Brokers: []string{addr}}
-		if err := a.CreateTopic(ctx, t, o); err != nil {
-			return err
-		}
-		plan = append(plan, bt)
-	}
-	if len(plan) == 0 {
-		return fmt.Errorf("topic %s does not exist on the selected brokers (samsa topic create %s)", t, t)
-	}
-	sort.Slice(plan, func(i, j int) bool { return plan[i].Broker < plan[j].Broker })
-	return printTopicPlan(cf.json, t, plan)
+	return applyTopic(cf, t, client.TopicSpec{Queues: *queues, Perm: newPerm, Cluster: *cluster,
+		Brokers: client.ParseNameServers(*brokers), Force: *force, ExistingOnly: true})
 }
 
 func topicDelete(args []string) error {
