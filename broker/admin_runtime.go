@@ -14,9 +14,10 @@ import (
 // runtime, commitLogMaxOffset, commitLogMinOffset, commitLogDiskRatio),
 // and Samsa's own otherwise: msgPutTotal and msgGetTotal are counts since
 // the broker started (not RocketMQ's per-day counts), storeDiskUsedBytes
-// and storeDiskTotalBytes the store file system's use. Rates (RocketMQ's
-// putTps, getTransferedTps) are not kept: a caller takes the counts twice
-// and divides.
+// and storeDiskTotalBytes the store file system's use. putTps and
+// getTransferedTps (also spelt getTransferredTps, as 5.x does) are
+// messages stored and delivered per second over 10 s, 1 min and 10 min,
+// as RocketMQ gives them (admin_rates.go).
 func (b *Broker) processGetBrokerRuntimeInfo(_ *conn, req *protocol.Command) *protocol.Command {
 	m := b.store.Metrics()
 	now := b.cfg.Clock()
@@ -31,6 +32,10 @@ func (b *Broker) processGetBrokerRuntimeInfo(_ *conn, req *protocol.Command) *pr
 		"msgGetTotal":        strconv.FormatInt(b.stats.cmdGet.Load(), 10),
 		"timestamp":          strconv.FormatInt(now.UnixMilli(), 10),
 	}
+	put, get := b.rates.rates()
+	t["putTps"] = tpsText(put)
+	t["getTransferedTps"] = tpsText(get)  // RocketMQ 4.x's spelling
+	t["getTransferredTps"] = tpsText(get) // and 5.x's
 	if used, total, err := diskUsage(b.cfg.StorePathRootDir); err == nil && total > 0 {
 		t["commitLogDiskRatio"] = strconv.FormatFloat(float64(used)/float64(total), 'f', 4, 64)
 		t["storeDiskUsedBytes"] = strconv.FormatInt(used, 10)

@@ -100,7 +100,8 @@ func TestAdminReadRequests(t *testing.T) {
 	}
 	r = c.call(protocol.NewRequest(protocol.GetBrokerRuntimeInfo, nil, nil))
 	var kv protocol.KVTable
-	if r.Code != protocol.Success || protocol.UnmarshalBody(r.Body, &kv) != nil || kv.Table["msgPutTotal"] != "3" || kv.Table["bootTimestamp"] == "" {
+	if r.Code != protocol.Success || protocol.UnmarshalBody(r.Body, &kv) != nil || kv.Table["msgPutTotal"] != "3" || kv.Table["bootTimestamp"] == "" ||
+		len(strings.Fields(kv.Table["putTps"])) != 3 || len(strings.Fields(kv.Table["getTransferedTps"])) != 3 {
 		t.Fatalf("runtime info: %d %s", r.Code, r.Body)
 	}
 }
