@@ -396,9 +396,11 @@ func TestBrokerConfigAndCluster(t *testing.T) {
 		InPerSec  *float64 `json:"inPerSec"`
 		DiskRatio *float64 `json:"diskRatio"`
 	}
-	out = mustCLI(t, ns, "", runCluster, "--json", "--interval", "200ms")
-	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 || rows[0].InPerSec == nil || rows[0].DiskRatio == nil {
-		t.Fatalf("cluster --json: %v %q", err, out)
+	for _, args := range [][]string{{"--json"}, {"--json", "--interval", "200ms"}} {
+		out = mustCLI(t, ns, "", runCluster, args...)
+		if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 || rows[0].InPerSec == nil || rows[0].DiskRatio == nil {
+			t.Fatalf("cluster %v: %v %q", args, err, out)
+		}
 	}
 }
 

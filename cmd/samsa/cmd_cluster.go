@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,7 +31,8 @@ type clusterBroker struct {
 	Addr        string       `json:"addr"`
 	Replication *replication `json:"replication,omitempty"`
 	// InPerSec and OutPerSec are messages stored and delivered per
-	// second over --interval (nil: not measured or no answer).
+	// second: the broker's 10 s averages, or over --interval (nil: no
+	// answer).
 	InPerSec  *float64 `json:"inPerSec,omitempty"`
 	OutPerSec *float64 `json:"outPerSec,omitempty"`
 	// DiskRatio is the used share of the store's file system, DiskUsed
@@ -54,7 +56,7 @@ type replication struct {
 func runCluster(args []string) error {
 	fs := newFlagSet("cluster", "", "The clusters' brokers: role, replication, rates, disk use.")
 	cf := addClientFlags(fs)
-	interval := fs.Duration("interval", time.Second, "measure msgs/s in and out over this long (0: do not)")
+	interval := fs.Duration("interval", 0, "measure msgs/s in and out over this long (default: the brokers' own 10 s averages)")
 	if rest, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(rest) > 0 {
@@ -212,6 +214,17 @@ func (r *clusterBroker) fromRuntime() {
 		r.DiskUsed, r.DiskTotal = int64(u), int64(t)
 	}
 	if last == nil {
+		// The broker's 10 s averages: putTps, getTransferedTps ("10s 1min 10min").
+		for _, p := range []struct {
+			key string
+			dst **float64
+		}{{"putTps", &r.InPerSec}, {"getTransferedTps", &r.OutPerSec}} {
+			if f := strings.Fields(first[p.key]); len(f) > 0 {
+				if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+					*p.dst = &v
+				}
+			}
+		}
 		return
 	}
 	t0, ok0 := num(first, "timestamp")
