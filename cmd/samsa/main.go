@@ -5,12 +5,14 @@
 //
 // Conventions, the same for every command: -h, --help, "samsa help
 // COMMAND" and "samsa COMMAND help" print the usage to stdout and exit 0;
-// an error goes to stderr with exit status 1 (2 for a usage error); client
+// an error goes to stderr with exit status 1 (2 for a usage error, 130
+// for a one-shot command interrupted); client
 // commands take the name servers from -n / --namesrv or $NAMESRV_ADDR, as
 // RocketMQ's tools do, and stop cleanly on SIGINT or SIGTERM.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -95,6 +97,11 @@ func run(args []string) int {
 	}
 	var ue *usageError
 	switch {
+	case errors.Is(err, context.Canceled):
+		// SIGINT or SIGTERM ended a one-shot command (consume and
+		// produce stop cleanly instead, with status 0).
+		fmt.Fprintf(os.Stderr, "samsa %s: interrupted\n", c.name)
+		return 130
 	case errors.As(err, &ue):
 		fmt.Fprintf(os.Stderr, "samsa %s: %s\nRun 'samsa help %s' for usage.\n", ue.cmd, ue.err, ue.cmd)
 		return 2
