@@ -58,6 +58,9 @@ type Member struct {
 	Version int `json:"version"`
 	// Brokers are the masters the member is connected to.
 	Brokers []string `json:"brokers"`
+	// Model is the group's message model as the broker learned it from
+	// heartbeats: CLUSTERING or BROADCASTING.
+	Model string `json:"messageModel"`
 }
 
 // GroupConnections returns group's online members (merged over every
@@ -89,7 +92,7 @@ func (a *Admin) GroupConnections(ctx context.Context, group string) ([]Member, m
 		for _, c := range cc.ConnectionSet {
 			m := byID[c.ClientID]
 			if m == nil {
-				m = &Member{ClientID: c.ClientID, Addr: c.ClientAddr, Language: c.Language, Version: c.Version}
+				m = &Member{ClientID: c.ClientID, Addr: c.ClientAddr, Language: c.Language, Version: c.Version, Model: cc.MessageModel}
 				byID[c.ClientID] = m
 			}
 			m.Brokers = append(m.Brokers, name)

@@ -97,8 +97,12 @@ func (a *Admin) ApplyTopic(ctx context.Context, topic string, s TopicSpec) ([]To
 				st.Queues = st.FromQueues
 			}
 			if st.Queues < st.FromQueues && !s.Force {
-				return nil, fmt.Errorf("%w: topic %s has %d queues on %s; %d would hide queues %d..%d and their messages",
-					ErrTopicShrink, topic, st.FromQueues, name, st.Queues, st.Queues, st.FromQueues-1)
+				hidden := fmt.Sprintf("queues %d..%d", st.Queues, st.FromQueues-1)
+				if st.Queues == st.FromQueues-1 {
+					hidden = fmt.Sprintf("queue %d", st.Queues)
+				}
+				return nil, fmt.Errorf("%w: topic %s has %d queues on %s; %d would hide %s and their messages",
+					ErrTopicShrink, topic, st.FromQueues, name, st.Queues, hidden)
 			}
 			st.Perm = old.Perm
 			if s.Perm >= 0 {

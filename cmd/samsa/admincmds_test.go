@@ -191,6 +191,7 @@ func TestGroupAdmin(t *testing.T) {
 			ClientID string `json:"clientId"`
 			Addr     string `json:"addr"`
 			Version  int    `json:"version"`
+			Model    string `json:"messageModel"`
 		} `json:"members"`
 		Subscriptions map[string]string `json:"subscriptions"`
 		Lag           int64             `json:"lag"`
@@ -203,7 +204,7 @@ func TestGroupAdmin(t *testing.T) {
 	}
 	out := mustCLI(t, ns, "", runGroup, "describe", "grp-g", "--json")
 	if err := json.Unmarshal([]byte(out), &desc); err != nil || len(desc.Members) != 1 || desc.Members[0].Addr == "" ||
-		desc.Members[0].Version == 0 || desc.Subscriptions["grp-t"] != "*" || desc.Lag != 0 {
+		desc.Members[0].Version == 0 || desc.Members[0].Model != "CLUSTERING" || desc.Subscriptions["grp-t"] != "*" || desc.Lag != 0 {
 		t.Fatalf("describe: %v %q", err, out)
 	}
 	n := 0

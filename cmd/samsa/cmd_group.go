@@ -92,11 +92,12 @@ func groupList(args []string) error {
 		return err
 	}
 	type grow struct {
-		Group     string   `json:"group"`
-		Brokers   []string `json:"brokers"`
-		Members   int      `json:"members"`
-		Orderly   bool     `json:"orderly"`
-		Broadcast bool     `json:"broadcast"`
+		Group   string   `json:"group"`
+		Brokers []string `json:"brokers"`
+		Members int      `json:"members"`
+		// Model is the online members' message model (CLUSTERING or
+		// BROADCASTING), "" with none online.
+		Model string `json:"messageModel,omitempty"`
 	}
 	rows := []grow{}
 	for g, byBroker := range groups {
@@ -104,10 +105,8 @@ func groupList(args []string) error {
 			continue
 		}
 		r := grow{Group: g}
-		for b, c := range byBroker {
+		for b := range byBroker {
 			r.Brokers = append(r.Brokers, b)
-			r.Orderly = r.Orderly || c.ConsumeMessageOrderly
-			r.Broadcast = r.Broadcast || c.ConsumeBroadcastEnable
 		}
 		sort.Strings(r.Brokers)
 		members, _, err := a.GroupConnections(ctx, g)
@@ -115,6 +114,9 @@ func groupList(args []string) error {
 			return err
 		}
 		r.Members = len(members)
+		if len(members) > 0 {
+			r.Model = members[0].Model
+		}
 		rows = append(rows, r)
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Group < rows[j].Group })
@@ -125,9 +127,9 @@ func groupList(args []string) error {
 		fmt.Println("no consumer group")
 		return nil
 	}
-	tw := table("GROUP", "MEMBERS", "BROKERS", "ORDERLY", "BROADCAST")
+	tw := table("GROUP", "MEMBERS", "MODEL", "BROKERS")
 	for _, r := range rows {
-		row(tw, r.Group, r.Members, strings.Join(r.Brokers, ","), r.Orderly, r.Broadcast)
+		row(tw, r.Group, r.Members, orDash(r.Model), strings.Join(r.Brokers, ","))
 	}
 	return tw.Flush()
 }
@@ -232,7 +234,11 @@ func groupDescribe(args []string) error {
 		}
 		return printJSON(map[string]any{"group": g, "members": members, "subscriptions": subs, "lag": lag, "queues": queues})
 	}
-	fmt.Printf("group %s: %d online member(s), lag %d\n", g, len(members), lag)
+	model := ""
+	if len(members) > 0 {
+		model = ", " + members[0].Model
+	}
+	fmt.Printf("group %s: %d online member(s)%s, lag %d\n", g, len(members), model, lag)
 	if len(members) > 0 {
 		fmt.Println()
 		tw := table("CLIENT ID", "ADDRESS", "LANGUAGE", "VERSION", "BROKERS")
