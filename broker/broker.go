@@ -52,6 +52,7 @@ type Broker struct {
 	stop    chan struct{}
 	closing atomic.Bool
 	loops   sync.WaitGroup // the broker's own goroutines
+	rates   rateSampler    // message rates for GET_BROKER_RUNTIME_INFO (admin_rates.go)
 	connWG  sync.WaitGroup // connection readers
 	mu      struct {
 		sync.Mutex
@@ -251,6 +252,7 @@ func (b *Broker) Start() error {
 	b.goLoop(b.acceptLoop)
 	b.goLoop(b.offsetFlushLoop)
 	b.goLoop(b.clientScanLoop)
+	b.goLoop(b.rateSampleLoop)
 	if b.metaSync != nil {
 		b.goLoop(b.metaSync.run)
 	}

@@ -14,7 +14,9 @@
 // behind it. A first byte that is an ASCII letter turns the connection into
 // a text connection (stats, version, quit; see text.go).
 //
-// Request codes map to processors, one small file each (proc_*.go). A code
+// Request codes map to processors, one small file each (proc_*.go; the
+// requests mqadmin sends to inspect a broker or reset a group, in
+// admin_*.go). A code
 // without a processor gets REQUEST_CODE_NOT_SUPPORTED; a frame that cannot be
 // decoded closes only its own connection. With aclEnable=true every request
 // is checked before its processor runs (acl.go, package acl).

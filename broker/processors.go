@@ -37,5 +37,11 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.EndTransaction:                   b.processEndTransaction,
 		protocol.GetAllDelayOffset:                b.processGetAllDelayOffset,
 		protocol.GetTimerCheckPoint:               b.processGetTimerCheckPoint,
+		protocol.GetTopicStatsInfo:                b.processGetTopicStatsInfo,         // admin_topic_stats.go
+		protocol.GetConsumerConnectionList:        b.processGetConsumerConnectionList, // admin_consumer_conn.go
+		protocol.GetBrokerConfig:                  b.processGetBrokerConfig,           // admin_config.go
+		protocol.GetBrokerRuntimeInfo:             b.processGetBrokerRuntimeInfo,      // admin_runtime.go
+		protocol.InvokeBrokerToResetOffset:        b.processInvokeBrokerToResetOffset, // admin_reset_offset.go
+		protocol.GetConsumeStats:                  b.processGetConsumeStats,           // admin_consume_stats.go
 	}
 }

@@ -28,7 +28,13 @@ type clientFlags struct {
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	f := &clientFlags{}
-	fs.StringVar(&f.namesrv, "namesrv", client.DefaultNameServer, "name server address(es), ';'-separated (default: samsa dev's)")
+	def := client.DefaultNameServer
+	if env := strings.TrimSpace(os.Getenv("NAMESRV_ADDR")); env != "" {
+		def = env
+	}
+	const help = "name server address(es), ';'-separated (default from $NAMESRV_ADDR when set)"
+	fs.StringVar(&f.namesrv, "namesrv", def, help)
+	fs.StringVar(&f.namesrv, "n", def, "short for --namesrv, as in RocketMQ's tools")
 	fs.BoolVar(&f.json, "json", false, "print JSON (for scripts) instead of text")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the cluster's answers")
 	f.secure = addSecureFlags(fs)
@@ -99,9 +105,12 @@ func (f *clientFlags) connect() (*client.Admin, context.Context, func(), error) 
 	return a, ctx, func() { cancel(); a.Close() }, nil
 }
 
-// context bounds a one-shot command by --timeout.
+// context bounds a one-shot command by --timeout; SIGINT or SIGTERM ends
+// it sooner.
 func (f *clientFlags) context() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), f.timeout)
+	ictx, stop := interruptContext()
+	ctx, cancel := context.WithTimeout(ictx, f.timeout)
+	return ctx, func() { cancel(); stop() }
 }
 
 // interruptContext ends on SIGINT or SIGTERM (long-running commands).
@@ -135,7 +144,7 @@ func row(w io.Writer, cols ...any) {
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseArgs(fs, args); err != nil {
 			return nil, err
 		}
 		args = fs.Args()

@@ -118,16 +118,19 @@ func (f *brokerFlags) config(fs *flag.FlagSet) (broker.Config, *slog.Logger, err
 
 func runBroker(args []string) error {
 	brokerProcs()
-	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	if len(args) > 0 && args[0] == "config" {
+		return brokerConfig(args[1:])
+	}
+	fs := newFlagSet("broker", "", "Run a broker until SIGINT or SIGTERM. Flags override the file.\n\n"+
+		"samsa broker config [flags] [ADDR]  prints a running broker's configuration (secrets masked).")
 	var f brokerFlags
 	f.register(fs, true)
 	printCfg := fs.Bool("p", false, "print the effective configuration and exit")
 	list := fs.Bool("list-properties", false, "list the broker.conf keys this broker knows and exit")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: samsa broker -c broker.conf [flags]\n\nFlags override the file.\n\n")
-		fs.PrintDefaults()
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := refuseArgs(fs); err != nil {
 		return err
 	}
 	if *list {

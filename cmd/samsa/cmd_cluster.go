@@ -2,18 +2,19 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/protocol"
 )
 
 func init() {
-	register(command{name: "cluster", summary: "list the clusters' brokers (masters and slaves), roles and addresses", run: runCluster})
+	register(command{name: "cluster", summary: "the clusters' brokers: role, replication state, msgs/s in and out, disk use", run: runCluster})
 }
 
 // clusterBroker is one row of `samsa cluster`: Role is what the name
@@ -29,7 +30,19 @@ type clusterBroker struct {
 	BrokerRole  string       `json:"brokerRole"`
 	Addr        string       `json:"addr"`
 	Replication *replication `json:"replication,omitempty"`
-	stats       map[string]string
+	// InPerSec and OutPerSec are messages stored and delivered per
+	// second: the broker's 10 s averages, or over --interval (nil: no
+	// answer).
+	InPerSec  *float64 `json:"inPerSec,omitempty"`
+	OutPerSec *float64 `json:"outPerSec,omitempty"`
+	// DiskRatio is the used share of the store's file system, DiskUsed
+	// and DiskTotal its bytes (nil: the broker does not say).
+	DiskRatio *float64 `json:"diskRatio,omitempty"`
+	DiskUsed  int64    `json:"diskUsedBytes,omitempty"`
+	DiskTotal int64    `json:"diskTotalBytes,omitempty"`
+	Version   string   `json:"version,omitempty"`
+	stats     map[string]string
+	runtime   [2]map[string]string
 }
 
 // replication is a slave as its master sees it.
@@ -41,8 +54,9 @@ type replication struct {
 }
 
 func runCluster(args []string) error {
-	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs := newFlagSet("cluster", "", "The clusters' brokers: role, replication, rates, disk use.")
 	cf := addClientFlags(fs)
+	interval := fs.Duration("interval", 0, "measure msgs/s in and out over this long (default: the brokers' own 10 s averages)")
 	if rest, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(rest) > 0 {
@@ -81,15 +95,28 @@ func runCluster(args []string) error {
 	})
 	brokerRoles(ctx, a, rows)
 	slaveReplication(rows)
+	runtimeInfo(ctx, a, rows, 0)
+	if *interval > 0 {
+		select {
+		case <-time.After(*interval):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		runtimeInfo(ctx, a, rows, 1)
+	}
+	for i := range rows {
+		rows[i].fromRuntime()
+	}
 	if cf.json {
 		if rows == nil {
 			rows = []clusterBroker{}
 		}
 		return printJSON(rows)
 	}
-	tw := table("CLUSTER", "BROKER", "ID", "ROLE", "BROKER ROLE", "ADDRESS", "REPLICATION")
+	tw := table("CLUSTER", "BROKER", "ID", "ROLE", "BROKER ROLE", "ADDRESS", "IN MSG/S", "OUT MSG/S", "DISK", "REPLICATION")
 	for _, r := range rows {
-		row(tw, r.Cluster, r.Broker, strconv.FormatInt(r.ID, 10), r.Role, r.BrokerRole, r.Addr, r.Replication.String())
+		row(tw, r.Cluster, r.Broker, strconv.FormatInt(r.ID, 10), r.Role, r.BrokerRole, r.Addr, rate(r.InPerSec), rate(r.OutPerSec),
+			r.disk(), r.Replication.String())
 	}
 	return tw.Flush()
 }
@@ -151,4 +178,98 @@ func (r *replication) String() string {
 		state = "NOT in sync"
 	}
 	return fmt.Sprintf("%s, %d bytes / %d ms behind", state, r.BehindBytes, r.LagMs)
+}
+
+// runtimeInfo takes every broker's GET_BROKER_RUNTIME_INFO into
+// runtime[k], all at once.
+func runtimeInfo(ctx context.Context, a *client.Admin, rows []clusterBroker, k int) {
+	var wg sync.WaitGroup
+	for i := range rows {
+		wg.Add(1)
+		go func(r *clusterBroker) {
+			defer wg.Done()
+			if kv, err := a.BrokerRuntimeInfo(ctx, r.Addr); err == nil {
+				r.runtime[k] = kv
+			}
+		}(&rows[i])
+	}
+	wg.Wait()
+}
+
+// fromRuntime fills the rates (from two samples), disk use and version.
+func (r *clusterBroker) fromRuntime() {
+	first, last := r.runtime[0], r.runtime[1]
+	if first == nil {
+		return
+	}
+	num := func(m map[string]string, k string) (float64, bool) {
+		v, err := strconv.ParseFloat(m[k], 64)
+		return v, err == nil
+	}
+	r.Version = first["brokerVersionDesc"]
+	if v, ok := num(first, "commitLogDiskRatio"); ok {
+		r.DiskRatio = &v
+		u, _ := num(first, "storeDiskUsedBytes")
+		t, _ := num(first, "storeDiskTotalBytes")
+		r.DiskUsed, r.DiskTotal = int64(u), int64(t)
+	}
+	if last == nil {
+		// The broker's 10 s averages: putTps, getTransferedTps ("10s 1min 10min").
+		for _, p := range []struct {
+			key string
+			dst **float64
+		}{{"putTps", &r.InPerSec}, {"getTransferedTps", &r.OutPerSec}} {
+			if f := strings.Fields(first[p.key]); len(f) > 0 {
+				if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+					*p.dst = &v
+				}
+			}
+		}
+		return
+	}
+	t0, ok0 := num(first, "timestamp")
+	t1, ok1 := num(last, "timestamp")
+	if !ok0 || !ok1 || t1 <= t0 {
+		return
+	}
+	secs := (t1 - t0) / 1000
+	for _, p := range []struct {
+		key string
+		dst **float64
+	}{{"msgPutTotal", &r.InPerSec}, {"msgGetTotal", &r.OutPerSec}} {
+		a, okA := num(first, p.key)
+		b, okB := num(last, p.key)
+		if okA && okB && b >= a {
+			v := (b - a) / secs
+			*p.dst = &v
+		}
+	}
+}
+
+func rate(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 1, 64)
+}
+
+// disk is the store file system's use: "42% of 100 GiB".
+func (r *clusterBroker) disk() string {
+	if r.DiskRatio == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%% of %s", *r.DiskRatio*100, humanBytes(r.DiskTotal))
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }

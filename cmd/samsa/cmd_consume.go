@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -20,7 +20,7 @@ func init() {
 }
 
 func runConsume(args []string) error {
-	fs := flag.NewFlagSet("consume", flag.ContinueOnError)
+	fs := newFlagSet("consume", "", "Receive --topic's messages as a member of --group and print them, each queue in offset order.\nCtrl-C (or --count, --idle) stops; the group's offsets are committed on the way out.")
 	cf := addClientFlags(fs)
 	topic := fs.String("topic", "", "topic (required)")
 	group := fs.String("group", "samsa-cli-consumer", "consumer group")
@@ -44,9 +44,10 @@ func runConsume(args []string) error {
 		return err
 	}
 	o := client.PushConsumerOptions{ClientOptions: co, Group: *group, Broadcast: *broadcast, Orderly: *orderly}
-	if *count > 0 {
-		o.Concurrency = 1 // in queue order, so stopping at the count leaves little to redeliver
-	}
+	// One handler per queue: each queue's messages are printed in offset
+	// order (queues interleave), and stopping at --count leaves little
+	// to redeliver.
+	o.Concurrency = 1
 	switch *from {
 	case "earliest", "first":
 		o.Start = client.StartEarliest
@@ -96,6 +97,9 @@ func runConsume(args []string) error {
 	scancel()
 	if err != nil {
 		c.Close()
+		if errors.Is(err, client.ErrNoRoute) || errors.Is(err, client.ErrTopicNotExist) {
+			return fmt.Errorf("topic %s does not exist (samsa topic list shows the topics; samsa topic create %s makes it): %w", *topic, *topic, err)
+		}
 		return err
 	}
 	start := time.Now()

@@ -17,7 +17,7 @@ func init() {
 
 func runDev(args []string) error {
 	brokerProcs()
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs := newFlagSet("dev", "", "A name server and a broker in one process, both on loopback, until SIGINT or SIGTERM.")
 	var f brokerFlags
 	f.register(fs, false)
 	dir := fs.String("dir", "", "data directory (default: a temporary one, removed on exit)")
@@ -25,11 +25,10 @@ func runDev(args []string) error {
 	nsListen := fs.String("namesrv", "127.0.0.1:9876", "name server address (127.0.0.1:0 picks a free port)")
 	slaves := fs.Int("slaves", 0, "slaves to run beside the broker (brokerId 1, 2, ...; free ports)")
 	replication := fs.String("replication", "", "with --slaves: sync (SYNC_MASTER: a send is answered once a slave holds it) or async (ASYNC_MASTER); default the broker's role")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: samsa dev [flags]\n\nA name server and a broker in one process, both on loopback.\n\n")
-		fs.PrintDefaults()
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := refuseArgs(fs); err != nil {
 		return err
 	}
 	cfg, log, err := f.config(fs)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,7 +15,7 @@ func init() {
 }
 
 func runNamesrv(args []string) error {
-	fs := flag.NewFlagSet("namesrv", flag.ContinueOnError)
+	fs := newFlagSet("namesrv", "", "Run a name server (RocketMQ remoting protocol) until SIGINT or SIGTERM.")
 	var o namesrv.Options
 	fs.StringVar(&o.Listen, "listen", namesrv.DefaultListen, "TCP address to listen on")
 	fs.DurationVar(&o.ScanInterval, "scan-interval", namesrv.DefaultScanInterval, "how often silent brokers are looked for")
@@ -38,7 +37,10 @@ func runNamesrv(args []string) error {
 	var ctl controllerFlags
 	ctl.register(fs, "controller-")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if err := refuseArgs(fs); err != nil {
 		return err
 	}
 	var lv slog.Level

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/samsamq/samsa/client"
@@ -13,7 +12,7 @@ func init() {
 }
 
 func runOffsets(args []string) error {
-	fs := flag.NewFlagSet("offsets", flag.ContinueOnError)
+	fs := newFlagSet("offsets", "", "A consumer group's committed offsets and lag per queue (see also samsa group describe).")
 	cf := addClientFlags(fs)
 	group := fs.String("group", "", "consumer group (required)")
 	topic := fs.String("topic", "", "topic (default: every topic where the group committed an offset)")

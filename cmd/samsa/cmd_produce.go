@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -33,7 +33,7 @@ func (p userProps) Set(s string) error {
 }
 
 func runProduce(args []string) error {
-	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
+	fs := newFlagSet("produce", "", "Send one message per line of stdin (at most 4 MiB a line), or --count generated ones.\nCtrl-C stops reading; messages already sent are waited for.")
 	cf := addClientFlags(fs)
 	topic := fs.String("topic", "", "topic (required)")
 	count := fs.Int("count", 0, "send this many generated messages (default: one per line of stdin)")
@@ -45,6 +45,7 @@ func runProduce(args []string) error {
 	batch := fs.Int("batch", 0, "async: gather up to this many messages per request (SEND_BATCH_MESSAGE)")
 	bal := fs.String("balancer", "rr", "queue choice: rr, random, hash, consistent, slots")
 	group := fs.String("group", "samsa-cli-producer", "producer group")
+	autoCreate := fs.Bool("auto-create", false, "create a topic the name servers do not know through the brokers' TBW102 template\n(only where the broker allows it: autoCreateTopicEnable), as RocketMQ's client does")
 	verbose := fs.Bool("v", false, "print every message's result")
 	props := userProps{}
 	fs.Var(props, "property", "user property name=value (repeatable)")
@@ -64,7 +65,7 @@ func runProduce(args []string) error {
 	if err != nil {
 		return err
 	}
-	o := client.ProducerOptions{ClientOptions: co, Group: *group, Balancer: b, SendTimeout: cf.timeout}
+	o := client.ProducerOptions{ClientOptions: co, Group: *group, Balancer: b, SendTimeout: cf.timeout, AutoCreateTopic: *autoCreate}
 	if *batch > 1 {
 		o.Batch = client.BatchOptions{MaxMessages: *batch}
 		if *mode == "sync" {
@@ -121,19 +122,22 @@ func runProduce(args []string) error {
 		return m
 	}
 	var wg sync.WaitGroup
+	// Sends use a context an interrupt does not cancel: a line read is
+	// sent (bounded by --timeout), then the command stops.
+	sctx := context.Background()
 	send := func(i int, m *client.Message) error {
 		switch *mode {
 		case "sync":
-			r, err := p.Send(ctx, m)
+			r, err := p.Send(sctx, m)
 			report(i, m, r, err)
 		case "async":
 			wg.Add(1)
-			p.SendAsync(ctx, m, func(r *client.SendResult, err error) {
+			p.SendAsync(sctx, m, func(r *client.SendResult, err error) {
 				report(i, m, r, err)
 				wg.Done()
 			})
 		case "oneway":
-			report(i, m, nil, p.SendOneway(ctx, m))
+			report(i, m, nil, p.SendOneway(sctx, m))
 		default:
 			return fmt.Errorf("unknown --mode %q (sync, async, oneway)", *mode)
 		}
@@ -148,24 +152,25 @@ func runProduce(args []string) error {
 			}
 		}
 	} else {
-		sc := bufio.NewScanner(os.Stdin)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() && ctx.Err() == nil {
-			line := append([]byte(nil), sc.Bytes()...)
-			if len(line) == 0 {
-				continue
-			}
+		lines, readErr := readLines(ctx, os.Stdin)
+		for line := range lines {
 			if err := send(n, message(n, line)); err != nil {
 				return err
 			}
 			n++
 		}
-		if err := sc.Err(); err != nil {
+		if err := readErr(); err != nil {
+			wg.Wait()
 			return err
 		}
 	}
+	// Interrupted or done: what was sent is waited for, nothing more is.
+	cancel()
 	wg.Wait()
-	if err := p.Flush(context.Background()); err != nil {
+	fctx, fcancel := context.WithTimeout(context.Background(), cf.timeout)
+	err = p.Flush(fctx)
+	fcancel()
+	if err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
@@ -178,9 +183,76 @@ func runProduce(args []string) error {
 			sent.Load(), bytes.Load(), *topic, elapsed.Round(time.Millisecond), rate, failed.Load())
 	}
 	if err, _ := firstErr.Load().(error); err != nil {
+		if errors.Is(err, client.ErrNoRoute) || errors.Is(err, client.ErrTopicNotExist) {
+			return fmt.Errorf("%d of %d sends failed: topic %s does not exist: create it with 'samsa topic create %s' (or send with --auto-create where the broker allows it): %w",
+				failed.Load(), n, *topic, *topic, err)
+		}
 		return fmt.Errorf("%d of %d sends failed, the first: %w", failed.Load(), n, err)
 	}
 	return nil
+}
+
+// maxLine is the longest line produce sends: RocketMQ's default
+// maxMessageSize (4 MiB), the broker's limit on a body.
+const maxLine = 4 << 20
+
+// readLines reads r's lines (without the newline; empty ones skipped) in a
+// goroutine of its own, so that an interrupt stops the caller even while a
+// read blocks (a terminal, a pipe that stays open). The channel closes at
+// the end of r, at an error, or when ctx ends; then errFn tells which
+// error, if any, ended it. A line longer than maxLine is an error that
+// names the limit; the lines before it are delivered.
+func readLines(ctx context.Context, r io.Reader) (lines <-chan []byte, errFn func() error) {
+	ch := make(chan []byte)
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(ch)
+		defer close(done)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), maxLine+1)
+		for sc.Scan() {
+			if len(sc.Bytes()) == 0 {
+				continue
+			}
+			select {
+			case ch <- append([]byte(nil), sc.Bytes()...):
+			case <-ctx.Done():
+				return
+			}
+		}
+		err = sc.Err()
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("a line of stdin is longer than %d bytes (4 MiB), the largest message a broker takes (maxMessageSize); nothing after it was sent", maxLine)
+		}
+	}()
+	out := make(chan []byte)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case l, ok := <-ch:
+				if !ok {
+					return
+				}
+				select {
+				case out <- l:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, func() error {
+		select {
+		case <-done:
+			return err
+		default:
+			return nil // interrupted while reading
+		}
+	}
 }
 
 // generated is message i's body of size bytes: its number, then filler.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 )
 
@@ -11,7 +10,7 @@ func init() {
 }
 
 func runStats(args []string) error {
-	fs := flag.NewFlagSet("stats", flag.ContinueOnError)
+	fs := newFlagSet("stats", "[ADDR] [ITEM]", "A broker's text stats (STAT name value); an ITEM (ha, store, topics) asks for its lines only.")
 	cf := addClientFlags(fs)
 	addr := fs.String("broker", "", "broker address host:port (required; see samsa cluster)")
 	rest, err := parseFlags(fs, args)

@@ -58,19 +58,26 @@ func runStore(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// storeFlags parses a subcommand's flags and its one DIR argument.
-func storeFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (dir string, code int) {
-	fs.SetOutput(stderr)
+// storeFlags parses a subcommand's flags and its one DIR argument: -h
+// prints the usage to stdout (code 0), a bad command line says so on
+// stderr (code 2); -1 means go on.
+func storeFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (dir string, code int) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	about := "Check a stopped store (read-only)."
+	if fs.Name() == "store repair" {
+		about = "Make a stopped store that will not open openable (--dry-run: the plan only)."
+	}
 	rest, err := parseFlags(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
+		printUsage(stdout, fs, "DIR", about)
 		return "", 0
 	}
-	if err != nil {
-		return "", 2
+	if err == nil && len(rest) != 1 {
+		err = fmt.Errorf("want one DIR, got %d arguments", len(rest))
 	}
-	if len(rest) != 1 {
-		fmt.Fprintf(stderr, "usage: samsa %s [flags] DIR\n", fs.Name())
-		fs.PrintDefaults()
+	if err != nil {
+		fmt.Fprintf(stderr, "samsa %s: %v\nRun 'samsa help %s' for usage.\n", fs.Name(), err, fs.Name())
 		return "", 2
 	}
 	return rest[0], -1
@@ -81,7 +88,7 @@ func storeVerify(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	segSize := fs.Int64("segment-size", 0, "the store's segment size (default: from the checkpoint or the segment names)")
 	maxProblems := fs.Int("max-problems", 1000, "list at most this many problems (the counts stay exact)")
-	dir, code := storeFlags(fs, args, stderr)
+	dir, code := storeFlags(fs, args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -106,7 +113,7 @@ func storeRepair(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	dryRun := fs.Bool("dry-run", false, "print the plan; change nothing")
 	segSize := fs.Int64("segment-size", 0, "the store's segment size (default: from the checkpoint or the segment names)")
-	dir, code := storeFlags(fs, args, stderr)
+	dir, code := storeFlags(fs, args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}

@@ -2,10 +2,21 @@
 // client tools, storage lab and load generator, as subcommands. This package
 // is wiring only: flags → Options → a library call. Each subcommand lives in a
 // file of its own (cmd_<name>.go) and registers itself in init.
+//
+// Conventions, the same for every command: -h, --help, "samsa help
+// COMMAND" and "samsa COMMAND help" print the usage to stdout and exit 0;
+// an error goes to stderr with exit status 1 (2 for a usage error, 130
+// for a one-shot command interrupted); client
+// commands take the name servers from -n / --namesrv or $NAMESRV_ADDR, as
+// RocketMQ's tools do, and stop cleanly on SIGINT or SIGTERM.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -27,35 +38,89 @@ func register(c command) {
 	commands[c.name] = c
 }
 
-func usage() {
-	fmt.Fprintf(os.Stderr, "usage: samsa <command> [flags]\n\ncommands:\n")
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: samsa <command> [flags] [ARGS]\n\ncommands:\n")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(os.Stderr, "\nRun 'samsa <command> -h' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'samsa help <command>' or 'samsa <command> -h' for a command's usage.\n"+
+		"Client commands find the name servers with -n ADDR;ADDR, or $NAMESRV_ADDR.\n")
 }
 
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		if len(os.Args) < 2 {
-			os.Exit(2)
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run is main with its exit status.
+func run(args []string) int {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(os.Stdout)
+		return 0
+	case "help":
+		if len(args) == 1 || args[1] == "help" {
+			usage(os.Stdout)
+			return 0
 		}
-		return
+		// samsa help topic create → samsa topic create -h
+		args = append(append([]string{args[1]}, args[2:]...), "-h")
 	}
-	c, ok := commands[os.Args[1]]
+	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "samsa: unknown command %q\n", os.Args[1])
-		usage()
-		os.Exit(2)
+		fmt.Fprintf(os.Stderr, "samsa: unknown command %q\n\n", args[0])
+		usage(os.Stderr)
+		return 2
 	}
-	if err := c.run(os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "samsa %s: %s\n", c.name, strings.TrimSpace(err.Error()))
-		os.Exit(1)
+	cargs := args[1:]
+	if len(cargs) > 0 && cargs[0] == "help" {
+		// samsa dev help → samsa dev -h; samsa topic help create → samsa topic create -h
+		cargs = append(cargs[1:len(cargs):len(cargs)], "-h")
 	}
+	if wantsHelp(cargs) {
+		// Help goes to stdout, also from flag sets that print to their
+		// default output (os.Stderr, read when they print).
+		stderr := os.Stderr
+		os.Stderr = os.Stdout
+		defer func() { os.Stderr = stderr }()
+	}
+	err := c.run(cargs)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	}
+	var ue *usageError
+	switch {
+	case errors.Is(err, context.Canceled):
+		// SIGINT or SIGTERM ended a one-shot command (consume and
+		// produce stop cleanly instead, with status 0).
+		fmt.Fprintf(os.Stderr, "samsa %s: interrupted\n", c.name)
+		return 130
+	case errors.As(err, &ue):
+		fmt.Fprintf(os.Stderr, "samsa %s: %s\nRun 'samsa help %s' for usage.\n", ue.cmd, ue.err, ue.cmd)
+		return 2
+	case isUsageError(err):
+		fmt.Fprintf(os.Stderr, "samsa %s: %s\nRun 'samsa help %s' for usage.\n", c.name, err, c.name)
+		return 2
+	}
+	fmt.Fprintf(os.Stderr, "samsa %s: %s\n", c.name, strings.TrimSpace(err.Error()))
+	return 1
+}
+
+// isUsageError reports whether err is the flag package's complaint about
+// the command line.
+func isUsageError(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"flag provided but not defined", "invalid value ", "invalid boolean", "flag needs an argument", "bad flag syntax"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }

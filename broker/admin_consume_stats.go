@@ -1,0 +1,70 @@
+package broker
+
+import (
+	"sort"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// processGetConsumeStats answers GET_CONSUME_STATS (208), what mqadmin's
+// consumerProgress asks each master: per read queue of the topic (or of
+// every topic the group has offsets on), the queue's max offset, the
+// group's committed offset (0 when none, as RocketMQ), and the store time
+// of the last message consumed. Topics the group's online members do not
+// subscribe to are left out when they subscribe to any (RocketMQ's rule).
+// Samsa keeps no pull offset apart from the committed one, and no
+// per-group rate (consumeTps is not sent).
+func (b *Broker) processGetConsumeStats(_ *conn, req *protocol.Command) *protocol.Command {
+	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
+	if group == "" {
+		return protocol.NewResponse(req, protocol.InvalidParameter, "consumerGroup is required")
+	}
+	topics := []string{topic}
+	if topic == "" {
+		topics = b.offsets.topicsOf(group)
+	}
+	_, subscribes := b.clients.connections(group)
+	cs := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
+	for _, t := range topics {
+		tc, ok := b.topics.get(t)
+		if !ok {
+			continue
+		}
+		if _, sub := b.clients.subscription(group, t); !sub && subscribes {
+			continue
+		}
+		for i := range tc.ReadQueueNums {
+			qid := int32(i)
+			w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxQueueOffset(t, qid), 0)}
+			if off, ok := b.offsets.query(group, t, qid); ok && off > 0 {
+				w.ConsumerOffset = off
+			}
+			w.PullOffset = w.ConsumerOffset
+			if w.ConsumerOffset > 0 {
+				w.LastTimestamp = b.storeTimeAt(t, qid, w.ConsumerOffset-1)
+			}
+			cs.OffsetTable[protocol.MessageQueue{Topic: t, BrokerName: b.cfg.BrokerName, QueueID: qid}] = w
+		}
+	}
+	body, err := cs.Encode()
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, err.Error())
+	}
+	r := protocol.NewResponse(req, protocol.Success, "")
+	r.Body = body
+	return b.limitAnswer(req, r)
+}
+
+// topicsOf returns the topics group has offsets on, sorted.
+func (m *offsetManager) topicsOf(group string) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for k := range m.mu.table {
+		if k.group == group {
+			out = append(out, k.topic)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
