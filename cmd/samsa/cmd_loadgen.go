@@ -40,7 +40,7 @@ func runLoadgen(args []string) error {
 	fs.StringVar(&w.TopicPrefix, "topic", "loadgen", "topic name prefix (topics are <prefix>-<i>)")
 	fs.IntVar(&w.Topics, "topics", 1, "number of topics")
 	fs.IntVar(&w.QueuesPerTopic, "queues", 8, "queues per topic")
-	fs.IntVar(&w.MessageSize, "size", 1024, "message size in bytes (>= 8)")
+	fs.IntVar(&w.MessageSize, "size", 1024, "message size in bytes (>= 16)")
 	fs.StringVar(&w.PayloadFile, "payload-file", "", "payload bytes from this file (cut or repeated to --size)")
 	fs.IntVar(&w.Producers, "producers", 1, "producers per topic")
 	fs.IntVar(&w.Consumers, "consumers", 1, "consumers per group per topic (0 = produce only)")
