@@ -2,8 +2,11 @@ package loadgen
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Result is one run's outcome; it is what --json writes.
@@ -53,11 +56,35 @@ type Result struct {
 	// its intended time (timer granularity, scheduling, or a Send blocked
 	// on a full in-flight window): a share of both latencies above.
 	SendLagUs *Percentiles `json:"send_lag_us,omitempty"`
+	// SendHistogram and E2EHistogram are the whole window's histograms
+	// (µs) in HdrHistogram's compressed V2 encoding, base64, as in its log
+	// files: the percentile-spectrum charts read them.
+	SendHistogram string `json:"send_histogram,omitempty"`
+	E2EHistogram  string `json:"e2e_histogram,omitempty"`
 	// Replication is the cluster's replication and its sampled lag (a
 	// ReplicatedDriver's); nil without slaves.
 	Replication *Replication `json:"replication,omitempty"`
 	// Machine is filled by the caller (kernel, CPU, disk, commit).
 	Machine any `json:"machine,omitempty"`
+}
+
+// Histograms decodes SendHistogram and E2EHistogram (nil where absent).
+func (r *Result) Histograms() (send, e2e *hdr.Histogram, err error) {
+	dec := func(s string) (*hdr.Histogram, error) {
+		if s == "" {
+			return nil, nil
+		}
+		h, err := hdr.Decode([]byte(s))
+		if err != nil {
+			return nil, fmt.Errorf("loadgen: result histogram: %w", err)
+		}
+		return h, nil
+	}
+	if send, err = dec(r.SendHistogram); err != nil {
+		return nil, nil, err
+	}
+	e2e, err = dec(r.E2EHistogram)
+	return send, e2e, err
 }
 
 // WriteJSON writes the result to path, indented.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Options are the run's plumbing, apart from the workload.
@@ -263,8 +265,15 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	res.MsgsPerSec = float64(ackedInWindow) / measured.Seconds()
 	res.MBPerSec = res.MsgsPerSec * float64(w.MessageSize) / 1e6
 	res.ConsumedPerSec = float64(receivedInWindow) / measured.Seconds()
-	res.SendLatencyUs = Summarize(r.send.Total())
-	res.E2ELatencyUs = Summarize(r.e2e.Total())
+	sendH, e2eH := r.send.Total(), r.e2e.Total()
+	res.SendLatencyUs, res.E2ELatencyUs = Summarize(sendH), Summarize(e2eH)
+	var err error
+	if res.SendHistogram, err = encodeHist(sendH); err != nil {
+		return nil, err
+	}
+	if res.E2EHistogram, err = encodeHist(e2eH); err != nil {
+		return nil, err
+	}
 	res.OpenLoop = w.Rate > 0
 	if res.OpenLoop {
 		lag := Summarize(r.lag.Total())
@@ -410,4 +419,16 @@ func basePayload(w *Workload) ([]byte, error) {
 		p[i] = byte('a' + i%26)
 	}
 	return p, nil
+}
+
+// encodeHist is h in HdrHistogram's compressed V2 form ("" when empty).
+func encodeHist(h *hdr.Histogram) (string, error) {
+	if h.TotalCount() == 0 {
+		return "", nil
+	}
+	b, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return "", fmt.Errorf("loadgen: encode histogram: %w", err)
+	}
+	return string(b), nil
 }
