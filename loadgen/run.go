@@ -232,11 +232,14 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		res.ProducerGraceExpired = true
 	}
 	grace.Stop()
-	stopSends()
+	if res.ProducerGraceExpired || ctx.Err() != nil {
+		stopSends() // a send still blocked fails; sends in flight too
+	}
 	<-producing
 	for _, p := range producers {
 		_ = p.Close() // flushes: the window's last acknowledgements still count
 	}
+	stopSends()
 	r.send.SetMeasuring(false)
 	r.lag.SetMeasuring(false)
 	if err := ctx.Err(); err != nil {

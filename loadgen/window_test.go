@@ -182,3 +182,41 @@ func TestHDRLogHoldsEverySample(t *testing.T) {
 		require.Equal(t, res.E2ELatencyUs.Max, maxes["e2e"])
 	}
 }
+
+// slowAckDriver acknowledges each send 30 ms later, failing it if its
+// context ended meanwhile.
+type slowAckDriver struct{ *memDriver }
+
+func (d slowAckDriver) NewProducer(ctx context.Context, topic string, o ProducerOptions) (Producer, error) {
+	p, _ := d.memDriver.NewProducer(ctx, topic, o)
+	return &slowAckProducer{inner: p}, nil
+}
+
+type slowAckProducer struct {
+	inner Producer
+	wg    sync.WaitGroup
+}
+
+func (p *slowAckProducer) Send(ctx context.Context, key string, payload []byte, done func(error)) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		time.Sleep(30 * time.Millisecond)
+		if err := ctx.Err(); err != nil {
+			done(err)
+			return
+		}
+		p.inner.Send(ctx, key, payload, done)
+	}()
+}
+
+func (p *slowAckProducer) Close() error { p.wg.Wait(); return nil }
+
+// TestWindowEndKeepsSendsInFlight: acknowledgements still in flight when
+// the producers are done are waited for, not cancelled into errors.
+func TestWindowEndKeepsSendsInFlight(t *testing.T) {
+	res, err := Run(context.Background(), slowAckDriver{newMemDriver()}, quick(Workload{MessageSize: 16, Rate: 1000, SendMode: SendAsync}), Options{Out: io.Discard})
+	require.NoError(t, err)
+	require.Zero(t, res.Errors)
+	require.Equal(t, res.Sent, res.Acked)
+}

@@ -26,8 +26,8 @@ func runLoadgen(args []string) error {
 	namesrv := fs.String("namesrv", "", "name server address(es), ;-separated; empty starts an embedded cluster (samsa dev)")
 	embedded := fs.Bool("embedded", false, "start an embedded name server + broker on loopback (the default when --namesrv is empty)")
 	brokerAddr := fs.String("broker", "", "broker address for topic creation (default: from the cluster's route)")
-	driver := fs.String("driver", "samsa", "driver: samsa (our client), rocketmq (the official Go client), nats (NATS JetStream)")
-	flush := fs.String("flush", "async", "embedded cluster flush policy: sync (group commit) or async; for nats, sync = sync_interval always")
+	driver := fs.String("driver", "samsa", "driver: samsa (our client), rocketmq (the official Go client), nats (NATS JetStream), redis (Redis streams), rabbitmq (RabbitMQ; --flush sync: quorum queues, async: streams)")
+	flush := fs.String("flush", "async", "embedded cluster flush policy: sync (group commit) or async; for nats, sync = sync_interval always; redis, appendfsync always (async: everysec); rabbitmq, quorum queues (async: streams)")
 	backendName := fs.String("backend", "", "embedded broker store backend (pwrite, mmap, odirect, uring)")
 	var repl loadgen.Cluster
 	fs.StringVar(&repl.Replication, "replication", "none", "embedded cluster: none, async (ASYNC_MASTER) or sync (SYNC_MASTER) with --slaves slaves")

@@ -14,6 +14,7 @@ import (
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/natsdriver"
+	"github.com/samsamq/samsa/loadgen/redisdriver"
 	"github.com/samsamq/samsa/loadgen/rmqdriver"
 	"github.com/samsamq/samsa/loadgen/samsadriver"
 )
@@ -46,9 +47,15 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 	case "nats":
 		return natsdriver.New(natsdriver.Options{URL: l.natsURL, Sync: c.Cluster.Flush == "sync",
 			StoreDir: l.cellDir("nats")})
+	case "redis":
+		fsync := "everysec"
+		if c.Cluster.Flush == "sync" {
+			fsync = "always"
+		}
+		return redisdriver.New(redisdriver.Options{Fsync: fsync, Dir: l.cellDir("redis")})
 	case "samsa", "rocketmq":
 	default:
-		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats)", c.Driver)
+		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats, redis)", c.Driver)
 	}
 	var dev *broker.Dev
 	var repl *replicaSide
