@@ -14,6 +14,7 @@ import (
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/natsdriver"
+	"github.com/samsamq/samsa/loadgen/rabbitdriver"
 	"github.com/samsamq/samsa/loadgen/redisdriver"
 	"github.com/samsamq/samsa/loadgen/rmqdriver"
 	"github.com/samsamq/samsa/loadgen/samsadriver"
@@ -53,9 +54,15 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 			fsync = "always"
 		}
 		return redisdriver.New(redisdriver.Options{Fsync: fsync, Dir: l.cellDir("redis")})
+	case "rabbitmq":
+		queue := "stream"
+		if c.Cluster.Flush == "sync" {
+			queue = "quorum"
+		}
+		return rabbitdriver.New(rabbitdriver.Options{Queue: queue, Dir: l.cellDir("rabbitmq")})
 	case "samsa", "rocketmq":
 	default:
-		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats, redis)", c.Driver)
+		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats, redis, rabbitmq)", c.Driver)
 	}
 	var dev *broker.Dev
 	var repl *replicaSide
