@@ -291,27 +291,29 @@ func (d *Driver) NewConsumer(_ context.Context, topic, group string, opts loadge
 			return nil, fmt.Errorf("rabbitdriver: not supported: a second consumer group (%s) on quorum queues, whose consumers compete (topic %s has %s)", group, topic, g)
 		}
 	}
-	ch, err := d.conn.Channel()
-	if err != nil {
-		return nil, err
-	}
 	stream := d.opts.Queue == "stream"
-	if err := ch.Qos(2048, 0, false); err != nil {
-		ch.Close()
-		return nil, err
-	}
 	members := max(opts.Members, 1)
-	c := &consumer{ch: ch, done: make(chan struct{})}
+	c := &consumer{done: make(chan struct{})}
 	var wg sync.WaitGroup
+	// A channel per queue: acks (multiple) are per channel, and one
+	// goroutine per channel keeps them in order.
 	for q := opts.Member; q < d.queueCount(topic); q += members {
-		var args amqp.Table
-		if stream {
-			args = amqp.Table{"x-stream-offset": "first"}
+		ch, err := d.conn.Channel()
+		if err == nil {
+			c.chs = append(c.chs, ch)
+			err = ch.Qos(2048, 0, false)
 		}
-		tag := fmt.Sprintf("%s-%d-q%d", group, opts.Member, q)
-		dels, err := ch.Consume(queueName(topic, q), tag, !stream, false, false, false, args)
+		var dels <-chan amqp.Delivery
+		if err == nil {
+			var args amqp.Table
+			if stream {
+				args = amqp.Table{"x-stream-offset": "first"}
+			}
+			tag := fmt.Sprintf("%s-%d-q%d", group, opts.Member, q)
+			dels, err = ch.Consume(queueName(topic, q), tag, !stream, false, false, false, args)
+		}
 		if err != nil {
-			ch.Close()
+			c.closeChannels()
 			return nil, fmt.Errorf("rabbitdriver: consume %s: %w", queueName(topic, q), err)
 		}
 		wg.Add(1)
@@ -331,15 +333,22 @@ func (d *Driver) NewConsumer(_ context.Context, topic, group string, opts loadge
 }
 
 type consumer struct {
-	ch   *amqp.Channel
+	chs  []*amqp.Channel
 	done chan struct{}
 }
 
-func (c *consumer) Close() error {
-	err := c.ch.Close()
-	if errors.Is(err, amqp.ErrClosed) {
-		err = nil
+func (c *consumer) closeChannels() error {
+	var errs []error
+	for _, ch := range c.chs {
+		if err := ch.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
+			errs = append(errs, err)
+		}
 	}
+	return errors.Join(errs...)
+}
+
+func (c *consumer) Close() error {
+	err := c.closeChannels()
 	select {
 	case <-c.done:
 	case <-time.After(30 * time.Second):
