@@ -293,7 +293,7 @@ type ninesTicks struct{}
 
 func (ninesTicks) Ticks(lo, hi float64) []plot.Tick {
 	var out []plot.Tick
-	for _, p := range []float64{0, 50, 90, 99, 99.9, 99.99, 99.999} {
+	for _, p := range []float64{0, 90, 99, 99.9, 99.99, 99.999} {
 		if p >= lo && p <= hi {
 			out = append(out, plot.Tick{Value: p, Label: strconv.FormatFloat(p, 'f', -1, 64) + "%"})
 		}
