@@ -220,3 +220,12 @@ func TestWindowEndKeepsSendsInFlight(t *testing.T) {
 	require.Zero(t, res.Errors)
 	require.Equal(t, res.Sent, res.Acked)
 }
+
+func TestExperimentSummaryCountsDeliveries(t *testing.T) {
+	runs := []*Result{{Duplicates: 3, NeverReceived: 1}, {Duplicates: 5}, {}}
+	med, _, hi := summarizeRuns(runs)
+	require.Equal(t, 3.0, med.Duplicates)
+	require.Equal(t, 1.0, hi.NeverReceived)
+	r := &ExperimentResult{Cells: []CellResult{{Cell: Cell{Label: "c"}, Runs: runs, Median: med, Max: hi}}}
+	require.Contains(t, r.Markdown(), "Deliveries, c: 3 duplicates (max 5), 0 acknowledged never received (max 1).")
+}
