@@ -53,13 +53,15 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 		if c.Cluster.Flush == "sync" {
 			fsync = "always"
 		}
-		return redisdriver.New(redisdriver.Options{Fsync: fsync, Dir: l.cellDir("redis")})
+		dir := l.cellDir("redis")
+		return withDir(dir)(redisdriver.New(redisdriver.Options{Fsync: fsync, Dir: dir}))
 	case "rabbitmq":
 		queue := "stream"
 		if c.Cluster.Flush == "sync" {
 			queue = "quorum"
 		}
-		return rabbitdriver.New(rabbitdriver.Options{Queue: queue, Dir: l.cellDir("rabbitmq")})
+		dir := l.cellDir("rabbitmq")
+		return withDir(dir)(rabbitdriver.New(rabbitdriver.Options{Queue: queue, Dir: dir}))
 	case "samsa", "rocketmq":
 	default:
 		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats, redis, rabbitmq)", c.Driver)
@@ -169,4 +171,32 @@ func (w *withCluster) Close() error {
 		_ = os.RemoveAll(dir)
 	}
 	return err
+}
+
+// withDir removes a peer's cell directory (cellDir's, under --dir) when
+// its driver closes, or at once when the driver did not start: the peers
+// leave their files (AOF, RabbitMQ's node) in the directory they are given.
+func withDir(dir string) func(loadgen.Driver, error) (loadgen.Driver, error) {
+	return func(d loadgen.Driver, err error) (loadgen.Driver, error) {
+		if err != nil || d == nil {
+			if dir != "" {
+				_ = os.RemoveAll(dir)
+			}
+			return nil, err
+		}
+		if dir == "" {
+			return d, nil
+		}
+		return &dirDriver{Driver: d, dir: dir}, nil
+	}
+}
+
+type dirDriver struct {
+	loadgen.Driver
+	dir string
+}
+
+func (d *dirDriver) Close() error {
+	err := d.Driver.Close()
+	return errors.Join(err, os.RemoveAll(d.dir))
 }
