@@ -57,3 +57,13 @@ func TestWaitReadyExited(t *testing.T) {
 	require.ErrorContains(t, err, "exited before it was ready")
 	require.ErrorContains(t, err, "bad config")
 }
+
+func TestFreePortAndAddrInUse(t *testing.T) {
+	p, err := FreePort()
+	require.NoError(t, err)
+	require.Positive(t, p)
+	require.True(t, AddrInUse(errors.New("x: {dist_port_already_used,43247,not_erlang}")))
+	require.True(t, AddrInUse(errors.New("Could not create server TCP listening socket 127.0.0.1:6379: bind: Address already in use")))
+	require.False(t, AddrInUse(errors.New("bad config")))
+	require.False(t, AddrInUse(nil))
+}

@@ -16,8 +16,10 @@
 //     confirms once the message is written to its segment, and never
 //     fsyncs explicitly: it survives a process crash (Samsa's async flush).
 //
-// Stream queues are reached over AMQP here, not through the stream plugin's
-// own protocol; the result says so ("protocol").
+// Stream queues are reached through the stream plugin's own protocol
+// (rabbitmq-stream-go-client, stream.go; the plugin is enabled in the
+// node's own plugins file) by default, or over AMQP 0-9-1 (Protocol
+// "amqp"); the result says which ("protocol").
 //
 // Mapping: a topic is a direct exchange "<topic>" and Q durable queues
 // "<topic>.<q>" bound by key q; a producer publishes persistent messages to
@@ -45,6 +47,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
 
 	"github.com/samsamq/samsa/loadgen"
 )
@@ -58,6 +61,13 @@ type Options struct {
 	Dir string
 	// Queue is "quorum" or "stream" (default).
 	Queue string
+	// Protocol is how the driver talks to stream queues: "stream" (the
+	// default for them: the stream plugin's own protocol) or "amqp" (AMQP
+	// 0-9-1). Quorum queues are AMQP only.
+	Protocol string
+	// StreamPort is a running server's stream protocol port (with URL);
+	// default 5552.
+	StreamPort int
 }
 
 // Driver is the RabbitMQ driver.
@@ -65,14 +75,19 @@ type Driver struct {
 	opts    Options
 	srv     *server
 	tmpDir  string
-	conn    *amqp.Connection
-	version string
-	mu      struct {
+	conn       *amqp.Connection
+	version    string
+	streamPort int
+	mu         struct {
 		sync.Mutex
 		queues map[string]int    // topic -> queue count
 		group  map[string]string // quorum: topic -> its one group
+		env    *stream.Environment
 	}
 }
+
+// native reports whether stream queues go over the stream protocol.
+func (d *Driver) native() bool { return d.opts.Protocol == "stream" }
 
 // New connects to (or starts) a RabbitMQ server.
 func New(opts Options) (*Driver, error) {
@@ -82,7 +97,16 @@ func New(opts Options) (*Driver, error) {
 	if opts.Queue != "quorum" && opts.Queue != "stream" {
 		return nil, fmt.Errorf("rabbitdriver: queue type %q: want quorum or stream", opts.Queue)
 	}
-	d := &Driver{opts: opts}
+	if opts.Protocol == "" {
+		opts.Protocol = map[string]string{"stream": "stream", "quorum": "amqp"}[opts.Queue]
+	}
+	if opts.Protocol != "amqp" && (opts.Protocol != "stream" || opts.Queue != "stream") {
+		return nil, fmt.Errorf("rabbitdriver: protocol %q for %s queues: want amqp, or stream for stream queues", opts.Protocol, opts.Queue)
+	}
+	d := &Driver{opts: opts, streamPort: opts.StreamPort}
+	if d.streamPort == 0 {
+		d.streamPort = 5552
+	}
 	d.mu.queues, d.mu.group = map[string]int{}, map[string]string{}
 	url := opts.URL
 	if url == "" {
@@ -101,6 +125,7 @@ func New(opts Options) (*Driver, error) {
 		}
 		d.srv = srv
 		url = "amqp://guest:guest@127.0.0.1:" + strconv.Itoa(srv.amqpPort) + "/"
+		d.streamPort = srv.streamPort
 	}
 	conn, err := amqp.DialConfig(url, amqp.Config{Heartbeat: 30 * time.Second})
 	if err != nil {
@@ -122,6 +147,10 @@ func (d *Driver) Describe() map[string]any {
 	m := map[string]any{"server_version": d.version, "started": d.srv != nil, "queue_type": d.opts.Queue,
 		"protocol": "amqp 0-9-1 (amqp091-go), publisher confirms", "consume": "push consumers (both consume modes)",
 		"batch": "async confirm window (no batch publish)"}
+	if d.native() {
+		m["protocol"] = "stream protocol (rabbitmq-stream-go-client), publish confirms"
+		m["batch"] = "async confirm window; the client aggregates sends into publish frames"
+	}
 	if d.opts.Queue == "quorum" {
 		m["durability"] = "power-loss"
 		m["durability_note"] = "quorum queue: fsync before confirm"
@@ -138,6 +167,15 @@ func queueName(topic string, q int) string { return topic + "." + strconv.Itoa(q
 func (d *Driver) CreateTopic(_ context.Context, topic string, queues int) error {
 	if queues < 1 {
 		return fmt.Errorf("rabbitdriver: topic %s: %d queues", topic, queues)
+	}
+	if d.native() {
+		if err := d.createStreams(topic, queues); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.mu.queues[topic] = queues
+		d.mu.Unlock()
+		return nil
 	}
 	ch, err := d.conn.Channel()
 	if err != nil {
@@ -174,8 +212,14 @@ func (d *Driver) queueCount(topic string) int {
 // Close implements loadgen.Driver.
 func (d *Driver) Close() error {
 	var err error
+	d.mu.Lock()
+	env := d.mu.env
+	d.mu.Unlock()
+	if env != nil {
+		err = env.Close()
+	}
 	if d.conn != nil {
-		err = d.conn.Close()
+		err = errors.Join(err, d.conn.Close())
 		if errors.Is(err, amqp.ErrClosed) {
 			err = nil
 		}
@@ -191,6 +235,9 @@ func (d *Driver) Close() error {
 
 // NewProducer implements loadgen.Driver: a confirm-mode channel of its own.
 func (d *Driver) NewProducer(_ context.Context, topic string, opts loadgen.ProducerOptions) (loadgen.Producer, error) {
+	if d.native() {
+		return d.newStreamProducer(topic, opts)
+	}
 	ch, err := d.conn.Channel()
 	if err != nil {
 		return nil, err
@@ -290,6 +337,9 @@ func (d *Driver) NewConsumer(_ context.Context, topic, group string, opts loadge
 		if ok && g != group {
 			return nil, fmt.Errorf("rabbitdriver: not supported: a second consumer group (%s) on quorum queues, whose consumers compete (topic %s has %s)", group, topic, g)
 		}
+	}
+	if d.native() {
+		return d.newStreamConsumer(topic, group, opts, h)
 	}
 	stream := d.opts.Queue == "stream"
 	members := max(opts.Members, 1)

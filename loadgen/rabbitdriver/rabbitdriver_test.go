@@ -22,14 +22,16 @@ func TestRunAgainstRabbitMQ(t *testing.T) {
 		t.Skip("skipped in -short: starts rabbitmq-server")
 	}
 	for _, tc := range []struct {
-		queue string
-		w     loadgen.Workload
+		queue, protocol string
+		w               loadgen.Workload
 	}{
-		{"stream", loadgen.Workload{SendMode: loadgen.SendAsync, QueuesPerTopic: 4, Consumers: 2, Rate: 2000, ConsumerGroups: 2}},
-		{"quorum", loadgen.Workload{SendMode: loadgen.SendSync, QueuesPerTopic: 2, Rate: 100}},
+		{"stream", "stream", loadgen.Workload{SendMode: loadgen.SendAsync, QueuesPerTopic: 4, Consumers: 2, Rate: 2000, ConsumerGroups: 2}},
+		{"stream", "stream", loadgen.Workload{SendMode: loadgen.SendSync, QueuesPerTopic: 2, Rate: 100}},
+		{"stream", "amqp", loadgen.Workload{SendMode: loadgen.SendAsync, QueuesPerTopic: 4, Consumers: 2, Rate: 2000, ConsumerGroups: 2}},
+		{"quorum", "amqp", loadgen.Workload{SendMode: loadgen.SendSync, QueuesPerTopic: 2, Rate: 100}},
 	} {
-		t.Run(tc.queue, func(t *testing.T) {
-			d, err := New(Options{Dir: t.TempDir(), Queue: tc.queue})
+		t.Run(tc.queue+"-"+tc.protocol+"-"+string(tc.w.SendMode), func(t *testing.T) {
+			d, err := New(Options{Dir: t.TempDir(), Queue: tc.queue, Protocol: tc.protocol})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, d.Close()) }()
 			w := tc.w
@@ -63,6 +65,8 @@ func TestQuorumOneGroup(t *testing.T) {
 func TestBadQueueAndMissingBinary(t *testing.T) {
 	_, err := New(Options{Queue: "classic"})
 	require.ErrorContains(t, err, "want quorum or stream")
+	_, err = New(Options{Queue: "quorum", Protocol: "stream"})
+	require.ErrorContains(t, err, "want amqp, or stream for stream queues")
 	t.Setenv("PATH", t.TempDir())
 	if _, err := peerproc.Find("rabbitmq-server", "rabbitmq-server"); err == nil {
 		t.Skip("rabbitmq-server found outside PATH")

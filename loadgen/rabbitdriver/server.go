@@ -19,6 +19,7 @@ import (
 type server struct {
 	epmd, rabbit *peerproc.Proc
 	amqpPort     int
+	streamPort   int
 }
 
 // rabbitBinary prefers the release's own start script: Debian's
@@ -36,8 +37,19 @@ func rabbitBinary() (string, error) {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// startServer runs epmd and rabbitmq-server with their files under dir.
+// startServer runs epmd and rabbitmq-server with their files under dir,
+// on fresh ports again (up to three tries) when one was taken meanwhile.
 func startServer(dir string) (*server, error) {
+	for try := 1; ; try++ {
+		s, err := startServerOnce(dir)
+		if err == nil || !peerproc.AddrInUse(err) || try == 3 {
+			return s, err
+		}
+		_ = os.RemoveAll(filepath.Join(dir, "mnesia"))
+	}
+}
+
+func startServerOnce(dir string) (*server, error) {
 	bin, err := rabbitBinary()
 	if err != nil {
 		return nil, err
@@ -46,19 +58,20 @@ func startServer(dir string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ports [3]int
+	var ports [4]int
 	for i := range ports {
 		if ports[i], err = peerproc.FreePort(); err != nil {
 			return nil, err
 		}
 	}
-	epmdPort, amqpPort, distPort := ports[0], ports[1], ports[2]
-	s := &server{amqpPort: amqpPort}
+	epmdPort, amqpPort, distPort, streamPort := ports[0], ports[1], ports[2], ports[3]
+	s := &server{amqpPort: amqpPort, streamPort: streamPort}
 	conf := fmt.Sprintf("loopback_users = none\nlisteners.tcp.default = 127.0.0.1:%d\n"+
-		"log.console = true\nlog.console.level = warning\nlog.file = false\n", amqpPort)
+		"stream.listeners.tcp.1 = 127.0.0.1:%d\nstream.advertised_host = 127.0.0.1\nstream.advertised_port = %d\n"+
+		"log.console = true\nlog.console.level = warning\nlog.file = false\n", amqpPort, streamPort, streamPort)
 	files := map[string]string{
 		"rabbitmq.conf":   conf,
-		"enabled_plugins": "[].\n", // AMQP 0-9-1 only: stream queues need no plugin
+		"enabled_plugins": "[rabbitmq_stream].\n", // the stream protocol, in this node's own plugins file
 		"advanced.config": "[].\n",
 	}
 	for name, body := range files {
@@ -92,7 +105,13 @@ func startServer(dir string) (*server, error) {
 		s.stop()
 		return nil, err
 	}
-	if err := s.rabbit.WaitReady(90*time.Second, func() error { return dial(amqpPort) }); err != nil {
+	ready := func() error {
+		if err := dial(amqpPort); err != nil {
+			return err
+		}
+		return dial(streamPort)
+	}
+	if err := s.rabbit.WaitReady(90*time.Second, ready); err != nil {
 		s.stop()
 		return nil, err
 	}

@@ -75,7 +75,16 @@ func New(opts Options) (*Driver, error) {
 	addr := opts.Addr
 	if addr == "" {
 		var err error
-		if addr, err = d.start(); err != nil {
+		for try := 1; ; try++ { // fresh ports when one was taken meanwhile
+			if addr, err = d.start(); err == nil || !peerproc.AddrInUse(err) || try == 3 {
+				break
+			}
+			if d.proc != nil {
+				_ = d.proc.Stop(10 * time.Second)
+				d.proc = nil
+			}
+		}
+		if err != nil {
 			d.Close()
 			return nil, err
 		}
@@ -103,6 +112,9 @@ func (d *Driver) start() (string, error) {
 		return "", fmt.Errorf("redisdriver: %w", err)
 	}
 	dir := d.opts.Dir
+	if dir == "" {
+		dir = d.tmpDir
+	}
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "samsa-redis-"); err != nil {
 			return "", err
