@@ -72,9 +72,9 @@ type Options struct {
 
 // Driver is the RabbitMQ driver.
 type Driver struct {
-	opts    Options
-	srv     *server
-	tmpDir  string
+	opts       Options
+	srv        *server
+	tmpDir     string
 	conn       *amqp.Connection
 	version    string
 	streamPort int
