@@ -4,8 +4,11 @@
 // A Workload names topics, queues, message size, producers, consumers, a
 // target rate, warm-up and duration, and how messages are sent and consumed.
 // A Driver adapts one system (Samsa's own client, the official RocketMQ Go
-// client against a Samsa cluster, NATS JetStream) to the three things the
-// workload needs: create topics, produce, consume.
+// client against a Samsa cluster, NATS JetStream, Redis streams, RabbitMQ)
+// to the three things the workload needs: create topics, produce, consume.
+// The peers' drivers start their server themselves on loopback in a temp
+// dir (natsdriver in-process; redisdriver and rabbitdriver run the
+// installed binary through peerproc) and stop it on Close.
 //
 // Latency is measured two ways:
 //
