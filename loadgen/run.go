@@ -212,6 +212,9 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		case <-time.After(w.Duration):
 		}
 	}
+	if measureStart.IsZero() { // cancelled in the warm-up: an empty window, closing now
+		measureStart = time.Now()
+	}
 	measured := time.Since(measureStart)
 	if lagSampler != nil {
 		res.Replication.Lag = lagSampler.Stop()

@@ -229,3 +229,30 @@ func TestExperimentSummaryCountsDeliveries(t *testing.T) {
 	r := &ExperimentResult{Cells: []CellResult{{Cell: Cell{Label: "c"}, Runs: runs, Median: med, Max: hi}}}
 	require.Contains(t, r.Markdown(), "Deliveries, c: 3 duplicates (max 5), 0 acknowledged never received (max 1).")
 }
+
+// TestCancelEndsRun: cancelling in the warm-up or in the window ends the
+// run with the context's error, stalled producers included.
+func TestCancelEndsRun(t *testing.T) {
+	for _, after := range []time.Duration{50 * time.Millisecond, 400 * time.Millisecond} {
+		d := newMemDriver()
+		d.stallCtx = func(ctx context.Context, n int64) error {
+			if n == 20 {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), after)
+		w := quick(Workload{MessageSize: 16, Rate: 1000})
+		w.Warmup, w.Duration, w.Drain = 200*time.Millisecond, time.Hour, time.Hour
+		done := make(chan error, 1)
+		go func() { _, err := Run(ctx, d, w, Options{Out: io.Discard}); done <- err }()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Run still going 30 s after a cancel at %s", after)
+		}
+		cancel()
+	}
+}
