@@ -94,6 +94,22 @@ BENCH_E2E_RUN   ?= $(BIN) loadgen --dir $(BENCH_DIR)/e2e --out results --perform
 BENCH_REPL_EXPERIMENTS ?= experiments/replication-durability.json
 BENCH_E2E_EXPERIMENTS  += $(BENCH_REPL_EXPERIMENTS)
 
+# The peers (issue #15): Redis and RabbitMQ beside Samsa, each server
+# started by the loadgen on loopback in a temp dir. make bench and
+# bench-full run the peer experiments whose server is installed and say in
+# one line how to install the others; make bench-peers installs them with
+# apt-get (sudo -n when not root; it never fails the build when it cannot)
+# and runs the peer experiments (quick form unless BENCH_E2E_FLAGS=).
+BENCH_PEERS      ?= redis rabbitmq
+peer_found        = $(shell PATH="$$PATH:/usr/sbin:/usr/local/sbin" command -v $(1)-server 2>/dev/null)
+BENCH_PEER_EXPERIMENTS = $(foreach p,$(BENCH_PEERS),$(if $(call peer_found,$(p)),experiments/peer-$(p).json))
+BENCH_EXPERIMENTS      += $(BENCH_PEER_EXPERIMENTS)
+BENCH_FULL_EXPERIMENTS += $(BENCH_PEER_EXPERIMENTS)
+define peer_notice
+	@for p in $(BENCH_PEERS); do PATH="$$PATH:/usr/sbin:/usr/local/sbin" command -v $$p-server >/dev/null 2>&1 || \
+	  echo "bench: $$p-server is not installed, experiments/peer-$$p.json skipped: sudo apt-get install -y $$p-server (or make bench-peers)"; done
+endef
+
 # $(call bench_run,experiment files)
 define bench_run
 	@set -e; mkdir -p $(BENCH_DIR); : > $(BENCH_DIR)/results.list; \
@@ -117,6 +133,7 @@ endef
 .PHONY: bench-storage
 
 bench: build
+	$(peer_notice)
 	$(call bench_run,$(BENCH_EXPERIMENTS))
 
 bench-storage: build
@@ -124,7 +141,26 @@ bench-storage: build
 
 bench-full: BENCH_E2E_FLAGS =
 bench-full: build
+	$(peer_notice)
 	$(call bench_run,$(BENCH_FULL_EXPERIMENTS))
+
+.PHONY: bench-peers bench-peers-run
+bench-peers: build
+	@missing=""; for p in $(BENCH_PEERS); do \
+	  PATH="$$PATH:/usr/sbin:/usr/local/sbin" command -v $$p-server >/dev/null 2>&1 || missing="$$missing $$p-server"; done; \
+	if [ -z "$$missing" ]; then :; \
+	elif ! command -v apt-get >/dev/null 2>&1; then echo "bench-peers: no apt-get here: install$$missing yourself"; \
+	else sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo -n"; fi; \
+	  if [ -n "$$sudo" ] && ! command -v sudo >/dev/null 2>&1; then echo "bench-peers: not root and no sudo: install$$missing yourself"; \
+	  elif $$sudo apt-get install -y $$missing || { $$sudo apt-get update && $$sudo apt-get install -y $$missing; }; then :; \
+	  else echo "bench-peers: installing$$missing failed: the peers not installed are skipped"; fi; \
+	fi
+	@$(MAKE) --no-print-directory bench-peers-run
+
+# A sub-make: the peers' experiments, listed after the install above.
+bench-peers-run:
+	$(peer_notice)
+	$(call bench_run,$(BENCH_PEER_EXPERIMENTS))
 
 clean:
 	rm -rf bin $(BENCH_DIR)

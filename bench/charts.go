@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/samsamq/samsa/internal/chartkit"
 )
 
 // chartFile is a chart before it is saved: its file name and plot.
@@ -44,7 +47,7 @@ func WriteCharts(r *ExperimentResult, dir, linkBase string) ([]Chart, error) {
 	var out []Chart
 	for _, cf := range files {
 		path := filepath.Join(dir, cf.name+".svg")
-		if err := cf.p.Save(7*vg.Inch, 4.2*vg.Inch, path); err != nil {
+		if err := chartkit.Save(cf.p, 7*vg.Inch, 4.2*vg.Inch, path); err != nil {
 			return nil, fmt.Errorf("bench: chart %s: %w", path, err)
 		}
 		link := path
@@ -159,19 +162,23 @@ func compact(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
-// addLine draws one series with points and min–max error bars.
-func addLine(p *plot.Plot, i int, name string, xy medianXY) error {
+// addLine draws one series with points and min–max error bars, in col
+// (nil: the i-th of plotutil's colours).
+func addLine(p *plot.Plot, i int, col color.Color, name string, xy medianXY) error {
 	l, s, err := plotter.NewLinePoints(xy)
 	if err != nil {
 		return err
 	}
-	l.Color, s.Color, s.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
+	if col == nil {
+		col = plotutil.Color(i)
+	}
+	l.Color, s.Color, s.Shape = col, col, plotutil.Shape(i)
 	l.Dashes = plotutil.Dashes(i)
 	eb, err := plotter.NewYErrorBars(xy)
 	if err != nil {
 		return err
 	}
-	eb.Color = plotutil.Color(i)
+	eb.Color = col
 	p.Add(l, s, eb)
 	p.Legend.Add(name, l, s)
 	return nil
@@ -232,13 +239,13 @@ func throughputCharts(r *ExperimentResult) ([]chartFile, error) {
 				xy.x = append(xy.x, float64(c.Writers))
 				xy.s = append(xy.s, c.Summary.MsgsPerSec)
 			}
-			if err := addLine(p, i, be, xy); err != nil {
+			if err := addLine(p, i, chartkit.SystemColor(be), be, xy); err != nil {
 				return nil, err
 			}
 		}
 		if !logY {
 			p.Y.Min = 0
-			p.Y.Max *= 1.3 // room for the legend
+			p.Y.Max *= 1.05
 		}
 		out = append(out, chartFile{name: r.Experiment + "-throughput-" + k, title: title, p: p})
 	}
@@ -305,12 +312,12 @@ func batchCharts(r *ExperimentResult) ([]chartFile, error) {
 				v.Min, v.Median, v.Max = v.Min/1000, v.Median/1000, v.Max/1000
 				xy.s = append(xy.s, v)
 			}
-			if err := addLine(p, i, s.name, xy); err != nil {
+			if err := addLine(p, i, nil, s.name, xy); err != nil {
 				return nil, err
 			}
 		}
 		p.Y.Min = 0
-		p.Y.Max *= 1.3 // room for the legend
+		p.Y.Max *= 1.05
 		out = append(out, chartFile{name: r.Experiment + "-latency-vs-batch-" + k, title: title, p: p})
 	}
 	return out, nil
@@ -376,15 +383,14 @@ func backendCharts(r *ExperimentResult) ([]chartFile, error) {
 			if err != nil {
 				return nil, err
 			}
-			bar.Color = plotutil.Color(i)
+			bar.Color = chartkit.SystemColor(be)
 			bar.LineStyle.Width = 0
 			bar.Offset = w * vg.Length(float64(i)-float64(len(backends)-1)/2)
 			p.Add(bar)
 			p.Legend.Add(be, bar)
 		}
 		p.NominalX(gkeys...)
-		p.Y.Min, p.Y.Max = 0, 1.35 // room for the legend above the tallest bar
-		p.Legend.Left = true
+		p.Y.Min, p.Y.Max = 0, 1.05
 		out = append(out, chartFile{name: r.Experiment + "-backends-" + fl, title: title, p: p})
 	}
 	return out, nil

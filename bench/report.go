@@ -33,6 +33,9 @@ type ReportOptions struct {
 	Command string
 	// NoCharts skips the SVG charts.
 	NoCharts bool
+	// HTML also writes each rendered result's section as a static HTML
+	// page beside its result file (HTMLPath), charts included.
+	HTML bool
 }
 
 // Report renders each experiment's newest result (by start time) into
@@ -70,6 +73,11 @@ func Report(inputs []ReportInput, opts ReportOptions) ([]string, map[string]stri
 			}
 		}
 		sections[name] = Markdown(in.Result, charts, opts.Command)
+		if opts.HTML {
+			if err := WriteHTML(HTMLPath(in.Path), name, sections[name], linkBase); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	if opts.Out != "" {
 		if err := UpdateSections(opts.Out, order, sections); err != nil {

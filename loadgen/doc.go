@@ -4,8 +4,11 @@
 // A Workload names topics, queues, message size, producers, consumers, a
 // target rate, warm-up and duration, and how messages are sent and consumed.
 // A Driver adapts one system (Samsa's own client, the official RocketMQ Go
-// client against a Samsa cluster, NATS JetStream) to the three things the
-// workload needs: create topics, produce, consume.
+// client against a Samsa cluster, NATS JetStream, Redis streams, RabbitMQ)
+// to the three things the workload needs: create topics, produce, consume.
+// The peers' drivers start their server themselves on loopback in a temp
+// dir (natsdriver in-process; redisdriver and rabbitdriver run the
+// installed binary through peerproc) and stop it on Close.
 //
 // Latency is measured two ways:
 //
@@ -18,6 +21,16 @@
 //   - end-to-end latency: from the same intended (or actual) send time, which
 //     every payload carries in its first 8 bytes, until a consumer receives
 //     it. Producer and consumer run in this process, so they share a clock.
+//     The next 8 bytes name the message (run tag, producer, sequence): a
+//     redelivery counts once (Duplicates apart), and acknowledged messages
+//     that never arrived are counted (NeverReceived).
+//
+// The window's end: every message due in the measured window is sent and
+// recorded, however late (a producer blocked on its in-flight limit or
+// behind schedule when the window closes keeps sending what was due, and
+// its schedule lag shows the wait); only when the Drain grace runs out are
+// the rest counted as errors (Unsent). The HDR log's last interval runs to
+// the end of the drain, so the log holds every sample the summary does.
 //
 // Samples taken during warm-up are discarded. Run prints a line every
 // ReportInterval in the style of Kafka's perf tools and returns a Result

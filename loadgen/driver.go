@@ -7,7 +7,8 @@ import (
 
 // Driver adapts one messaging system to a workload.
 type Driver interface {
-	// Name identifies the driver in results ("samsa", "rocketmq", "nats").
+	// Name identifies the driver in results ("samsa", "rocketmq", "nats",
+	// "redis", "rabbitmq").
 	Name() string
 	// CreateTopic makes a topic with the given number of queues (a driver
 	// whose system has no queues maps them to its own partitioning or

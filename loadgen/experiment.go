@@ -41,7 +41,7 @@ type Experiment struct {
 // CellSpec is one configuration to run.
 type CellSpec struct {
 	Label   string  `json:"label"`
-	Driver  string  `json:"driver"` // samsa | rocketmq | nats
+	Driver  string  `json:"driver"` // samsa | rocketmq | nats | redis | rabbitmq
 	Cluster Cluster `json:"cluster"`
 	// Workload overrides fields of the base (and of the quick overrides).
 	Workload json.RawMessage `json:"workload,omitempty"`
@@ -52,7 +52,9 @@ type CellSpec struct {
 // Cluster is the server side of a cell.
 type Cluster struct {
 	// Flush is the Samsa broker's flush policy: "sync" (group commit) or
-	// "async"; for NATS "sync" means sync_interval: always.
+	// "async"; for NATS "sync" means sync_interval: always; for Redis
+	// appendfsync always (async: everysec); for RabbitMQ quorum queues
+	// (async: streams).
 	Flush string `json:"flush"`
 	// Backend is the Samsa store backend; default the broker's.
 	Backend string `json:"backend,omitempty"`

@@ -56,6 +56,10 @@ type Summary struct {
 	ReplLagP99Us  float64 `json:"repl_lag_p99_us,omitempty"`
 	ReplBehindP99 float64 `json:"repl_behind_p99_bytes,omitempty"`
 	Errors        float64 `json:"errors"`
+	// Duplicates and NeverReceived are the runs' redeliveries and
+	// acknowledged messages never received (Result's).
+	Duplicates    float64 `json:"duplicates,omitempty"`
+	NeverReceived float64 `json:"never_received,omitempty"`
 }
 
 // ComparisonResult is one evaluated Comparison.
@@ -172,7 +176,7 @@ func summarize(r *Result) Summary {
 		SendP50Us: float64(r.SendLatencyUs.P50), SendP99Us: float64(r.SendLatencyUs.P99),
 		SendP999Us: float64(r.SendLatencyUs.P999),
 		E2EP50Us:   float64(r.E2ELatencyUs.P50), E2EP99Us: float64(r.E2ELatencyUs.P99), E2EP999Us: float64(r.E2ELatencyUs.P999),
-		Errors: float64(r.Errors)}
+		Errors: float64(r.Errors), Duplicates: float64(r.Duplicates), NeverReceived: float64(r.NeverReceived)}
 	if r.SendLagUs != nil {
 		s.LagP99Us = float64(r.SendLagUs.P99)
 	}
@@ -189,7 +193,7 @@ func summarizeRuns(runs []*Result) (med, lo, hi Summary) {
 	}
 	fields := func(s *Summary) []*float64 {
 		return []*float64{&s.MsgsPerSec, &s.MBPerSec, &s.SendP50Us, &s.SendP99Us, &s.SendP999Us, &s.E2EP50Us, &s.E2EP99Us, &s.E2EP999Us,
-			&s.LagP99Us, &s.ReplLagP99Us, &s.ReplBehindP99, &s.Errors}
+			&s.LagP99Us, &s.ReplLagP99Us, &s.ReplBehindP99, &s.Errors, &s.Duplicates, &s.NeverReceived}
 	}
 	ss := make([]Summary, len(runs))
 	for i, r := range runs {

@@ -46,6 +46,7 @@ func (r *ExperimentResult) Markdown() string {
 			c.Label, c.Driver, c.Cluster.Flush, dur, rate, m.MsgsPerSec, c.Min.MsgsPerSec, c.Max.MsgsPerSec, m.MBPerSec,
 			ms(m.SendP50Us), ms(m.SendP99Us), e2e(m.E2EP50Us), e2e(m.E2EP99Us), e2e(m.E2EP999Us), lag, m.Errors)
 	}
+	r.deliveryNotes(&b)
 	r.comparisonTable(&b)
 	return b.String()
 }
@@ -94,4 +95,16 @@ func oneLine(s string) string {
 		s = s[:117] + "..."
 	}
 	return s
+}
+
+// deliveryNotes names the cells whose consumers saw redeliveries or missed
+// acknowledged messages (medians over the runs; max in brackets).
+func (r *ExperimentResult) deliveryNotes(b *strings.Builder) {
+	for _, c := range r.Cells {
+		if c.Skipped != "" || (c.Max.Duplicates == 0 && c.Max.NeverReceived == 0) {
+			continue
+		}
+		fmt.Fprintf(b, "\nDeliveries, %s: %.0f duplicates (max %.0f), %.0f acknowledged never received (max %.0f).\n",
+			c.Label, c.Median.Duplicates, c.Max.Duplicates, c.Median.NeverReceived, c.Max.NeverReceived)
+	}
 }

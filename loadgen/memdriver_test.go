@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
 	"time"
 )
@@ -13,7 +14,15 @@ type memDriver struct {
 	topics map[string][]Handler
 	// stall, if set, is called before each send is delivered.
 	stall func(n int64)
-	n     int64
+	// stallCtx, if set, is too, with the send's context: an error fails
+	// the send.
+	stallCtx func(ctx context.Context, n int64) error
+	// deliveries, if set, says how many times message n is delivered to
+	// each subscriber (default once; 0 loses it, 2 redelivers it).
+	deliveries func(n int64) int
+	// sent, if set, gets every message's stamp as it is sent.
+	sent func(dueNs int64)
+	n    int64
 }
 
 func newMemDriver() *memDriver { return &memDriver{topics: map[string][]Handler{}} }
@@ -47,18 +56,33 @@ type memProducer struct {
 	topic string
 }
 
-func (p *memProducer) Send(_ context.Context, _ string, payload []byte, done func(error)) {
+func (p *memProducer) Send(ctx context.Context, _ string, payload []byte, done func(error)) {
 	p.d.mu.Lock()
 	p.d.n++
 	n := p.d.n
 	hs := p.d.topics[p.topic]
-	stall := p.d.stall
+	stall, stallCtx, times, sent := p.d.stall, p.d.stallCtx, p.d.deliveries, p.d.sent
 	p.d.mu.Unlock()
+	if sent != nil {
+		sent(int64(binary.BigEndian.Uint64(payload)))
+	}
 	if stall != nil {
 		stall(n)
 	}
-	for _, h := range hs {
-		h(payload)
+	if stallCtx != nil {
+		if err := stallCtx(ctx, n); err != nil {
+			done(err)
+			return
+		}
+	}
+	k := 1
+	if times != nil {
+		k = times(n)
+	}
+	for range k {
+		for _, h := range hs {
+			h(payload)
+		}
 	}
 	done(nil)
 }

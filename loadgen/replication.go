@@ -63,8 +63,8 @@ func (c *Cluster) EnsureReplication(driver string) error {
 		bad("replication %q: want none, async or sync", c.Replication)
 	}
 	if c.Replicated() {
-		if driver == "nats" {
-			bad("replication %s: the nats driver runs no Samsa cluster", c.Replication)
+		if driver == "nats" || driver == "redis" || driver == "rabbitmq" {
+			bad("replication %s: the %s driver runs no Samsa cluster", c.Replication, driver)
 		}
 		if c.Slaves == 0 {
 			c.Slaves = 1

@@ -26,8 +26,13 @@ func newReporter(r *run) *reporter {
 		rep.log = hdr.NewHistogramLogWriter(r.opts.HDRLog)
 		_ = rep.log.OutputLogFormatVersion()
 		_ = rep.log.OutputComment("samsa loadgen " + r.w.String())
-		_ = rep.log.OutputStartTime(time.Now().UnixMilli())
-		rep.log.SetBaseTime(time.Now().UnixMilli())
+		// The library writes whole seconds; the interval times are
+		// relative to the base in ms, so both lines carry the ms.
+		base := rep.last.UnixMilli()
+		iso := time.UnixMilli(base).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		fmt.Fprintf(r.opts.HDRLog, "#[StartTime: %.3f (seconds since epoch), %s]\n", float64(base)/1e3, iso)
+		fmt.Fprintf(r.opts.HDRLog, "#[BaseTime: %.3f (seconds since epoch)]\n", float64(base)/1e3)
+		rep.log.SetBaseTime(base)
 		_ = rep.log.OutputLegend()
 	}
 	return rep
@@ -52,6 +57,7 @@ func (rep *reporter) line() {
 	secs := now.Sub(rep.last).Seconds()
 	acked, recv := rep.r.c.acked.Load(), rep.r.c.received.Load()
 	dAcked, dRecv := acked-rep.lastAcked, recv-rep.lastRecv
+	prev := rep.last
 	rep.lastAcked, rep.lastRecv, rep.last = acked, recv, now
 	sendH, e2eH := rep.r.send.TakeInterval(), rep.r.e2e.TakeInterval()
 	phase := ""
@@ -64,12 +70,14 @@ func (rep *reporter) line() {
 		sendH.Mean()/1e3, float64(sendH.Max())/1e3, dRecv, e2eH.Mean()/1e3, float64(e2eH.Max())/1e3,
 		rep.r.c.failed.Load(), phase)
 	if rep.log != nil && rep.measuring.Load() {
-		end := now.UnixMilli()
-		for tag, h := range map[string]*hdr.Histogram{"send": sendH, "e2e": e2eH} {
-			h.SetTag(tag)
-			h.SetStartTimeMs(end - int64(secs*1000))
-			h.SetEndTimeMs(end)
-			_ = rep.log.OutputIntervalHistogram(h)
+		for _, th := range []struct {
+			tag string
+			h   *hdr.Histogram
+		}{{"send", sendH}, {"e2e", e2eH}} {
+			th.h.SetTag(th.tag)
+			th.h.SetStartTimeMs(prev.UnixMilli())
+			th.h.SetEndTimeMs(now.UnixMilli())
+			_ = rep.log.OutputIntervalHistogram(th.h)
 		}
 	}
 }
@@ -100,7 +108,18 @@ func (rep *reporter) final(res *Result) {
 			fmt.Fprintf(out, "lag not measured: %s.\n", rp.LagNote)
 		}
 	}
+	if !rep.r.w.NoConsumers {
+		fmt.Fprintf(out, "deliveries: %d duplicates (counted once above), %d acknowledged never received", res.Duplicates, res.NeverReceived)
+		if res.Foreign > 0 {
+			fmt.Fprintf(out, ", %d not this run's (ignored)", res.Foreign)
+		}
+		fmt.Fprintln(out, ".")
+	}
 	if res.Errors > 0 {
-		fmt.Fprintf(out, "%d sends failed.\n", res.Errors)
+		fmt.Fprintf(out, "%d sends failed", res.Errors)
+		if res.Unsent > 0 {
+			fmt.Fprintf(out, " (%d of them due in the window and never sent: the producers' %s grace after it ran out)", res.Unsent, rep.r.w.Drain)
+		}
+		fmt.Fprintln(out, ".")
 	}
 }

@@ -2,8 +2,11 @@ package loadgen
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Result is one run's outcome; it is what --json writes.
@@ -17,10 +20,31 @@ type Result struct {
 	// OpenLoop says latencies are from intended send times (Rate > 0).
 	OpenLoop        bool    `json:"open_loop"`
 	MeasuredSeconds float64 `json:"measured_seconds"`
-	Sent            int64   `json:"sent"`
-	Acked           int64   `json:"acked"`
-	Errors          int64   `json:"errors"`
-	Received        int64   `json:"received"`
+	// MeasuredFrom and MeasuredTo bound the window, [from, to): the
+	// messages due in it are the figures.
+	MeasuredFrom time.Time `json:"measured_from"`
+	MeasuredTo   time.Time `json:"measured_to"`
+	Sent         int64     `json:"sent"`
+	Acked        int64     `json:"acked"`
+	// Errors are failed sends plus Unsent.
+	Errors int64 `json:"errors"`
+	// Unsent are messages due in the window that a stalled producer had
+	// not sent when its grace after the window (Drain) ran out
+	// (ProducerGraceExpired); every other message due in the window was
+	// sent and recorded, however late.
+	Unsent               int64 `json:"unsent,omitempty"`
+	ProducerGraceExpired bool  `json:"producer_grace_expired,omitempty"`
+	// Received counts each message once per consumer group that got it.
+	Received int64 `json:"received"`
+	// Duplicates are redeliveries of a message its group already had: not
+	// in Received, nor a second time in the e2e latency.
+	Duplicates int64 `json:"duplicates"`
+	// NeverReceived counts, per group, acknowledged messages that had not
+	// arrived when the drain ended.
+	NeverReceived int64 `json:"never_received"`
+	// Foreign are deliveries that were not this run's messages (left in
+	// the topic by another run): ignored.
+	Foreign int64 `json:"foreign,omitempty"`
 	// Drained is false when consumers had not caught up when Drain ran out.
 	Drained        bool        `json:"drained"`
 	MsgsPerSec     float64     `json:"msgs_per_sec"`
@@ -32,11 +56,35 @@ type Result struct {
 	// its intended time (timer granularity, scheduling, or a Send blocked
 	// on a full in-flight window): a share of both latencies above.
 	SendLagUs *Percentiles `json:"send_lag_us,omitempty"`
+	// SendHistogram and E2EHistogram are the whole window's histograms
+	// (µs) in HdrHistogram's compressed V2 encoding, base64, as in its log
+	// files: the percentile-spectrum charts read them.
+	SendHistogram string `json:"send_histogram,omitempty"`
+	E2EHistogram  string `json:"e2e_histogram,omitempty"`
 	// Replication is the cluster's replication and its sampled lag (a
 	// ReplicatedDriver's); nil without slaves.
 	Replication *Replication `json:"replication,omitempty"`
 	// Machine is filled by the caller (kernel, CPU, disk, commit).
 	Machine any `json:"machine,omitempty"`
+}
+
+// Histograms decodes SendHistogram and E2EHistogram (nil where absent).
+func (r *Result) Histograms() (send, e2e *hdr.Histogram, err error) {
+	dec := func(s string) (*hdr.Histogram, error) {
+		if s == "" {
+			return nil, nil
+		}
+		h, err := hdr.Decode([]byte(s))
+		if err != nil {
+			return nil, fmt.Errorf("loadgen: result histogram: %w", err)
+		}
+		return h, nil
+	}
+	if send, err = dec(r.SendHistogram); err != nil {
+		return nil, nil, err
+	}
+	e2e, err = dec(r.E2EHistogram)
+	return send, e2e, err
 }
 
 // WriteJSON writes the result to path, indented.

@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Options are the run's plumbing, apart from the workload.
@@ -27,7 +28,8 @@ type counters struct {
 	sent     atomic.Int64 // sends started
 	acked    atomic.Int64 // sends acknowledged
 	failed   atomic.Int64
-	received atomic.Int64 // messages handed to consumers, every group
+	unsent   atomic.Int64 // due in the window, never sent: the producers' grace ran out
+	received atomic.Int64 // messages handed to consumers, every group, once each
 }
 
 // Run runs workload w against driver d and returns the result. The driver
@@ -51,7 +53,8 @@ func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, erro
 	}
 
 	r := &run{w: &w, d: d, opts: opts, payload: payload,
-		send: NewRecorder(), e2e: NewRecorder(), lag: NewRecorder()}
+		send: NewRecorder(), e2e: NewRecorder(), lag: NewRecorder(),
+		closed: make(chan struct{}), dl: newDeliveries(w.Topics, w.Producers, w.ConsumerGroups)}
 	r.pool.New = func() any { b := make([]byte, len(payload)); copy(b, payload); return &b }
 	r.window.from.Store(math.MaxInt64)
 	r.window.to.Store(math.MaxInt64)
@@ -88,6 +91,10 @@ type run struct {
 	// window message received during the drain is). from starts at
 	// MaxInt64 (nothing is due in it), to at MaxInt64 (open-ended).
 	window struct{ from, to atomic.Int64 }
+	// closed is closed when the window's end is set: producers then send
+	// what is still due before it and stop.
+	closed chan struct{}
+	dl     *deliveries
 }
 
 // inWindow reports whether a message due at dueNs (Unix ns) is measured.
@@ -100,12 +107,17 @@ func (r *run) startConsumers(ctx context.Context) ([]Consumer, error) {
 	if r.w.NoConsumers {
 		return nil, nil
 	}
-	handler := func(p []byte) {
-		r.c.received.Add(1)
-		if len(p) >= 8 {
+	// handler counts a message once per group: the payload's header
+	// (delivery.go) names it; a redelivery is counted apart.
+	handler := func(g int) Handler {
+		return func(p []byte) {
+			sentAt, first, ok := r.dl.received(g, p)
+			if !first || !ok {
+				return
+			}
+			r.c.received.Add(1)
 			// The payload's stamp is the intended send time in ns; the
 			// consumer runs in this process, so the clocks are one.
-			sentAt := int64(binary.BigEndian.Uint64(p))
 			if r.inWindow(sentAt) {
 				r.e2e.Record((time.Now().UnixNano() - sentAt) / 1e3)
 			}
@@ -115,6 +127,7 @@ func (r *run) startConsumers(ctx context.Context) ([]Consumer, error) {
 	for t := 0; t < r.w.Topics; t++ {
 		for g := 0; g < r.w.ConsumerGroups; g++ {
 			group := fmt.Sprintf("%s-g%d", r.w.TopicPrefix, g)
+			handler := handler(t*r.w.ConsumerGroups + g)
 			for i := 0; i < r.w.Consumers; i++ {
 				copts.Member, copts.Members = i, r.w.Consumers
 				c, err := r.d.NewConsumer(ctx, r.w.topicName(t), group, copts, handler)
@@ -131,8 +144,6 @@ func (r *run) startConsumers(ctx context.Context) ([]Consumer, error) {
 // produceAndMeasure runs warm-up, the measured window and the drain.
 func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	w := r.w
-	prodCtx, stopProducing := context.WithCancel(ctx)
-	defer stopProducing()
 	popts := ProducerOptions{Mode: w.SendMode, BatchSize: w.BatchSize, BatchLinger: w.BatchLinger, MaxInFlight: w.MaxInFlight}
 	var producers []Producer
 	for t := 0; t < w.Topics; t++ {
@@ -149,17 +160,25 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	}
 	perProducerRate := w.Rate / float64(len(producers))
 	start := time.Now()
+	// sendCtx ends when the producers' grace after the window runs out (or
+	// ctx ends): a Send still blocked then fails and counts as an error.
+	sendCtx, stopSends := context.WithCancel(ctx)
+	defer stopSends()
 	var wg sync.WaitGroup
 	for i, p := range producers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.produceLoop(prodCtx, ctx, p, i, perProducerRate, start)
+			r.produceLoop(sendCtx, p, i, perProducerRate, start)
 		}()
 	}
+	producing := make(chan struct{})
+	go func() { wg.Wait(); close(producing) }()
 	rep := newReporter(r)
+	repCtx, stopReporter := context.WithCancel(ctx)
+	defer stopReporter()
 	repDone := make(chan struct{})
-	go func() { defer close(repDone); rep.loop(prodCtx) }()
+	go func() { defer close(repDone); rep.loop(repCtx) }()
 
 	res := &Result{Driver: r.d.Name(), DriverConfig: r.d.Describe(), Workload: *w, Config: w.String(), Start: start.UTC()}
 	var lagProbe LagProbe
@@ -193,37 +212,74 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		case <-time.After(w.Duration):
 		}
 	}
+	if measureStart.IsZero() { // cancelled in the warm-up: an empty window, closing now
+		measureStart = time.Now()
+	}
 	measured := time.Since(measureStart)
 	if lagSampler != nil {
 		res.Replication.Lag = lagSampler.Stop()
 	}
-	r.window.to.Store(measureStart.Add(measured).UnixNano())
+	measureEnd := measureStart.Add(measured)
+	r.window.to.Store(measureEnd.UnixNano())
+	close(r.closed)
 	ackedInWindow := r.c.acked.Load() - ackedAtStart
 	receivedInWindow := r.c.received.Load() - receivedAtStart
-	stopProducing()
-	wg.Wait()
+	// The producers send what was due in the window and stop; one that is
+	// stalled (blocked on its in-flight limit, behind schedule) gets Drain
+	// to catch up, then its blocked send and the rest due are errors.
+	grace := time.NewTimer(w.Drain)
+	select {
+	case <-producing:
+	case <-ctx.Done():
+	case <-grace.C:
+		res.ProducerGraceExpired = true
+	}
+	grace.Stop()
+	if res.ProducerGraceExpired || ctx.Err() != nil {
+		stopSends() // a send still blocked fails; sends in flight too
+	}
+	<-producing
 	for _, p := range producers {
 		_ = p.Close() // flushes: the window's last acknowledgements still count
 	}
+	stopSends()
 	r.send.SetMeasuring(false)
 	r.lag.SetMeasuring(false)
-	<-repDone
 	if err := ctx.Err(); err != nil {
+		stopReporter()
+		<-repDone
 		return nil, err
 	}
 	res.Drained = r.drain(ctx)
 	r.e2e.SetMeasuring(false)
+	stopReporter()
+	<-repDone
+	rep.line() // the last interval, however short: the HDR log misses nothing
 
+	res.MeasuredFrom, res.MeasuredTo = measureStart.UTC(), measureEnd.UTC()
 	res.MeasuredSeconds = measured.Seconds()
 	res.Sent = r.c.sent.Load()
 	res.Acked = r.c.acked.Load()
-	res.Errors = r.c.failed.Load()
+	res.Unsent = r.c.unsent.Load()
+	res.Errors = r.c.failed.Load() + res.Unsent
 	res.Received = r.c.received.Load()
+	res.Duplicates = r.dl.duplicates.Load()
+	res.Foreign = r.dl.foreign.Load()
+	if !w.NoConsumers {
+		res.NeverReceived = r.dl.neverReceived()
+	}
 	res.MsgsPerSec = float64(ackedInWindow) / measured.Seconds()
 	res.MBPerSec = res.MsgsPerSec * float64(w.MessageSize) / 1e6
 	res.ConsumedPerSec = float64(receivedInWindow) / measured.Seconds()
-	res.SendLatencyUs = Summarize(r.send.Total())
-	res.E2ELatencyUs = Summarize(r.e2e.Total())
+	sendH, e2eH := r.send.Total(), r.e2e.Total()
+	res.SendLatencyUs, res.E2ELatencyUs = Summarize(sendH), Summarize(e2eH)
+	var err error
+	if res.SendHistogram, err = encodeHist(sendH); err != nil {
+		return nil, err
+	}
+	if res.E2EHistogram, err = encodeHist(e2eH); err != nil {
+		return nil, err
+	}
 	res.OpenLoop = w.Rate > 0
 	if res.OpenLoop {
 		lag := Summarize(r.lag.Total())
@@ -233,12 +289,15 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// produceLoop sends until ctx ends. With rate > 0 it follows a fixed
-// schedule and stamps each payload with its intended send time; with rate 0
-// it sends as fast as acknowledgements allow and stamps the actual time.
-// Sends get sendCtx, not ctx: the end of production must not cancel a send
-// already under way and count it as failed.
-func (r *run) produceLoop(ctx, sendCtx context.Context, p Producer, id int, rate float64, start time.Time) {
+// produceLoop sends until the window closes: with rate > 0 it follows a
+// fixed schedule, stamps each payload with its intended send time and
+// sends every message due before the window's end, however late; with
+// rate 0 it sends as fast as acknowledgements allow, stamps the actual
+// time and stops at the window's end. When sendCtx ends first (the grace
+// after the window ran out, or the run was cancelled), the messages due in
+// the window and never sent are counted as errors (unsent), each with its
+// schedule lag: the wait that kept them is seen.
+func (r *run) produceLoop(sendCtx context.Context, p Producer, id int, rate float64, start time.Time) {
 	var keys []string
 	for k := 0; k < r.w.KeyCount; k++ {
 		keys = append(keys, "k"+strconv.Itoa(k))
@@ -249,26 +308,41 @@ func (r *run) produceLoop(ctx, sendCtx context.Context, p Producer, id int, rate
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for n := int64(0); ctx.Err() == nil; n++ {
+	closed := r.closed
+	for n := int64(0); ; n++ {
 		var due time.Time
 		if gap > 0 {
 			due = start.Add(time.Duration(n) * gap)
-			if wait := time.Until(due); wait > 0 {
+			for wait := time.Until(due); wait > 0; wait = time.Until(due) {
+				if r.pastWindow(due) {
+					return
+				}
 				timer.Reset(wait)
 				select {
-				case <-ctx.Done():
+				case <-sendCtx.Done():
+					r.giveUp(due, gap)
 					return
+				case <-closed:
+					closed = nil // wake once: the check above now sees the end
+					timer.Stop()
 				case <-timer.C:
 				}
 			}
 		} else {
 			due = time.Now()
 		}
+		if r.pastWindow(due) {
+			return
+		}
+		if sendCtx.Err() != nil {
+			r.giveUp(due, gap)
+			return
+		}
 		if gap > 0 && r.inWindow(due.UnixNano()) {
 			r.lag.Record(max(time.Since(due).Microseconds(), 0))
 		}
 		bufp := r.pool.Get().(*[]byte)
-		binary.BigEndian.PutUint64(*bufp, uint64(due.UnixNano()))
+		putHeader(*bufp, due.UnixNano(), r.dl.tag, id, n)
 		key := ""
 		if len(keys) > 0 {
 			key = keys[(n+int64(id))%int64(len(keys))]
@@ -280,12 +354,36 @@ func (r *run) produceLoop(ctx, sendCtx context.Context, p Producer, id int, rate
 				r.send.RecordError()
 			} else {
 				r.c.acked.Add(1)
+				r.dl.ack(id, n)
 				if r.inWindow(due.UnixNano()) {
 					r.send.Record(time.Since(due).Microseconds())
 				}
 			}
 			r.pool.Put(bufp)
 		})
+	}
+}
+
+// pastWindow reports whether a message due at due falls after the closed
+// window: the producer is done.
+func (r *run) pastWindow(due time.Time) bool {
+	return due.UnixNano() >= r.window.to.Load()
+}
+
+// giveUp counts as unsent errors the messages from due on (every gap) that
+// fall in the window, recording each one's schedule lag so far.
+func (r *run) giveUp(due time.Time, gap time.Duration) {
+	if gap <= 0 {
+		return // closed loop: nothing was due
+	}
+	<-r.closed // the window's end is set
+	for ; !r.pastWindow(due); due = due.Add(gap) {
+		if !r.inWindow(due.UnixNano()) {
+			continue // warm-up: not a figure, but still never sent
+		}
+		r.c.unsent.Add(1)
+		r.send.RecordError()
+		r.lag.Record(max(time.Since(due).Microseconds(), 0))
 	}
 }
 
@@ -327,4 +425,16 @@ func basePayload(w *Workload) ([]byte, error) {
 		p[i] = byte('a' + i%26)
 	}
 	return p, nil
+}
+
+// encodeHist is h in HdrHistogram's compressed V2 form ("" when empty).
+func encodeHist(h *hdr.Histogram) (string, error) {
+	if h.TotalCount() == 0 {
+		return "", nil
+	}
+	b, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return "", fmt.Errorf("loadgen: encode histogram: %w", err)
+	}
+	return string(b), nil
 }

@@ -38,11 +38,12 @@ type Workload struct {
 	TopicPrefix string `json:"topic_prefix"` // default "loadgen"
 	// QueuesPerTopic is the queue (partition) count of each; default 8.
 	QueuesPerTopic int `json:"queues_per_topic"`
-	// MessageSize is the payload size in bytes; default 1024; at least 8
-	// (the payload carries its send time in its first 8 bytes).
+	// MessageSize is the payload size in bytes; default 1024; at least 16
+	// (the payload carries its send time and identity in its first 16
+	// bytes: delivery.go).
 	MessageSize int `json:"message_size"`
 	// PayloadFile, if set, supplies the payload bytes (cut or repeated to
-	// MessageSize; the first 8 bytes are overwritten with the send time).
+	// MessageSize; the first 16 bytes are overwritten with the header).
 	PayloadFile string `json:"payload_file,omitempty"`
 	// Producers is the number of producer goroutines per topic; default 1.
 	Producers int `json:"producers"`
@@ -129,11 +130,11 @@ func (w *Workload) Validate() error {
 	if w.QueuesPerTopic < 1 {
 		bad("queues per topic must be >= 1, got %d", w.QueuesPerTopic)
 	}
-	if w.MessageSize < 8 {
-		bad("message size must be >= 8 bytes (it carries the send time), got %d", w.MessageSize)
+	if w.MessageSize < headerSize {
+		bad("message size must be >= %d bytes (it carries the send time and the message's identity), got %d", headerSize, w.MessageSize)
 	}
-	if w.Producers < 1 {
-		bad("producers must be >= 1, got %d", w.Producers)
+	if w.Producers < 1 || w.Topics*w.Producers > maxProducers {
+		bad("producers must be >= 1 and topics × producers <= %d, got %d × %d", maxProducers, w.Topics, w.Producers)
 	}
 	if w.Consumers < 0 || (!w.NoConsumers && w.Consumers < 1) {
 		bad("consumers must be >= 1 (or set no consumers), got %d", w.Consumers)

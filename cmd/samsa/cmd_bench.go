@@ -305,6 +305,7 @@ func benchReport(args []string) error {
 	fs.StringVar(&o.Out, "out", "", "Markdown file whose generated sections to rewrite (e.g. PERFORMANCE.md); empty: stdout")
 	fs.StringVar(&o.SVGDir, "svg-dir", "", "directory for SVG charts (default: each result file's directory)")
 	fs.BoolVar(&o.NoCharts, "no-charts", false, "skip the SVG charts")
+	fs.BoolVar(&o.HTML, "html", false, "also write each result's section as an HTML page beside the result file (.html), charts included")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -330,6 +331,9 @@ func benchReport(args []string) error {
 				e2eOrder = append(e2eOrder, r.Experiment)
 			}
 			e2e[r.Experiment] = durabilitySection(r, p) + fmt.Sprintf("\nRendered by `%s`.\n", o.Command)
+			if err := writeSectionHTML(o, p, r.Experiment, e2e[r.Experiment]); err != nil {
+				return err
+			}
 			continue
 		}
 		if kind == "e2e" { // loadgen's end-to-end results get sections of their own
@@ -355,6 +359,9 @@ func benchReport(args []string) error {
 				}
 			}
 			e2e[r.Experiment] = e2eSection(r, charts, p) + fmt.Sprintf("\nRendered by `%s`.\n", o.Command)
+			if err := writeSectionHTML(o, p, r.Experiment, e2e[r.Experiment]); err != nil {
+				return err
+			}
 			continue
 		}
 		r, err := bench.ReadResult(p)
@@ -382,6 +389,24 @@ func benchReport(args []string) error {
 		return nil
 	}
 	fmt.Printf("updated %s: %s\n", o.Out, strings.Join(order, ", "))
+	return nil
+}
+
+// writeSectionHTML writes a rendered section as an HTML page beside its
+// result file when --html asks for it.
+func writeSectionHTML(o bench.ReportOptions, resultPath, title, md string) error {
+	if !o.HTML {
+		return nil
+	}
+	linkBase := "."
+	if o.Out != "" {
+		linkBase = filepath.Dir(o.Out)
+	}
+	p := bench.HTMLPath(resultPath)
+	if err := bench.WriteHTML(p, title, md, linkBase); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s\n", p)
 	return nil
 }
 

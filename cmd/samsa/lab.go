@@ -14,6 +14,8 @@ import (
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/natsdriver"
+	"github.com/samsamq/samsa/loadgen/rabbitdriver"
+	"github.com/samsamq/samsa/loadgen/redisdriver"
 	"github.com/samsamq/samsa/loadgen/rmqdriver"
 	"github.com/samsamq/samsa/loadgen/samsadriver"
 )
@@ -46,9 +48,23 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 	case "nats":
 		return natsdriver.New(natsdriver.Options{URL: l.natsURL, Sync: c.Cluster.Flush == "sync",
 			StoreDir: l.cellDir("nats")})
+	case "redis":
+		fsync := "everysec"
+		if c.Cluster.Flush == "sync" {
+			fsync = "always"
+		}
+		dir := l.cellDir("redis")
+		return withDir(dir)(redisdriver.New(redisdriver.Options{Fsync: fsync, Dir: dir}))
+	case "rabbitmq":
+		queue := "stream"
+		if c.Cluster.Flush == "sync" {
+			queue = "quorum"
+		}
+		dir := l.cellDir("rabbitmq")
+		return withDir(dir)(rabbitdriver.New(rabbitdriver.Options{Queue: queue, Dir: dir}))
 	case "samsa", "rocketmq":
 	default:
-		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats)", c.Driver)
+		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats, redis, rabbitmq)", c.Driver)
 	}
 	var dev *broker.Dev
 	var repl *replicaSide
@@ -155,4 +171,32 @@ func (w *withCluster) Close() error {
 		_ = os.RemoveAll(dir)
 	}
 	return err
+}
+
+// withDir removes a peer's cell directory (cellDir's, under --dir) when
+// its driver closes, or at once when the driver did not start: the peers
+// leave their files (AOF, RabbitMQ's node) in the directory they are given.
+func withDir(dir string) func(loadgen.Driver, error) (loadgen.Driver, error) {
+	return func(d loadgen.Driver, err error) (loadgen.Driver, error) {
+		if err != nil || d == nil {
+			if dir != "" {
+				_ = os.RemoveAll(dir)
+			}
+			return nil, err
+		}
+		if dir == "" {
+			return d, nil
+		}
+		return &dirDriver{Driver: d, dir: dir}, nil
+	}
+}
+
+type dirDriver struct {
+	loadgen.Driver
+	dir string
+}
+
+func (d *dirDriver) Close() error {
+	err := d.Driver.Close()
+	return errors.Join(err, os.RemoveAll(d.dir))
 }

@@ -1,0 +1,241 @@
+package rabbitdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	samqp "github.com/rabbitmq/rabbitmq-stream-go-client/pkg/amqp"
+	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/message"
+	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
+
+	"github.com/samsamq/samsa/loadgen"
+)
+
+// The native stream protocol (the rabbitmq_stream plugin): Protocol
+// "stream" with stream queues. A topic's queues are streams "<topic>.<q>"
+// (declared over the stream protocol; no exchange: the stream protocol
+// publishes to a stream by name); a loadgen producer holds one stream
+// producer per queue, which aggregates sends into publish frames by
+// itself and confirms each message once the stream has written it.
+// Consumers read from the first offset; every group reads every stream,
+// member m of M the streams q with q mod M = m.
+
+func (d *Driver) streamEnv() (*stream.Environment, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mu.env != nil {
+		return d.mu.env, nil
+	}
+	env, err := stream.NewEnvironment(stream.NewEnvironmentOptions().
+		SetHost("127.0.0.1").SetPort(d.streamPort).SetUser("guest").SetPassword("guest"))
+	if err != nil {
+		return nil, fmt.Errorf("rabbitdriver: stream protocol: %w", err)
+	}
+	d.mu.env = env
+	return env, nil
+}
+
+func (d *Driver) createStreams(topic string, queues int) error {
+	env, err := d.streamEnv()
+	if err != nil {
+		return err
+	}
+	for q := 0; q < queues; q++ {
+		err := env.DeclareStream(queueName(topic, q), &stream.StreamOptions{})
+		if err != nil && !errors.Is(err, stream.StreamAlreadyExists) {
+			return fmt.Errorf("rabbitdriver: stream %s: %w", queueName(topic, q), err)
+		}
+	}
+	return nil
+}
+
+func (d *Driver) newStreamProducer(topic string, opts loadgen.ProducerOptions) (loadgen.Producer, error) {
+	env, err := d.streamEnv()
+	if err != nil {
+		return nil, err
+	}
+	window := opts.MaxInFlight
+	switch opts.Mode {
+	case loadgen.SendBatch:
+		window = opts.BatchSize
+	case loadgen.SendSync:
+		window = 1
+	}
+	p := &streamProducer{window: make(chan struct{}, max(window, 1)), sync: opts.Mode == loadgen.SendSync}
+	p.mu.pending = map[message.StreamMessage]func(error){}
+	for q := 0; q < d.queueCount(topic); q++ {
+		sp, err := env.NewProducer(queueName(topic, q), stream.NewProducerOptions())
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("rabbitdriver: stream producer %s: %w", queueName(topic, q), err)
+		}
+		p.producers = append(p.producers, sp)
+		confirms := sp.NotifyPublishConfirmation()
+		p.wg.Add(1)
+		go p.confirmLoop(confirms)
+	}
+	return p, nil
+}
+
+type streamProducer struct {
+	producers []*stream.Producer
+	next      atomic.Uint64
+	window    chan struct{}
+	sync      bool
+	wg        sync.WaitGroup // confirm loops
+	mu        struct {
+		sync.Mutex
+		pending map[message.StreamMessage]func(error)
+	}
+}
+
+// confirmLoop answers each confirmed (or failed) message's done; it runs
+// until its producer closes the channel.
+func (p *streamProducer) confirmLoop(confirms stream.ChannelPublishConfirm) {
+	defer p.wg.Done()
+	for batch := range confirms {
+		for _, cs := range batch {
+			p.mu.Lock()
+			done, ok := p.mu.pending[cs.GetMessage()]
+			delete(p.mu.pending, cs.GetMessage())
+			p.mu.Unlock()
+			if !ok {
+				continue
+			}
+			var err error
+			if !cs.IsConfirmed() {
+				err = cs.GetError()
+				if err == nil {
+					err = errNacked
+				}
+			}
+			<-p.window
+			done(err)
+		}
+	}
+}
+
+func (p *streamProducer) Send(ctx context.Context, key string, payload []byte, done func(error)) {
+	select {
+	case p.window <- struct{}{}:
+	case <-ctx.Done():
+		done(ctx.Err())
+		return
+	}
+	var sp *stream.Producer
+	if key == "" {
+		sp = p.producers[p.next.Add(1)%uint64(len(p.producers))]
+	} else {
+		h := fnv.New32a()
+		h.Write([]byte(key))
+		sp = p.producers[h.Sum32()%uint32(len(p.producers))]
+	}
+	msg := samqp.NewMessage(payload)
+	var wait chan error
+	answer := done
+	if p.sync {
+		wait = make(chan error, 1)
+		answer = func(err error) { wait <- err }
+	}
+	p.mu.Lock()
+	p.mu.pending[msg] = answer
+	p.mu.Unlock()
+	if err := sp.Send(msg); err != nil {
+		p.mu.Lock()
+		_, still := p.mu.pending[msg]
+		delete(p.mu.pending, msg)
+		p.mu.Unlock()
+		if !still {
+			// Its confirmation (a failure) already answered it.
+			if p.sync {
+				done(<-wait)
+			}
+			return
+		}
+		<-p.window
+		done(err)
+		return
+	}
+	if p.sync {
+		select {
+		case err := <-wait:
+			done(err)
+		case <-ctx.Done():
+			// The confirmation still frees the window when it comes.
+			p.mu.Lock()
+			if _, still := p.mu.pending[msg]; still {
+				p.mu.pending[msg] = func(error) {}
+			}
+			p.mu.Unlock()
+			done(ctx.Err())
+		}
+	}
+}
+
+// Close waits (up to 30 s) for the outstanding confirmations, then closes
+// the stream producers; any still pending fail.
+func (p *streamProducer) Close() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		n := len(p.mu.pending)
+		p.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var errs []error
+	for _, sp := range p.producers {
+		if err := sp.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.wg.Wait()
+	p.mu.Lock()
+	left := p.mu.pending
+	p.mu.pending = map[message.StreamMessage]func(error){}
+	p.mu.Unlock()
+	for _, done := range left {
+		done(errors.New("rabbitdriver: stream producer closed before the confirmation"))
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Driver) newStreamConsumer(topic, group string, opts loadgen.ConsumerOptions, h loadgen.Handler) (loadgen.Consumer, error) {
+	env, err := d.streamEnv()
+	if err != nil {
+		return nil, err
+	}
+	c := &streamConsumer{}
+	members := max(opts.Members, 1)
+	for q := opts.Member; q < d.queueCount(topic); q += members {
+		name := fmt.Sprintf("%s-%d-q%d", group, opts.Member, q)
+		sc, err := env.NewConsumer(queueName(topic, q), func(_ stream.ConsumerContext, m *samqp.Message) {
+			h(m.GetData())
+		}, stream.NewConsumerOptions().SetConsumerName(name).SetOffset(stream.OffsetSpecification{}.First()))
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("rabbitdriver: stream consumer %s: %w", queueName(topic, q), err)
+		}
+		c.consumers = append(c.consumers, sc)
+	}
+	return c, nil
+}
+
+type streamConsumer struct{ consumers []*stream.Consumer }
+
+func (c *streamConsumer) Close() error {
+	var errs []error
+	for _, sc := range c.consumers {
+		if err := sc.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
