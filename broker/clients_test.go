@@ -92,7 +92,7 @@ func TestConsumerGroupMembership(t *testing.T) {
 	}
 	select { // its own arrival
 	case <-a.notes:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no notification of the first member's arrival")
 	}
 	if r := c.call(t, heartbeatReq(t, "client-C", "g1", "grp")); r.Code != protocol.Success {
@@ -103,7 +103,7 @@ func TestConsumerGroupMembership(t *testing.T) {
 		if g != "g1" {
 			t.Fatalf("notified for %q", g)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("member A not notified when C joined")
 	}
 	lh := protocol.GetConsumerListByGroupRequestHeader{ConsumerGroup: "g1"}
@@ -117,7 +117,7 @@ func TestConsumerGroupMembership(t *testing.T) {
 	c.nc.Close()
 	select {
 	case <-a.notes:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("member A not notified when C left")
 	}
 	waitFor(t, func() bool { return len(b.clients.consumerIDs("g1")) == 1 }, "C gone from the group")
