@@ -191,8 +191,8 @@ func TestAdminMetrics(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{"samsa_broker_messages_put_total 1", `samsa_broker_topic_messages_put_total{topic="mt"} 1`,
-		"samsa_broker_connections 1", "samsa_store_fsyncs_total", "samsa_store_flush_latency_seconds_bucket",
-		`samsa_store_offset_bytes{kind="durable"}`, "samsa_broker_longpoll_held 0", "go_goroutines"} {
+		"samsa_broker_connections_open 1", "samsa_store_fsyncs_total", "samsa_store_flush_latency_seconds_bucket",
+		"samsa_store_durable_offset_bytes", "samsa_broker_longpoll_pulls_held 0", "go_goroutines"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -165,3 +165,9 @@ func (s *Store) Metrics() Metrics {
 	out.FlushMax = time.Duration(h.Max()) * time.Microsecond
 	return out
 }
+
+// DiskUsage reports the total and free bytes of the file system holding
+// the CommitLog (what retention's DiskRatio watches).
+func (s *Store) DiskUsage() (total, free uint64, err error) {
+	return s.fs.DiskUsage(s.clDir)
+}
