@@ -147,15 +147,6 @@ func (in *instance) refreshSoon(topic string) {
 	}()
 }
 
-func (in *instance) closed() bool {
-	select {
-	case <-in.stop:
-		return true
-	default:
-		return false
-	}
-}
-
 // ctxTimeout gives ctx the request timeout when it has no deadline.
 func (in *instance) ctxTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {

@@ -196,6 +196,7 @@ func (c *Client) InvokeAsyncDeadline(addr string, req *protocol.Command, deadlin
 	if c.opts.RPCHook != nil {
 		c.opts.RPCHook(req)
 	}
+	//lint:ignore SA1012 a nil ctx means "until deadline": enqueue makes a context only when it must wait, none on the fast path
 	if err := cn.enqueue(nil, deadline, req, false); err != nil {
 		if cn.unregister(req.Opaque) {
 			cl.finish(nil, err)
