@@ -68,7 +68,6 @@ func (f jsonFile) writeTemp(tmp string, b []byte) error {
 	return nil
 }
 
-
 // read returns the file's bytes; found is false when there is no file.
 func (f jsonFile) read() (b []byte, found bool, err error) {
 	r, err := f.fs.Open(f.path, vfs.OpenOptions{ReadOnly: true})
