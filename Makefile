@@ -10,7 +10,7 @@ RACE_PKGS  = $$(for d in $(RACE_DIRS); do [ -d $$d ] && $(GO) list ./$$d/...; do
 REST_PKGS  = $$($(GO) list ./... | grep -v $(foreach d,$(RACE_DIRS),-e /samsa/$(d)))
 BENCH_DIR ?= $(CURDIR)/.benchdata
 
-.PHONY: all build test vet lint staticcheck tidy-check test-race test-rest fuzz bench bench-full clean
+.PHONY: all build test vet lint fmt-check staticcheck tidy-check test-race test-rest fuzz bench bench-full clean
 
 all: build
 
@@ -20,15 +20,18 @@ build:
 vet:
 	$(GO) vet ./...
 
-# Lint: go vet, staticcheck (pinned; `go run pkg@version` fetches it from
+# Lint: go vet, gofmt, staticcheck (pinned; `go run pkg@version` fetches it from
 # the module proxy into the module cache, outside go.mod's graph; checks
 # in staticcheck.conf) and a go.mod/go.sum that `go mod tidy` would leave
 # as they are.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
-lint: vet staticcheck tidy-check
+lint: vet fmt-check staticcheck tidy-check
 
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...
+
+fmt-check:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "not gofmt-ed (run gofmt -w):"; echo "$$out"; exit 1; fi
 
 tidy-check:
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
