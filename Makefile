@@ -10,7 +10,7 @@ RACE_PKGS  = $$(for d in $(RACE_DIRS); do [ -d $$d ] && $(GO) list ./$$d/...; do
 REST_PKGS  = $$($(GO) list ./... | grep -v $(foreach d,$(RACE_DIRS),-e /samsa/$(d)))
 BENCH_DIR ?= $(CURDIR)/.benchdata
 
-.PHONY: all build test vet lint fmt-check staticcheck tidy-check test-race test-rest fuzz bench bench-full clean
+.PHONY: all build test vet lint fmt-check staticcheck tidy-check golangci test-race test-rest fuzz bench bench-full clean
 
 all: build
 
@@ -29,6 +29,15 @@ lint: vet fmt-check staticcheck tidy-check
 
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...
+
+# golangci-lint (pinned; .golangci.yml: errcheck outside tests,
+# ineffassign). Not part of make test yet: unchecked errors remain (most
+# in broker/, ha/, cmd/samsa/, bench/, loadgen/ and storage/); once
+# `make golangci` is clean, add it to lint. The first run builds it (about
+# 5 minutes on 2 cores).
+GOLANGCI_LINT ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+golangci:
+	$(GO) run $(GOLANGCI_LINT) run ./...
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "not gofmt-ed (run gofmt -w):"; echo "$$out"; exit 1; fi
