@@ -32,12 +32,13 @@ func startAdmin(b *Broker) (*adminServer, error) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "samsa broker %s (%s)\n/metrics\n/debug/pprof/\n", b.cfg.BrokerName, b.Addr())
+		fmt.Fprintf(w, "samsa broker %s (%s)\n/metrics\n/healthz\n/readyz\n/debug/pprof/\n", b.cfg.BrokerName, b.Addr())
 	})
 	var h http.Handler = mux
 	if b.acl != nil {
 		h = b.acl.basicAuth(b, mux)
 	}
+	h = withHealth(b, h) // /healthz and /readyz (metrics_health.go)
 	a := &adminServer{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -14,7 +14,7 @@ import (
 // expectClosed reads from nc until EOF (the broker closed it) or fails.
 func expectClosed(t *testing.T, nc net.Conn, what string) {
 	t.Helper()
-	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 	buf := make([]byte, 4096)
 	for {
 		_, err := nc.Read(buf)

@@ -27,7 +27,7 @@ func TestSendPullRoundTrip(t *testing.T) {
 		}
 	}
 	// Wait for dispatch: the max offset reaches 20.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for b.store.MaxQueueOffset("rt", 1) < 20 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
@@ -113,7 +113,7 @@ func TestBatchSend(t *testing.T) {
 	if r := c.call(protocol.NewRequest(protocol.SendBatchMessage, h.V2().Encode(), bad)); r.Code != protocol.MessageIllegal {
 		t.Fatal(r)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for b.store.MaxQueueOffset("bt", 0) < 50 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}

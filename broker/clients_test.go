@@ -92,7 +92,7 @@ func TestConsumerGroupMembership(t *testing.T) {
 	}
 	select { // its own arrival
 	case <-a.notes:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no notification of the first member's arrival")
 	}
 	if r := c.call(t, heartbeatReq(t, "client-C", "g1", "grp")); r.Code != protocol.Success {
@@ -103,7 +103,7 @@ func TestConsumerGroupMembership(t *testing.T) {
 		if g != "g1" {
 			t.Fatalf("notified for %q", g)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("member A not notified when C joined")
 	}
 	lh := protocol.GetConsumerListByGroupRequestHeader{ConsumerGroup: "g1"}
@@ -117,7 +117,7 @@ func TestConsumerGroupMembership(t *testing.T) {
 	c.nc.Close()
 	select {
 	case <-a.notes:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("member A not notified when C left")
 	}
 	waitFor(t, func() bool { return len(b.clients.consumerIDs("g1")) == 1 }, "C gone from the group")
@@ -191,8 +191,8 @@ func TestAdminMetrics(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{"samsa_broker_messages_put_total 1", `samsa_broker_topic_messages_put_total{topic="mt"} 1`,
-		"samsa_broker_connections 1", "samsa_store_fsyncs_total", "samsa_store_flush_latency_seconds_bucket",
-		`samsa_store_offset_bytes{kind="durable"}`, "samsa_broker_longpoll_held 0", "go_goroutines"} {
+		"samsa_broker_connections_open 1", "samsa_store_fsyncs_total", "samsa_store_flush_latency_seconds_bucket",
+		"samsa_store_durable_offset_bytes", "samsa_broker_longpoll_pulls_held 0", "go_goroutines"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -214,6 +214,7 @@ var held = &protocol.Command{}
 // handle processes one request on its own goroutine.
 func (c *conn) handle(cmd *protocol.Command) {
 	var resp *protocol.Command
+	start := time.Now()
 	func() {
 		defer c.b.release()
 		defer func() {
@@ -224,6 +225,7 @@ func (c *conn) handle(cmd *protocol.Command) {
 		}()
 		resp = c.b.dispatch(c, cmd)
 	}()
+	c.b.metrics.req.done(cmd.Code, resp, start)
 	if resp == held {
 		c.busy.Add(-1)
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
@@ -92,6 +93,7 @@ func (c *conn) nextFrameBuffered() bool {
 // and queues the answers. It runs on the reader goroutine.
 func (c *conn) processSends(cmds []*protocol.Command) {
 	n := len(cmds)
+	start := time.Now()
 	c.reqAdd(n)
 	c.busy.Add(int32(n))
 	resps := make([]*protocol.Command, n)
@@ -142,6 +144,7 @@ func (c *conn) processSends(cmds []*protocol.Command) {
 		}
 	}()
 	for i, cmd := range cmds {
+		c.b.metrics.req.done(cmd.Code, resps[i], start)
 		if resps[i] != nil && !cmd.IsOneway() {
 			c.send(outFrame{cmd: resps[i]})
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/internal/testutil"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage/record"
 	"github.com/samsamq/samsa/storage/vfs"
@@ -171,10 +172,10 @@ func TestSyncMasterReplicatorAnswers(t *testing.T) {
 func TestSyncMasterWaitsOffTheReader(t *testing.T) {
 	f := &fakeReplicator{gate: make(chan struct{})}
 	b := startSyncMaster(t, "", f, nil)
-	defer b.Close()
+	testutil.CleanupClose(t, "broker", b.Close)
 	var once sync.Once
 	open := func() { once.Do(func() { close(f.gate) }) }
-	defer open()
+	t.Cleanup(open) // runs before the Close above: a failure must not leave Close waiting on the gate
 	c := dialRaw(t, b.Addr())
 	c.call(createTopicReq("wr", 1))
 	const n = 8
@@ -242,7 +243,7 @@ func TestSyncMasterFlushAndReplica(t *testing.T) {
 		c.FlushDiskType = SyncFlush
 		c.SyncFlushTimeout = 100 * time.Millisecond
 	})
-	defer b.Close()
+	holdGate(t, g, b)
 	c := dialRaw(t, b.Addr())
 	c.call(createTopicReq("fr", 1))
 	g.block()

@@ -68,18 +68,6 @@ func (f jsonFile) writeTemp(tmp string, b []byte) error {
 	return nil
 }
 
-// load reads the file into v; found is false when there is no file.
-func (f jsonFile) load(v any) (found bool, err error) {
-	b, found, err := f.read()
-	if err != nil || !found {
-		return found, err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return true, fmt.Errorf("broker: decode %s: %w", f.path, err)
-	}
-	return true, nil
-}
-
 // read returns the file's bytes; found is false when there is no file.
 func (f jsonFile) read() (b []byte, found bool, err error) {
 	r, err := f.fs.Open(f.path, vfs.OpenOptions{ReadOnly: true})

@@ -7,9 +7,9 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// TestLongPollWakesOnArrival: a held pull is answered within 50 ms of a
-// message arriving (generous slack for a loaded 2-core machine: the path is
-// dispatch callback → goroutine → write, microseconds when idle).
+// TestLongPollWakesOnArrival: a held pull is answered because a message
+// arrived for its queue (the broker's woken counter), never by its hold
+// expiring; no stopwatch, so a loaded machine cannot break it.
 func TestLongPollWakesOnArrival(t *testing.T) {
 	b := startBroker(t, "", nil)
 	defer b.Close()

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,13 +14,15 @@ import (
 // process collectors. Each Broker has its own registry: no global state.
 type metrics struct {
 	reg *prometheus.Registry
+	req reqMetrics // requests by code and result, send and pull latency (metrics_requests.go)
 }
 
 func newMetrics(b *Broker) *metrics {
 	reg := prometheus.NewRegistry()
+	m := &metrics{reg: reg}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&brokerCollector{b: b})
-	return &metrics{reg: reg}
+		&brokerCollector{b: b, m: m})
+	return m
 }
 
 type metricDesc struct {
@@ -32,28 +35,37 @@ func desc(name, help string, kind prometheus.ValueType, labels ...string) metric
 }
 
 var (
-	mPuts        = desc("samsa_broker_messages_put_total", "Messages stored by sends.", prometheus.CounterValue)
-	mGets        = desc("samsa_broker_messages_get_total", "Messages returned by pulls.", prometheus.CounterValue)
-	mPutBytes    = desc("samsa_broker_put_body_bytes_total", "Message body bytes stored by sends.", prometheus.CounterValue)
-	mGetBytes    = desc("samsa_broker_get_bytes_total", "Record bytes returned by pulls.", prometheus.CounterValue)
-	mRead        = desc("samsa_broker_network_read_bytes_total", "Bytes read from client connections.", prometheus.CounterValue)
-	mWritten     = desc("samsa_broker_network_written_bytes_total", "Bytes written to client connections.", prometheus.CounterValue)
-	mConns       = desc("samsa_broker_connections", "Open client connections.", prometheus.GaugeValue)
-	mConnsTotal  = desc("samsa_broker_connections_total", "Client connections accepted.", prometheus.CounterValue)
-	mRequests    = desc("samsa_broker_requests_total", "Remoting frames received.", prometheus.CounterValue)
-	mBadFrames   = desc("samsa_broker_bad_frames_total", "Connections closed for a bad frame.", prometheus.CounterValue)
-	mRefused     = desc("samsa_broker_refused_connections_total", "Connections refused over maxConnections or maxConnectionsPerAddress.", prometheus.CounterValue)
-	mIdleCloses  = desc("samsa_broker_idle_closes_total", "Connections closed after serverChannelMaxIdleTimeSeconds of silence.", prometheus.CounterValue)
-	mFrameTO     = desc("samsa_broker_frame_timeouts_total", "Connections closed for a frame not completed within frameReadTimeoutMillis.", prometheus.CounterValue)
-	mSendErrors  = desc("samsa_broker_send_errors_total", "Sends answered with an error code.", prometheus.CounterValue)
-	mFlushTO     = desc("samsa_broker_flush_disk_timeouts_total", "Sends answered FLUSH_DISK_TIMEOUT.", prometheus.CounterValue)
-	mHeld        = desc("samsa_broker_longpoll_held", "Pulls held by long polling now.", prometheus.GaugeValue)
-	mHeldTotal   = desc("samsa_broker_longpoll_held_total", "Pulls held by long polling.", prometheus.CounterValue)
-	mWoken       = desc("samsa_broker_longpoll_woken_total", "Held pulls answered because a message arrived.", prometheus.CounterValue)
-	mExpired     = desc("samsa_broker_longpoll_expired_total", "Held pulls answered at the end of their hold.", prometheus.CounterValue)
-	mTopicPuts   = desc("samsa_broker_topic_messages_put_total", "Messages stored, by topic.", prometheus.CounterValue, "topic")
-	mTopicGets   = desc("samsa_broker_topic_messages_get_total", "Messages pulled, by topic.", prometheus.CounterValue, "topic")
-	mStoreOff    = desc("samsa_store_offset_bytes", "CommitLog offsets: written (visible), durable (fsynced), dispatched (indexed), min (oldest kept).", prometheus.GaugeValue, "kind")
+	mPuts       = desc("samsa_broker_messages_put_total", "Messages stored by sends.", prometheus.CounterValue)
+	mGets       = desc("samsa_broker_messages_get_total", "Messages returned by pulls.", prometheus.CounterValue)
+	mPutBytes   = desc("samsa_broker_put_body_bytes_total", "Message body bytes stored by sends.", prometheus.CounterValue)
+	mGetBytes   = desc("samsa_broker_get_bytes_total", "Record bytes returned by pulls.", prometheus.CounterValue)
+	mRead       = desc("samsa_broker_network_read_bytes_total", "Bytes read from client connections.", prometheus.CounterValue)
+	mWritten    = desc("samsa_broker_network_written_bytes_total", "Bytes written to client connections.", prometheus.CounterValue)
+	mConns      = desc("samsa_broker_connections_open", "Open client connections.", prometheus.GaugeValue)
+	mConnsTotal = desc("samsa_broker_connections_accepted_total", "Client connections accepted.", prometheus.CounterValue)
+	mRequests   = desc("samsa_broker_requests_total", "Remoting frames received.", prometheus.CounterValue)
+	mBadFrames  = desc("samsa_broker_bad_frames_total", "Connections closed for a bad frame.", prometheus.CounterValue)
+	mRefused    = desc("samsa_broker_refused_connections_total", "Connections refused over maxConnections or maxConnectionsPerAddress.", prometheus.CounterValue)
+	mIdleCloses = desc("samsa_broker_idle_closes_total", "Connections closed after serverChannelMaxIdleTimeSeconds of silence.", prometheus.CounterValue)
+	mFrameTO    = desc("samsa_broker_frame_timeouts_total", "Connections closed for a frame not completed within frameReadTimeoutMillis.", prometheus.CounterValue)
+	mSendErrors = desc("samsa_broker_send_errors_total", "Sends answered with an error code.", prometheus.CounterValue)
+	mFlushTO    = desc("samsa_broker_flush_disk_timeouts_total", "Sends answered FLUSH_DISK_TIMEOUT.", prometheus.CounterValue)
+	mHeld       = desc("samsa_broker_longpoll_pulls_held", "Pulls held by long polling now.", prometheus.GaugeValue)
+	mHeldTotal  = desc("samsa_broker_longpoll_holds_total", "Pulls held by long polling.", prometheus.CounterValue)
+	mWoken      = desc("samsa_broker_longpoll_woken_total", "Held pulls answered because a message arrived.", prometheus.CounterValue)
+	mExpired    = desc("samsa_broker_longpoll_expired_total", "Held pulls answered at the end of their hold.", prometheus.CounterValue)
+	mTopicPuts  = desc("samsa_broker_topic_messages_put_total", "Messages stored, by topic.", prometheus.CounterValue, "topic")
+	mTopicGets  = desc("samsa_broker_topic_messages_get_total", "Messages pulled, by topic.", prometheus.CounterValue, "topic")
+	mWrittenOff = desc("samsa_store_written_offset_bytes", "CommitLog offset written (visible to readers).", prometheus.GaugeValue)
+	mDurableOff = desc("samsa_store_durable_offset_bytes", "CommitLog offset durable (fsynced).", prometheus.GaugeValue)
+	mDispOff    = desc("samsa_store_dispatched_offset_bytes", "CommitLog offset dispatched (indexed in the ConsumeQueues).", prometheus.GaugeValue)
+	mMinOff     = desc("samsa_store_min_offset_bytes", "CommitLog's oldest offset kept.", prometheus.GaugeValue)
+	mDiskRatio  = desc("samsa_store_disk_used_ratio", "Used share (0 to 1) of the file system holding the CommitLog.", prometheus.GaugeValue)
+	mBuildInfo  = desc("samsa_build_info", "Always 1; the labels say what runs: the version the broker reports, the Go version, the VCS revision.",
+		prometheus.GaugeValue, "version", "goversion", "revision")
+	mGroupOff = desc("samsa_broker_consumer_offset", "Committed consumer offset, by group, topic and queue.", prometheus.GaugeValue, "group", "topic", "queue")
+	mGroupLag = desc("samsa_broker_consumer_lag_messages", "Messages in the queue past the group's committed offset, by group, topic and queue.",
+		prometheus.GaugeValue, "group", "topic", "queue")
 	mAppends     = desc("samsa_store_appends_total", "Records appended to the CommitLog.", prometheus.CounterValue)
 	mAppendBytes = desc("samsa_store_append_bytes_total", "Record bytes appended to the CommitLog.", prometheus.CounterValue)
 	mFsyncs      = desc("samsa_store_fsyncs_total", "Segment fsyncs (fdatasync/msync) issued.", prometheus.CounterValue)
@@ -79,7 +91,8 @@ var (
 	mACLDenied   = desc("samsa_broker_acl_denied_total", "Requests refused by access control (NO_PERMISSION, or a refused admin/HA login), by reason and request.", prometheus.CounterValue, "reason", "code")
 	allDescs     = []metricDesc{mACLDenied, mSlaveNA, mSlaveTO, mSlaveRef, mHASlaveAck, mHASlaveLag, mHASlaveLagT, mHASlaveSync, mSyncRounds, mSyncFails,
 		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
-		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mStoreOff,
+		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mWrittenOff, mDurableOff, mDispOff, mMinOff, mDiskRatio, mBuildInfo, mGroupOff, mGroupLag,
+		mAnswered, mSendLat, mPullLat,
 		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined,
 		mReadOnly, mHeldIdx, mDispErrs, mFlushLat, mRefused, mIdleCloses, mFrameTO}
 )
@@ -87,7 +100,10 @@ var (
 // flushBuckets are the flush-latency histogram's upper bounds in seconds.
 var flushBuckets = []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1}
 
-type brokerCollector struct{ b *Broker }
+type brokerCollector struct {
+	b *Broker
+	m *metrics
+}
 
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range allDescs {
@@ -143,10 +159,16 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		emit(mSyncFails, m.failures.Load())
 	}
 	m := c.b.store.Metrics()
-	emit(mStoreOff, m.WrittenOffset, "written")
-	emit(mStoreOff, m.DurableOffset, "durable")
-	emit(mStoreOff, m.DispatchedOffset, "dispatched")
-	emit(mStoreOff, m.MinOffset, "min")
+	emit(mWrittenOff, m.WrittenOffset)
+	emit(mDurableOff, m.DurableOffset)
+	emit(mDispOff, m.DispatchedOffset)
+	emit(mMinOff, m.MinOffset)
+	if total, free, err := c.b.store.DiskUsage(); err == nil && total > 0 {
+		ch <- prometheus.MustNewConstMetric(mDiskRatio.d, mDiskRatio.kind, 1-float64(free)/float64(total))
+	}
+	ch <- prometheus.MustNewConstMetric(mBuildInfo.d, mBuildInfo.kind, 1, c.b.cfg.Version, runtime.Version(), buildRevision())
+	c.collectGroups(emit)
+	c.m.req.collect(ch)
 	emit(mAppends, m.Appends)
 	emit(mAppendBytes, m.AppendBytes)
 	emit(mFsyncs, m.Fsyncs)

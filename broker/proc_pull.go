@@ -101,6 +101,7 @@ func (b *Broker) processPull(c *conn, req *protocol.Command) *protocol.Command {
 	if notFound && suspend { // the long poll is closed: answer at once
 		f, _ = b.pullOnce(pc, false)
 	}
+	b.metrics.req.result(req.Code, f.cmd.Code)
 	c.send(f)
 	return nil
 }
@@ -145,6 +146,7 @@ func (b *Broker) answerHeld(p *heldPull, expired bool) {
 		return
 	}
 	f, _ := b.pullOnce(pc, false)
+	b.metrics.req.result(pc.req.Code, f.cmd.Code)
 	if pc.c.trySend(f) {
 		pc.c.reqDone()
 		return

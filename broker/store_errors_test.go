@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/internal/testutil"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage/vfs"
 	"github.com/samsamq/samsa/storage/vfs/errorfs"
@@ -76,10 +77,25 @@ func (g *gateFS) block() {
 	g.mu.Unlock()
 }
 
+// release opens the gate; opening an open gate does nothing.
 func (g *gateFS) release() {
 	g.mu.Lock()
-	close(g.open)
+	select {
+	case <-g.open:
+	default:
+		close(g.open)
+	}
 	g.mu.Unlock()
+}
+
+// holdGate makes a broker's Close safe while g may hold fsyncs: it
+// registers the broker's bounded Close, then (to run before it) the gate's
+// release, so a test that fails with the gate shut still closes and
+// reports its failure instead of hanging until the package timeout.
+func holdGate(t testing.TB, g *gateFS, b *Broker) {
+	t.Helper()
+	testutil.CleanupClose(t, "broker", b.Close)
+	t.Cleanup(g.release)
 }
 
 type gateFile struct {
@@ -118,7 +134,7 @@ func TestSyncFlushTimeout(t *testing.T) {
 		c.FlushDiskType = SyncFlush
 		c.SyncFlushTimeout = 200 * time.Millisecond
 	})
-	defer b.Close()
+	holdGate(t, g, b)
 	c := dialRaw(t, b.Addr())
 	c.call(createTopicReq("slow", 1))
 	if r := c.call(sendReq("slow", 0, []byte("fast"), nil)); r.Code != protocol.Success {

@@ -140,7 +140,7 @@ func TestAccumulatorRealTimer(t *testing.T) {
 		if len(b.sends) != 1 {
 			t.Fatal(len(b.sends))
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("linger never fired")
 	}
 }

@@ -290,9 +290,9 @@ func (a *Admin) BrokerStats(ctx context.Context, addr string, item ...string) ([
 			return nil, fmt.Errorf("%w: %s: %v", ErrConnection, addr, err)
 		}
 	}
-	defer nc.Close()
+	defer func() { _ = nc.Close() }()
 	if dl, ok := ctx.Deadline(); ok {
-		nc.SetDeadline(dl)
+		_ = nc.SetDeadline(dl) // a failure shows as the exchange's error
 	}
 	br := bufio.NewReader(nc)
 	if cr := a.opts.Credentials; cr.AccessKey != "" {

@@ -255,8 +255,8 @@ func deflate(b []byte) []byte {
 	var out bytes.Buffer
 	out.Grow(len(b) / 2)
 	zw := zlib.NewWriter(&out)
-	zw.Write(b)
-	zw.Close()
+	_, _ = zw.Write(b) // into memory: cannot fail
+	_ = zw.Close()
 	return out.Bytes()
 }
 
@@ -265,7 +265,7 @@ func inflate(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inflate: %w", err)
 	}
-	defer zr.Close()
+	defer func() { _ = zr.Close() }()
 	out, err := io.ReadAll(zr)
 	if err != nil {
 		return nil, fmt.Errorf("inflate: %w", err)

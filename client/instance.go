@@ -122,7 +122,7 @@ func (in *instance) close() {
 	close(in.stop)
 	in.mu.Unlock()
 	in.wg.Wait()
-	in.rc.Close()
+	_ = in.rc.Close() // its connections are dropped: nothing to report
 }
 
 // refreshSoon refreshes topic's route in the background (once at a time
@@ -145,15 +145,6 @@ func (in *instance) refreshSoon(topic string) {
 		delete(in.mu.refreshing, topic)
 		in.mu.Unlock()
 	}()
-}
-
-func (in *instance) closed() bool {
-	select {
-	case <-in.stop:
-		return true
-	default:
-		return false
-	}
 }
 
 // ctxTimeout gives ctx the request timeout when it has no deadline.

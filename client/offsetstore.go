@@ -146,8 +146,8 @@ func writeFileAtomic(path string, data []byte) error {
 	ok := false
 	defer func() {
 		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			_ = tmp.Close() // abandoned: the error above is the one reported
+			_ = os.Remove(tmp.Name())
 		}
 	}()
 	if _, err := tmp.Write(data); err != nil {
@@ -167,7 +167,7 @@ func writeFileAtomic(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("client: offset file: %w", err)
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("client: offset file: fsync %s: %w", dir, err)
 	}

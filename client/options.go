@@ -144,8 +144,6 @@ func (o ClientOptions) String() string {
 // namesrvAddr form; commas work too).
 func ParseNameServers(s string) []string {
 	var out []string
-	for _, a := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' }) {
-		out = append(out, a)
-	}
+	out = append(out, strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' })...)
 	return out
 }

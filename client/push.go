@@ -161,7 +161,7 @@ func (c *PushConsumer) Start(ctx context.Context) error {
 	c.rebalance(ctx)
 	c.in.every(c.opts.RouteRefresh, false, c.in.refreshRoutes)
 	c.in.every(c.opts.HeartbeatInterval, false, c.heartbeat)
-	c.in.every(c.opts.CommitInterval, false, func(ctx context.Context) { c.commit(ctx, nil) })
+	c.in.every(c.opts.CommitInterval, false, func(ctx context.Context) { _ = c.commit(ctx, nil) }) // logged; retried next round
 	go c.rebalanceLoop()
 	return nil
 }

@@ -281,7 +281,7 @@ func (w *queueWorker) finish(o pullOutcome) bool {
 		} else {
 			w.tr.reset(res.NextOffset)
 		}
-		c.commit(w.ctx, []*queueWorker{w})
+		_ = c.commit(w.ctx, []*queueWorker{w}) // logged; retried by the periodic commit
 	}
 	return true
 }

@@ -117,7 +117,7 @@ func (c *PushConsumer) rebalance(ctx context.Context) {
 	c.mu.Unlock()
 	if len(drop) > 0 {
 		c.stopWorkers(drop)
-		c.commit(ctx, drop)
+		_ = c.commit(ctx, drop) // logged; the new owner resumes from the last commit
 		c.unlock(ctx, drop)
 		c.opts.Logger.Info("client: rebalance gave up queues", "group", c.opts.Group, "client", c.in.clientID, "queues", len(drop))
 	}
@@ -253,7 +253,7 @@ func (c *PushConsumer) relock(ctx context.Context, add []MessageQueue) []Message
 	c.mu.Unlock()
 	if len(lost) > 0 {
 		c.stopWorkers(lost)
-		c.commit(ctx, lost)
+		_ = c.commit(ctx, lost) // logged; the new owner resumes from the last commit
 	}
 	var out []MessageQueue
 	for _, q := range add {

@@ -284,7 +284,7 @@ func TestReconnectAfterMasterRestart(t *testing.T) {
 	m.Close()
 	waitFor(t, "slave to notice", func() bool { return !s.Status().Connected })
 	mn.reopenEpochs(t)
-	m = startMaster(t, mn, addr, nil) // same address
+	startMaster(t, mn, addr, nil) // same address (closed by its cleanup)
 	fill(mn.log, rng, 100, 2)
 	caughtUp(t, mn.log, sn.log)
 	if got, want := sn.epochs.Entries(), mn.epochs.Entries(); len(want) != 2 || !slices.Equal(got, want) {

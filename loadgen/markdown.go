@@ -56,7 +56,8 @@ func (r *ExperimentResult) comparisonTable(b *strings.Builder) {
 	if len(r.Comparisons) > 0 {
 		b.WriteString("\n| comparison | metric | ratio | target | met |\n|---|---|---|---|---|\n")
 		for _, c := range r.Comparisons {
-			val, target, met := "–", "–", "–"
+			var val string
+			target, met := "–", "–"
 			switch {
 			case c.Note != "":
 				val = c.Note

@@ -117,7 +117,7 @@ func (c *client) register(r Registration) *protocol.Command {
 // deadline.
 func waitClosed(t *testing.T, nc net.Conn) {
 	t.Helper()
-	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 	_, err := io.Copy(io.Discard, nc)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -214,7 +214,7 @@ func TestServerUnregisterOnClose(t *testing.T) {
 	b := dial(t, srv.Addr())
 	b.register(registration("c1", "a", 0, "a:1", 1, topicConfig("T", 4)))
 	b.nc.Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		live := 0
 		srv.Inspect(func(rt *RouteTable) { live = rt.LiveBrokers() })
@@ -232,7 +232,7 @@ func TestServerUnregisterOnClose(t *testing.T) {
 	b2.register(registration("c1", "a", 0, "a:1", 1, topicConfig("T", 4)))
 	b2.nc.Close()
 	// Wait until the server has handled the close, then the route must remain.
-	deadline = time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		keep.state.Lock()
 		open := len(keep.state.conns)

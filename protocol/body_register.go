@@ -116,7 +116,7 @@ func DecodeRegisterBrokerBodyLimit(data []byte, compressed bool, version int16, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: register body: %v", ErrBadBody, err)
 	}
-	defer zr.Close()
+	defer func() { _ = zr.Close() }()
 	lr := &io.LimitedReader{R: zr, N: int64(limit)}
 	var piece bytes.Buffer
 	next := func() ([]byte, error) {
@@ -190,8 +190,10 @@ func (b *RegisterBrokerBody) EncodeCompressed(version int16) ([]byte, error) {
 	put := func(p []byte) {
 		var n [4]byte
 		binary.BigEndian.PutUint32(n[:], uint32(len(p)))
-		zw.Write(n[:])
-		zw.Write(p)
+		// Into memory: cannot fail; a zlib error would stick and come
+		// back from Close, which is checked.
+		_, _ = zw.Write(n[:])
+		_, _ = zw.Write(p)
 	}
 	dv, err := MarshalBody(b.TopicConfigSerializeWrapper.DataVersion)
 	if err != nil {
@@ -200,7 +202,7 @@ func (b *RegisterBrokerBody) EncodeCompressed(version int16) ([]byte, error) {
 	put(dv)
 	var n [4]byte
 	binary.BigEndian.PutUint32(n[:], uint32(len(b.TopicConfigSerializeWrapper.TopicConfigTable)))
-	zw.Write(n[:])
+	_, _ = zw.Write(n[:])
 	for _, name := range sortedKeys(b.TopicConfigSerializeWrapper.TopicConfigTable) {
 		p, err := MarshalBody(b.TopicConfigSerializeWrapper.TopicConfigTable[name])
 		if err != nil {
@@ -218,7 +220,7 @@ func (b *RegisterBrokerBody) EncodeCompressed(version int16) ([]byte, error) {
 	}
 	put(p)
 	if version >= VersionV5_0_0 {
-		zw.Write([]byte{0, 0, 0, 0})
+		_, _ = zw.Write([]byte{0, 0, 0, 0})
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err

@@ -91,7 +91,7 @@ type sendResponseFields struct {
 
 // add takes one pair; false for a key the header does not know.
 func (r *sendResponseFields) add(k, v []byte) bool {
-	i := -1
+	var i int
 	switch string(k) {
 	case "msgId":
 		i = srMsgID

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/internal/testutil"
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
@@ -18,6 +19,20 @@ type gateFS struct {
 	delay   time.Duration // each sync takes this long after the gate
 	blocked atomic.Int64  // syncs waiting at the gate
 	syncs   atomic.Int64
+	opened  sync.Once
+}
+
+// release opens the gate (once; later calls do nothing).
+func (g *gateFS) release() { g.opened.Do(func() { close(g.gate) }) }
+
+// holdGate makes a store's Close safe while g holds fsyncs: it registers
+// the store's bounded Close, then (to run before it) the gate's release,
+// so a test that fails while the gate is shut still closes and reports
+// its failure instead of hanging until the package timeout.
+func holdGate(t testing.TB, g *gateFS, s *Store) {
+	t.Helper()
+	testutil.CleanupClose(t, "store", s.Close)
+	t.Cleanup(g.release)
 }
 
 func (g *gateFS) wrap(f vfs.File, name string) vfs.File {
@@ -79,7 +94,7 @@ func TestGroupCommitBatches(t *testing.T) {
 			opts.SegmentBackend = testBackend(t, be)
 			opts.SegmentSize = 1 << 20
 			s := mustOpen(t, opts)
-			defer s.Close()
+			holdGate(t, g, s)
 			before := s.Metrics()
 			syncsBefore := g.syncs.Load()
 			var wg sync.WaitGroup
@@ -100,7 +115,7 @@ func TestGroupCommitBatches(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			close(g.gate)
+			g.release()
 			wg.Wait()
 			close(errs)
 			for err := range errs {

@@ -396,10 +396,8 @@ func (m *crashModel) verify(t *testing.T, s *Store, where string) {
 		}
 	}
 	for _, r := range log {
-		e, ok := m.durable[r.phys]
-		if !ok {
-			e = m.written[r.phys]
-			m.durable[r.phys] = e
+		if _, ok := m.durable[r.phys]; !ok {
+			m.durable[r.phys] = m.written[r.phys]
 		}
 	}
 }

@@ -11,9 +11,9 @@ import (
 
 // newSlowSyncFS makes every commit-log fsync take d, like a disk.
 func newSlowSyncFS(d time.Duration) *gateFS {
-	g := make(chan struct{})
-	close(g)
-	return &gateFS{FS: vfs.NewMem(), gate: g, delay: d}
+	g := &gateFS{FS: vfs.NewMem(), gate: make(chan struct{}), delay: d}
+	g.release()
+	return g
 }
 
 // runClosedLoop has writers append n sync records each, one at a time.

@@ -307,9 +307,7 @@ func TestFlushTimeoutContextAndMaxPending(t *testing.T) {
 	opts.Flush.Timeout = 50 * time.Millisecond
 	opts.Flush.MaxPending = 2
 	s := mustOpen(t, opts)
-	var openGate sync.Once
-	open := func() { openGate.Do(func() { close(g.gate) }) }
-	defer func() { open(); s.Close() }() // a failed check must not leave Close waiting on the gate
+	holdGate(t, g, s) // a failed check must not leave Close waiting on the gate
 	ctx := context.Background()
 	if _, err := s.Append(ctx, testMessage("T", 0, 10)); !errors.Is(err, ErrFlushTimeout) {
 		t.Fatalf("held fsync: %v, want ErrFlushTimeout", err)
@@ -330,7 +328,7 @@ func TestFlushTimeoutContextAndMaxPending(t *testing.T) {
 		t.Fatalf("full queue: %v (pending full %d)", err, s.Metrics().PendingFull)
 	}
 	cancel()
-	open()
+	g.release()
 	// The records written meanwhile become durable; new appends go through.
 	if _, err := s.Append(ctx, testMessage("T", 0, 10)); err != nil {
 		t.Fatal(err)

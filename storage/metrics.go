@@ -87,14 +87,20 @@ type metrics struct {
 	}
 }
 
+// flushHistMaxUs is the flush-latency histogram's highest value (60 s,
+// in µs); a longer flush is recorded at it rather than dropped.
+const flushHistMaxUs = 60_000_000
+
 func (m *metrics) init() {
-	m.mu.hist = hdrhistogram.New(1, 60_000_000, 3)
+	m.mu.hist = hdrhistogram.New(1, flushHistMaxUs, 3)
 }
 
 func (m *metrics) recordFlush(d time.Duration) {
 	m.flushes.Add(1)
 	m.mu.Lock()
-	m.mu.hist.RecordValue(max(d.Microseconds(), 1))
+	// Clamped into range, RecordValue cannot fail: a flush stalled past
+	// the histogram's top (the case that matters most) is not lost from it.
+	_ = m.mu.hist.RecordValue(min(max(d.Microseconds(), 1), flushHistMaxUs))
 	m.mu.Unlock()
 }
 
@@ -164,4 +170,10 @@ func (s *Store) Metrics() Metrics {
 	out.FlushP99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond
 	out.FlushMax = time.Duration(h.Max()) * time.Microsecond
 	return out
+}
+
+// DiskUsage reports the total and free bytes of the file system holding
+// the CommitLog (what retention's DiskRatio watches).
+func (s *Store) DiskUsage() (total, free uint64, err error) {
+	return s.fs.DiskUsage(s.clDir)
 }

@@ -71,7 +71,7 @@ func TestOptionsStringStable(t *testing.T) {
 	if got := o.String(); got != want {
 		t.Fatalf("String:\n got %s\nwant %s", got, want)
 	}
-	if o.String() != o.String() {
+	if again := o.String(); again != o.String() {
 		t.Fatal("String not stable")
 	}
 }

@@ -45,7 +45,6 @@ type brokerFlags struct {
 	flush    string
 	backend  string
 	logLevel string
-	set      map[string]bool
 }
 
 func (f *brokerFlags) register(fs *flag.FlagSet, withConf bool) {

@@ -125,7 +125,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 		delay = 0
 		ip := remoteIP(nc)
 		if why := l.admit(ip); why != "" {
-			nc.Close()
+			_ = nc.Close() // refused: nothing to report beyond the refusal
 			l.refuse(ip, why)
 			continue
 		}

@@ -177,7 +177,7 @@ func ClientHandshake(nc net.Conn, addr string, cfg *tls.Config, timeout time.Dur
 		_ = nc.SetDeadline(time.Now().Add(timeout))
 	}
 	if err := tc.Handshake(); err != nil {
-		nc.Close()
+		_ = nc.Close() // the handshake's error is the one reported
 		return nil, fmt.Errorf("tls handshake with %s: %w", addr, err)
 	}
 	_ = nc.SetDeadline(time.Time{})

@@ -6,8 +6,9 @@
 // unsynced 4 KiB blocks, a process crash everything handed to it) or for a
 // wrapper that injects errors (package errorfs).
 //
-// Implementations: Default (the operating system, Linux), NewMem (MemFS)
-// and errorfs.Wrap (over either). Optional interfaces a File may have:
+// Implementations: Default (the operating system, Linux), NewMem (MemFS),
+// errorfs.Wrap (over either) and countfs.Wrap (counts syncs and writes at
+// the file system, for tests that check batching from outside the store). Optional interfaces a File may have:
 // Mapper (memory mapping) and MapSyncer (flush part of a mapping).
 //
 // Contract:

@@ -196,6 +196,7 @@ func (c *Client) InvokeAsyncDeadline(addr string, req *protocol.Command, deadlin
 	if c.opts.RPCHook != nil {
 		c.opts.RPCHook(req)
 	}
+	//lint:ignore SA1012 a nil ctx means "until deadline": enqueue makes a context only when it must wait, none on the fast path
 	if err := cn.enqueue(nil, deadline, req, false); err != nil {
 		if cn.unregister(req.Opaque) {
 			cl.finish(nil, err)
@@ -265,7 +266,7 @@ func (c *Client) dial(addr string, e *connEntry) {
 	nc, err := d.Dial("tcp", addr)
 	if err == nil {
 		if tc, ok := nc.(*net.TCPConn); ok {
-			tc.SetNoDelay(true)
+			_ = tc.SetNoDelay(true) // best effort (Go's default already)
 		}
 		if c.opts.TLS != nil {
 			nc, err = netx.ClientHandshake(nc, addr, c.opts.TLS, c.opts.DialTimeout)
@@ -284,7 +285,7 @@ func (c *Client) dial(addr string, e *connEntry) {
 	}
 	c.mu.Unlock()
 	if closed {
-		nc.Close()
+		_ = nc.Close() // not used: the client closed meanwhile
 		e.err = ErrClosed
 		close(e.ready)
 		return

@@ -76,7 +76,7 @@ func (c *conn) fail(err error) {
 	c.failOnce.Do(func() {
 		c.err = err
 		close(c.done)
-		c.nc.Close()
+		_ = c.nc.Close() // failing already: err is the reason
 		c.cl.remove(c.addr, c.entry)
 		c.p.Lock()
 		calls := c.p.calls
@@ -221,7 +221,8 @@ func (c *conn) writeLoop() {
 			}
 		}
 		if len(bufs) > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(c.cl.opts.WriteTimeout))
+			// A failure to set it shows as the write's error.
+			_ = c.nc.SetWriteDeadline(time.Now().Add(c.cl.opts.WriteTimeout))
 			wb := bufs // WriteTo consumes its receiver
 			if _, err := wb.WriteTo(c.nc); err != nil {
 				c.fail(fmt.Errorf("%w: write to %s: %v", ErrConnection, c.addr, err))

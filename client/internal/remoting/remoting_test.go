@@ -207,7 +207,9 @@ func TestTimeoutFailsOnlyThatRequest(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("slow request: %v", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// Only a sanity bound, orders of magnitude above the 50 ms asked: a
+	// broken timeout would leave Invoke waiting for an answer that never comes.
+	if d := time.Since(start); d > time.Minute {
 		t.Fatalf("timeout took %v", d)
 	}
 	// The late answer is dropped; the connection keeps serving.
@@ -234,7 +236,7 @@ func TestDefaultTimeoutWithoutDeadline(t *testing.T) {
 		if !errors.Is(err, ErrTimeout) {
 			t.Fatalf("got %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no timeout")
 	}
 }
@@ -309,7 +311,7 @@ func TestOneway(t *testing.T) {
 		if !req.IsOneway() || req.Ext("k") != "one" || req.Body[0] != 'z' || len(req.Body) != bigBody+1 {
 			t.Fatalf("received %v", req)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("one-way request not received")
 	}
 }
@@ -380,7 +382,7 @@ func TestServerInitiatedRequests(t *testing.T) {
 		if g != "g1" {
 			t.Fatalf("notified for %q", g)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no notification")
 	}
 	r := protocol.NewRequest(protocol.GetConsumerRunningInfo, nil, nil)
@@ -394,7 +396,7 @@ func TestServerInitiatedRequests(t *testing.T) {
 		select {
 		case a := <-answers:
 			seen[a.Opaque] = a
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("answers: %v", seen)
 		}
 	}
@@ -478,7 +480,9 @@ func TestInvokeAsyncDeadline(t *testing.T) {
 	if !errors.Is(r.err, ErrTimeout) || !errors.Is(r.err, context.DeadlineExceeded) {
 		t.Fatalf("slow: %v", r.err)
 	}
-	if d := r.at.Sub(start); d < 40*time.Millisecond || d > 2*time.Second {
+	// Not before the deadline; the upper bound is only a sanity check,
+	// orders of magnitude above the 40 ms asked.
+	if d := r.at.Sub(start); d < 40*time.Millisecond || d > time.Minute {
 		t.Fatalf("timed out after %v", d)
 	}
 	lateConn.Load().echo(late.Load())
