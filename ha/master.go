@@ -62,7 +62,13 @@ func NewMaster(cfg MasterConfig) (*Master, error) {
 		return nil, err
 	}
 	l := cfg.Log
-	e, err := cfg.Epochs.BeginMasterEpoch(l.WrittenOffset(), l.CommitLogMinOffset())
+	var e Epoch
+	var err error
+	if cfg.Epoch != 0 {
+		e, err = cfg.Epochs.BeginMasterEpochAt(cfg.Epoch, l.WrittenOffset(), l.CommitLogMinOffset())
+	} else {
+		e, err = cfg.Epochs.BeginMasterEpoch(l.WrittenOffset(), l.CommitLogMinOffset())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ha: open master epoch: %w", err)
 	}
