@@ -14,10 +14,10 @@ import (
 
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/controller"
-	"github.com/samsamq/samsa/storage/record"
 	"github.com/samsamq/samsa/namesrv"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/record"
 )
 
 // Controller mode in process: a name server, the fake controller and
