@@ -132,6 +132,8 @@ func (c *ctlMode) apply(r controller.Result) {
 	case r.Role == controller.RoleMaster && r.MasterID == c.b.cfg.BrokerID:
 		if role != controller.RoleMaster || epoch != r.MasterEpoch || c.master.Load() == nil {
 			c.becomeMaster(r)
+		} else if m := c.master.Load(); m != nil {
+			m.SetRequired(others(r.SyncSet, r.MasterID)) // the controller's set, as it stands
 		}
 	case r.Role == controller.RoleSlave && r.MasterID != controller.NoMaster:
 		if role != controller.RoleSlave || epoch != r.MasterEpoch || masterID != r.MasterID {
@@ -182,6 +184,7 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 	for _, id := range r.SyncSet {
 		c.caughtUp[id] = now
 	}
+	m.SetRequired(others(r.SyncSet, r.MasterID))
 	c.master.Store(m)
 	c.b.store.SetFenced(false)
 	c.writable.Store(true)
@@ -249,11 +252,15 @@ func (c *ctlMode) keepSyncSet() {
 	if slices.Equal(next, set) {
 		return
 	}
+	// A SYNC_MASTER waits for every member (ha.Master.SetRequired): a new
+	// one from before the controller has it, a dropped one until after.
+	m.SetRequired(others(union(set, next), self))
 	ctx, cancel := context.WithTimeout(context.Background(), c.b.cfg.ControllerHeartBeatTimeout)
 	defer cancel()
 	res, err := c.cli.AlterSyncStateSet(ctx, controller.AlterSyncStateSet{Group: c.group, From: self, MasterEpoch: epoch,
 		NewSet: next, SyncSetEpoch: setEpoch})
 	if err != nil {
+		m.SetRequired(others(set, self))
 		c.noteErr("broker: sync-state set change refused", err)
 		if res.Fenced || errors.Is(err, controller.ErrFenced) || errors.Is(err, controller.ErrNotMaster) {
 			c.apply(res)
@@ -263,7 +270,26 @@ func (c *ctlMode) keepSyncSet() {
 		return
 	}
 	c.b.log.Info("broker: sync-state set changed", "from", set, "to", res.SyncSet, "setEpoch", res.SyncSetEpoch)
+	m.SetRequired(others(res.SyncSet, self))
 	c.mu.Lock()
 	c.mu.syncSet, c.mu.syncSetEpoch = slices.Clone(res.SyncSet), res.SyncSetEpoch
 	c.mu.Unlock()
+}
+
+// others is set without id.
+func others(set []int64, id int64) []int64 {
+	out := make([]int64, 0, len(set))
+	for _, x := range set {
+		if x != id {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// union is a ∪ b, sorted.
+func union(a, b []int64) []int64 {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

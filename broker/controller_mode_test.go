@@ -346,3 +346,32 @@ func TestControllerModeNeedsAClient(t *testing.T) {
 		t.Fatalf("err %v, want errNoControllerClient", err)
 	}
 }
+
+// TestControllerSyncStateSet: a slave that goes away leaves the sync-state
+// set after haMaxTimeSlaveNotCatchup (until then a SYNC_MASTER send waits
+// for it and is not acknowledged), and joins again once caught up.
+func TestControllerSyncStateSet(t *testing.T) {
+	c := newCtlCluster(t, 1500*time.Millisecond)
+	c.start(1)
+	m := c.waitMaster(-1)
+	c.start(2)
+	c.start(3)
+	c.waitSyncSet(3)
+	rc := dialRaw(t, m.Addr())
+	if resp := rc.call(sendReq("sss", 0, []byte("all"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send with the whole set: %s", resp)
+	}
+	c.kill(3)
+	waitLong(t, func() bool {
+		s := c.ctl.show(ctlGroup).SyncSet
+		return len(s) == 2 && s[0] == 1 && s[1] == 2
+	}, "slave 3 to leave the sync-state set")
+	if resp := rc.call(sendReq("sss", 0, []byte("two"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send after the set shrank: %s", resp)
+	}
+	c.start(3)
+	c.waitSyncSet(3)
+	if resp := rc.call(sendReq("sss", 0, []byte("three"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send after the set grew: %s", resp)
+	}
+}

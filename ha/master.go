@@ -49,7 +49,10 @@ type Master struct {
 		// acknowledged (-1: fewer than need are registered).
 		quorum int64
 		top    []int64 // scratch for quorumLocked
-		closed bool
+		// required: slaves (broker ids) that must each acknowledge as
+		// well (SetRequired); nil: none.
+		required []int64
+		closed   bool
 	}
 }
 
@@ -251,9 +254,9 @@ func (m *Master) onAck(l *link, off int64) {
 	m.mu.Unlock()
 }
 
-// quorumLocked returns the need-th highest acknowledged offset among the
+// needthLocked returns the need-th highest acknowledged offset among the
 // registered slaves, or -1 if fewer are registered.
-func (m *Master) quorumLocked() int64 {
+func (m *Master) needthLocked() int64 {
 	if len(m.mu.links) < m.need {
 		return -1
 	}
