@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -276,4 +279,30 @@ func (b *Broker) stateVersion() int64 {
 		return 0
 	}
 	return b.ctl.stateVersion.Load()
+}
+
+// stats are the controller-mode lines of the text stats:
+//
+//	controller_role          master, slave or none, as the controller said
+//	controller_master_id     the master's replica id (-1: none)
+//	controller_master_epoch  the master epoch the broker works under
+//	controller_sync_set      the sync-state set, e.g. "1,2,3"
+//	controller_writable      1 when it takes writes now
+//	controller_last_ok_ms    unix ms when the last answered heartbeat was sent
+func (c *ctlMode) stats() []statLine {
+	c.mu.Lock()
+	role, id, epoch, set := c.mu.role.String(), c.mu.masterID, c.mu.epoch, slices.Clone(c.mu.syncSet)
+	c.mu.Unlock()
+	ids := make([]string, len(set))
+	for i, x := range set {
+		ids[i] = strconv.FormatInt(x, 10)
+	}
+	return []statLine{
+		{"controller_role", role},
+		{"controller_master_id", id},
+		{"controller_master_epoch", epoch},
+		{"controller_sync_set", strconv.Quote(strings.Join(ids, ","))},
+		{"controller_writable", boolInt(c.canWrite())},
+		{"controller_last_ok_ms", c.lastOK.Load() / int64(time.Millisecond)},
+	}
 }

@@ -49,8 +49,8 @@ func (c *ctlMode) round() {
 	}
 	switch {
 	case err == nil:
+		c.apply(res) // first: a demotion must not see a fresh lastOK while still writable
 		c.noteOK(sent, registered)
-		c.apply(res)
 	case errors.Is(err, controller.ErrUnknownGroup), errors.Is(err, controller.ErrUnknownBroker):
 		c.noteErr("broker: the controller does not know this broker: registering again", err)
 		c.mu.Lock()

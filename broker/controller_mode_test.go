@@ -329,6 +329,14 @@ func TestControllerFencing(t *testing.T) {
 	if resp := dialRaw(t, m2.Addr()).call(sendReq("fence", 0, []byte("new"), nil)); resp.Code != protocol.Success {
 		t.Fatalf("send to the new master: %s", resp)
 	}
+	var out bytes.Buffer
+	writeStatsTo(&out, m1, "ha")
+	for _, want := range []string{"controller_role slave", fmt.Sprintf("controller_master_epoch %d", m2.MasterEpoch()),
+		"controller_writable 0", `controller_sync_set "1,2"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stats ha of the old master lack %q:\n%s", want, out.String())
+		}
+	}
 }
 
 // TestControllerModeNeedsAClient: no controller client wired in, the
