@@ -383,3 +383,14 @@ func TestControllerSyncStateSet(t *testing.T) {
 		t.Fatalf("send after the set grew: %s", resp)
 	}
 }
+
+// A send that passed the role check and met the store's fence (the role
+// changed between) is refused with SERVICE_NOT_AVAILABLE, which clients
+// retry elsewhere.
+func TestFencedStoreAnswer(t *testing.T) {
+	req := sendReq("t", 0, []byte("x"), nil)
+	if r := errorResponse(req, fmt.Errorf("append: %w", storage.ErrFenced)); r.Code != protocol.ServiceNotAvailable ||
+		!strings.Contains(r.Remark, "fenced") {
+		t.Fatalf("answer %d %q", r.Code, r.Remark)
+	}
+}
