@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/controller"
+	"github.com/samsamq/samsa/ha"
 )
 
 // run is the controller-mode goroutine (started by Start): it registers,
@@ -68,7 +69,7 @@ func (c *ctlMode) round() {
 // registerEpoch is the highest master epoch the broker has seen: the last
 // of its epoch file, or the one it works under if higher.
 func (c *ctlMode) registerEpoch() int64 {
-	e := int64(c.epochs.MaxEpoch())
+	e := ctlEpochOf(c.epochs.MaxEpoch())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return max(e, c.mu.epoch)
@@ -122,7 +123,7 @@ func (c *ctlMode) checkFence() {
 // apply acts on the controller's answer.
 func (c *ctlMode) apply(r controller.Result) {
 	c.mu.Lock()
-	role, epoch, masterID := c.mu.role, c.mu.epoch, c.mu.masterID
+	role, epoch, masterID, masterAddr := c.mu.role, c.mu.epoch, c.mu.masterID, c.mu.masterAddr
 	c.mu.syncSet, c.mu.syncSetEpoch = slices.Clone(r.SyncSet), r.SyncSetEpoch
 	c.mu.Unlock()
 	if r.Fenced {
@@ -136,7 +137,7 @@ func (c *ctlMode) apply(r controller.Result) {
 			m.SetRequired(others(r.SyncSet, r.MasterID)) // the controller's set, as it stands
 		}
 	case r.Role == controller.RoleSlave && r.MasterID != controller.NoMaster:
-		if role != controller.RoleSlave || epoch != r.MasterEpoch || masterID != r.MasterID {
+		if role != controller.RoleSlave || epoch != r.MasterEpoch || masterID != r.MasterID || masterAddr != r.MasterAddr {
 			c.becomeSlave(r)
 		}
 	default:
@@ -169,7 +170,11 @@ func (c *ctlMode) stopSlave() {
 func (c *ctlMode) becomeMaster(r controller.Result) {
 	c.stopWriting()
 	c.stopSlave()
-	m, err := c.b.newHAMaster(c.epochs, uint64(r.MasterEpoch))
+	haEpoch, err := nextHAEpoch(c.epochs.MaxEpoch(), r.MasterEpoch)
+	var m *ha.Master
+	if err == nil {
+		m, err = c.b.newHAMaster(c.epochs, haEpoch)
+	}
 	if err != nil {
 		// Retried at the next heartbeat; no writes meanwhile.
 		c.noteErr("broker: cannot become master", err)
@@ -188,7 +193,7 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 	c.master.Store(m)
 	c.b.store.SetFenced(false)
 	c.writable.Store(true)
-	c.b.log.Warn("broker: the controller made this broker master", "epoch", r.MasterEpoch, "epochStart", m.Epoch().Start,
+	c.b.log.Warn("broker: the controller made this broker master", "epoch", r.MasterEpoch, "haEpoch", haEpoch, "epochStart", m.Epoch().Start,
 		"syncSet", r.SyncSet)
 	c.b.reg.registerAll(false) // as brokerId 0: routes follow
 }

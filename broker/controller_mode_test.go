@@ -262,8 +262,9 @@ func TestControllerFailover(t *testing.T) {
 	// The old master returns: fenced, it follows and cuts its tail.
 	old := c.start(1)
 	waitLong(t, func() bool {
+		w := m2.Store().WrittenOffset()
 		return old.ControllerRole() == "slave" && old.MasterEpoch() == m2.MasterEpoch() && old.LinkStatus().Connected &&
-			old.Store().WrittenOffset() == m2.Store().WrittenOffset()
+			old.Store().WrittenOffset() == w && old.Store().HandedOffset() == w && m2.Store().HandedOffset() == w
 	}, "the old master following the new one")
 	if old.Store().WrittenOffset() <= tailFrom || tailTo <= tailFrom {
 		t.Fatalf("test setup: the new master's log (%d) should pass the old tail [%d, %d)", old.Store().WrittenOffset(), tailFrom, tailTo)
@@ -329,14 +330,18 @@ func TestControllerFencing(t *testing.T) {
 	if resp := dialRaw(t, m2.Addr()).call(sendReq("fence", 0, []byte("new"), nil)); resp.Code != protocol.Success {
 		t.Fatalf("send to the new master: %s", resp)
 	}
-	var out bytes.Buffer
-	writeStatsTo(&out, m1, "ha")
-	for _, want := range []string{"controller_role slave", fmt.Sprintf("controller_master_epoch %d", m2.MasterEpoch()),
-		"controller_writable 0", `controller_sync_set "1,2"`} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("stats ha of the old master lack %q:\n%s", want, out.String())
+	// The old master's stats (its view of the set follows its next heartbeat).
+	waitLong(t, func() bool {
+		var out bytes.Buffer
+		writeStatsTo(&out, m1, "ha")
+		for _, want := range []string{"controller_role slave", fmt.Sprintf("controller_master_epoch %d", m2.MasterEpoch()),
+			"controller_writable 0", `controller_sync_set "1,2"`} {
+			if !strings.Contains(out.String(), want) {
+				return false
+			}
 		}
-	}
+		return true
+	}, "the old master's stats ha to show it a slave in the set")
 }
 
 // TestControllerModeNeedsAClient: no controller client wired in, the
@@ -392,5 +397,38 @@ func TestFencedStoreAnswer(t *testing.T) {
 	if r := errorResponse(req, fmt.Errorf("append: %w", storage.ErrFenced)); r.Code != protocol.ServiceNotAvailable ||
 		!strings.Contains(r.Remark, "fenced") {
 		t.Fatalf("answer %d %q", r.Code, r.Remark)
+	}
+}
+
+// TestControllerMasterRestartsInItsEpoch: a master restarted before the
+// controller saw it gone is master again under the same controller epoch;
+// it opens a new replication epoch (it may have lost a tail a slave holds),
+// takes sends again, and its slave follows it.
+func TestControllerMasterRestartsInItsEpoch(t *testing.T) {
+	c := newCtlCluster(t, time.Hour) // no election: the restart is quicker than the controller
+	c.start(1)
+	m := c.waitMaster(-1)
+	c.start(2)
+	c.waitSyncSet(2)
+	rc := dialRaw(t, m.Addr())
+	if resp := rc.call(sendReq("restart", 0, []byte("before"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send: %s", resp)
+	}
+	epoch := m.MasterEpoch()
+	c.kill(1)
+	m = c.start(1)
+	waitLong(t, func() bool { return m.ControllerRole() == "master" && !m.isSlave() }, "the restarted master to take writes")
+	if m.MasterEpoch() != epoch {
+		t.Fatalf("controller epoch %d after the restart, want %d", m.MasterEpoch(), epoch)
+	}
+	ep, ok := m.ctl.epochs.Last()
+	if !ok || ctlEpochOf(ep.Epoch) != epoch || ep.Epoch == uint64(epoch)<<haEpochShift {
+		t.Fatalf("replication epoch %+v: want a new one within controller epoch %d", ep, epoch)
+	}
+	s := c.b[2]
+	waitLong(t, func() bool { return s.LinkStatus().Connected && len(m.Slaves()) == 1 && m.Slaves()[0].InSync },
+		"the slave following the restarted master")
+	if resp := dialRaw(t, m.Addr()).call(sendReq("restart", 0, []byte("after"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send after the restart: %s", resp)
 	}
 }
