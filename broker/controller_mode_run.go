@@ -195,7 +195,7 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 	c.writable.Store(true)
 	c.b.log.Warn("broker: the controller made this broker master", "epoch", r.MasterEpoch, "haEpoch", haEpoch, "epochStart", m.Epoch().Start,
 		"syncSet", r.SyncSet)
-	c.b.reg.registerAll(false) // as brokerId 0: routes follow
+	c.reregister() // as brokerId 0: routes follow
 }
 
 func (c *ctlMode) becomeSlave(r controller.Result) {
@@ -207,7 +207,7 @@ func (c *ctlMode) becomeSlave(r controller.Result) {
 	c.stateVersion.Store(r.MasterEpoch)
 	c.b.log.Warn("broker: the controller made this broker a slave", "master", r.MasterID, "masterAddr", r.MasterAddr,
 		"epoch", r.MasterEpoch)
-	c.b.reg.registerAll(false) // as a slave; the answer names the master's HA address
+	c.reregister() // as a slave; the answer names the master's HA address
 	s, err := c.b.newHASlave(c.epochs)
 	if err != nil {
 		c.noteErr("broker: cannot start the replication link", err)
@@ -225,7 +225,15 @@ func (c *ctlMode) becomeNone(r controller.Result) {
 	c.mu.Unlock()
 	c.stateVersion.Store(r.MasterEpoch)
 	c.b.log.Warn("broker: the controller names no master for this group: no writes", "epoch", r.MasterEpoch, "note", r.Note)
-	c.b.reg.registerAll(false)
+	c.reregister()
+}
+
+// reregister registers with the name servers now, on a goroutine of its
+// own: a slow or dead name server must not delay the next heartbeat (the
+// controller would take this broker for dead). run is one of the broker's
+// loops, so adding one here never races their Wait.
+func (c *ctlMode) reregister() {
+	c.b.goLoop(func() { c.b.reg.registerAll(false) })
 }
 
 // keepSyncSet shrinks or expands the sync-state set (master only): a
