@@ -76,8 +76,6 @@ type ctlMode struct {
 	epochs *ha.EpochFile
 	now    func() time.Time
 	kick   chan struct{} // cap 1: heartbeat now
-	stop   chan struct{}
-	done   chan struct{}
 	// master is the running ha.Master (nil when not master), for the
 	// replicator; writable says the broker takes writes now (master, its
 	// ha.Master up, heard from the controller within the timeout).
@@ -125,8 +123,8 @@ func (b *Broker) openControllerMode() error {
 		return err
 	}
 	c := &ctlMode{b: b, cli: cli, epochs: epochs, now: time.Now,
-		group: controller.Group{Cluster: b.cfg.BrokerClusterName, Broker: b.cfg.BrokerName},
-		kick:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		group:    controller.Group{Cluster: b.cfg.BrokerClusterName, Broker: b.cfg.BrokerName},
+		kick:     make(chan struct{}, 1),
 		caughtUp: map[int64]time.Time{}}
 	c.mu.role, c.mu.masterID = controller.RoleNone, controller.NoMaster
 	b.store.SetFenced(true)
@@ -182,7 +180,7 @@ func (c *ctlMode) masterAddr() string {
 	return c.mu.masterAddr
 }
 
-// Role is the broker's role as the controller last told it: "master",
+// ControllerRole is the broker's role as the controller last told it: "master",
 // "slave" or "none" ("" outside controller mode).
 func (b *Broker) ControllerRole() string {
 	if b.ctl == nil {
@@ -222,14 +220,9 @@ func (c *ctlMode) heartbeatNow() {
 	}
 }
 
-// close stops run (if it was started) and the replication link, then the
-// client. Called by the broker's shutdown after its loops ended.
+// close stops the replication link, then the client. Called by the
+// broker's shutdown after its loops (run among them) ended.
 func (c *ctlMode) close() {
-	select {
-	case <-c.stop:
-	default:
-		close(c.stop)
-	}
 	c.b.store.SetFenced(true)
 	c.writable.Store(false)
 	if m := c.master.Swap(nil); m != nil {
