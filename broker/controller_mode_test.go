@@ -233,7 +233,21 @@ func TestControllerFailover(t *testing.T) {
 	// Kill the master; write a tail into its store that no slave got.
 	opts := first.Store().Options()
 	epoch1 := first.MasterEpoch()
+	oldAddr, oldHA, oldTopics := first.Addr(), first.haAdvertised(), first.topicWrapper()
 	c.kill(1)
+	// As if it had crashed: the name server still holds it as brokerId 0
+	// (a clean close unregistered it). The new master's registration must
+	// win (a newer stateVersion), and no slave may follow the dead one.
+	oldTopics.DataVersion.StateVersion = epoch1
+	staleBody, err := protocol.MarshalBody(protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: oldTopics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleHeader := protocol.RegisterBrokerRequestHeader{BrokerName: ctlGroup.Broker, BrokerAddr: oldAddr, ClusterName: ctlGroup.Cluster,
+		HAServerAddr: oldHA, BrokerID: 0, BodyCrc32: protocol.BodyCRC32(staleBody)}
+	if resp := dialRaw(t, c.ns.Addr()).call(protocol.NewRequest(protocol.RegisterBroker, staleHeader.Encode(), staleBody)); resp.Code != protocol.Success {
+		t.Fatalf("stale registration: %s", resp)
+	}
 	st, err := storage.Open(opts)
 	if err != nil {
 		t.Fatal(err)
