@@ -17,15 +17,17 @@ import (
 
 // Controller mode (enableControllerMode, issue #14): the fail-over
 // controller, not brokerRole, says which replica of the group is master.
-// The broker registers with the controller at start (with the highest
-// epoch of its epoch file), then heartbeats every brokerHeartbeatInterval;
+// The broker registers with the controller at start (with the controller
+// epoch of the highest epoch in its epoch file), then heartbeats every brokerHeartbeatInterval;
 // each answer (a controller.Result) tells it its role, the master and the
 // master epoch, and the sync-state set. On a change:
 //
-//   - made master at epoch E: stop the ha.Slave, open epoch E in the epoch
-//     file at the log's end (ha.EpochFile.BeginMasterEpochAt), start an
-//     ha.Master, lift the store's fence, and register with the name servers
-//     as brokerId 0 (the route's master) with stateVersion E;
+//   - made master at epoch E: stop the ha.Slave, open a replication epoch
+//     of E in the epoch file at the log's end (E<<16|n,
+//     controller_mode_epoch.go; ha.EpochFile.BeginMasterEpochAt), start an
+//     ha.Master that waits for the sync-state set (SYNC_MASTER), lift the
+//     store's fence, and register with the name servers as brokerId 0 (the
+//     route's master) with stateVersion E;
 //   - told to follow another master (or that there is none): fence the
 //     store (sends answer SERVICE_NOT_AVAILABLE; an append in progress
 //     finishes first), close the ha.Master, start an ha.Slave to the new
