@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +31,7 @@ var ctlGroup = controller.Group{Cluster: "fo-cluster", Broker: "fo"}
 // ctlGroup, by replica id.
 type ctlCluster struct {
 	t    *testing.T
+	root string               // the replicas' stores are root/<id>
 	logs map[int64]*lockedLog // each replica's log lines (all its runs)
 	ns   *namesrv.Server
 	ctl  *fakeController
@@ -37,6 +40,7 @@ type ctlCluster struct {
 }
 
 func newCtlCluster(t *testing.T, electionTimeout time.Duration) *ctlCluster {
+	root := t.TempDir() // before the cleanup below: removed after the brokers closed
 	ns, err := namesrv.New(namesrv.Options{Listen: "127.0.0.1:0", Logger: quietLogger()})
 	if err == nil {
 		err = ns.Start()
@@ -44,7 +48,7 @@ func newCtlCluster(t *testing.T, electionTimeout time.Duration) *ctlCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &ctlCluster{t: t, ns: ns, ctl: newFakeController(t, electionTimeout), dirs: map[int64]string{}, b: map[int64]*Broker{},
+	c := &ctlCluster{t: t, root: root, ns: ns, ctl: newFakeController(t, electionTimeout), dirs: map[int64]string{}, b: map[int64]*Broker{},
 		logs: map[int64]*lockedLog{}}
 	t.Cleanup(func() {
 		for _, b := range c.b {
@@ -115,7 +119,7 @@ func (l *lockedLog) contains(s string) bool {
 func (c *ctlCluster) start(id int64) *Broker {
 	dir, ok := c.dirs[id]
 	if !ok {
-		dir = c.t.TempDir()
+		dir = filepath.Join(c.root, strconv.FormatInt(id, 10))
 		c.dirs[id] = dir
 	}
 	b := startBroker(c.t, dir, c.config(id))
