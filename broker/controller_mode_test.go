@@ -90,6 +90,7 @@ func (c *ctlCluster) config(id int64) func(*Config) {
 		cfg.HAMaxTimeSlaveNotCatchup = 3 * time.Second
 		cfg.HASlaveAckTimeout = 5 * time.Second
 		cfg.RegisterNameServerPeriod = time.Second
+		cfg.SlaveSyncInterval = 200 * time.Millisecond
 		if c.logs[id] == nil {
 			c.logs[id] = &lockedLog{}
 		}
@@ -448,5 +449,32 @@ func TestControllerMasterRestartsInItsEpoch(t *testing.T) {
 		"the slave following the restarted master")
 	if resp := dialRaw(t, m.Addr()).call(sendReq("restart", 0, []byte("after"), nil)); resp.Code != protocol.Success {
 		t.Fatalf("send after the restart: %s", resp)
+	}
+}
+
+// TestControllerSlaveCopiesTablesAndHandsOffsets: a controller-mode slave
+// copies its master's topics, and an offset committed to it (a consumer
+// reading there) goes to the master; once made master it keeps no local
+// leftovers.
+func TestControllerSlaveCopiesTablesAndHandsOffsets(t *testing.T) {
+	c := newCtlCluster(t, 1500*time.Millisecond)
+	c.start(1)
+	m := c.waitMaster(-1)
+	s := c.start(2)
+	c.waitSyncSet(2)
+	if resp := dialRaw(t, m.Addr()).call(createTopicReq("tables", 2)); resp.Code != protocol.Success {
+		t.Fatalf("create topic: %s", resp)
+	}
+	waitLong(t, func() bool { _, ok := s.topics.get("tables"); return ok }, "the slave to copy the topic")
+	if resp := dialRaw(t, s.Addr()).call(updateOffsetReq("g", "tables", 1, 5)); resp.Code != protocol.Success {
+		t.Fatalf("commit to the slave: %s", resp)
+	}
+	waitLong(t, func() bool { off, ok := m.offsets.query("g", "tables", 1); return ok && off == 5 }, "the master to take the slave's commit")
+	waitLong(t, func() bool { return len(s.offsets.localChanges()) == 0 }, "the slave to forget the handed commit")
+	if resp := dialRaw(t, m.Addr()).call(updateOffsetReq("g", "tables", 1, 9)); resp.Code != protocol.Success {
+		t.Fatalf("commit to the master: %s", resp)
+	}
+	if n := len(m.offsets.localChanges()); n != 0 {
+		t.Fatalf("the master keeps %d local offsets", n)
 	}
 }

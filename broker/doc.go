@@ -93,10 +93,10 @@
 // runtime (controller_mode*.go): brokerId is the replica's id, the master
 // registers as 0, a replica that may not write behaves as a slave above
 // (its store fenced too), and role changes start and stop the replication
-// link's ends. Not yet switched at runtime there: delayed delivery and the
-// timer run on every replica (fenced appends are retried while not
-// master), and consumer offsets committed to a replica that is not master
-// are not kept apart as a static slave's are.
+// link's ends; while not master it copies the master's tables and hands
+// offsets committed to it to the master, as a slave does. Not yet switched
+// at runtime there: delayed delivery and the timer run on every replica
+// (fenced appends are retried while not master).
 //
 // # Long-lived goroutines
 //
