@@ -79,6 +79,7 @@ type Broker struct {
 			addr, haAddr string
 		}
 	}
+	ctl      *ctlMode   // controller mode (controller_mode.go); nil without
 	metaSync *slaveSync // nil on a master
 	txn      *txnState  // the open half messages (txn.go); nil on a slave
 	acl      *brokerACL // access control (acl.go); nil with aclEnable=false
@@ -152,7 +153,13 @@ func New(cfg Config) (*Broker, error) {
 	st.OnDispatch(b.poll.onDispatch)
 	b.metrics = newMetrics(b)
 	b.reg = newRegistrar(b)
-	if cfg.BrokerRole == Slave {
+	if cfg.EnableControllerMode {
+		if err := b.openControllerMode(); err != nil { // controller_mode.go
+			st.Close()
+			return nil, err
+		}
+		b.metaSync = newSlaveSync(b) // copies the master's tables while this replica is not master
+	} else if cfg.BrokerRole == Slave {
 		b.metaSync = newSlaveSync(b)
 	} else if err := b.startHAMaster(); err != nil && !isDiskFull(err) {
 		st.Close()
@@ -262,6 +269,9 @@ func (b *Broker) Start() error {
 	b.startSchedule()
 	b.reg.registerAll(true)
 	b.goLoop(b.reg.run)
+	if b.ctl != nil {
+		b.goLoop(b.ctl.run)
+	}
 	if b.cfg.BrokerRole == Slave {
 		if err := b.startHASlave(); err != nil {
 			return err

@@ -216,6 +216,35 @@ type Config struct {
 	// segment as RocketMQ does (false: older messages live on the master
 	// only).
 	HAFullCopy bool
+	// Controller mode (config_controller.go, controller_mode.go; RocketMQ
+	// 5's names). EnableControllerMode (enableControllerMode): the
+	// fail-over controller decides which replica of the group is master;
+	// brokerId is then this replica's id in the group (1 or more: the
+	// route id 0 goes to whoever is master) and brokerRole says how it
+	// writes while master (ASYNC_MASTER or SYNC_MASTER). Default false.
+	EnableControllerMode bool
+	// ControllerAddrs (controllerAddr, ";"-separated host:port list): the
+	// controller replicas. Required in controller mode.
+	ControllerAddrs []string
+	// BrokerHeartbeatInterval (brokerHeartbeatInterval, ms): how often the
+	// broker heartbeats the controller. Default 1 s (RocketMQ's). Shorter
+	// tells a new master sooner, at more controller traffic.
+	BrokerHeartbeatInterval time.Duration
+	// ControllerHeartBeatTimeout (controllerHeartBeatTimeoutMills, ms): a
+	// master that has had no answer from the controller to heartbeats sent
+	// this long ago stops acknowledging writes (fencing: the controller may
+	// elect another master meanwhile). Keep it at most the controller's
+	// election timeout. Default 3 s (our controller's
+	// DefaultElectionTimeout; RocketMQ's 10 s).
+	ControllerHeartBeatTimeout time.Duration
+	// HAMaxTimeSlaveNotCatchup (haMaxTimeSlaveNotCatchup, ms): a slave
+	// whose acknowledgement has trailed the master's log this long (or
+	// that disconnected) leaves the sync-state set, and joins it again
+	// once caught up. Default 15 s (RocketMQ's).
+	HAMaxTimeSlaveNotCatchup time.Duration
+	// controllerClient, when set (tests, and the wiring of the real
+	// client), is the controller client New uses; else dialController.
+	controllerClient controllerClient
 	// InSyncReplicas (inSyncReplicas): copies a SYNC_MASTER send needs,
 	// the master's own counted (RocketMQ's meaning): it waits for
 	// inSyncReplicas-1 slaves, and for at least one. Default 1.
@@ -369,6 +398,7 @@ func (c *Config) EnsureDefaults() {
 	setInt(&c.MaxHeldPulls, DefaultMaxHeldPulls)
 	setInt(&c.MaxConcurrentRequests, DefaultMaxConcurrent)
 	c.ensureHADefaults()
+	c.ensureControllerDefaults()
 	c.ensureTxnDefaults()
 	c.ensureScheduleDefaults()
 	c.ensureNetDefaults()
@@ -438,6 +468,7 @@ func (c *Config) Validate() error {
 		bad("flushDiskType %q is not ASYNC_FLUSH or SYNC_FLUSH", c.FlushDiskType)
 	}
 	c.validateHA(bad)
+	c.validateController(bad)
 	c.validateTxn(bad)
 	c.validateSchedule(bad)
 	c.validateNet(bad)

@@ -45,7 +45,7 @@ func (c *Config) ensureHADefaults() {
 func (c *Config) validateHA(bad func(format string, a ...any)) {
 	switch c.BrokerRole {
 	case AsyncMaster, SyncMaster:
-		if c.BrokerID != 0 {
+		if c.BrokerID != 0 && !c.EnableControllerMode { // controller mode: config_controller.go
 			bad("brokerRole %s needs brokerId 0, not %d (a slave's id)", c.BrokerRole, c.BrokerID)
 		}
 	case Slave:

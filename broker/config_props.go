@@ -168,6 +168,13 @@ var properties = []property{
 	msProp("haSlaveAckTimeout", func(c *Config) *time.Duration { return &c.HASlaveAckTimeout }),
 	boolProp("haSlaveAckFlushed", func(c *Config) *bool { return &c.HASlaveAckFlushed }),
 	boolProp("haFullCopy", func(c *Config) *bool { return &c.HAFullCopy }),
+	boolProp("enableControllerMode", func(c *Config) *bool { return &c.EnableControllerMode }),
+	{name: "controllerAddr",
+		set: func(c *Config, v string) error { c.ControllerAddrs = splitAddrs(v); return nil },
+		get: func(c *Config) string { return strings.Join(c.ControllerAddrs, ";") }},
+	msProp("brokerHeartbeatInterval", func(c *Config) *time.Duration { return &c.BrokerHeartbeatInterval }),
+	msProp("controllerHeartBeatTimeoutMills", func(c *Config) *time.Duration { return &c.ControllerHeartBeatTimeout }),
+	msProp("haMaxTimeSlaveNotCatchup", func(c *Config) *time.Duration { return &c.HAMaxTimeSlaveNotCatchup }),
 	intProp("inSyncReplicas", func(c *Config) *int { return &c.InSyncReplicas }),
 	intProp("minInSyncReplicas", func(c *Config) *int { return &c.MinInSyncReplicas }),
 	intProp("totalReplicas", func(c *Config) *int { return &c.TotalReplicas }),
@@ -343,6 +350,7 @@ func (c *Config) propertyLines() []string {
 // template Config can be reused.
 func (c Config) clone() Config {
 	c.NamesrvAddrs = slices.Clone(c.NamesrvAddrs)
+	c.ControllerAddrs = slices.Clone(c.ControllerAddrs)
 	c.setFlags = maps.Clone(c.setFlags)
 	return c
 }

@@ -96,6 +96,15 @@
 //     for the slaves (replicator.WaitReplicated). Without a replicator it
 //     answers SLAVE_NOT_AVAILABLE.
 //
+// With enableControllerMode the fail-over controller decides the role at
+// runtime (controller_mode*.go): brokerId is the replica's id, the master
+// registers as 0, a replica that may not write behaves as a slave above
+// (its store fenced too), and role changes start and stop the replication
+// link's ends; while not master it copies the master's tables and hands
+// offsets committed to it to the master, as a slave does. Not yet switched
+// at runtime there: delayed delivery and the timer run on every replica
+// (fenced appends are retried while not master).
+//
 // # Long-lived goroutines
 //
 // accept loop (one; ends when the listener closes), per connection a reader
@@ -107,5 +116,7 @@
 // SlaveSyncInterval, or when the name server names a new master), and on a
 // master the transaction check service (every transactionCheckInterval),
 // the delay-level loops, their saver and the timer loop (schedule.go,
-// timer.go). Close stops them in that order of dependency.
+// timer.go), and in controller mode the controller heartbeat loop
+// (every brokerHeartbeatInterval; controller_mode_run.go). Close stops
+// them in that order of dependency.
 package broker

@@ -147,6 +147,9 @@ func (b *Broker) setHAPort(port int) { b.haPort.Store(int32(port)) }
 // its last REGISTER_BROKER answer (RocketMQ keeps the last one it was told
 // when an answer names none). "" on a master, or before it is known.
 func (b *Broker) HAMasterAddr() string {
+	if b.ctl != nil {
+		return b.ctlHAMasterAddr()
+	}
 	if b.cfg.BrokerRole != Slave {
 		return ""
 	}
@@ -171,7 +174,7 @@ func (b *Broker) MasterAddr() string {
 // master (RocketMQ's BrokerController.registerBrokerAll: the HA address is
 // kept when the answer has none, the master address is replaced).
 func (b *Broker) learnMaster(haAddr, masterAddr string) {
-	if b.cfg.BrokerRole != Slave {
+	if b.cfg.BrokerRole != Slave && b.ctl == nil {
 		return
 	}
 	b.master.mu.Lock()

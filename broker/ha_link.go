@@ -68,12 +68,32 @@ func (b *Broker) startHAMaster() error {
 	if err != nil {
 		return err
 	}
-	c := &b.cfg
-	ln, err := b.listen(net.JoinHostPort(c.ListenAddr, strconv.Itoa(c.HAListenPort)), "ha")
+	m, err := b.newHAMaster(epochs, 0)
 	if err != nil {
-		return fmt.Errorf("broker: replication listener: %w", err)
+		return err
 	}
-	b.net.haLn = ln
+	b.haMaster = m
+	b.setReplicator(haMaster{m})
+	return nil
+}
+
+// newHAMaster listens on the replication port and starts an ha.Master
+// that opens epoch in epochs (0: the static roles' rule, one above the
+// history). The first listener with haListenPort 0 picks a free port; later
+// ones (controller mode: each time the broker becomes master) reuse it.
+func (b *Broker) newHAMaster(epochs *ha.EpochFile, epoch uint64) (*ha.Master, error) {
+	c := &b.cfg
+	port := int(b.haPort.Load())
+	if port == 0 {
+		port = c.HAListenPort
+	}
+	ln, err := b.listen(net.JoinHostPort(c.ListenAddr, strconv.Itoa(port)), "ha")
+	if err != nil {
+		return nil, fmt.Errorf("broker: replication listener: %w", err)
+	}
+	if b.ctl == nil { // controller mode: the listener changes at runtime; not counted
+		b.net.haLn = ln
+	}
 	m, err := ha.NewMaster(ha.MasterConfig{
 		Listener: ln,
 		Accept: func(nc net.Conn) (net.Conn, error) {
@@ -82,6 +102,7 @@ func (b *Broker) startHAMaster() error {
 		},
 		Log:                  b.store,
 		Epochs:               epochs,
+		Epoch:                epoch,
 		InSyncReplicas:       c.SlaveAcksNeeded() + 1, // ha counts the master
 		AckTimeout:           c.HASlaveAckTimeout,
 		TransferBatchSize:    c.HATransferBatchSize,
@@ -94,12 +115,10 @@ func (b *Broker) startHAMaster() error {
 	})
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("broker: replication listener: %w", err)
+		return nil, fmt.Errorf("broker: replication listener: %w", err)
 	}
-	b.haMaster = m
-	b.setReplicator(haMaster{m})
 	b.setHAPort(m.Addr().(*net.TCPAddr).Port)
-	return nil
+	return m, nil
 }
 
 // startHASlave starts a slave's link. It follows HAMasterAddr, which the
@@ -110,6 +129,15 @@ func (b *Broker) startHASlave() error {
 	if err != nil {
 		return err
 	}
+	s, err := b.newHASlave(epochs)
+	if err != nil {
+		return err
+	}
+	b.haSlave = s
+	return nil
+}
+
+func (b *Broker) newHASlave(epochs *ha.EpochFile) (*ha.Slave, error) {
 	c := &b.cfg
 	s, err := ha.NewSlave(ha.SlaveConfig{
 		MasterAddr:           b.HAMasterAddr,
@@ -128,15 +156,17 @@ func (b *Broker) startHASlave() error {
 		SecretKey:            c.SecretKey,
 	})
 	if err != nil {
-		return fmt.Errorf("broker: replication link: %w", err)
+		return nil, fmt.Errorf("broker: replication link: %w", err)
 	}
-	b.haSlave = s
-	return nil
+	return s, nil
 }
 
 // LinkStatus is a slave's replication link as it stands (zero on a
 // master).
 func (b *Broker) LinkStatus() ha.LinkStatus {
+	if b.ctl != nil {
+		return b.ctl.linkStatus()
+	}
 	if b.haSlave == nil {
 		return ha.LinkStatus{}
 	}
@@ -145,6 +175,9 @@ func (b *Broker) LinkStatus() ha.LinkStatus {
 
 // closeHA stops the replication link before the store closes.
 func (b *Broker) closeHA() {
+	if b.ctl != nil {
+		b.ctl.close()
+	}
 	if b.haSlave != nil {
 		b.haSlave.Close()
 	}

@@ -42,7 +42,10 @@ type offsetRef struct {
 type offsetManager struct {
 	file   jsonFile
 	saveMu sync.Mutex
-	mu     struct {
+	// slaveNow, when set (controller mode: the role changes at runtime),
+	// says whether commits are a slave's, kept as local; set before Start.
+	slaveNow func() bool
+	mu       struct {
 		sync.RWMutex
 		table map[offsetKey]map[int32]int64
 		// bytes estimates the table's JSON (GET_ALL_CONSUMER_OFFSET's
@@ -58,7 +61,7 @@ type offsetManager struct {
 func newOffsetManager(fs vfs.FS, cfg *Config) *offsetManager {
 	m := &offsetManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "consumerOffset.json"), rep: newFileReport(cfg)}}
 	m.mu.table = make(map[offsetKey]map[int32]int64)
-	if cfg.BrokerRole == Slave {
+	if cfg.BrokerRole == Slave || cfg.EnableControllerMode {
 		m.mu.local = make(map[offsetRef]int64)
 	}
 	return m
@@ -193,7 +196,7 @@ func (m *offsetManager) commitBounded(group, topic string, queue int32, offset i
 	if m.setLocked(r, offset) {
 		m.mu.dirty = true
 	}
-	if m.mu.local != nil {
+	if m.mu.local != nil && (m.slaveNow == nil || m.slaveNow()) {
 		if old, ok := m.mu.local[r]; !ok || old != offset {
 			m.mu.local[r] = offset
 			m.mu.dirty = true
@@ -301,6 +304,17 @@ func (m *offsetManager) wire() map[string]map[int32]int64 {
 		out[k.topic+"@"+k.group] = maps.Clone(qs)
 	}
 	return out
+}
+
+// dropLocal forgets every local offset: a controller-mode replica made
+// master has them in its table already.
+func (m *offsetManager) dropLocal() {
+	m.mu.Lock()
+	if len(m.mu.local) > 0 {
+		clear(m.mu.local)
+		m.mu.dirty = true
+	}
+	m.mu.Unlock()
 }
 
 // localChanges returns a slave's offsets its master has not taken yet.

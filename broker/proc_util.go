@@ -49,6 +49,8 @@ func errorResponse(req *protocol.Command, err error) *protocol.Command {
 		return protocol.NewResponse(req, protocol.SystemError, "the broker's store is broken after a failed write or fsync; nothing more is accepted until it is restarted: "+err.Error())
 	case errors.Is(err, storage.ErrResourceBusy):
 		return protocol.NewResponse(req, protocol.SystemBusy, busyRemark(err))
+	case errors.Is(err, storage.ErrFenced): // controller mode: no longer (or not yet) the master
+		return protocol.NewResponse(req, protocol.ServiceNotAvailable, slaveSendRemark+" ("+err.Error()+")")
 	case errors.Is(err, storage.ErrClosed):
 		return protocol.NewResponse(req, protocol.ServiceNotAvailable, "service not available now: the broker is shutting down")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

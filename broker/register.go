@@ -40,7 +40,7 @@ func (r *registrar) run() {
 		case <-t.C:
 			r.registerAll(false)
 		case <-fast.C:
-			if r.b.isSlave() && r.b.MasterAddr() == "" {
+			if r.b.isSlave() && (r.b.MasterAddr() == "" || r.b.ctl != nil && r.b.HAMasterAddr() == "") {
 				r.registerAll(false)
 			}
 		case <-r.b.stop:
@@ -72,13 +72,15 @@ func (r *registrar) registerAll(first bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	body, err := protocol.MarshalBody(protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: r.b.topicWrapper()})
+	tw := r.b.topicWrapper()
+	tw.DataVersion.StateVersion = r.b.stateVersion()
+	body, err := protocol.MarshalBody(protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: tw})
 	if err != nil {
 		r.b.log.Error("broker: encode registration", "err", err)
 		return
 	}
 	h := protocol.RegisterBrokerRequestHeader{BrokerName: r.b.cfg.BrokerName, BrokerAddr: r.b.Addr(),
-		ClusterName: r.b.cfg.BrokerClusterName, HAServerAddr: r.b.haAdvertised(), BrokerID: r.b.cfg.BrokerID,
+		ClusterName: r.b.cfg.BrokerClusterName, HAServerAddr: r.b.haAdvertised(), BrokerID: r.b.registrationID(),
 		BodyCrc32: protocol.BodyCRC32(body)}
 	answers := make([]*protocol.RegisterBrokerResponseHeader, len(addrs))
 	var wg sync.WaitGroup
@@ -125,7 +127,7 @@ func (r *registrar) unregisterAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := protocol.UnregisterBrokerRequestHeader{BrokerName: r.b.cfg.BrokerName, BrokerAddr: r.b.Addr(),
-		ClusterName: r.b.cfg.BrokerClusterName, BrokerID: r.b.cfg.BrokerID}
+		ClusterName: r.b.cfg.BrokerClusterName, BrokerID: r.b.registrationID()}
 	var wg sync.WaitGroup
 	for _, a := range addrs {
 		wg.Add(1)

@@ -346,6 +346,9 @@ func (s *scheduleService) deliverDue(level int, q int32, delay time.Duration) (w
 // refused them (retried).
 func (s *scheduleService) deliver(ms []*storage.Message, level int) bool {
 	res, err := s.b.store.AppendBatch(context.Background(), ms)
+	if errors.Is(err, storage.ErrFenced) {
+		return false // controller mode, not master now: the master delivers; retried quietly
+	}
 	if err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
 		s.b.log.Warn("broker: deliver delayed messages", "level", level, "messages", len(ms), "err", err)
 		return false

@@ -30,8 +30,11 @@ const slaveSendRemark = "service not available now. It may be caused by one of t
 	"the broker's disk is full, messages are put to the slave, message store has been shut down, etc. " +
 	"(this broker is a SLAVE: send to its master)"
 
-// isSlave reports whether the broker is a slave.
-func (b *Broker) isSlave() bool { return b.cfg.BrokerRole == Slave }
+// isSlave reports whether the broker is a slave: by brokerRole, or in
+// controller mode whenever it may not take writes (controller_mode.go).
+func (b *Broker) isSlave() bool {
+	return b.cfg.BrokerRole == Slave || b.ctl != nil && !b.ctl.canWrite()
+}
 
 // refuseSendOnSlave is a slave's answer to SEND_MESSAGE, SEND_MESSAGE_V2
 // and SEND_BATCH_MESSAGE; nil on a master.

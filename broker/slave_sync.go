@@ -93,6 +93,9 @@ func (s *slaveSync) logRound(err error) {
 func (s *slaveSync) round() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.b.ctl != nil && !s.b.isSlave() {
+		return nil // controller mode, master now: nothing to copy
+	}
 	s.rounds.Add(1)
 	master := s.b.MasterAddr()
 	if master == "" || master == s.b.Addr() {

@@ -24,6 +24,9 @@ func (b *Broker) haStats() []statLine {
 		{"ha_send_flush_slave_timeout", s.slaveTimeouts.Load()},
 		{"ha_send_refused_as_slave", s.slaveRefused.Load()},
 	}
+	if b.ctl != nil {
+		lines = append(lines, b.ctl.stats()...) // controller_mode.go
+	}
 	if b.isSlave() {
 		return append(lines, b.slaveSideStats()...)
 	}

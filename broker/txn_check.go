@@ -23,6 +23,9 @@ func (b *Broker) txnCheckLoop() {
 		case <-b.stop:
 			return
 		case <-t.C:
+			if b.isSlave() { // a controller-mode broker not master now: its log takes only the master's
+				continue
+			}
 			b.txnCheckRound()
 		}
 	}

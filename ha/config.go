@@ -51,6 +51,11 @@ type MasterConfig struct {
 	// it (see EpochFile.BeginMasterEpoch); no one may write to the log
 	// before NewMaster returns.
 	Epochs *EpochFile
+	// Epoch, if not 0, is the epoch NewMaster opens, given from outside
+	// (the fail-over controller's master epoch, EpochFile.BeginMasterEpochAt);
+	// it must be above every epoch Epochs held. 0 (static roles): one above
+	// them, or a clock epoch with no history (EpochFile.BeginMasterEpoch).
+	Epoch uint64
 	// InSyncReplicas counts the copies a SYNC_MASTER write needs,
 	// the master's own included (default 2: one slave). WaitReplicated
 	// waits for InSyncReplicas-1 slaves; 1 makes it return at once.

@@ -209,6 +209,58 @@ func (f *EpochFile) BeginMasterEpoch(written, minOffset int64) (Epoch, error) {
 	return e, nil
 }
 
+// BeginMasterEpochAt opens epoch, given from outside (the fail-over
+// controller's master epoch: +1 at every master change of the group), for a
+// broker becoming master whose log ends at written and retains bytes from
+// minOffset. Entries starting past written are dropped (the log lost them),
+// as a last entry that would hold nothing (starting at written). epoch must
+// be above every epoch this file ever held: an epoch number names one
+// master's log, and reusing one would let a slave keep bytes this master no
+// longer has; a lower or equal one is refused with ErrEpochNotAbove and
+// nothing changes. With no epoch history (or a list that starts above the
+// log's oldest byte) the epoch covers the whole retained log, from
+// minOffset: no slave shares it, so every slave copies afresh. It returns
+// the new entry once the file is durable.
+func (f *EpochFile) BeginMasterEpochAt(epoch uint64, written, minOffset int64) (Epoch, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if epoch == 0 || epoch <= f.maxEver {
+		return Epoch{}, fmt.Errorf("%w: epoch %d, this broker already held epoch %d", ErrEpochNotAbove, epoch, f.maxEver)
+	}
+	if written < minOffset {
+		return Epoch{}, fmt.Errorf("ha: BeginMasterEpochAt: log ends at %d below its oldest byte %d", written, minOffset)
+	}
+	list := slices.Clone(f.list)
+	for len(list) > 0 && list[len(list)-1].Start > written {
+		list = list[:len(list)-1]
+	}
+	if len(list) > 0 && list[0].Start > minOffset {
+		f.log.Error("ha: the epoch list starts above the log's oldest byte: treating it as no epoch history",
+			"path", f.path, "firstEpoch", list[0].Epoch, "firstStart", list[0].Start, "minOffset", minOffset)
+		list = nil
+	}
+	e := Epoch{Epoch: epoch, Start: written}
+	if len(list) == 0 {
+		e.Start = minOffset
+	} else if list[len(list)-1].Start == written {
+		list = list[:len(list)-1]
+	}
+	list = append(list, e)
+	if err := f.storeLocked(list); err != nil {
+		return Epoch{}, err
+	}
+	return e, nil
+}
+
+// MaxEpoch is the highest epoch this file ever held (0 for none): a
+// controller-mode broker registers with it, and a master epoch given to it
+// must be above it.
+func (f *EpochFile) MaxEpoch() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.maxEver
+}
+
 // Record applies the epoch of a transfer frame whose data starts at at,
 // the slave's log end (see recordEpoch); the file is durable before it
 // returns, so the data it covers can follow.

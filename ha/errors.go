@@ -24,4 +24,9 @@ var (
 	ErrEpochMismatch = errors.New("ha: epoch mismatch")
 	// ErrGap: a transfer frame does not start at the slave's log end.
 	ErrGap = errors.New("ha: gap in the replicated log")
+	// ErrEpochNotAbove: an epoch given from outside
+	// (EpochFile.BeginMasterEpochAt) is not above every epoch the file
+	// held: the broker is behind the controller's view, or the controller
+	// reused an epoch.
+	ErrEpochNotAbove = errors.New("ha: master epoch not above the epoch history")
 )

@@ -51,7 +51,10 @@ type Master struct {
 		// acknowledged (-1: fewer than need are registered).
 		quorum int64
 		top    []int64 // scratch for quorumLocked
-		closed bool
+		// required: slaves (broker ids) that must each acknowledge as
+		// well (SetRequired); nil: none.
+		required []int64
+		closed   bool
 	}
 }
 
@@ -64,7 +67,13 @@ func NewMaster(cfg MasterConfig) (*Master, error) {
 		return nil, err
 	}
 	l := cfg.Log
-	e, err := cfg.Epochs.BeginMasterEpoch(l.WrittenOffset(), l.CommitLogMinOffset())
+	var e Epoch
+	var err error
+	if cfg.Epoch != 0 {
+		e, err = cfg.Epochs.BeginMasterEpochAt(cfg.Epoch, l.WrittenOffset(), l.CommitLogMinOffset())
+	} else {
+		e, err = cfg.Epochs.BeginMasterEpoch(l.WrittenOffset(), l.CommitLogMinOffset())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ha: open master epoch: %w", err)
 	}
@@ -306,9 +315,9 @@ func (m *Master) onAck(l *link, off int64) {
 	m.unlockAndFire()
 }
 
-// quorumLocked returns the need-th highest acknowledged offset among the
+// needthLocked returns the need-th highest acknowledged offset among the
 // registered slaves, or -1 if fewer are registered.
-func (m *Master) quorumLocked() int64 {
+func (m *Master) needthLocked() int64 {
 	if len(m.mu.links) < m.need {
 		return -1
 	}

@@ -176,6 +176,9 @@ func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w 
 	if err := s.appendableLocked(true); err != nil {
 		return 0, err
 	}
+	if s.fenced.Load() {
+		return 0, ErrFenced
+	}
 	g := s.mu.active
 	if s.mu.poisoned || g == nil || g.sealed.Load() || int64(len(buf))+blankReserve > s.segSize-g.seg.Written() {
 		if err := s.rollLocked(); err != nil {

@@ -52,6 +52,8 @@ type Store struct {
 	// held record (dispatch_retry.go).
 	dispatched atomic.Int64
 	dispatchOK atomic.Int64
+	// fenced: Append refuses (fence.go); AppendReplicated goes on.
+	fenced atomic.Bool
 	// carry: written records the dispatcher took but could not index yet
 	// (past the visible limit), in log order; the dispatcher's alone.
 	carry []dispatchReq

@@ -1,0 +1,304 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/controller"
+	"github.com/samsamq/samsa/ha"
+)
+
+// Controller mode (enableControllerMode, issue #14): the fail-over
+// controller, not brokerRole, says which replica of the group is master.
+// The broker registers with the controller at start (with the controller
+// epoch of the highest epoch in its epoch file), then heartbeats every brokerHeartbeatInterval;
+// each answer (a controller.Result) tells it its role, the master and the
+// master epoch, and the sync-state set. On a change:
+//
+//   - made master at epoch E: stop the ha.Slave, open a replication epoch
+//     of E in the epoch file at the log's end (E<<16|n,
+//     controller_mode_epoch.go; ha.EpochFile.BeginMasterEpochAt), start an
+//     ha.Master that waits for the sync-state set (SYNC_MASTER), lift the
+//     store's fence, and register with the name servers as brokerId 0 (the
+//     route's master) with stateVersion E;
+//   - told to follow another master (or that there is none): fence the
+//     store (sends answer SERVICE_NOT_AVAILABLE; an append in progress
+//     finishes first), close the ha.Master, start an ha.Slave to the new
+//     master's HA address (the handshake cuts a diverged tail to the
+//     consistent point of the epoch lists), and register as a slave under
+//     brokerId (this replica's id).
+//
+// Fencing: a master that has had no answer to heartbeats it sent
+// controllerHeartBeatTimeoutMills ago takes no more writes (it may have
+// been replaced); an answer lifts that.
+//
+// Sync-state set: the master adds a slave once it has acknowledged the
+// whole log, and drops one whose acknowledgement has trailed the log (or
+// that has been gone) for haMaxTimeSlaveNotCatchup (AlterSyncStateSet).
+//
+// The role-changing goroutine is ctlMode.run, the only one that starts or
+// stops the ha.Master and ha.Slave; readers (the send path, stats, the
+// registrar) read the role through mu or the atomics.
+
+// controllerClient is the broker's view of the controller (its replicated
+// server and network client are built apart; the types are package
+// controller's). Safe for concurrent use.
+type controllerClient interface {
+	// RegisterBroker registers this replica (at every start).
+	RegisterBroker(ctx context.Context, c controller.RegisterBroker) (controller.Result, error)
+	// Heartbeat says it is alive; the Result tells its role.
+	Heartbeat(ctx context.Context, c controller.Heartbeat) (controller.Result, error)
+	// AlterSyncStateSet is the master's change of the sync-state set.
+	AlterSyncStateSet(ctx context.Context, c controller.AlterSyncStateSet) (controller.Result, error)
+	// Close releases the client.
+	Close() error
+}
+
+// dialController makes the network client to cfg.ControllerAddrs. It is nil
+// until the controller's client is wired in: a broker in controller mode then
+// refuses to start (it never runs without its controller).
+var dialController func(cfg *Config) (controllerClient, error)
+
+// errNoControllerClient: controller mode asked for, no client built in.
+var errNoControllerClient = errors.New("broker: enableControllerMode=true is not supported by this build: " +
+	"no controller client is wired in (the broker does not run without its controller)")
+
+// ctlMode is the broker's controller-mode state.
+type ctlMode struct {
+	b      *Broker
+	cli    controllerClient
+	group  controller.Group
+	epochs *ha.EpochFile
+	now    func() time.Time
+	kick   chan struct{} // cap 1: heartbeat now
+	// master is the running ha.Master (nil when not master), for the
+	// replicator; writable says the broker takes writes now (master, its
+	// ha.Master up, heard from the controller within the timeout).
+	master   atomic.Pointer[ha.Master]
+	writable atomic.Bool
+	// stateVersion is the master epoch the broker works under, for the
+	// name servers (a newer master's registration wins over an old one's).
+	stateVersion atomic.Int64
+	// lastOK is when (unix ns) the last heartbeat the controller answered
+	// was sent; read on every send (canWrite).
+	lastOK atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		role         controller.Role
+		registered   bool
+		epoch        int64 // the master epoch the broker works under (the controller's)
+		masterID     int64
+		masterAddr   string
+		syncSet      []int64
+		syncSetEpoch int64
+		slave        *ha.Slave
+		lastErr      string
+	}
+	// caughtUp: when each sync-state member (or candidate) was last seen
+	// holding the whole log; run's alone.
+	caughtUp map[int64]time.Time
+}
+
+// openControllerMode prepares controller mode in New: the client, the epoch
+// file, a fenced store (no writes until the controller says master).
+func (b *Broker) openControllerMode() error {
+	cli := b.cfg.controllerClient
+	if cli == nil {
+		if dialController == nil {
+			return errNoControllerClient
+		}
+		var err error
+		if cli, err = dialController(&b.cfg); err != nil {
+			return fmt.Errorf("broker: controller client: %w", err)
+		}
+	}
+	epochs, err := b.openEpochs()
+	if err != nil {
+		return err
+	}
+	c := &ctlMode{b: b, cli: cli, epochs: epochs, now: time.Now,
+		group:    controller.Group{Cluster: b.cfg.BrokerClusterName, Broker: b.cfg.BrokerName},
+		kick:     make(chan struct{}, 1),
+		caughtUp: map[int64]time.Time{}}
+	c.mu.role, c.mu.masterID = controller.RoleNone, controller.NoMaster
+	b.store.SetFenced(true)
+	b.ctl = c
+	b.offsets.slaveNow = b.isSlave // commits while not master go to the master first (slave_sync.go)
+	b.setReplicator(ctlReplicator{c})
+	return nil
+}
+
+// ctlReplicator is the replicator of a controller-mode broker: the ha.Master
+// of the moment, if any.
+type ctlReplicator struct{ c *ctlMode }
+
+func (r ctlReplicator) WaitReplicated(end int64) error {
+	m := r.c.master.Load()
+	if m == nil {
+		return errSlaveNotAvailable
+	}
+	return haMaster{m}.WaitReplicated(end)
+}
+
+func (r ctlReplicator) Slaves() []SlaveStatus {
+	if m := r.c.master.Load(); m != nil {
+		return haMaster{m}.Slaves()
+	}
+	return nil
+}
+
+// canWrite reports whether a controller-mode broker takes writes now: the
+// controller made it master and answered a heartbeat sent within
+// controllerHeartBeatTimeoutMills.
+func (c *ctlMode) canWrite() bool {
+	if !c.writable.Load() {
+		return false
+	}
+	return c.now().UnixNano()-c.lastOK.Load() < int64(c.b.cfg.ControllerHeartBeatTimeout)
+}
+
+// isMasterRole: the controller named this broker master (fenced by timeout
+// or not): it registers as brokerId 0.
+func (c *ctlMode) isMasterRole() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.role == controller.RoleMaster
+}
+
+// masterAddr is the remoting address of the master the controller named.
+func (c *ctlMode) masterAddr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.role != controller.RoleSlave {
+		return ""
+	}
+	return c.mu.masterAddr
+}
+
+// ControllerRole is the broker's role as the controller last told it: "master",
+// "slave" or "none" ("" outside controller mode).
+func (b *Broker) ControllerRole() string {
+	if b.ctl == nil {
+		return ""
+	}
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
+	return b.ctl.mu.role.String()
+}
+
+// MasterEpoch is the master epoch a controller-mode broker works under
+// (0 outside controller mode).
+func (b *Broker) MasterEpoch() int64 {
+	if b.ctl == nil {
+		return 0
+	}
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
+	return b.ctl.mu.epoch
+}
+
+func (c *ctlMode) linkStatus() ha.LinkStatus {
+	c.mu.Lock()
+	s := c.mu.slave
+	c.mu.Unlock()
+	if s == nil {
+		return ha.LinkStatus{}
+	}
+	return s.Status()
+}
+
+// heartbeatNow asks run for a heartbeat at once.
+func (c *ctlMode) heartbeatNow() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the replication link, then the client. Called by the
+// broker's shutdown after its loops (run among them) ended.
+func (c *ctlMode) close() {
+	c.b.store.SetFenced(true)
+	c.writable.Store(false)
+	if m := c.master.Swap(nil); m != nil {
+		m.Close()
+	}
+	c.mu.Lock()
+	s := c.mu.slave
+	c.mu.slave = nil
+	c.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
+	c.cli.Close()
+}
+
+// ctlHAMasterAddr is where a controller-mode slave's link connects: the HA
+// address the name servers gave with the master's registration, taken only
+// once they name the master the controller named (until then an old
+// master, dead or fenced, may still hold id 0 there).
+func (b *Broker) ctlHAMasterAddr() string {
+	want := b.ctl.masterAddr()
+	if want == "" {
+		return ""
+	}
+	b.master.mu.Lock()
+	defer b.master.mu.Unlock()
+	if b.master.mu.addr != want {
+		return ""
+	}
+	return b.master.mu.haAddr
+}
+
+// registrationID is the brokerId the name servers get: 0 for the master
+// (RocketMQ routes: id 0 is the master), else brokerId; in controller mode
+// it follows the controller's word.
+func (b *Broker) registrationID() int64 {
+	if b.ctl != nil && b.ctl.isMasterRole() {
+		return 0
+	}
+	return b.cfg.BrokerID
+}
+
+// stateVersion is the registration's stateVersion: the master epoch in
+// controller mode (the name servers keep the newer master), else 0.
+func (b *Broker) stateVersion() int64 {
+	if b.ctl == nil {
+		return 0
+	}
+	return b.ctl.stateVersion.Load()
+}
+
+// stats are the controller-mode lines of the text stats:
+//
+//	controller_role          master, slave or none, as the controller said
+//	controller_master_id     the master's replica id (-1: none)
+//	controller_master_epoch  the master epoch the broker works under
+//	controller_sync_set      the sync-state set, e.g. "1,2,3"
+//	controller_writable      1 when it takes writes now
+//	controller_last_ok_ms    unix ms when the last answered heartbeat was sent
+func (c *ctlMode) stats() []statLine {
+	c.mu.Lock()
+	role, id, epoch, set := c.mu.role.String(), c.mu.masterID, c.mu.epoch, slices.Clone(c.mu.syncSet)
+	c.mu.Unlock()
+	ids := make([]string, len(set))
+	for i, x := range set {
+		ids[i] = strconv.FormatInt(x, 10)
+	}
+	return []statLine{
+		{"controller_role", role},
+		{"controller_master_id", id},
+		{"controller_master_epoch", epoch},
+		{"controller_sync_set", strconv.Quote(strings.Join(ids, ","))},
+		{"controller_writable", boolInt(c.canWrite())},
+		{"controller_last_ok_ms", c.lastOK.Load() / int64(time.Millisecond)},
+	}
+}

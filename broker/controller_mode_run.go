@@ -1,0 +1,309 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/samsamq/samsa/controller"
+	"github.com/samsamq/samsa/ha"
+)
+
+// run is the controller-mode goroutine (started by Start): it registers,
+// then heartbeats every brokerHeartbeatInterval (or at once when kicked),
+// applies each answer (role changes happen here and only here), fences a
+// master cut off from the controller, and keeps the sync-state set. Ends
+// when the broker stops.
+func (c *ctlMode) run() {
+	t := time.NewTicker(c.b.cfg.BrokerHeartbeatInterval)
+	defer t.Stop()
+	for {
+		c.round()
+		select {
+		case <-c.b.stop:
+			return
+		case <-t.C:
+		case <-c.kick:
+		}
+	}
+}
+
+// round is one heartbeat (or registration) and what follows from it.
+func (c *ctlMode) round() {
+	timeout := c.b.cfg.ControllerHeartBeatTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	sent := c.now()
+	c.mu.Lock()
+	registered, epoch := c.mu.registered, c.mu.epoch
+	c.mu.Unlock()
+	var (
+		res controller.Result
+		err error
+	)
+	if !registered {
+		res, err = c.cli.RegisterBroker(ctx, controller.RegisterBroker{Group: c.group, ID: c.b.cfg.BrokerID,
+			Addr: c.b.Addr(), Epoch: c.registerEpoch()})
+	} else {
+		res, err = c.cli.Heartbeat(ctx, controller.Heartbeat{Group: c.group, ID: c.b.cfg.BrokerID, Epoch: epoch})
+	}
+	switch {
+	case err == nil:
+		c.apply(res) // first: a demotion must not see a fresh lastOK while still writable
+		c.noteOK(sent, registered)
+	case errors.Is(err, controller.ErrUnknownGroup), errors.Is(err, controller.ErrUnknownBroker):
+		c.noteErr("broker: the controller does not know this broker: registering again", err)
+		c.mu.Lock()
+		c.mu.registered = false
+		c.mu.Unlock()
+	default:
+		c.noteErr("broker: controller heartbeat failed", err)
+	}
+	c.checkFence()
+	if c.master.Load() != nil {
+		c.keepSyncSet()
+	}
+}
+
+// registerEpoch is the highest master epoch the broker has seen: the last
+// of its epoch file, or the one it works under if higher.
+func (c *ctlMode) registerEpoch() int64 {
+	e := ctlEpochOf(c.epochs.MaxEpoch())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(e, c.mu.epoch)
+}
+
+func (c *ctlMode) noteOK(sent time.Time, registered bool) {
+	if ns := sent.UnixNano(); ns > c.lastOK.Load() {
+		c.lastOK.Store(ns) // run alone stores it
+	}
+	c.mu.Lock()
+	c.mu.registered = true
+	had := c.mu.lastErr
+	c.mu.lastErr = ""
+	c.mu.Unlock()
+	if had != "" || !registered {
+		c.b.log.Info("broker: controller answered", "registered", !registered)
+	}
+}
+
+// noteErr logs err once per distinct reason.
+func (c *ctlMode) noteErr(msg string, err error) {
+	c.mu.Lock()
+	repeat := c.mu.lastErr == err.Error()
+	c.mu.lastErr = err.Error()
+	c.mu.Unlock()
+	if !repeat {
+		c.b.log.Warn(msg, "err", err, "group", c.group.String(), "id", c.b.cfg.BrokerID)
+	}
+}
+
+// checkFence: a master with no answer to heartbeats sent within the timeout
+// stops taking writes, at the store too (an append racing the role check
+// is refused); an answer since lifts it.
+func (c *ctlMode) checkFence() {
+	if !c.writable.Load() {
+		return
+	}
+	ok := c.canWrite()
+	if ok == !c.b.store.Fenced() {
+		return
+	}
+	c.b.store.SetFenced(!ok)
+	if ok {
+		c.b.log.Info("broker: controller reached again: this master takes writes")
+	} else {
+		c.b.log.Warn("broker: no answer from the controller within controllerHeartBeatTimeoutMills: this master takes no writes "+
+			"(another may be elected)", "timeout", c.b.cfg.ControllerHeartBeatTimeout)
+	}
+}
+
+// apply acts on the controller's answer.
+func (c *ctlMode) apply(r controller.Result) {
+	c.mu.Lock()
+	role, epoch, masterID, masterAddr := c.mu.role, c.mu.epoch, c.mu.masterID, c.mu.masterAddr
+	c.mu.syncSet, c.mu.syncSetEpoch = slices.Clone(r.SyncSet), r.SyncSetEpoch
+	c.mu.Unlock()
+	if r.Fenced {
+		c.b.log.Warn("broker: fenced by the controller", "note", r.Note, "masterEpoch", r.MasterEpoch)
+	}
+	switch {
+	case r.Role == controller.RoleMaster && r.MasterID == c.b.cfg.BrokerID:
+		if role != controller.RoleMaster || epoch != r.MasterEpoch || c.master.Load() == nil {
+			c.becomeMaster(r)
+		} else if m := c.master.Load(); m != nil {
+			m.SetRequired(others(r.SyncSet, r.MasterID)) // the controller's set, as it stands
+		}
+	case r.Role == controller.RoleSlave && r.MasterID != controller.NoMaster:
+		if role != controller.RoleSlave || epoch != r.MasterEpoch || masterID != r.MasterID || masterAddr != r.MasterAddr {
+			c.becomeSlave(r)
+		}
+	default:
+		if role != controller.RoleNone || epoch != r.MasterEpoch {
+			c.becomeNone(r)
+		}
+	}
+}
+
+// stopWriting fences the store and closes the ha.Master: no write is taken
+// and none is in progress when it returns.
+func (c *ctlMode) stopWriting() {
+	c.writable.Store(false)
+	c.b.store.SetFenced(true)
+	if m := c.master.Swap(nil); m != nil {
+		m.Close() // waiting SYNC_MASTER sends answer SLAVE_NOT_AVAILABLE
+	}
+}
+
+func (c *ctlMode) stopSlave() {
+	c.mu.Lock()
+	s := c.mu.slave
+	c.mu.slave = nil
+	c.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
+}
+
+func (c *ctlMode) becomeMaster(r controller.Result) {
+	c.stopWriting()
+	c.stopSlave()
+	haEpoch, err := nextHAEpoch(c.epochs.MaxEpoch(), r.MasterEpoch)
+	var m *ha.Master
+	if err == nil {
+		m, err = c.b.newHAMaster(c.epochs, haEpoch)
+	}
+	if err != nil {
+		// Retried at the next heartbeat; no writes meanwhile.
+		c.noteErr("broker: cannot become master", err)
+		return
+	}
+	c.mu.Lock()
+	c.mu.role, c.mu.epoch, c.mu.masterID, c.mu.masterAddr = controller.RoleMaster, r.MasterEpoch, r.MasterID, r.MasterAddr
+	c.mu.Unlock()
+	c.stateVersion.Store(r.MasterEpoch)
+	clear(c.caughtUp)
+	now := c.now()
+	for _, id := range r.SyncSet {
+		c.caughtUp[id] = now
+	}
+	m.SetRequired(others(r.SyncSet, r.MasterID))
+	c.b.offsets.dropLocal() // commits made here as a slave are in the table: this is the master now
+	c.master.Store(m)
+	c.b.store.SetFenced(false)
+	c.writable.Store(true)
+	c.b.log.Warn("broker: the controller made this broker master", "epoch", r.MasterEpoch, "haEpoch", haEpoch, "epochStart", m.Epoch().Start,
+		"syncSet", r.SyncSet)
+	c.reregister() // as brokerId 0: routes follow
+}
+
+func (c *ctlMode) becomeSlave(r controller.Result) {
+	c.stopWriting()
+	c.stopSlave()
+	c.mu.Lock()
+	c.mu.role, c.mu.epoch, c.mu.masterID, c.mu.masterAddr = controller.RoleSlave, r.MasterEpoch, r.MasterID, r.MasterAddr
+	c.mu.Unlock()
+	c.stateVersion.Store(r.MasterEpoch)
+	c.b.log.Warn("broker: the controller made this broker a slave", "master", r.MasterID, "masterAddr", r.MasterAddr,
+		"epoch", r.MasterEpoch)
+	c.reregister() // as a slave; the answer names the master's HA address
+	s, err := c.b.newHASlave(c.epochs)
+	if err != nil {
+		c.noteErr("broker: cannot start the replication link", err)
+		return
+	}
+	c.mu.Lock()
+	c.mu.slave = s
+	c.mu.Unlock()
+}
+
+func (c *ctlMode) becomeNone(r controller.Result) {
+	c.stopWriting()
+	c.mu.Lock()
+	c.mu.role, c.mu.epoch, c.mu.masterID, c.mu.masterAddr = controller.RoleNone, r.MasterEpoch, controller.NoMaster, ""
+	c.mu.Unlock()
+	c.stateVersion.Store(r.MasterEpoch)
+	c.b.log.Warn("broker: the controller names no master for this group: no writes", "epoch", r.MasterEpoch, "note", r.Note)
+	c.reregister()
+}
+
+// reregister registers with the name servers now, on a goroutine of its
+// own: a slow or dead name server must not delay the next heartbeat (the
+// controller would take this broker for dead). run is one of the broker's
+// loops, so adding one here never races their Wait.
+func (c *ctlMode) reregister() {
+	c.b.goLoop(func() { c.b.reg.registerAll(false) })
+}
+
+// keepSyncSet shrinks or expands the sync-state set (master only): a
+// connected slave holding the whole log joins; a member not seen caught up
+// for haMaxTimeSlaveNotCatchup leaves. The master itself always stays.
+func (c *ctlMode) keepSyncSet() {
+	m := c.master.Load()
+	c.mu.Lock()
+	set, setEpoch, epoch := slices.Clone(c.mu.syncSet), c.mu.syncSetEpoch, c.mu.epoch
+	c.mu.Unlock()
+	now := c.now()
+	self := c.b.cfg.BrokerID
+	next := []int64{self}
+	slaves := m.Slaves()
+	for _, s := range slaves {
+		c.caughtUp[s.BrokerID] = now.Add(-s.LagTime) // LagTime is 0 when caught up
+	}
+	for _, id := range set {
+		if id != self && now.Sub(c.caughtUp[id]) <= c.b.cfg.HAMaxTimeSlaveNotCatchup {
+			next = append(next, id)
+		}
+	}
+	for _, s := range slaves {
+		if s.LagBytes == 0 && !slices.Contains(next, s.BrokerID) {
+			next = append(next, s.BrokerID)
+		}
+	}
+	slices.Sort(next)
+	if slices.Equal(next, set) {
+		return
+	}
+	// A SYNC_MASTER waits for every member (ha.Master.SetRequired): a new
+	// one from before the controller has it, a dropped one until after.
+	m.SetRequired(others(union(set, next), self))
+	ctx, cancel := context.WithTimeout(context.Background(), c.b.cfg.ControllerHeartBeatTimeout)
+	defer cancel()
+	res, err := c.cli.AlterSyncStateSet(ctx, controller.AlterSyncStateSet{Group: c.group, From: self, MasterEpoch: epoch,
+		NewSet: next, SyncSetEpoch: setEpoch})
+	if err != nil {
+		m.SetRequired(others(set, self))
+		c.noteErr("broker: sync-state set change refused", err)
+		if res.Fenced || errors.Is(err, controller.ErrFenced) || errors.Is(err, controller.ErrNotMaster) {
+			c.apply(res)
+		} else if errors.Is(err, controller.ErrStaleSyncEpoch) {
+			c.heartbeatNow()
+		}
+		return
+	}
+	c.b.log.Info("broker: sync-state set changed", "from", set, "to", res.SyncSet, "setEpoch", res.SyncSetEpoch)
+	m.SetRequired(others(res.SyncSet, self))
+	c.mu.Lock()
+	c.mu.syncSet, c.mu.syncSetEpoch = slices.Clone(res.SyncSet), res.SyncSetEpoch
+	c.mu.Unlock()
+}
+
+// others is set without id.
+func others(set []int64, id int64) []int64 {
+	out := make([]int64, 0, len(set))
+	for _, x := range set {
+		if x != id {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// union is a ∪ b, sorted.
+func union(a, b []int64) []int64 {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,480 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/controller"
+	"github.com/samsamq/samsa/namesrv"
+	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// Controller mode in process: a name server, the fake controller and
+// brokers of one group, on loopback.
+
+var ctlGroup = controller.Group{Cluster: "fo-cluster", Broker: "fo"}
+
+// ctlCluster is a name server, a fake controller and the brokers of
+// ctlGroup, by replica id.
+type ctlCluster struct {
+	t    *testing.T
+	root string               // the replicas' stores are root/<id>
+	logs map[int64]*lockedLog // each replica's log lines (all its runs)
+	ns   *namesrv.Server
+	ctl  *fakeController
+	dirs map[int64]string
+	b    map[int64]*Broker
+}
+
+func newCtlCluster(t *testing.T, electionTimeout time.Duration) *ctlCluster {
+	root := t.TempDir() // before the cleanup below: removed after the brokers closed
+	ns, err := namesrv.New(namesrv.Options{Listen: "127.0.0.1:0", Logger: quietLogger()})
+	if err == nil {
+		err = ns.Start()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &ctlCluster{t: t, root: root, ns: ns, ctl: newFakeController(t, electionTimeout), dirs: map[int64]string{}, b: map[int64]*Broker{},
+		logs: map[int64]*lockedLog{}}
+	t.Cleanup(func() {
+		for _, b := range c.b {
+			closeBounded(t, b)
+		}
+		ns.Close()
+	})
+	return c
+}
+
+// closeBounded closes b, failing (not hanging) the test after a minute.
+func closeBounded(t *testing.T, b *Broker) {
+	done := make(chan struct{})
+	go func() {
+		b.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Errorf("broker %s did not close within a minute", b.Addr())
+	}
+}
+
+func (c *ctlCluster) config(id int64) func(*Config) {
+	return func(cfg *Config) {
+		cfg.BrokerClusterName, cfg.BrokerName, cfg.BrokerID = ctlGroup.Cluster, ctlGroup.Broker, id
+		cfg.BrokerRole, cfg.InSyncReplicas = SyncMaster, 2
+		cfg.EnableControllerMode = true
+		cfg.controllerClient = c.ctl.client(id)
+		cfg.NamesrvAddrs = []string{c.ns.Addr()}
+		_ = cfg.Set("haListenPort", "0")
+		cfg.AdminListen = "off"
+		cfg.MappedFileSizeCommitLog = 1 << 20
+		cfg.BrokerHeartbeatInterval = 50 * time.Millisecond
+		cfg.ControllerHeartBeatTimeout = time.Second
+		cfg.HASendHeartbeatInterval = 100 * time.Millisecond
+		cfg.HAHousekeepingInterval = 5 * time.Second
+		cfg.HAMaxTimeSlaveNotCatchup = 3 * time.Second
+		cfg.HASlaveAckTimeout = 5 * time.Second
+		cfg.RegisterNameServerPeriod = time.Second
+		cfg.SlaveSyncInterval = 200 * time.Millisecond
+		if c.logs[id] == nil {
+			c.logs[id] = &lockedLog{}
+		}
+		cfg.Logger = slog.New(slog.NewTextHandler(c.logs[id], &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+}
+
+// lockedLog keeps log output for a test to search.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) contains(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.buf.String(), s)
+}
+
+// start starts (or restarts, on its old store) replica id.
+func (c *ctlCluster) start(id int64) *Broker {
+	dir, ok := c.dirs[id]
+	if !ok {
+		dir = filepath.Join(c.root, strconv.FormatInt(id, 10))
+		c.dirs[id] = dir
+	}
+	b := startBroker(c.t, dir, c.config(id))
+	c.b[id] = b
+	return b
+}
+
+// kill closes replica id.
+func (c *ctlCluster) kill(id int64) {
+	closeBounded(c.t, c.b[id])
+	delete(c.b, id)
+}
+
+// waitMaster waits until the controller and the broker agree that some
+// replica other than not is master, and returns it.
+func (c *ctlCluster) waitMaster(not int64) *Broker {
+	var m *Broker
+	waitLong(c.t, func() bool {
+		r := c.ctl.show(ctlGroup)
+		b := c.b[r.MasterID]
+		if r.MasterID == not || b == nil || b.ControllerRole() != "master" || b.MasterEpoch() != r.MasterEpoch || b.isSlave() {
+			return false
+		}
+		m = b
+		return true
+	}, fmt.Sprintf("a master other than %d", not))
+	return m
+}
+
+// waitSyncSet waits until the controller's sync-state set has n members.
+func (c *ctlCluster) waitSyncSet(n int) {
+	waitLong(c.t, func() bool { return len(c.ctl.show(ctlGroup).SyncSet) == n }, fmt.Sprintf("a sync-state set of %d", n))
+}
+
+// sendAcked sends body-prefixed messages through our client until n are
+// acknowledged (SEND_OK), each attempt with a body of its own, and returns
+// the acknowledged bodies.
+func sendAcked(t *testing.T, p *client.Producer, topic, prefix string, n int) []string {
+	t.Helper()
+	var acked []string
+	deadline := time.Now().Add(90 * time.Second)
+	for i, attempt := 0, 0; len(acked) < n; attempt++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: only %d of %d sends acknowledged in 90 s", prefix, len(acked), n)
+		}
+		body := fmt.Sprintf("%s-%04d-a%d", prefix, i, attempt)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r, err := p.Send(ctx, &client.Message{Topic: topic, Body: []byte(body)})
+		cancel()
+		if err != nil || r.Status != client.SendOK {
+			if attempt%50 == 0 {
+				t.Logf("%s: send: %v %+v", prefix, err, r)
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		acked = append(acked, body)
+		i++
+	}
+	return acked
+}
+
+// bodies counts the bodies of every record of topic in st's queues.
+func bodies(t *testing.T, st *storage.Store, topic string, queues int32) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for q := int32(0); q < queues; q++ {
+		for off := st.MinQueueOffset(topic, q); off < st.MaxQueueOffset(topic, q); {
+			g, err := st.GetMessages(topic, q, off, 256, 0, nil)
+			if err != nil || len(g.Records) == 0 {
+				t.Fatalf("%s/%d at %d: %v (%v)", topic, q, off, err, g.Status)
+			}
+			for _, raw := range g.Records {
+				var r record.Record
+				if err := record.DecodeUnchecked(raw, &r); err != nil {
+					t.Fatal(err)
+				}
+				out[string(r.Body)]++
+			}
+			off = g.NextOffset
+		}
+	}
+	return out
+}
+
+// TestControllerFailover: three replicas of a SYNC_MASTER group under the
+// fake controller. The master is killed; a slave is elected within the
+// timeout and takes sends (our client follows the routes); the old master,
+// restarted with an unreplicated tail, is fenced, cuts the tail and follows;
+// every acknowledged message is on the new master exactly once, and the
+// old master's log is the new master's byte for byte.
+func TestControllerFailover(t *testing.T) {
+	c := newCtlCluster(t, 1500*time.Millisecond)
+	c.start(1)
+	first := c.waitMaster(-1)
+	if first.cfg.BrokerID != 1 {
+		t.Fatalf("first master %d, want 1 (the first to register)", first.cfg.BrokerID)
+	}
+	c.start(2)
+	c.start(3)
+	c.waitSyncSet(3)
+
+	const topic = "failover"
+	p, err := client.NewProducer(client.ProducerOptions{ClientOptions: client.ClientOptions{NameServers: []string{c.ns.Addr()},
+		Logger: quietLogger(), RouteRefresh: 200 * time.Millisecond}, SendTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if resp := dialRaw(t, first.Addr()).call(createTopicReq(topic, 4)); resp.Code != protocol.Success {
+		t.Fatalf("create topic: %s", resp)
+	}
+	acked := sendAcked(t, p, topic, "before", 100)
+
+	// Kill the master; write a tail into its store that no slave got.
+	opts := first.Store().Options()
+	epoch1 := first.MasterEpoch()
+	oldAddr, oldHA, oldTopics := first.Addr(), first.haAdvertised(), first.topicWrapper()
+	c.kill(1)
+	// As if it had crashed: the name server still holds it as brokerId 0
+	// (a clean close unregistered it). The new master's registration must
+	// win (a newer stateVersion), and no slave may follow the dead one.
+	oldTopics.DataVersion.StateVersion = epoch1
+	staleBody, err := protocol.MarshalBody(protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: oldTopics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleHeader := protocol.RegisterBrokerRequestHeader{BrokerName: ctlGroup.Broker, BrokerAddr: oldAddr, ClusterName: ctlGroup.Cluster,
+		HAServerAddr: oldHA, BrokerID: 0, BodyCrc32: protocol.BodyCRC32(staleBody)}
+	if resp := dialRaw(t, c.ns.Addr()).call(protocol.NewRequest(protocol.RegisterBroker, staleHeader.Encode(), staleBody)); resp.Code != protocol.Success {
+		t.Fatalf("stale registration: %s", resp)
+	}
+	st, err := storage.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tailFrom := st.WrittenOffset()
+	for i := 0; i < 20; i++ {
+		m := &storage.Message{Topic: topic, QueueID: 0, Body: []byte(fmt.Sprintf("diverged-%d", i)),
+			BornTimestamp: time.Now().UnixMilli(), BornHost: netip.MustParseAddrPort("127.0.0.1:1"),
+			StoreHost: netip.MustParseAddrPort("127.0.0.1:2")}
+		if _, err := st.Append(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tailTo := st.WrittenOffset()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	m2 := c.waitMaster(1)
+	if e := m2.MasterEpoch(); e != epoch1+1 {
+		t.Fatalf("new master at epoch %d, want %d", e, epoch1+1)
+	}
+	c.waitSyncSet(2) // the other slave follows the new master and is caught up
+	acked = append(acked, sendAcked(t, p, topic, "after", 100)...)
+
+	// The old master returns: fenced, it follows and cuts its tail.
+	old := c.start(1)
+	waitLong(t, func() bool {
+		w := m2.Store().WrittenOffset()
+		return old.ControllerRole() == "slave" && old.MasterEpoch() == m2.MasterEpoch() && old.LinkStatus().Connected &&
+			old.Store().WrittenOffset() == w && old.Store().HandedOffset() == w && m2.Store().HandedOffset() == w
+	}, "the old master following the new one")
+	if old.Store().WrittenOffset() <= tailFrom || tailTo <= tailFrom {
+		t.Fatalf("test setup: the new master's log (%d) should pass the old tail [%d, %d)", old.Store().WrittenOffset(), tailFrom, tailTo)
+	}
+	sameCommitLog(t, m2.Store(), old.Store())
+	if !c.logs[1].contains("ha: slave cut its diverged tail") {
+		t.Errorf("the old master did not cut its tail by the epochs (copied afresh?)")
+	}
+	acked = append(acked, sendAcked(t, p, topic, "rejoined", 20)...)
+	c.waitSyncSet(3)
+
+	// Every acknowledged message is on the new master exactly once; no
+	// record of the cut tail is anywhere.
+	for _, b := range []*Broker{m2, old} {
+		waitLong(t, func() bool { return b.Store().WrittenOffset() == m2.Store().WrittenOffset() }, "replication")
+		got := bodies(t, b.Store(), topic, 4)
+		for _, a := range acked {
+			if got[a] != 1 {
+				t.Errorf("broker %d: acknowledged %q read %d times, want once", b.cfg.BrokerID, a, got[a])
+			}
+		}
+		for body := range got {
+			if strings.HasPrefix(body, "diverged-") {
+				t.Errorf("broker %d: the cut tail's %q is still there", b.cfg.BrokerID, body)
+			}
+		}
+	}
+	// The old master's registration as a slave; sends to it are refused.
+	rc := dialRaw(t, old.Addr())
+	if resp := rc.call(sendReq(topic, 0, []byte("to-a-slave"), nil)); resp.Code == protocol.Success {
+		t.Fatalf("a slave took a send: %s", resp)
+	}
+}
+
+// TestControllerFencing: a master cut off from the controller stops taking
+// writes within controllerHeartBeatTimeoutMills; another replica is
+// elected; reconnected, the old master learns it is fenced and follows,
+// without a restart.
+func TestControllerFencing(t *testing.T) {
+	c := newCtlCluster(t, 1500*time.Millisecond)
+	c.start(1)
+	m1 := c.waitMaster(-1)
+	c.start(2)
+	c.waitSyncSet(2)
+	rc := dialRaw(t, m1.Addr())
+	if resp := rc.call(sendReq("fence", 0, []byte("ok"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send to the master: %s", resp)
+	}
+	c.ctl.setCut(1, true)
+	waitLong(t, func() bool { return m1.isSlave() }, "the cut-off master to stop taking writes")
+	if resp := rc.call(sendReq("fence", 0, []byte("refused"), nil)); resp.Code == protocol.Success {
+		t.Fatalf("a fenced master took a send: %s", resp)
+	}
+	m2 := c.waitMaster(1)
+	c.ctl.setCut(1, false)
+	waitLong(t, func() bool {
+		return m1.ControllerRole() == "slave" && m1.MasterEpoch() == m2.MasterEpoch() && m1.LinkStatus().Connected
+	}, "the old master following")
+	if resp := rc.call(sendReq("fence", 0, []byte("refused-again"), nil)); resp.Code == protocol.Success {
+		t.Fatalf("a demoted master took a send: %s", resp)
+	}
+	c.waitSyncSet(2)
+	if resp := dialRaw(t, m2.Addr()).call(sendReq("fence", 0, []byte("new"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send to the new master: %s", resp)
+	}
+	// The old master's stats (its view of the set follows its next heartbeat).
+	waitLong(t, func() bool {
+		var out bytes.Buffer
+		writeStatsTo(&out, m1, "ha")
+		for _, want := range []string{"controller_role slave", fmt.Sprintf("controller_master_epoch %d", m2.MasterEpoch()),
+			"controller_writable 0", `controller_sync_set "1,2"`} {
+			if !strings.Contains(out.String(), want) {
+				return false
+			}
+		}
+		return true
+	}, "the old master's stats ha to show it a slave in the set")
+}
+
+// TestControllerModeNeedsAClient: no controller client wired in, the
+// broker refuses to start.
+func TestControllerModeNeedsAClient(t *testing.T) {
+	cfg := Config{StorePathRootDir: t.TempDir(), Logger: quietLogger(), BrokerRole: AsyncMaster, BrokerID: 1,
+		EnableControllerMode: true, ControllerAddrs: []string{"127.0.0.1:9878"}}
+	_ = cfg.Set("listenPort", "0")
+	b, err := New(cfg)
+	if err == nil {
+		b.Close()
+		t.Fatal("a controller-mode broker started without a controller client")
+	}
+	if !errors.Is(err, errNoControllerClient) {
+		t.Fatalf("err %v, want errNoControllerClient", err)
+	}
+}
+
+// TestControllerSyncStateSet: a slave that goes away leaves the sync-state
+// set after haMaxTimeSlaveNotCatchup (until then a SYNC_MASTER send waits
+// for it and is not acknowledged), and joins again once caught up.
+func TestControllerSyncStateSet(t *testing.T) {
+	c := newCtlCluster(t, 1500*time.Millisecond)
+	c.start(1)
+	m := c.waitMaster(-1)
+	c.start(2)
+	c.start(3)
+	c.waitSyncSet(3)
+	rc := dialRaw(t, m.Addr())
+	if resp := rc.call(sendReq("sss", 0, []byte("all"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send with the whole set: %s", resp)
+	}
+	c.kill(3)
+	waitLong(t, func() bool {
+		s := c.ctl.show(ctlGroup).SyncSet
+		return len(s) == 2 && s[0] == 1 && s[1] == 2
+	}, "slave 3 to leave the sync-state set")
+	if resp := rc.call(sendReq("sss", 0, []byte("two"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send after the set shrank: %s", resp)
+	}
+	c.start(3)
+	c.waitSyncSet(3)
+	if resp := rc.call(sendReq("sss", 0, []byte("three"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send after the set grew: %s", resp)
+	}
+}
+
+// A send that passed the role check and met the store's fence (the role
+// changed between) is refused with SERVICE_NOT_AVAILABLE, which clients
+// retry elsewhere.
+func TestFencedStoreAnswer(t *testing.T) {
+	req := sendReq("t", 0, []byte("x"), nil)
+	if r := errorResponse(req, fmt.Errorf("append: %w", storage.ErrFenced)); r.Code != protocol.ServiceNotAvailable ||
+		!strings.Contains(r.Remark, "fenced") {
+		t.Fatalf("answer %d %q", r.Code, r.Remark)
+	}
+}
+
+// TestControllerMasterRestartsInItsEpoch: a master restarted before the
+// controller saw it gone is master again under the same controller epoch;
+// it opens a new replication epoch (it may have lost a tail a slave holds),
+// takes sends again, and its slave follows it.
+func TestControllerMasterRestartsInItsEpoch(t *testing.T) {
+	c := newCtlCluster(t, time.Hour) // no election: the restart is quicker than the controller
+	c.start(1)
+	m := c.waitMaster(-1)
+	c.start(2)
+	c.waitSyncSet(2)
+	rc := dialRaw(t, m.Addr())
+	if resp := rc.call(sendReq("restart", 0, []byte("before"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send: %s", resp)
+	}
+	epoch := m.MasterEpoch()
+	c.kill(1)
+	m = c.start(1)
+	waitLong(t, func() bool { return m.ControllerRole() == "master" && !m.isSlave() }, "the restarted master to take writes")
+	if m.MasterEpoch() != epoch {
+		t.Fatalf("controller epoch %d after the restart, want %d", m.MasterEpoch(), epoch)
+	}
+	ep, ok := m.ctl.epochs.Last()
+	if !ok || ctlEpochOf(ep.Epoch) != epoch || ep.Epoch == uint64(epoch)<<haEpochShift {
+		t.Fatalf("replication epoch %+v: want a new one within controller epoch %d", ep, epoch)
+	}
+	s := c.b[2]
+	waitLong(t, func() bool { return s.LinkStatus().Connected && len(m.Slaves()) == 1 && m.Slaves()[0].InSync },
+		"the slave following the restarted master")
+	if resp := dialRaw(t, m.Addr()).call(sendReq("restart", 0, []byte("after"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send after the restart: %s", resp)
+	}
+}
+
+// TestControllerSlaveCopiesTablesAndHandsOffsets: a controller-mode slave
+// copies its master's topics, and an offset committed to it (a consumer
+// reading there) goes to the master; once made master it keeps no local
+// leftovers.
+func TestControllerSlaveCopiesTablesAndHandsOffsets(t *testing.T) {
+	c := newCtlCluster(t, 1500*time.Millisecond)
+	c.start(1)
+	m := c.waitMaster(-1)
+	s := c.start(2)
+	c.waitSyncSet(2)
+	if resp := dialRaw(t, m.Addr()).call(createTopicReq("tables", 2)); resp.Code != protocol.Success {
+		t.Fatalf("create topic: %s", resp)
+	}
+	waitLong(t, func() bool { _, ok := s.topics.get("tables"); return ok }, "the slave to copy the topic")
+	if resp := dialRaw(t, s.Addr()).call(updateOffsetReq("g", "tables", 1, 5)); resp.Code != protocol.Success {
+		t.Fatalf("commit to the slave: %s", resp)
+	}
+	waitLong(t, func() bool { off, ok := m.offsets.query("g", "tables", 1); return ok && off == 5 }, "the master to take the slave's commit")
+	waitLong(t, func() bool { return len(s.offsets.localChanges()) == 0 }, "the slave to forget the handed commit")
+	if resp := dialRaw(t, m.Addr()).call(updateOffsetReq("g", "tables", 1, 9)); resp.Code != protocol.Success {
+		t.Fatalf("commit to the master: %s", resp)
+	}
+	if n := len(m.offsets.localChanges()); n != 0 {
+		t.Fatalf("the master keeps %d local offsets", n)
+	}
+}

@@ -1,0 +1,69 @@
+package ha
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// Controller mode: the master epoch comes from outside and must rise.
+func TestBeginMasterEpochAt(t *testing.T) {
+	mem := vfs.NewMem()
+	f := openEpochs(t, mem)
+	// No history: the epoch covers the whole retained log.
+	e, err := f.BeginMasterEpochAt(1, 300, 100)
+	must(t, err)
+	if e != (Epoch{1, 100}) {
+		t.Fatalf("first given epoch: %+v, want {1 100}", e)
+	}
+	e, err = f.BeginMasterEpochAt(3, 500, 100)
+	must(t, err)
+	if want := []Epoch{{1, 100}, {3, 500}}; e != (Epoch{3, 500}) || !slices.Equal(f.Entries(), want) {
+		t.Fatalf("second: %+v, list %v, want %v", e, f.Entries(), want)
+	}
+	// Not above the history: refused, nothing changes.
+	for _, bad := range []uint64{0, 2, 3} {
+		if _, err := f.BeginMasterEpochAt(bad, 600, 100); !errors.Is(err, ErrEpochNotAbove) {
+			t.Fatalf("epoch %d: %v, want ErrEpochNotAbove", bad, err)
+		}
+	}
+	// Nothing written under 3: epoch 4 replaces it.
+	e, err = f.BeginMasterEpochAt(4, 500, 100)
+	must(t, err)
+	if want := []Epoch{{1, 100}, {4, 500}}; e != (Epoch{4, 500}) || !slices.Equal(f.Entries(), want) {
+		t.Fatalf("restart without writes: list %v, want %v", f.Entries(), want)
+	}
+	// A log that lost its tail drops the epochs starting past its end,
+	// and still never reuses a number.
+	if _, err := f.BeginMasterEpochAt(4, 400, 100); !errors.Is(err, ErrEpochNotAbove) {
+		t.Fatalf("epoch 4 again: %v", err)
+	}
+	e, err = f.BeginMasterEpochAt(5, 400, 100)
+	must(t, err)
+	if want := []Epoch{{1, 100}, {5, 400}}; e != (Epoch{5, 400}) || !slices.Equal(f.Entries(), want) {
+		t.Fatalf("after a lost tail: list %v, want %v", f.Entries(), want)
+	}
+	if f.MaxEpoch() != 5 {
+		t.Fatalf("MaxEpoch %d", f.MaxEpoch())
+	}
+	g := openEpochs(t, mem)
+	if !slices.Equal(g.Entries(), f.Entries()) || g.MaxEpoch() != 5 {
+		t.Fatalf("reopened: %v max %d", g.Entries(), g.MaxEpoch())
+	}
+	if _, err := g.BeginMasterEpochAt(6, 50, 100); err == nil {
+		t.Fatal("a log ending below its oldest byte was taken")
+	}
+}
+
+// A demoted master holds a tail its successor never got, under the old
+// epoch; the successor opened the next epoch where its copy ended. The
+// consistent point is there: the demoted master cuts its tail to it.
+func TestConsistentPointOfADemotedMaster(t *testing.T) {
+	oldMaster := []Epoch{{1, 0}, {2, 1000}}            // wrote epoch 2 up to 1800
+	newMaster := []Epoch{{1, 0}, {2, 1000}, {3, 1500}} // copied epoch 2 up to 1500
+	if p := ConsistentPoint(oldMaster, 1800, newMaster, 2600); p != 1500 {
+		t.Fatalf("consistent point %d, want 1500", p)
+	}
+}
