@@ -243,7 +243,7 @@ type Config struct {
 	// once caught up. Default 15 s (RocketMQ's).
 	HAMaxTimeSlaveNotCatchup time.Duration
 	// controllerClient, when set (tests, and the wiring of the real
-	// client), is the controller client New uses; else dialController.
+	// client), is the controller client New uses; else dialController's.
 	controllerClient controllerClient
 	// InSyncReplicas (inSyncReplicas): copies a SYNC_MASTER send needs,
 	// the master's own counted (RocketMQ's meaning): it waits for

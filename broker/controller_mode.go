@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/controller"
+	"github.com/samsamq/samsa/controller/ctlclient"
 	"github.com/samsamq/samsa/ha"
 )
 
@@ -61,14 +61,15 @@ type controllerClient interface {
 	Close() error
 }
 
-// dialController makes the network client to cfg.ControllerAddrs. It is nil
-// until the controller's client is wired in: a broker in controller mode then
-// refuses to start (it never runs without its controller).
-var dialController func(cfg *Config) (controllerClient, error)
-
-// errNoControllerClient: controller mode asked for, no client built in.
-var errNoControllerClient = errors.New("broker: enableControllerMode=true is not supported by this build: " +
-	"no controller client is wired in (the broker does not run without its controller)")
+// dialController makes the network client to cfg.ControllerAddrs
+// (package controller/ctlclient): it follows the controller's Raft
+// leader, dials with the broker's outbound TLS and signs with its
+// accessKey/secretKey. It connects lazily: a broker whose controller is
+// not reachable yet starts fenced and keeps heartbeating.
+func dialController(b *Broker) (controllerClient, error) {
+	return ctlclient.New(ctlclient.Options{Addrs: b.cfg.ControllerAddrs, TLS: b.net.tlsClient,
+		AccessKey: b.cfg.AccessKey, SecretKey: b.cfg.SecretKey})
+}
 
 // ctlMode is the broker's controller-mode state.
 type ctlMode struct {
@@ -112,11 +113,8 @@ type ctlMode struct {
 func (b *Broker) openControllerMode() error {
 	cli := b.cfg.controllerClient
 	if cli == nil {
-		if dialController == nil {
-			return errNoControllerClient
-		}
 		var err error
-		if cli, err = dialController(&b.cfg); err != nil {
+		if cli, err = dialController(b); err != nil {
 			return fmt.Errorf("broker: controller client: %w", err)
 		}
 	}
@@ -146,6 +144,14 @@ func (r ctlReplicator) WaitReplicated(end int64) error {
 		return errSlaveNotAvailable
 	}
 	return haMaster{m}.WaitReplicated(end)
+}
+
+func (r ctlReplicator) WaitReplicatedFunc(end int64, fn func(error)) (bool, error) {
+	m := r.c.master.Load()
+	if m == nil {
+		return true, errSlaveNotAvailable
+	}
+	return haMaster{m}.WaitReplicatedFunc(end, fn)
 }
 
 func (r ctlReplicator) Slaves() []SlaveStatus {

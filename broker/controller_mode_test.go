@@ -3,9 +3,9 @@ package broker
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"path/filepath"
 	"strconv"
@@ -363,19 +363,30 @@ func TestControllerFencing(t *testing.T) {
 	}, "the old master's stats ha to show it a slave in the set")
 }
 
-// TestControllerModeNeedsAClient: no controller client wired in, the
-// broker refuses to start.
-func TestControllerModeNeedsAClient(t *testing.T) {
+// TestControllerModeUnreachableController: with the real client and no
+// controller listening, the broker starts, takes no writes (fenced until a
+// controller names it master) and closes cleanly.
+func TestControllerModeUnreachableController(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
 	cfg := Config{StorePathRootDir: t.TempDir(), Logger: quietLogger(), BrokerRole: AsyncMaster, BrokerID: 1,
-		EnableControllerMode: true, ControllerAddrs: []string{"127.0.0.1:9878"}}
+		EnableControllerMode: true, ControllerAddrs: []string{addr}}
 	_ = cfg.Set("listenPort", "0")
 	b, err := New(cfg)
-	if err == nil {
-		b.Close()
-		t.Fatal("a controller-mode broker started without a controller client")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !errors.Is(err, errNoControllerClient) {
-		t.Fatalf("err %v, want errNoControllerClient", err)
+	if err := b.Start(); err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !b.store.Fenced() {
+		t.Fatal("a replica no controller named master takes writes")
 	}
 }
 

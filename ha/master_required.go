@@ -16,7 +16,7 @@ import "slices"
 // shrunk set after the controller dropped the member.
 func (m *Master) SetRequired(ids []int64) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.unlockAndFire()
 	m.mu.required = slices.Clone(ids)
 	// The quorum may fall (a new member has not acknowledged yet): waiters
 	// already released stay released, later ones wait for it.
