@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -98,12 +97,9 @@ func (f *fakeController) apply(id int64, cmd controller.Command) (controller.Res
 func (f *fakeController) client(id int64) controllerClient { return &fakeCtlClient{f: f, id: id} }
 
 type fakeCtlClient struct {
-	f      *fakeController
-	id     int64
-	closed sync.Once
+	f  *fakeController
+	id int64
 }
-
-var errFakeClosed = errors.New("fake controller client: closed")
 
 func (c *fakeCtlClient) RegisterBroker(_ context.Context, cmd controller.RegisterBroker) (controller.Result, error) {
 	return c.f.apply(c.id, cmd)
