@@ -143,29 +143,37 @@ func (rep *CheckReport) compare(label, metric string, higherBetter bool, b, c *S
 	rep.Rows = append(rep.Rows, row)
 }
 
-// Print writes the report as an aligned table and a summary line.
-func (rep *CheckReport) Print(w io.Writer) {
+// Print writes the report as an aligned table and a summary line; it
+// returns the first write error.
+func (rep *CheckReport) Print(w io.Writer) error {
+	p := &printer{w: w}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		p.printf("note: %s\n", n)
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "cell\tmetric\tbaseline\tresult\tchange\tverdict\tnote")
+	t := &printer{w: tw}
+	t.printf("cell\tmetric\tbaseline\tresult\tchange\tverdict\tnote\n")
 	for _, r := range rep.Rows {
 		change := "–"
 		if r.Verdict != VerdictMissing {
 			change = fmt.Sprintf("%+.1f%%", 100*r.Change)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Label, r.Metric, fmtRatio(r.Base), fmtRatio(r.Cur), change, r.Verdict, r.Note)
+		t.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Label, r.Metric, fmtRatio(r.Base), fmtRatio(r.Cur), change, r.Verdict, r.Note)
 	}
-	tw.Flush()
+	if p.err == nil {
+		p.err = t.err
+	}
+	if p.err == nil {
+		p.err = tw.Flush()
+	}
 	for _, l := range rep.OnlyBaseline {
-		fmt.Fprintf(w, "only in the baseline: %s\n", l)
+		p.printf("only in the baseline: %s\n", l)
 	}
 	for _, l := range rep.OnlyCurrent {
-		fmt.Fprintf(w, "only in the result: %s\n", l)
+		p.printf("only in the result: %s\n", l)
 	}
 	for _, l := range rep.NotComparable {
-		fmt.Fprintf(w, "not comparable: %s\n", l)
+		p.printf("not comparable: %s\n", l)
 	}
 	noisy := 0
 	for _, r := range rep.Rows {
@@ -173,11 +181,12 @@ func (rep *CheckReport) Print(w io.Writer) {
 			noisy++
 		}
 	}
-	fmt.Fprintf(w, "%d figures compared, %d regressions beyond ±%.0f%%", len(rep.Rows), rep.Regressions(), 100*rep.Tolerance)
+	p.printf("%d figures compared, %d regressions beyond ±%.0f%%", len(rep.Rows), rep.Regressions(), 100*rep.Tolerance)
 	if noisy > 0 {
-		fmt.Fprintf(w, " (and %d worse medians within the repeats' spread, not counted; --strict counts them)", noisy)
+		p.printf(" (and %d worse medians within the repeats' spread, not counted; --strict counts them)", noisy)
 	}
-	fmt.Fprintln(w)
+	p.printf("\n")
+	return p.err
 }
 
 func fmtRatio(v float64) string {

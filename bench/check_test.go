@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,7 +78,7 @@ func TestCheckReportsMissingCellsWithoutFailing(t *testing.T) {
 	require.Contains(t, rep.Notes[0], "machines differ")
 
 	var out bytes.Buffer
-	rep.Print(&out)
+	require.NoError(t, rep.Print(&out))
 	for _, want := range []string{"only in the baseline: gone", "only in the result: new", "not comparable: u",
 		"2 figures compared, 0 regressions beyond ±15%", "noref"} {
 		require.Contains(t, out.String(), want)
@@ -111,9 +112,22 @@ func TestCheckSpreadDecidesWhenRepeatsOverlap(t *testing.T) {
 	require.Equal(t, VerdictRegression, rep.Rows[1].Verdict)
 	require.Equal(t, 1, rep.Regressions())
 	var out bytes.Buffer
-	rep.Print(&out)
+	require.NoError(t, rep.Print(&out))
 	require.Contains(t, out.String(), "1 regressions beyond ±15% (and 1 worse medians within the repeats' spread")
 
 	strict := Check(base, cur, CheckOptions{Tolerance: 0.15, Strict: true})
 	require.Equal(t, 2, strict.Regressions())
+}
+
+type failWriter struct{ err error }
+
+func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// Print hands back the writer's error instead of dropping it.
+func TestCheckPrintWriteError(t *testing.T) {
+	rep := Check(checkResult(okCell("a", 1, 0)), checkResult(okCell("a", 1, 0)), CheckOptions{Tolerance: 0.15})
+	boom := errors.New("boom")
+	require.ErrorIs(t, rep.Print(failWriter{boom}), boom)
+	rep.Notes = []string{"a note"}
+	require.ErrorIs(t, rep.Print(failWriter{boom}), boom)
 }

@@ -168,14 +168,14 @@ func openDiskFile(dir, name string, block int, size int64) (*diskFile, error) {
 	}
 	size -= size % int64(block)
 	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		_ = f.Close() // a scratch file, removed next
+		_ = os.Remove(f.Name())
 		return nil, fmt.Errorf("bench: fallocate %s: %w", f.Name(), err)
 	}
 	// The preallocation itself must not be in the first measured fsync.
 	if err := unix.Fsync(int(f.Fd())); err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		_ = f.Close() // a scratch file, removed next
+		_ = os.Remove(f.Name())
 		return nil, err
 	}
 	d := &diskFile{f: f, fd: int(f.Fd()), size: size}
@@ -218,7 +218,7 @@ func RunDisk(ctx context.Context, opts DiskOptions) (*DiskResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer df.close()
+	defer func() { _ = df.close() }() // a scratch file: no byte of it is kept
 
 	res := &DiskResult{Kind: "disk", Config: opts.String(), Options: opts, Start: time.Now().UTC()}
 	var (
@@ -331,7 +331,7 @@ func ProbeFsync(ctx context.Context, dir string, block int, d time.Duration) (La
 	if err != nil {
 		return Latency{}, err
 	}
-	defer df.close()
+	defer func() { _ = df.close() }() // a scratch file: no byte of it is kept
 	buf := make([]byte, block)
 	h := newHist()
 	end := time.Now().Add(d)

@@ -107,14 +107,14 @@ func IndexLookup(o IndexOptions) (IndexResult, error) {
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // scratch: nothing in it is kept
 	opts := index.Options{FS: vfs.Default, Dir: filepath.Join(dir, "index"), MaxHashSlots: o.MaxHashSlots, MaxEntries: o.MaxEntries,
 		Logger: slog.New(slog.DiscardHandler)}
 	x, err := index.Open(opts)
 	if err != nil {
 		return res, err
 	}
-	defer func() { x.Close() }()
+	defer func() { _ = x.Close() }() // removed with dir
 	base := time.Now().Add(-time.Hour).UnixMilli()
 	ts := func(i int) int64 { return base + int64(i)*3_600_000/int64(o.Messages) } // an hour of traffic
 	start := time.Now()

@@ -177,6 +177,13 @@ func (r *runner) storageOptions(c Cell) StorageOptions {
 	}
 }
 
+// progress writes a line to Progress. A failed write is dropped: the
+// lines are for a person watching, the result file is the record, and a
+// closed terminal must not end a run of hours.
+func (r *runner) progress(format string, args ...any) {
+	_, _ = fmt.Fprintf(r.opts.Progress, format, args...)
+}
+
 // step prints the progress line of the next measured run.
 func (r *runner) step(round int, what string) {
 	eta := "?"
@@ -185,7 +192,7 @@ func (r *runner) step(round int, what string) {
 		eta = (per * time.Duration(r.steps-r.done)).Round(time.Second).String()
 	}
 	r.done++
-	fmt.Fprintf(r.opts.Progress, "[%d/%d] %s round %d/%d: %s (ETA %s)\n",
+	r.progress("[%d/%d] %s round %d/%d: %s (ETA %s)\n",
 		r.done, r.steps, r.e.Name, round+1, r.plan.Repeats, what, eta)
 }
 
@@ -194,7 +201,7 @@ func (r *runner) round(ctx context.Context, round int) error {
 		ref := r.refs[key]
 		r.step(round, "raw disk "+key)
 		if ref.Error != "" {
-			fmt.Fprintf(r.opts.Progress, "    (failed before: %s)\n", ref.Error)
+			r.progress("    (failed before: %s)\n", ref.Error)
 			continue
 		}
 		r.opts.Settle()
@@ -204,11 +211,11 @@ func (r *runner) round(ctx context.Context, round int) error {
 		}
 		if err != nil {
 			ref.Error = err.Error()
-			fmt.Fprintf(r.opts.Progress, "    failed: %v\n", err)
+			r.progress("    failed: %v\n", err)
 			continue
 		}
 		ref.Runs = append(ref.Runs, d)
-		fmt.Fprintf(r.opts.Progress, "    %.0f writes/s  %.1f MB/s  p50 %dµs  p99 %dµs  fsyncs %d\n",
+		r.progress("    %.0f writes/s  %.1f MB/s  p50 %dµs  p99 %dµs  fsyncs %d\n",
 			d.MsgsPerSec, d.MBPerSec, d.LatencyUs.P50, d.LatencyUs.P99, d.Fsyncs)
 	}
 	if p := r.res.Probe; p != nil {
@@ -221,10 +228,10 @@ func (r *runner) round(ctx context.Context, round int) error {
 			}
 			if err != nil {
 				p.Error = err.Error()
-				fmt.Fprintf(r.opts.Progress, "    failed: %v\n", err)
+				r.progress("    failed: %v\n", err)
 			} else {
 				p.Runs = append(p.Runs, lat)
-				fmt.Fprintf(r.opts.Progress, "    fdatasync p50 %dµs  p99 %dµs  (%d samples)\n", lat.P50, lat.P99, lat.Count)
+				r.progress("    fdatasync p50 %dµs  p99 %dµs  (%d samples)\n", lat.P50, lat.P99, lat.Count)
 			}
 		}
 	}
@@ -232,7 +239,7 @@ func (r *runner) round(ctx context.Context, round int) error {
 		cr := &r.res.Cells[i]
 		r.step(round, cr.Label)
 		if cr.Status != StatusOK {
-			fmt.Fprintf(r.opts.Progress, "    %s: %s\n", cr.Status, cr.Reason)
+			r.progress("    %s: %s\n", cr.Status, cr.Reason)
 			continue
 		}
 		r.opts.Settle()
@@ -250,13 +257,13 @@ func (r *runner) round(ctx context.Context, round int) error {
 			if errors.Is(err, ErrUnavailable) {
 				cr.Status = StatusSkipped
 			}
-			fmt.Fprintf(r.opts.Progress, "    %s: %v\n", cr.Status, err)
+			r.progress("    %s: %v\n", cr.Status, err)
 			continue
 		}
 		sr.Machine = nil
 		cr.Runs = append(cr.Runs, sr)
 		cr.Config, cr.StoreConfig, cr.Durability = sr.Config, sr.StoreConfig, sr.Durability
-		fmt.Fprintf(r.opts.Progress, "    %s\n", sr.Line())
+		r.progress("    %s\n", sr.Line())
 	}
 	return nil
 }

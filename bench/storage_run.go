@@ -70,7 +70,7 @@ func RunStorage(ctx context.Context, opts StorageOptions) (*StorageResult, error
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // scratch: nothing in it is kept
 	so, err := opts.storeOptions(dir)
 	if err != nil {
 		return nil, fmt.Errorf("bench: storage options: %w", err)

@@ -104,7 +104,7 @@ func (f *EpochFile) load() ([]Epoch, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	size, err := h.Size()
 	if err != nil {
 		return nil, err

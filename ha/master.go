@@ -147,7 +147,7 @@ func (m *Master) accept() {
 		m.mu.Lock()
 		if m.mu.closed {
 			m.mu.Unlock()
-			c.Close()
+			_ = c.Close()
 			return
 		}
 		m.mu.conns[c] = struct{}{}
@@ -463,7 +463,7 @@ func (m *Master) Close() error {
 	m.mu.closed = true
 	m.mu.pending.failAll(ErrClosed)
 	for c := range m.mu.conns {
-		c.Close()
+		_ = c.Close()
 	}
 	links := slices.Clone(m.mu.links) // unregister edits m.mu.links in place
 	m.unlockAndFire()

@@ -42,7 +42,7 @@ func (l *link) close(reason error) {
 	l.closeOnce.Do(func() {
 		l.reason = reason
 		close(l.done)
-		l.conn.Close()
+		_ = l.conn.Close() // the link is over; reason says why
 	})
 }
 
@@ -52,8 +52,8 @@ func (m *Master) serve(raw net.Conn) {
 	defer m.wg.Done()
 	c := raw
 	defer func() {
-		c.Close()
-		raw.Close()
+		_ = c.Close() // the connection is over either way
+		_ = raw.Close()
 		m.mu.Lock()
 		delete(m.mu.conns, raw)
 		m.mu.Unlock()
@@ -100,8 +100,12 @@ func (m *Master) serve(raw net.Conn) {
 // TRANSFER-START. The whole exchange must finish within
 // HousekeepingInterval.
 func (m *Master) handshake(c net.Conn, fr *frameReader, remote string) (*link, error) {
-	c.SetDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
-	defer c.SetDeadline(time.Time{})
+	if err := c.SetDeadline(time.Now().Add(m.cfg.HousekeepingInterval)); err != nil {
+		return nil, fmt.Errorf("read HANDSHAKE: set deadline: %w", err)
+	}
+	// A failed clear leaves the deadline behind, but every later read and
+	// write of the link sets its own.
+	defer func() { _ = c.SetDeadline(time.Time{}) }()
 	p, err := fr.next(kindHandshake, maxHandshake)
 	if err != nil {
 		return nil, fmt.Errorf("read HANDSHAKE: %w", err)
@@ -163,7 +167,9 @@ func (m *Master) handshake(c net.Conn, fr *frameReader, remote string) (*link, e
 func (l *link) readAcks(fr *frameReader) error {
 	m := l.m
 	for {
-		l.conn.SetReadDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
+		if err := l.conn.SetReadDeadline(time.Now().Add(m.cfg.HousekeepingInterval)); err != nil {
+			return fmt.Errorf("read ACK: set deadline: %w", err)
+		}
 		p, err := fr.next(kindAck, offsetFrameSize)
 		if err != nil {
 			var ne net.Error
@@ -283,7 +289,9 @@ func (l *link) write(buf []byte, next int64, n int, end int64) error {
 		Handed: max(m.log.HandedOffset(), end), Size: n}
 	putTransferHeader(buf, h)
 	l.sent.Store(end)
-	l.conn.SetWriteDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
+	if err := l.conn.SetWriteDeadline(time.Now().Add(m.cfg.HousekeepingInterval)); err != nil {
+		return fmt.Errorf("write TRANSFER at %d: set deadline: %w", next, err)
+	}
 	if _, err := l.conn.Write(buf[:transferFrameHeader+n]); err != nil {
 		return fmt.Errorf("write TRANSFER at %d: %w", next, err)
 	}

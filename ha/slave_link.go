@@ -38,8 +38,8 @@ func (s *Slave) session(addr string) (progressed bool, err error) {
 			return false, err
 		}
 	}
-	defer c.Close()
-	defer context.AfterFunc(s.ctx, func() { c.Close() })()
+	defer func() { _ = c.Close() }() // the session is over either way
+	defer context.AfterFunc(s.ctx, func() { _ = c.Close() })()
 	l := &slaveLink{s: s, conn: c, fr: frameReader{r: bufio.NewReaderSize(c, 64<<10)}}
 	start, maxData, err := l.handshake()
 	if err != nil {
@@ -55,8 +55,12 @@ func (s *Slave) session(addr string) (progressed bool, err error) {
 // the largest frame data the master will send.
 func (l *slaveLink) handshake() (int64, int, error) {
 	s := l.s
-	l.conn.SetDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
-	defer l.conn.SetDeadline(time.Time{})
+	if err := l.conn.SetDeadline(time.Now().Add(s.cfg.HousekeepingInterval)); err != nil {
+		return 0, 0, fmt.Errorf("write HANDSHAKE: set deadline: %w", err)
+	}
+	// A failed clear leaves the deadline behind, but every later read and
+	// write of the link sets its own.
+	defer func() { _ = l.conn.SetDeadline(time.Time{}) }()
 	hs := handshake{BrokerID: s.cfg.BrokerID, Addr: s.cfg.Addr, SegmentSize: s.log.SegmentSize(),
 		MaxBody: s.cfg.MaxBatchSize, FromLastSegment: s.cfg.FromLastSegment,
 		AccessKey: s.cfg.AccessKey, SecretKey: s.cfg.SecretKey, TimeMs: time.Now().UnixMilli()}
@@ -101,7 +105,9 @@ func (l *slaveLink) follow(maxData int) (progressed bool, err error) {
 		if err := s.cfg.Fault.wait(s.ctx); err != nil {
 			return progressed, err
 		}
-		l.conn.SetReadDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
+		if err := l.conn.SetReadDeadline(time.Now().Add(s.cfg.HousekeepingInterval)); err != nil {
+			return progressed, fmt.Errorf("read TRANSFER: set deadline: %w", err)
+		}
 		p, err := l.fr.next(kindTransfer, transferHeaderSize+maxData)
 		if err != nil {
 			var ne net.Error
@@ -176,7 +182,7 @@ func (l *slaveLink) heartbeat(done <-chan struct{}, wg *sync.WaitGroup) {
 				continue
 			}
 			if err := l.sendOffset(kindAck, -1); err != nil {
-				l.conn.Close() // the apply loop sees it and ends the link
+				_ = l.conn.Close() // the apply loop sees it and ends the link
 				return
 			}
 		case <-done:
@@ -194,7 +200,9 @@ func (l *slaveLink) sendOffset(kind byte, off int64) error {
 		off = l.acked.Load()
 	}
 	putOffsetFrame(&l.wbuf, kind, off)
-	l.conn.SetWriteDeadline(time.Now().Add(l.s.cfg.HousekeepingInterval))
+	if err := l.conn.SetWriteDeadline(time.Now().Add(l.s.cfg.HousekeepingInterval)); err != nil {
+		return fmt.Errorf("set write deadline: %w", err)
+	}
 	if _, err := l.conn.Write(l.wbuf[:]); err != nil {
 		return err
 	}

@@ -117,7 +117,7 @@ func (s *Server) Close() error {
 			err = s.state.ln.Close()
 		}
 		for c := range s.state.conns {
-			c.nc.Close()
+			_ = c.nc.Close() // ends its reader; the server is going away
 		}
 		s.state.Unlock()
 		close(s.stop)
@@ -185,7 +185,7 @@ func (s *Server) acceptLoop(ln *netx.Listener) {
 		s.state.Lock()
 		if s.state.closed {
 			s.state.Unlock()
-			raw.Close()
+			_ = raw.Close()
 			return
 		}
 		s.wg.Add(1)
@@ -199,7 +199,7 @@ func (s *Server) acceptConn(raw net.Conn) {
 	nc, _, err := s.tls.Server(raw, s.opts.FrameTimeout, s.stop)
 	if err != nil {
 		s.log.Debug("connection closed before its first byte", "remote", raw.RemoteAddr().String(), "err", err)
-		raw.Close()
+		_ = raw.Close()
 		s.wg.Done()
 		return
 	}
@@ -207,7 +207,7 @@ func (s *Server) acceptConn(raw net.Conn) {
 	s.state.Lock()
 	if s.state.closed {
 		s.state.Unlock()
-		nc.Close()
+		_ = nc.Close()
 		s.wg.Done()
 		return
 	}
@@ -237,7 +237,7 @@ func (s *Server) serveConn(c *conn) {
 	log.Debug("connection open")
 	var handlers sync.WaitGroup
 	defer func() {
-		c.nc.Close()
+		_ = c.nc.Close()
 		handlers.Wait()
 		s.state.Lock()
 		delete(s.state.conns, c)
@@ -287,7 +287,7 @@ func (s *Server) serveConn(c *conn) {
 			}
 			if err := s.write(c, resp); err != nil {
 				log.Info("write failed, closing the connection", "err", err)
-				c.nc.Close()
+				_ = c.nc.Close()
 			}
 		}()
 	}

@@ -319,7 +319,7 @@ func (s *Store) rollLocked() error {
 
 // dropSegment closes and removes a segment a failed roll made.
 func (s *Store) dropSegment(ng *segment) {
-	ng.seg.Close()
+	_ = ng.seg.Close() // holds nothing and is removed next
 	if err := s.fs.Remove(ng.path); err != nil {
 		s.log.Warn("storage: could not remove an unused segment", "path", ng.path, "err", err)
 	}

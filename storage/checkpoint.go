@@ -259,11 +259,11 @@ func (s *Store) writeTemp(tmp string, b []byte) error {
 		return writeError("create "+tmp, err)
 	}
 	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
+		_ = f.Close()
 		return writeError("write "+tmp, err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
+		_ = f.Close()
 		return fmt.Errorf("storage: sync %s: %w", tmp, err)
 	}
 	if err := f.Close(); err != nil {

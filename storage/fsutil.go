@@ -18,7 +18,7 @@ func readFile(fsys vfs.FS, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	size, err := f.Size()
 	if err != nil {
 		return nil, err

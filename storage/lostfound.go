@@ -95,7 +95,7 @@ func (sc scanner) planCut(fsys vfs.FS, storeDir string, files []segmentFile, i i
 			p.lost.Valid.merge(sv)
 		}
 	}
-	r.Close()
+	_ = r.Close()
 	if err != nil {
 		return p, err
 	}
@@ -105,7 +105,7 @@ func (sc scanner) planCut(fsys vfs.FS, storeDir string, files []segmentFile, i i
 			return p, err
 		}
 		sv, err := sc.salvage(r, g.base, 0, false)
-		r.Close()
+		_ = r.Close()
 		if err != nil {
 			return p, err
 		}
@@ -195,17 +195,21 @@ func makeLostFoundDir(fsys vfs.FS, storeDir string, now time.Time) (string, erro
 
 // copyRange copies bytes [from, to) of src into a new file dst, durably
 // (the file's name is durable once its directory is synced).
-func copyRange(fsys vfs.FS, src string, from, to int64, dst string) error {
+func copyRange(fsys vfs.FS, src string, from, to int64, dst string) (err error) {
 	r, err := openSegReader(fsys, src)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read only
 	w, err := fsys.Create(dst, vfsOpts)
 	if err != nil {
 		return writeError("create "+dst, err)
 	}
-	defer w.Close()
+	defer func() {
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("storage: close %s: %w", dst, cerr)
+		}
+	}()
 	for p := from; p < to; {
 		b, err := r.at(p, int(min(scanChunk, to-p)))
 		if err != nil {
@@ -232,11 +236,11 @@ func writeSynced(fsys vfs.FS, name string, b []byte) error {
 		return writeError("create "+name, err)
 	}
 	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
+		_ = f.Close()
 		return writeError("write "+name, err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
+		_ = f.Close()
 		return fmt.Errorf("storage: sync %s: %w", name, err)
 	}
 	return f.Close()
@@ -245,12 +249,16 @@ func writeSynced(fsys vfs.FS, name string, b []byte) error {
 // truncateSegment cuts a segment file at size durably, re-reserving the
 // reserve bytes after it (Preallocate), so no old byte past the cut
 // survives.
-func truncateSegment(fsys vfs.FS, path string, size, reserve int64) error {
+func truncateSegment(fsys vfs.FS, path string, size, reserve int64) (err error) {
 	f, err := fsys.Open(path, vfsOpts)
 	if err != nil {
 		return fmt.Errorf("storage: open %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("storage: close %s: %w", path, cerr)
+		}
+	}()
 	if err := f.Truncate(size); err != nil {
 		return fmt.Errorf("storage: truncate %s at %d: %w", path, size, err)
 	}

@@ -247,7 +247,7 @@ func (s *Store) recoverScan(files []segmentFile, ck checkpoint) (end, durable in
 			return 0, 0, err
 		}
 		sc, err := s.scanSegment(r, files[i].base)
-		r.Close()
+		_ = r.Close()
 		if err != nil {
 			return 0, 0, err
 		}
@@ -346,7 +346,7 @@ func (s *Store) corruptAt(files []segmentFile, i int, sc segScan, k int64) error
 			from = sc.end
 		}
 		resume, _ = s.findValid(r, files[j].base, from, s.segSize)
-		r.Close()
+		_ = r.Close()
 	}
 	bad := sc.bad
 	if bad == nil {
@@ -418,7 +418,7 @@ func (s *Store) reindex(files []segmentFile, from, end int64) error {
 			return s.reindexRecord(&dispatchReq{topic: string(rec.Topic), qid: rec.QueueID, size: rec.TotalSize,
 				indexed: true, qoff: rec.QueueOffset, phys: f.base + pos, tags: record.TagsCodeOf(rec.Properties)})
 		})
-		r.Close()
+		_ = r.Close()
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ func openSegReader(fsys vfs.FS, path string) (*segReader, error) {
 	}
 	size, err := f.Size()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("storage: size of %s: %w", path, err)
 	}
 	return &segReader{f: f, c: f, size: size}, nil

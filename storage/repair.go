@@ -74,19 +74,22 @@ type RepairReport struct {
 	Actions []string `json:"actions"`
 }
 
-// WriteText writes the report for a person.
-func (r *RepairReport) WriteText(w io.Writer) {
+// WriteText writes the report for a person; it returns w's error.
+func (r *RepairReport) WriteText(w io.Writer) error {
+	var b strings.Builder
 	switch {
 	case !r.Needed:
-		fmt.Fprintf(w, "store %s needs no repair: the log's valid records end at %d, where the checkpoint says\n", r.Dir, r.Cut)
+		fmt.Fprintf(&b, "store %s needs no repair: the log's valid records end at %d, where the checkpoint says\n", r.Dir, r.Cut)
 	case r.DryRun:
-		fmt.Fprintf(w, "store %s: repair plan (dry run, nothing changed):\n", r.Dir)
+		fmt.Fprintf(&b, "store %s: repair plan (dry run, nothing changed):\n", r.Dir)
 	default:
-		fmt.Fprintf(w, "store %s repaired:\n", r.Dir)
+		fmt.Fprintf(&b, "store %s repaired:\n", r.Dir)
 	}
 	for _, a := range r.Actions {
-		fmt.Fprintf(w, "  - %s\n", a)
+		fmt.Fprintf(&b, "  - %s\n", a)
 	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func (r *RepairReport) act(format string, args ...any) {
@@ -233,7 +236,7 @@ func (a *atRest) findCut(run, rest []segmentFile) (p cutPlan, sealed bool, err e
 			return p, false, err
 		}
 		s, err := sc.scanSegment(rd, f.base)
-		rd.Close()
+		_ = rd.Close()
 		if err != nil {
 			return p, false, err
 		}

@@ -184,7 +184,7 @@ func (s *Store) cutSegments(list []*segment, i int, off int64) error {
 	for j := len(list) - 1; j > i; j-- {
 		g := list[j]
 		s.m.addDeleted(g.seg.Stats())
-		g.seg.Close()
+		_ = g.seg.Close() // removed next: nothing in it is kept
 		if err := s.fs.Remove(g.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", g.path, err)
 		}
@@ -195,7 +195,11 @@ func (s *Store) cutSegments(list []*segment, i int, off int64) error {
 	g := list[i]
 	pos := off - g.base
 	s.m.addDeleted(g.seg.Stats())
-	g.seg.Close()
+	// Its bytes below off stay: a failed close (a write-out the flush
+	// missed) fails the cut, which breaks the store.
+	if err := g.seg.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", g.path, err)
+	}
 	var reserve int64
 	if s.opts.Preallocate {
 		reserve = s.segSize - pos
@@ -293,7 +297,7 @@ func (s *Store) resetLocked(base int64) error {
 	defer s.segs.Unlock()
 	for _, g := range s.segs.list {
 		s.m.addDeleted(g.seg.Stats())
-		g.seg.Close()
+		_ = g.seg.Close() // the reset discards every segment
 	}
 	s.segs.list = nil
 	cqErr := errors.Join(s.cq.Clear(), s.cutKeyIndex(0))

@@ -178,7 +178,7 @@ func Open(opts Options) (*Store, error) {
 	s.bufs.New = func() any { return new(encodeBuf) }
 	s.m.init()
 	if err := s.open(); err != nil {
-		s.closeFiles()
+		_ = s.closeFiles()
 		return nil, err
 	}
 	s.quarantine() // load the read path's quarantine now, not at the first read

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/samsamq/samsa/storage/vfs"
@@ -118,39 +119,42 @@ func (r *VerifyReport) add(sev, file string, off int64, format string, args ...a
 	}
 }
 
-// WriteText writes the report for a person.
-func (r *VerifyReport) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "store %s (segment size %d)\n", r.Dir, r.SegmentSize)
+// WriteText writes the report for a person; it returns w's error.
+func (r *VerifyReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "store %s (segment size %d)\n", r.Dir, r.SegmentSize)
 	stop := "clean stop"
 	if r.Abort {
 		stop = "not stopped cleanly (abort marker present): the next Open scans the tail"
 	}
-	fmt.Fprintf(w, "  state:       %s\n", stop)
+	fmt.Fprintf(&b, "  state:       %s\n", stop)
 	if c := r.Checkpoint; c != nil {
-		fmt.Fprintf(w, "  checkpoint:  clean=%t durable=%d dispatched=%d queues=%d written %s\n",
+		fmt.Fprintf(&b, "  checkpoint:  clean=%t durable=%d dispatched=%d queues=%d written %s\n",
 			c.Clean, c.Durable, c.Dispatched, c.Queues, c.Time.UTC().Format(time.RFC3339))
 	} else {
-		fmt.Fprintf(w, "  checkpoint:  none\n")
+		fmt.Fprintf(&b, "  checkpoint:  none\n")
 	}
-	fmt.Fprintf(w, "  commit log:  %d segments, %d records (%d bytes), offsets [%d, %d)\n",
+	fmt.Fprintf(&b, "  commit log:  %d segments, %d records (%d bytes), offsets [%d, %d)\n",
 		r.Segments, r.Records, r.RecordBytes, r.LogStart, r.LogEnd)
-	fmt.Fprintf(w, "  queues:      %d, %d entries\n", r.Queues, r.Entries)
+	fmt.Fprintf(&b, "  queues:      %d, %d entries\n", r.Queues, r.Entries)
 	for _, p := range r.Problems {
 		off := ""
 		if p.Offset >= 0 {
 			off = fmt.Sprintf(" @%d", p.Offset)
 		}
-		fmt.Fprintf(w, "  %-7s %s%s: %s\n", p.Severity, p.File, off, p.What)
+		fmt.Fprintf(&b, "  %-7s %s%s: %s\n", p.Severity, p.File, off, p.What)
 	}
 	if n := r.Corruptions + r.Notes - len(r.Problems); n > 0 {
-		fmt.Fprintf(w, "  ... and %d more problems\n", n)
+		fmt.Fprintf(&b, "  ... and %d more problems\n", n)
 	}
 	switch {
 	case r.Corrupt():
-		fmt.Fprintf(w, "CORRUPT: %d problems of corruption, %d notes (checked in %v)\n", r.Corruptions, r.Notes, r.Took.Round(time.Millisecond))
+		fmt.Fprintf(&b, "CORRUPT: %d problems of corruption, %d notes (checked in %v)\n", r.Corruptions, r.Notes, r.Took.Round(time.Millisecond))
 	default:
-		fmt.Fprintf(w, "OK: no corruption, %d notes (checked in %v)\n", r.Notes, r.Took.Round(time.Millisecond))
+		fmt.Fprintf(&b, "OK: no corruption, %d notes (checked in %v)\n", r.Notes, r.Took.Round(time.Millisecond))
 	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // Verify checks the stopped store in opts.Dir (see above).
@@ -212,7 +216,7 @@ type atRest struct {
 }
 
 func (a *atRest) ckPath() string { return filepath.Join(a.dir, "checkpoint") }
-func (a *atRest) close()         { a.lock.Close() }
+func (a *atRest) close()         { _ = a.lock.Close() } // read only: nothing to lose
 func (a *atRest) sc() scanner    { return scanner{segSize: a.segSize} }
 
 // openAtRest locks the store in dir and reads what it is made of.

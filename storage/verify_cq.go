@@ -79,7 +79,7 @@ func (v *verifier) checkQueue(k queueKey, dir string) error {
 	c := &cqCheck{k: k, prevEnd: -1, rdBase: -1}
 	defer func() {
 		if c.rd != nil {
-			c.rd.Close()
+			_ = c.rd.Close()
 		}
 	}()
 	next := int64(-1) // queue offset the next file must start at
@@ -159,7 +159,7 @@ func (v *verifier) checkEntry(c *cqCheck, qo, phys int64, size int32) error {
 	base := phys / a.segSize * a.segSize
 	if base != c.rdBase {
 		if c.rd != nil {
-			c.rd.Close()
+			_ = c.rd.Close()
 			c.rd = nil
 		}
 		c.rdBase = base

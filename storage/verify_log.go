@@ -72,7 +72,7 @@ func (v *verifier) checkSegment(f segmentFile, last bool) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer rd.Close()
+	defer func() { _ = rd.Close() }()
 	end := int64(-1) // the first bad position
 	pos := int64(0)
 	for {

@@ -149,11 +149,11 @@ func (b mmapBackend) Open(cfg Config) (Segment, error) {
 	}
 	size, err := f.Size()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("backend: mmap open %s: %w", cfg.Path, err)
 	}
 	if size < cfg.Written {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("backend: mmap open %s: file has %d bytes, recovery says %d are written",
 			cfg.Path, size, cfg.Written)
 	}
@@ -175,7 +175,7 @@ func checkMmapConfig(cfg Config, open bool) error {
 func newMmapSegment(f vfs.File, cfg Config, opts MmapOptions, size, written int64) (_ *mmapSegment, err error) {
 	defer func() {
 		if err != nil {
-			f.Close()
+			_ = f.Close()
 		}
 	}()
 	mp, ok := f.(vfs.Mapper)

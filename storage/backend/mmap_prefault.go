@@ -191,7 +191,7 @@ func (p *paging) flushed(data []byte, n, w, capacity int64) {
 		if p.advised {
 			p.advised = false
 			p.small.Store(false)
-			unix.Madvise(data, unix.MADV_NORMAL) // a hint: an error changes nothing
+			_ = unix.Madvise(data, unix.MADV_NORMAL) // a hint: an error changes nothing
 		}
 		return
 	}

@@ -192,7 +192,7 @@ func createDirectFile(name string, cfg Config, direct bool) (vfs.File, error) {
 		return nil, directOpenError(name, "create", cfg.Path, err)
 	}
 	if err := f.Allocate(0, cfg.Capacity); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("backend: %s preallocate %s: %w", name, cfg.Path, err)
 	}
 	return f, nil
@@ -216,7 +216,7 @@ func openDirectFile(name string, cfg Config, direct bool) (vfs.File, error) {
 		err = f.Allocate(size, cfg.Capacity-size)
 	}
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("backend: %s open %s: %w", name, cfg.Path, err)
 	}
 	return f, nil

@@ -74,7 +74,7 @@ func newDirectSegment(name string, f vfs.File, cfg Config, opts ODirectOptions, 
 	if written > a {
 		blk := alignedBytes(blockSize)
 		if n, err := f.ReadAt(blk, a); int64(n) < written-a {
-			f.Close()
+			_ = f.Close()
 			if err == nil || errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
@@ -89,7 +89,7 @@ func newDirectSegment(name string, f vfs.File, cfg Config, opts ODirectOptions, 
 	// found (it may be in a device cache only).
 	exec, err := newExec(s)
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	s.io.exec = exec

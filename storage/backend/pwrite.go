@@ -146,7 +146,7 @@ func (b pwriteBackend) Create(cfg Config) (Segment, error) {
 	var reserved int64
 	if cfg.Preallocate {
 		if err := f.Allocate(0, cfg.Capacity); err != nil {
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("backend: pwrite preallocate %s: %w", cfg.Path, err)
 		}
 		reserved = cfg.Capacity
@@ -164,11 +164,11 @@ func (b pwriteBackend) Open(cfg Config) (Segment, error) {
 	}
 	size, err := f.Size()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("backend: pwrite open %s: %w", cfg.Path, err)
 	}
 	if size < cfg.Written {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("backend: pwrite open %s: file has %d bytes, recovery says %d are written",
 			cfg.Path, size, cfg.Written)
 	}

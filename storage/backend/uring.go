@@ -155,7 +155,7 @@ func (b uringBackend) newIO(s *directSegment) (directIO, error) {
 	// io_uring_enter.
 	res := []int32{0}
 	if _, err := r.SubmitAndWait([]uring.Op{{Code: uring.OpNop}}, res); err != nil {
-		r.Close()
+		_ = r.Close()
 		return nil, fmt.Errorf("backend: uring %s: %w", s.path, err)
 	}
 	if !b.opts.NoFixedBuffers && len(bufs) > 0 {

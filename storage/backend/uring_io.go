@@ -114,7 +114,7 @@ func (x *uringIO) fixedIndex(b []byte) (uint16, bool) {
 
 func (x *uringIO) release() {
 	if r, ok := x.ring.(*uring.Ring); ok && x.fixed {
-		r.UnregisterBuffers() // on failure the kernel keeps them pinned until Close
+		_ = r.UnregisterBuffers() // on failure the kernel keeps them pinned until Close
 	}
 	if e, ok := x.ring.(*emulRing); ok {
 		e.bufs = nil

@@ -241,7 +241,7 @@ func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 		return fmt.Errorf("consumequeue: %s: create: %w", q, err)
 	}
 	if err := q.sh.h.syncDir(q.dir); err != nil {
-		f.Close()
+		_ = f.Close()
 		return dirSyncError(fmt.Errorf("consumequeue: %s: sync dir: %w", q, err))
 	}
 	sf := q.newSegFile(start, path)

@@ -36,7 +36,7 @@ func openQueue(sh *shared, topic string, qid int32) (q *Queue, err error) {
 	defer func(q *Queue) { // q itself: a failing return sets the named result to nil
 		if err != nil {
 			for _, f := range q.mu.files {
-				sh.h.forget(f)
+				_ = sh.h.forget(f)
 			}
 		}
 	}(q)

@@ -86,7 +86,7 @@ func OpenTable(opts Options) (*Table, error) {
 			}
 			q, err := openQueue(t.sh, topic, int32(qid))
 			if err != nil {
-				t.Close()
+				_ = t.Close()
 				return nil, err
 			}
 			t.mu.queues[queueKey{topic, int32(qid)}] = q

@@ -123,7 +123,7 @@ func readCheckpoint(fsys vfs.FS, dir string) (c checkpoint, ok bool, err error) 
 	if err != nil {
 		return c, false, fmt.Errorf("index: open %s: %w", p, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	size, err := f.Size()
 	if err != nil {
 		return c, false, fmt.Errorf("index: size of %s: %w", p, err)

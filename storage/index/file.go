@@ -123,8 +123,8 @@ func createFile(fsys vfs.FS, dir, name string, nslots, maxN uint32, ts, phys int
 		return fsys.SyncDir(dir)
 	}()
 	if err != nil {
-		vf.Close()
-		fsys.Remove(f.path)
+		_ = vf.Close()
+		_ = fsys.Remove(f.path) // if it stays, Open drops it as corrupt (no header)
 		return nil, fmt.Errorf("index: create %s: %w", f.path, err)
 	}
 	return f, nil
@@ -140,11 +140,11 @@ func openFile(fsys vfs.FS, dir, name string) (*file, error) {
 	f.f = vf
 	b := make([]byte, headerSize)
 	if _, err := vf.ReadAt(b, 0); err != nil {
-		vf.Close()
+		_ = vf.Close()
 		return nil, fmt.Errorf("%w: read %s: %w", ErrCorrupt, f.path, err)
 	}
 	if err := decodeHeader(b, f); err != nil {
-		vf.Close()
+		_ = vf.Close()
 		return nil, err
 	}
 	return f, nil

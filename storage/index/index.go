@@ -67,7 +67,7 @@ func Open(opts Options) (*Index, error) {
 		return nil, fmt.Errorf("index: sync dir %s: %w", filepath.Dir(x.dir), err)
 	}
 	if err := x.recover(); err != nil {
-		x.closeFiles()
+		_ = x.closeFiles()
 		return nil, err
 	}
 	return x, nil
@@ -209,7 +209,7 @@ func (x *Index) loadFile(c ckFile, clean, last bool) (*file, error) {
 		return nil
 	}()
 	if err != nil {
-		f.f.Close()
+		_ = f.f.Close()
 		return nil, err
 	}
 	return f, nil

@@ -34,7 +34,7 @@ func (x *Index) truncateLocked(cut int64) error {
 	files := x.mu.files
 	for len(files) > 0 && files[len(files)-1].beginPhys >= cut {
 		f := files[len(files)-1]
-		f.f.Close()
+		_ = f.f.Close() // removed next: nothing in it is kept
 		if err := x.fs.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("index: remove %s: %w", f.path, err)
 		}
@@ -110,7 +110,7 @@ func (x *Index) DeleteBefore(minPhys int64) (int, error) {
 	}
 	var errs []error
 	for _, f := range gone {
-		f.f.Close()
+		_ = f.f.Close() // flushed above and removed next
 		if err := x.fs.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("index: remove %s: %w", f.path, err))
 		}

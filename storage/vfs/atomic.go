@@ -36,11 +36,11 @@ func writeSynced(fsys FS, name string, b []byte) error {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
 	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
+		_ = f.Close()
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
+		_ = f.Close()
 		return fmt.Errorf("sync %s: %w", name, err)
 	}
 	if err := f.Close(); err != nil {

@@ -82,7 +82,7 @@ func (osFS) SyncDir(dir string) error {
 		return err
 	}
 	if err := unix.Fsync(int(d.Fd())); err != nil {
-		d.Close()
+		_ = d.Close()
 		return &fs.PathError{Op: "fsync", Path: dir, Err: err}
 	}
 	return d.Close()
@@ -94,7 +94,7 @@ func (osFS) Lock(name string) (io.Closer, error) {
 		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
+		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, &fs.PathError{Op: "lock", Path: name, Err: fmt.Errorf("held by another process: %w", err)}
 		}

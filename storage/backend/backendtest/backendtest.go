@@ -42,7 +42,7 @@ func Run(t *testing.T, b backend.Backend, newFS func(t *testing.T) vfs.FS) {
 		}
 		t.Fatalf("backend %s: probe create: %v", b.Name(), err)
 	} else {
-		s.Close()
+		_ = s.Close()
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -101,7 +101,7 @@ func (e *env) create(cfg backend.Config) backend.Segment {
 	if err := cfg.FS.SyncDir(filepath.Dir(cfg.Path)); err != nil {
 		e.Fatal(err)
 	}
-	e.Cleanup(func() { s.Close() })
+	e.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -111,7 +111,7 @@ func (e *env) open(cfg backend.Config) backend.Segment {
 	if err != nil {
 		e.Fatalf("open %s at %d: %v", cfg.Path, cfg.Written, err)
 	}
-	e.Cleanup(func() { s.Close() })
+	e.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -171,7 +171,7 @@ func fileCheck(fsys vfs.FS, name string, n int64, seed byte) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	got := make([]byte, n)
 	if k, err := f.ReadAt(got, 0); int64(k) != n {
 		return fmt.Errorf("file has %d of %d flushed bytes: %v", k, n, err)

@@ -133,7 +133,9 @@ func testStats(e *env) {
 	if st.WriteCalls < before.WriteCalls {
 		e.Errorf("WriteCalls went back from %d to %d", before.WriteCalls, st.WriteCalls)
 	}
-	s.Flush()
+	if _, err := s.Flush(); err != nil {
+		e.Fatalf("idle flush: %v", err)
+	}
 	if got := s.Stats(); got.FlushBatches != st.FlushBatches {
 		e.Errorf("idle flush counted as a batch: %+v then %+v", st, got)
 	}
@@ -165,7 +167,9 @@ func testReopen(e *env) {
 		e.Fatalf("flush after reopen: %d, %v", d, err)
 	}
 	e.readCheck(s, 0, 15000, 1)
-	s.Close()
+	if err := s.Close(); err != nil {
+		e.Fatal(err)
+	}
 
 	// Recovery found a torn record at 7000: appends overwrite from there.
 	cfg.Written = 7000

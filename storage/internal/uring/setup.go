@@ -106,11 +106,11 @@ func setupWith(entries uint32, setup rawSetup) (*Ring, error) {
 	}
 	r := &Ring{fd: fd, features: p.features}
 	if err := r.mapRings(&p); err != nil {
-		r.Close()
+		_ = r.Close()
 		return nil, err
 	}
 	if err := r.probe(OpNop, OpRead, OpWrite, OpReadFixed, OpWriteFixed, OpFsync); err != nil {
-		r.Close()
+		_ = r.Close()
 		return nil, err
 	}
 	return r, nil

@@ -42,11 +42,12 @@ const (
 	OpSyncDir            // FS.SyncDir
 	OpMkdir              // FS.MkdirAll
 	OpMap                // Mapper.Map
+	OpClose              // File.Close (the inner file is closed all the same, as close(2) does)
 	numOps
 )
 
 var opNames = [numOps]string{"write", "read", "sync", "allocate", "truncate", "create", "open",
-	"remove", "rename", "syncdir", "mkdir", "map"}
+	"remove", "rename", "syncdir", "mkdir", "map", "close"}
 
 func (o Op) String() string {
 	if o < 0 || o >= numOps {

@@ -144,3 +144,27 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("fails %d writes %d", fails, efs.Count(OpWrite))
 	}
 }
+
+// A failing Close reports the injected error and still closes the file
+// underneath, as close(2) does.
+func TestCloseFails(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := Wrap(mem, Rule{Op: OpClose, Path: "a"})
+	a, _ := efs.Create("/a", vfs.OpenOptions{})
+	o, _ := efs.Create("/other", vfs.OpenOptions{})
+	if _, err := a.WriteAt([]byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); !errors.Is(err, syscall.EIO) || !errors.Is(err, ErrInjected) {
+		t.Fatalf("close: %v", err)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatalf("other path failed: %v", err)
+	}
+	if efs.Count(OpClose) != 2 || efs.Injected() != 1 {
+		t.Fatalf("counts: close %d injected %d", efs.Count(OpClose), efs.Injected())
+	}
+	if OpClose.String() != "close" {
+		t.Fatalf("OpClose prints as %q", OpClose)
+	}
+}

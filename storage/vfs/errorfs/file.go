@@ -75,7 +75,16 @@ func (f *file) Truncate(size int64) error {
 	return f.inner.Truncate(size)
 }
 
-func (f *file) Close() error         { return f.inner.Close() }
+// Close closes the inner file in any case: a failing close(2) still
+// releases the descriptor; what it reports is a write the kernel lost.
+func (f *file) Close() error {
+	err := f.inner.Close()
+	if r := f.fs.check(OpClose, f.name); r != nil {
+		return injected(OpClose, f.name, r)
+	}
+	return err
+}
+
 func (f *file) Size() (int64, error) { return f.inner.Size() }
 
 // Fd hides the inner descriptor (vfs.InvalidFd): code that would use it
