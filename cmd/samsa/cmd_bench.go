@@ -434,7 +434,9 @@ func benchCheck(args []string) error {
 	}
 	rep := bench.Check(base, cur, o)
 	fmt.Printf("check %s against %s\n", pos[0], baseline)
-	rep.Print(os.Stdout)
+	if err := rep.Print(os.Stdout); err != nil {
+		return err
+	}
 	if n := rep.Regressions(); n > 0 {
 		return fmt.Errorf("%d regressions beyond %.0f%%", n, 100*o.Tolerance)
 	}

@@ -99,8 +99,9 @@ func storeVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		writeJSON(stdout, rep)
-	} else {
-		rep.WriteText(stdout)
+	} else if err := rep.WriteText(stdout); err != nil {
+		fmt.Fprintf(stderr, "samsa store verify: writing the report: %v\n", err)
+		return 2
 	}
 	if rep.Corrupt() {
 		return 1
@@ -121,8 +122,8 @@ func storeRepair(args []string, stdout, stderr io.Writer) int {
 	rep, err := storage.Repair(storage.RepairOptions{Dir: dir, SegmentSize: *segSize, DryRun: *dryRun, Logger: log})
 	if *asJSON {
 		writeJSON(stdout, rep)
-	} else {
-		rep.WriteText(stdout)
+	} else if werr := rep.WriteText(stdout); werr != nil && err == nil {
+		err = fmt.Errorf("writing the report: %w", werr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "samsa store repair: %v\n", err)
