@@ -135,7 +135,10 @@ func TestGatherKeepsCohortWithALaggard(t *testing.T) {
 	}
 	m := s.Metrics()
 	t.Logf("%d groups (avg %.1f): %d gathers, %d unfilled", m.SyncGroups, m.AvgGroup, m.Gathers, m.GatherMisses)
-	if m.AvgGroup < 0.7*writers {
+	// The cohort is 15; a gatherer cut short by the laggard's rhythm
+	// would make groups of 1-3. Half the cohort leaves room for a machine
+	// so busy that writers miss a gather (10.2 seen at load 11.6).
+	if m.AvgGroup < 0.5*writers {
 		t.Fatalf("average group %.1f of %d closed-loop writers (and a laggard)", m.AvgGroup, writers)
 	}
 }
