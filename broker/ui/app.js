@@ -124,7 +124,7 @@ function renderTopics() {
   fill("topics-table", topicList.filter((t) => !f || t.topic.toLowerCase().includes(f)).map((t) => {
     const r = topicRates[t.topic] || {};
     return { cells: [t.topic, t.readQueues + " / " + t.writeQueues, perm(t.perm), num(t.messages), num(t.maxOffsetTotal), rate(r.in), rate(r.out)],
-      onclick: () => showTopic(t.topic) };
+      onclick: () => { location.hash = "topics?topic=" + encodeURIComponent(t.topic); } };
   }));
 }
 function perm(p) { return (p & 4 ? "R" : "-") + (p & 2 ? "W" : "-") + (p & 1 ? "I" : ""); }
@@ -139,7 +139,7 @@ async function showTopic(name) {
   span.replaceChildren();
   if (!d.groups.length) span.textContent = "none";
   for (const g of d.groups) {
-    const a = el("a", g); a.href = "#groups"; a.addEventListener("click", () => { show("groups"); showGroup(g); });
+    const a = el("a", g); a.href = "#groups?group=" + encodeURIComponent(g);
     span.appendChild(a); span.appendChild(document.createTextNode(" "));
   }
 }
@@ -153,12 +153,10 @@ async function loadGroups() {
 function renderGroups() {
   const f = $("group-filter").value.trim().toLowerCase();
   fill("groups-table", groupList.filter((g) => !f || g.group.toLowerCase().includes(f)).map((g) => ({
-    cells: [g.group, num(g.members), g.topics.join(", ") || "-", num(g.lag)], onclick: () => showGroup(g.group) })));
+    cells: [g.group, num(g.members), g.topics.join(", ") || "-", num(g.lag)], onclick: () => { location.hash = "groups?group=" + encodeURIComponent(g.group); } })));
 }
 let openGroup = null;
 async function showGroup(name) {
-  if (openGroup !== name) { $("reset-preview").hidden = true; $("reset-result").textContent = ""; }
-  openGroup = name;
   const d = await api("group?group=" + encodeURIComponent(name));
   $("group-detail").hidden = false;
   $("group-name").textContent = d.group;
@@ -234,11 +232,34 @@ async function searchMessages() {
 const loaders = { cluster: loadCluster, topics: () => loadTopics().then(() => openTopic && showTopic(openTopic)),
   groups: () => loadGroups().then(() => openGroup && showGroup(openGroup)), messages: async () => {} };
 let current = "cluster";
-function show(tab) {
-  if (!loaders[tab]) tab = "cluster";
+// show opens a tab from a location hash: "#tab" or "#tab?query", the
+// query naming what to open: #topics?topic=T, #groups?group=G,
+// #messages?topic=T&id=I (or &key=K, or &queue=Q&offset=O&n=N).
+function show(hash) {
+  const i = hash.indexOf("?");
+  const name = i < 0 ? hash : hash.slice(0, i), query = i < 0 ? "" : hash.slice(i + 1);
+  const tab = loaders[name] ? name : "cluster";
+  const p = new URLSearchParams(query || "");
   current = tab;
   for (const t of Object.keys(loaders)) $("tab-" + t).hidden = t !== tab;
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.tab === tab);
+  if (tab === "topics" && p.get("topic")) openTopic = p.get("topic");
+  if (tab === "groups" && p.get("group") && p.get("group") !== openGroup) {
+    openGroup = p.get("group");
+    pending = null;
+    $("reset-preview").hidden = true;
+    $("reset-result").textContent = "";
+  }
+  if (tab === "messages" && [...p.keys()].length) {
+    $("msg-topic").value = p.get("topic") || "";
+    const by = p.has("id") ? "id" : p.has("key") ? "key" : "offset";
+    $("msg-by").value = by;
+    $("msg-id").value = p.get("id") || "";
+    $("msg-key").value = p.get("key") || "";
+    for (const k of ["queue", "offset", "n"]) if (p.has(k)) $("msg-" + k).value = p.get(k);
+    msgByChanged();
+    searchMessages();
+  }
   refresh();
 }
 let busy = false;
