@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -29,9 +30,13 @@ func chromium() string {
 // table the topic, the live charts have drawn, and no request failed.
 // The browser reaches nothing but loopback (--host-resolver-rules) and is
 // killed after 2 min at most. Skipped where no Chromium is installed
-// (Debian: apt-get install chromium).
+// (Debian: apt-get install chromium), unless SAMSA_BROWSER_TEST=require
+// (for CI, where a skip would hide that the page went untested).
 func TestUIInBrowser(t *testing.T) {
 	bin := chromium()
+	if bin == "" && os.Getenv("SAMSA_BROWSER_TEST") == "require" {
+		t.Fatal("SAMSA_BROWSER_TEST=require and no chromium or chromium-browser on PATH (apt-get install chromium)")
+	}
 	if bin == "" {
 		t.Skip("no chromium or chromium-browser on PATH: the dashboard's browser test needs Debian's Chromium (apt-get install chromium)")
 	}
