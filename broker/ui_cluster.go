@@ -107,7 +107,6 @@ type uiClusterBroker struct {
 	Written    *int64    `json:"commitLogWritten,omitempty"`
 	Slave      *uiSlave  `json:"replication,omitempty"` // a slave's, as its master sees it
 	Error      string    `json:"error,omitempty"`
-	runtime    kvAnswer  // GET_BROKER_RUNTIME_INFO
 	slaves     []uiSlave // a master's
 }
 
@@ -173,7 +172,6 @@ func (u *uiServer) cluster(*http.Request) (any, error) {
 		}
 		for _, s := range master.slaves {
 			if s.Addr == r.Addr {
-				s := s
 				r.Slave = &s
 			}
 		}
@@ -250,7 +248,6 @@ func (r *uiClusterBroker) fill(kv kvAnswer, err error) {
 		}
 		return
 	}
-	r.runtime = kv
 	r.BrokerRole, r.Version = kv["brokerRole"], kv["brokerVersionDesc"]
 	first := func(k string) *float64 {
 		if f := strings.Fields(kv[k]); len(f) > 0 {
@@ -273,7 +270,7 @@ func (u *uiServer) remoteSlaves(addr string) ([]uiSlave, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer nc.Close()
+	defer func() { _ = nc.Close() }()                 // a read-only exchange: nothing to lose
 	_ = nc.SetDeadline(time.Now().Add(uiCallTimeout)) // a failure shows as the exchange's error
 	br := bufio.NewReader(nc)
 	if ak := u.b.cfg.AccessKey; ak != "" {

@@ -37,7 +37,7 @@ func (u *uiServer) groupList(*http.Request) (any, error) {
 			row.Topics = []string{}
 		}
 		for _, t := range row.Topics {
-			for _, q := range u.progress(g, t) {
+			for _, q := range u.progress(g, t, false) {
 				row.Lag += q.Lag
 			}
 		}
@@ -60,8 +60,9 @@ type uiProgress struct {
 }
 
 // progress is group's progress in each read queue of topic (none when
-// the topic is gone).
-func (u *uiServer) progress(group, topic string) []uiProgress {
+// the topic is gone); withTimes reads the store time of each queue's last
+// consumed message too (a read from the log per queue).
+func (u *uiServer) progress(group, topic string, withTimes bool) []uiProgress {
 	b := u.b
 	tc, ok := b.topics.get(topic)
 	if !ok {
@@ -74,7 +75,7 @@ func (u *uiServer) progress(group, topic string) []uiProgress {
 		if off, ok := b.offsets.query(group, topic, i); ok {
 			p.Committed = off
 			p.Lag = max(p.MaxOffset-off, 0)
-			if off > 0 {
+			if off > 0 && withTimes {
 				p.LastConsumed = b.storeTimeAt(topic, i, off-1)
 			}
 		} else {
@@ -136,7 +137,7 @@ func (u *uiServer) group(r *http.Request) (any, error) {
 	}
 	sort.Strings(names)
 	for _, t := range names {
-		for _, p := range u.progress(g, t) {
+		for _, p := range u.progress(g, t, true) {
 			d.Lag += p.Lag
 			d.Queues = append(d.Queues, p)
 		}
