@@ -33,9 +33,14 @@ function row(tbody, cells, onclick) {
 }
 
 function fill(tableId, rows) {
-  const tb = $(tableId).tBodies[0];
+  const t = $(tableId), tb = t.tBodies[0];
   tb.replaceChildren();
   for (const r of rows) row(tb, r.cells, r.onclick);
+  if (!rows.length) {
+    const td = el("td", "none", "empty");
+    td.colSpan = t.tHead.rows[0].cells.length;
+    tb.appendChild(el("tr")).appendChild(td);
+  }
 }
 
 const num = (v) => ({ num: v === undefined || v === null ? "-" : v });
