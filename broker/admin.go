@@ -15,8 +15,9 @@ import (
 // adminServer is the admin HTTP listener: Prometheus /metrics and
 // /debug/pprof, on its own mux (nothing registered globally).
 type adminServer struct {
-	ln  net.Listener
-	srv *http.Server
+	ln      net.Listener
+	srv     *http.Server
+	closeUI func() // the dashboard's connections (ui.go)
 }
 
 func startAdmin(b *Broker) (*adminServer, error) {
@@ -32,14 +33,15 @@ func startAdmin(b *Broker) (*adminServer, error) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "samsa broker %s (%s)\n/metrics\n/healthz\n/readyz\n/debug/pprof/\n", b.cfg.BrokerName, b.Addr())
+		fmt.Fprintf(w, "samsa broker %s (%s)\n/ui/\n/metrics\n/healthz\n/readyz\n/debug/pprof/\n", b.cfg.BrokerName, b.Addr())
 	})
+	closeUI := mountUI(b, mux) // the dashboard, /ui/ (ui.go)
 	var h http.Handler = mux
 	if b.acl != nil {
 		h = b.acl.basicAuth(b, mux)
 	}
 	h = withHealth(b, h) // /healthz and /readyz (metrics_health.go)
-	a := &adminServer{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	a := &adminServer{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, closeUI: closeUI}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			b.log.Error("broker: admin server stopped", "err", err)
@@ -54,4 +56,5 @@ func (a *adminServer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = a.srv.Shutdown(ctx)
+	a.closeUI()
 }
