@@ -65,8 +65,8 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("samsa dev: name server %s  broker %s (%s)  metrics http://%s/metrics  data %s\n",
-		dev.NamesrvAddr(), dev.BrokerAddr(), dev.Broker.Config().BrokerName, dev.Broker.AdminAddr(), dev.Dir)
+	fmt.Printf("samsa dev: name server %s  broker %s (%s)  metrics http://%s/metrics  dashboard http://%s/ui/  data %s\n",
+		dev.NamesrvAddr(), dev.BrokerAddr(), dev.Broker.Config().BrokerName, dev.Broker.AdminAddr(), dev.Broker.AdminAddr(), dev.Dir)
 	for _, s := range dev.Slaves {
 		fmt.Printf("samsa dev: slave %s (brokerId %d, following %s)  metrics http://%s/metrics\n", s.Addr(), s.Config().BrokerID,
 			dev.Broker.Config().BrokerRole, s.AdminAddr())
