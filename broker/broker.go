@@ -170,6 +170,9 @@ func New(cfg Config) (*Broker, error) {
 		b.log.Warn("broker: disk full at start: the replication epoch cannot be written; this master runs without "+
 			"its replication link until a restart with free space (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE)", "err", err)
 	}
+	if b.metaSync != nil {
+		st.OnDispatch(b.metaSync.onDispatch) // a replicated record of an unknown queue: copy the tables now
+	}
 	if cfg.BrokerRole != Slave {
 		if err := b.openTxn(); err != nil {
 			st.Close()

@@ -318,3 +318,27 @@ func TestSlaveLongPollWakesOnReplication(t *testing.T) {
 		t.Fatal("the pull was not woken by the replicated record")
 	}
 }
+
+// TestSlaveCopiesTablesOnUnknownQueue: a replicated record of a topic the
+// slave does not know makes it copy the master's tables at once, not at
+// its next SlaveSyncInterval (an hour here), so a slave promoted right
+// after a topic was made has the topic's config.
+func TestSlaveCopiesTablesOnUnknownQueue(t *testing.T) {
+	dev := startReplicated(t, AsyncMaster, func(c *Config) { c.SlaveSyncInterval = time.Hour })
+	master, slave := dev.Broker, dev.Slaves[0]
+	waitLong(t, func() bool { return slave.metaSync.rounds.Load() > 0 }, "the slave's first copy at start")
+	c := dialRaw(t, master.Addr())
+	if r := c.call(createTopicReq("fresh", 3)); r.Code != protocol.Success {
+		t.Fatalf("create topic: %s", r)
+	}
+	if _, ok := slave.topics.get("fresh"); ok {
+		t.Fatal("the slave knew the topic before any record of it")
+	}
+	if r := c.call(sendReq("fresh", 2, []byte("x"), nil)); r.Code != protocol.Success {
+		t.Fatalf("send: %s", r)
+	}
+	waitLong(t, func() bool {
+		tc, ok := slave.topics.get("fresh")
+		return ok && tc.ReadQueueNums == 3
+	}, "the slave copied the new topic's config")
+}

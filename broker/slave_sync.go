@@ -49,6 +49,33 @@ type slaveSync struct {
 	failures atomic.Int64
 	lastOK   atomic.Int64 // unix ms of the last round that copied everything
 	failing  atomic.Bool  // the last round failed (logged once per streak)
+	lastHint atomic.Int64 // unix ns of the last kick onDispatch gave
+}
+
+// hintEvery bounds how often replicated records of unknown queues kick a
+// round (onDispatch).
+const hintEvery = time.Second
+
+// onDispatch is the slave's dispatch hook: a replicated record that opens
+// a queue (queue offset 0) of a topic this replica does not know, or
+// beyond the queues it knows, means the master's tables changed since
+// the last copy; a round runs at once (at most one a hintEvery) instead
+// of up to SlaveSyncInterval later. A replica promoted meanwhile would
+// otherwise lack the topic's config (a send would auto-create it with
+// the default queue count). The check costs one comparison a record.
+func (s *slaveSync) onDispatch(topic string, qid int32, qoff int64) {
+	if qoff != 0 || !s.b.isSlave() {
+		return
+	}
+	if tc, ok := s.b.topics.get(topic); ok && int(qid) < tc.ReadQueueNums {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := s.lastHint.Load()
+	if now-last < int64(hintEvery) || !s.lastHint.CompareAndSwap(last, now) {
+		return
+	}
+	s.kickNow()
 }
 
 func newSlaveSync(b *Broker) *slaveSync {
