@@ -60,6 +60,10 @@ type Summary struct {
 	// acknowledged messages never received (Result's).
 	Duplicates    float64 `json:"duplicates,omitempty"`
 	NeverReceived float64 `json:"never_received,omitempty"`
+	// OpenFiles and RSSMB are the server's at the window's end
+	// (Result.Server); 0 when not read.
+	OpenFiles float64 `json:"open_files,omitempty"`
+	RSSMB     float64 `json:"rss_mb,omitempty"`
 }
 
 // ComparisonResult is one evaluated Comparison.
@@ -180,6 +184,9 @@ func summarize(r *Result) Summary {
 	if r.SendLagUs != nil {
 		s.LagP99Us = float64(r.SendLagUs.P99)
 	}
+	if r.Server != nil && r.Server.Error == "" {
+		s.OpenFiles, s.RSSMB = float64(r.Server.OpenFiles), float64(r.Server.RSSBytes)/1e6
+	}
 	if r.Replication != nil && r.Replication.Lag != nil {
 		s.ReplLagP99Us, s.ReplBehindP99 = float64(r.Replication.Lag.TimeUs.P99), float64(r.Replication.Lag.BehindBytes.P99)
 	}
@@ -193,7 +200,7 @@ func summarizeRuns(runs []*Result) (med, lo, hi Summary) {
 	}
 	fields := func(s *Summary) []*float64 {
 		return []*float64{&s.MsgsPerSec, &s.MBPerSec, &s.SendP50Us, &s.SendP99Us, &s.SendP999Us, &s.E2EP50Us, &s.E2EP99Us, &s.E2EP999Us,
-			&s.LagP99Us, &s.ReplLagP99Us, &s.ReplBehindP99, &s.Errors, &s.Duplicates, &s.NeverReceived}
+			&s.LagP99Us, &s.ReplLagP99Us, &s.ReplBehindP99, &s.Errors, &s.Duplicates, &s.NeverReceived, &s.OpenFiles, &s.RSSMB}
 	}
 	ss := make([]Summary, len(runs))
 	for i, r := range runs {

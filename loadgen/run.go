@@ -221,6 +221,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	}
 	measureEnd := measureStart.Add(measured)
 	r.window.to.Store(measureEnd.UnixNano())
+	res.Server = serverStats(r.d) // under load, before the producers stop
 	close(r.closed)
 	ackedInWindow := r.c.acked.Load() - ackedAtStart
 	receivedInWindow := r.c.received.Load() - receivedAtStart

@@ -115,6 +115,15 @@ func New(opts Options) (*Driver, error) {
 // Name implements loadgen.Driver.
 func (d *Driver) Name() string { return "nats" }
 
+// ServerProcess implements loadgen.ServerProcessDriver: the in-process
+// nats-server is this process (none with URL).
+func (d *Driver) ServerProcess() (loadgen.ServerProcess, bool) {
+	if d.srv == nil {
+		return loadgen.ServerProcess{}, false
+	}
+	return loadgen.ServerProcess{Self: true, Note: "in-process nats-server plus the loadgen and its clients"}, true
+}
+
 // Describe implements loadgen.Driver.
 func (d *Driver) Describe() map[string]any {
 	m := map[string]any{"server_version": d.version, "embedded": d.srv != nil, "storage": "file",

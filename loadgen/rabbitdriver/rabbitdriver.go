@@ -142,6 +142,16 @@ func New(opts Options) (*Driver, error) {
 // Name implements loadgen.Driver.
 func (d *Driver) Name() string { return "rabbitmq" }
 
+// ServerProcess implements loadgen.ServerProcessDriver: the
+// rabbitmq-server this driver started (its Erlang VM in its group; epmd,
+// a group of its own, is left out), none with URL.
+func (d *Driver) ServerProcess() (loadgen.ServerProcess, bool) {
+	if d.srv == nil || d.srv.rabbit == nil {
+		return loadgen.ServerProcess{}, false
+	}
+	return loadgen.ServerProcess{PGID: d.srv.rabbit.Pid(), Note: "rabbitmq-server's group, epmd apart"}, true
+}
+
 // Describe implements loadgen.Driver.
 func (d *Driver) Describe() map[string]any {
 	m := map[string]any{"server_version": d.version, "started": d.srv != nil, "queue_type": d.opts.Queue,
