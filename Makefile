@@ -109,6 +109,14 @@ BENCH_FLAGS     ?=
 BENCH_E2E_FLAGS ?= --quick
 BENCH_E2E_RUN   ?= $(BIN) loadgen --dir $(BENCH_DIR)/e2e --out results --performance PERFORMANCE.md $(BENCH_E2E_FLAGS) --experiment
 
+# Queue-count scaling and the cold-read backlog drain (issue #15): quick
+# forms in make bench (Samsa at 1 and 10,000 queues, about 40 s; a 1 GiB
+# backlog, about a minute), full forms (every peer at 1 to 10,000 queues;
+# a 4 GiB backlog, 3 repeats) in make bench-full.
+BENCH_SCALE_EXPERIMENTS ?= experiments/queues-scaling.json experiments/backlog-drain.json
+BENCH_EXPERIMENTS      += $(BENCH_SCALE_EXPERIMENTS)
+BENCH_FULL_EXPERIMENTS += $(BENCH_SCALE_EXPERIMENTS)
+
 # The replication kill loop (issue #11) runs the same way, after the other
 # e2e experiments: a master and a slave as real processes, the master
 # SIGKILLed under load and the slave's copy read after each kill. make

@@ -82,7 +82,20 @@ func Resident(path string) (resident, size int64, err error) {
 // vanishes meanwhile (a segment deleted) is passed over; other errors are
 // returned with the figures so far.
 func DropDirCache(dir string) (PageCacheDrop, error) {
-	d := PageCacheDrop{Method: "fadvise"}
+	return walkResident(dir, true)
+}
+
+// ResidentDir is how much of the regular files under dir is in the page
+// cache (ResidentBefore; nothing is dropped, Method is empty).
+func ResidentDir(dir string) (PageCacheDrop, error) {
+	return walkResident(dir, false)
+}
+
+func walkResident(dir string, drop bool) (PageCacheDrop, error) {
+	var d PageCacheDrop
+	if drop {
+		d.Method = "fadvise"
+	}
 	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -99,14 +112,16 @@ func DropDirCache(dir string) (PageCacheDrop, error) {
 		} else if err != nil {
 			return err
 		}
-		if err := DropFileCache(p); errors.Is(err, fs.ErrNotExist) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		after, _, err := Resident(p)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		after := before
+		if drop {
+			if err := DropFileCache(p); errors.Is(err, fs.ErrNotExist) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if after, _, err = Resident(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
 		}
 		d.Files++
 		d.Bytes += size

@@ -11,6 +11,7 @@ import (
 
 	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/loadgen"
+	"github.com/samsamq/samsa/loadgen/backlog"
 	"github.com/samsamq/samsa/loadgen/catchup"
 	"github.com/samsamq/samsa/loadgen/durability"
 )
@@ -93,6 +94,9 @@ func runLoadgen(args []string) error {
 				dataDir: *dataDir, quick: *quick, gate: *gate, seed: *seed}.run(ctx)
 		} else if err == nil && kind == catchup.Kind {
 			return catchupRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
+				dataDir: *dataDir, quick: *quick}.run(ctx)
+		} else if err == nil && kind == backlog.Kind {
+			return backlogRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
 				dataDir: *dataDir, quick: *quick}.run(ctx)
 		}
 		return runExperimentFile(ctx, lab, *experiment, *quick, *out, *perf, commandLine())
