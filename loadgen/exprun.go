@@ -351,3 +351,21 @@ func median(v []float64) float64 {
 	}
 	return (v[n/2-1] + v[n/2]) / 2
 }
+
+// MissedTargets names the comparisons with a target that missed it, or
+// that could not be evaluated (a cell skipped or missing): the regression
+// gate's list.
+func (r *ExperimentResult) MissedTargets() []string {
+	var out []string
+	for _, c := range r.Comparisons {
+		if c.Kind == "additive" || c.Target != 0 {
+			switch {
+			case c.Met == nil:
+				out = append(out, fmt.Sprintf("%s (%s)", c.Name, c.Note))
+			case !*c.Met:
+				out = append(out, fmt.Sprintf("%s (%.2f, target %.2f)", c.Name, c.Value, c.Target))
+			}
+		}
+	}
+	return out
+}

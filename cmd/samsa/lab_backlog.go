@@ -25,7 +25,7 @@ import (
 type backlogRun struct {
 	path, outDir, perfFile, command string
 	dataDir                         string // parent of the runs' data dirs; default .benchdata/backlog
-	quick                           bool
+	quick, gate                     bool
 }
 
 func (c backlogRun) run(ctx context.Context) error {
@@ -55,8 +55,14 @@ func (c backlogRun) run(ctx context.Context) error {
 	fmt.Println(md)
 	fmt.Printf("result: %s\n", p)
 	if c.perfFile != "" {
-		return bench.UpdateSections(c.perfFile, []string{res.Experiment},
-			map[string]string{res.Experiment: labSection(md, res.Machine, p)})
+		if err := bench.UpdateSections(c.perfFile, []string{res.Experiment},
+			map[string]string{res.Experiment: labSection(md, res.Machine, p)}); err != nil {
+			return err
+		}
+	}
+	if c.gate && (!res.DrainMet || !res.P99Met) {
+		return fmt.Errorf("backlog-drain: target missed (drain %.2f× read, target %.2f×; p99 %.2f× before, target %.2f×)",
+			res.Median.DrainRatio, res.DrainTarget, res.MedianP99Ratio, res.P99Target)
 	}
 	return nil
 }
