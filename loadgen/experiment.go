@@ -64,6 +64,9 @@ type Cluster struct {
 	Backend string `json:"backend,omitempty"`
 	// MaxBatchBytes bounds a group commit (Samsa, sync flush).
 	MaxBatchBytes int64 `json:"max_batch_bytes,omitempty"`
+	// StreamPerQueue (NATS) makes each queue a JetStream stream of its
+	// own instead of a subject of the topic's stream.
+	StreamPerQueue bool `json:"stream_per_queue,omitempty"`
 
 	// Replication (Samsa; replication.go checks these): "none" (default,
 	// no slave), "async" (ASYNC_MASTER) or "sync" (SYNC_MASTER: a send is

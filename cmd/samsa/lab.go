@@ -47,7 +47,7 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 	switch c.Driver {
 	case "nats":
 		return natsdriver.New(natsdriver.Options{URL: l.natsURL, Sync: c.Cluster.Flush == "sync",
-			StoreDir: l.cellDir("nats")})
+			StoreDir: l.cellDir("nats"), StreamPerQueue: c.Cluster.StreamPerQueue})
 	case "redis":
 		fsync := "everysec"
 		if c.Cluster.Flush == "sync" {
