@@ -83,6 +83,14 @@ type Settings struct {
 	ReadSize int64 `json:"read_size,omitempty"`
 	// Repeats: runs, median reported; default 1.
 	Repeats int `json:"repeats,omitempty"`
+	// Warm leaves the backlog in the page cache (no drop): the drain from
+	// memory, to set the cold drain beside.
+	Warm bool `json:"warm,omitempty"`
+	// WarmReference, with a cold run, adds one warm repeat after the
+	// cold ones (Result.Warm): what the drain does from memory, so the
+	// cold drain's shortfall splits into the disk's share and the rest
+	// (CPU, the consumers).
+	WarmReference bool `json:"warm_reference,omitempty"`
 }
 
 func (s *Settings) ensureDefaults() {

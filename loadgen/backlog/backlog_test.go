@@ -80,7 +80,7 @@ func (c *fakeConsumer) Close() error { close(c.stop); c.wg.Wait(); return nil }
 func TestRunExperimentFake(t *testing.T) {
 	e := &Experiment{Name: "backlog-test", Kind: Kind, DrainTarget: 0.8, P99Target: 2,
 		Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: bench.Duration(200 * time.Millisecond),
-			DrainTimeout: bench.Duration(30 * time.Second), SteadyRate: 200}}
+			DrainTimeout: bench.Duration(30 * time.Second), SteadyRate: 200, WarmReference: true}}
 	var targets []*fakeTarget
 	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(),
 		NewTarget: func(_ context.Context, flush string) (Target, error) {
@@ -99,10 +99,16 @@ func TestRunExperimentFake(t *testing.T) {
 	require.Positive(t, r.DrainMBps)
 	require.Positive(t, r.ReadMBps)
 	require.Positive(t, r.SendBefore.Count)
+	require.Len(t, targets, 2, "a cold repeat and the warm reference")
 	require.True(t, targets[0].closed.Load())
+	require.NotNil(t, res.Warm)
+	require.Equal(t, "none (warm)", res.Warm.Drop.Method)
+	require.Equal(t, r.BacklogMsgs, res.Warm.Received)
 	md := res.Markdown()
 	require.Contains(t, md, "drain ≥ 0.80× raw sequential read")
 	require.Contains(t, md, "posix_fadvise(DONTNEED)")
+	require.Contains(t, md, "| warm |")
+	require.Contains(t, md, "Cold over warm drain")
 }
 
 func TestShippedExperimentLoads(t *testing.T) {
