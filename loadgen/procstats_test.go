@@ -1,9 +1,12 @@
 package loadgen
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -65,4 +68,22 @@ func TestExpandQuickLeavesOutFullOnly(t *testing.T) {
 	}
 	cs := quickComparisons(e.Compare, quick, true)
 	require.Len(t, cs, 2)
+}
+
+// slowTopics never finishes making a topic until its context ends.
+type slowTopics struct{ *memDriver }
+
+func (slowTopics) CreateTopic(ctx context.Context, _ string, _ int) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestSetupTimeout: a system that cannot make the topics in time fails
+// the run with a clear error instead of holding it.
+func TestSetupTimeout(t *testing.T) {
+	w := Workload{Topics: 3, QueuesPerTopic: 10000, SetupTimeout: 50 * time.Millisecond, Duration: time.Second}
+	_, err := Run(context.Background(), slowTopics{newMemDriver()}, w, Options{Out: io.Discard})
+	require.ErrorContains(t, err, "could not create 3 topics × 10000 queues within the setup timeout 50ms (topic 1")
+	w.SetupTimeout = -1
+	require.ErrorContains(t, w.Validate(), "setup timeout must be >= 0")
 }
