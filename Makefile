@@ -109,6 +109,18 @@ BENCH_FLAGS     ?=
 BENCH_E2E_FLAGS ?= --quick
 BENCH_E2E_RUN   ?= $(BIN) loadgen --dir $(BENCH_DIR)/e2e --out results --performance PERFORMANCE.md $(BENCH_E2E_FLAGS) --experiment
 
+# Queue-count scaling and the cold-read backlog drain (issue #15): quick
+# forms in make bench (Samsa at 1 and 10,000 queues, about 40 s; a 1 GiB
+# backlog, about a minute), full forms (every peer at 1 to 10,000 queues;
+# a 4 GiB backlog, 3 repeats) in make bench-full.
+# Their targets (10,000 queues >= 0.8x 1 queue; drain >= 0.8x raw read,
+# p99 during <= 2x before) are the gate's: with BENCH_GATE=1 a miss fails
+# the target (loadgen --gate), else the tables mark it.
+BENCH_SCALE_EXPERIMENTS ?= experiments/queues-scaling.json experiments/backlog-drain.json
+BENCH_EXPERIMENTS      += $(BENCH_SCALE_EXPERIMENTS)
+BENCH_FULL_EXPERIMENTS += $(BENCH_SCALE_EXPERIMENTS)
+BENCH_GATE_TARGETS     ?= $(BENCH_SCALE_EXPERIMENTS)
+
 # The replication kill loop (issue #11) runs the same way, after the other
 # e2e experiments: a master and a slave as real processes, the master
 # SIGKILLed under load and the slave's copy read after each kill. make
@@ -142,7 +154,9 @@ define bench_run
 	  if grep -q '"kind": *"storage"' $$e; then \
 	    $(BIN) bench run $$e --dir $(BENCH_DIR) --out results --last $(BENCH_DIR)/last $(BENCH_FLAGS); \
 	    cat $(BENCH_DIR)/last >> $(BENCH_DIR)/results.list; \
-	  elif [ -n "$(BENCH_E2E_RUN)" ]; then $(BENCH_E2E_RUN) $$e; \
+	  elif [ -n "$(BENCH_E2E_RUN)" ]; then gate=""; \
+	    case " $(BENCH_GATE_TARGETS) " in *" $$e "*) if [ "$(BENCH_GATE)" = 1 ]; then gate=--gate; fi;; esac; \
+	    $(BENCH_E2E_RUN) $$e $$gate; \
 	  else echo "bench: $$e is not a storage experiment and BENCH_E2E_RUN is not set: skipped"; fi; \
 	done; \
 	res=$$(cat $(BENCH_DIR)/results.list); \

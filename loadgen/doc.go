@@ -52,6 +52,13 @@
 // measurement. Comparisons may be additive (kind "additive": Num's
 // latency minus Den's against PlusRTT × the link round trip + PlusMs).
 //
+// Server processes (procstats.go): a driver that can name its server's
+// processes (ServerProcessDriver: a peer's process group, or this process
+// for an embedded or in-process server) gets their open files and RSS read
+// from /proc at the end of the measured window into Result.Server
+// (queue-count scaling). The cold-read backlog experiment is a runner of
+// its own, in loadgen/backlog.
+//
 // Concurrency: Run owns every goroutine it starts and stops them all before
 // it returns. Drivers must allow Send and consumer callbacks from many
 // goroutines at once.

@@ -47,6 +47,10 @@ type CellSpec struct {
 	Workload json.RawMessage `json:"workload,omitempty"`
 	// NoMatrix runs the cell once, not once per matrix combination.
 	NoMatrix bool `json:"no_matrix,omitempty"`
+	// FullOnly leaves the cell out of --quick runs (a peer's curve
+	// beside Samsa's, too slow for make bench); its comparisons are left
+	// out of a quick result with it.
+	FullOnly bool `json:"full_only,omitempty"`
 }
 
 // Cluster is the server side of a cell.
@@ -60,6 +64,9 @@ type Cluster struct {
 	Backend string `json:"backend,omitempty"`
 	// MaxBatchBytes bounds a group commit (Samsa, sync flush).
 	MaxBatchBytes int64 `json:"max_batch_bytes,omitempty"`
+	// StreamPerQueue (NATS) makes each queue a JetStream stream of its
+	// own instead of a subject of the topic's stream.
+	StreamPerQueue bool `json:"stream_per_queue,omitempty"`
 
 	// Replication (Samsa; replication.go checks these): "none" (default,
 	// no slave), "async" (ASYNC_MASTER) or "sync" (SYNC_MASTER: a send is
@@ -188,6 +195,9 @@ func (e *Experiment) Expand(quick bool) ([]Cell, error) {
 	var out []Cell
 	var errs []error
 	for _, cs := range e.Cells {
+		if quick && cs.FullOnly {
+			continue
+		}
 		cl := cs.Cluster
 		if err := cl.EnsureReplication(cs.Driver); err != nil {
 			errs = append(errs, fmt.Errorf("cell %s: %w", cs.Label, err))

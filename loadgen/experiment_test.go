@@ -86,3 +86,19 @@ func TestExperimentRejectsTypos(t *testing.T) {
 	err := json.Unmarshal([]byte(strings.Replace(expJSON, `"message_size"`, `"mesage_size"`, 1)), &e)
 	require.Error(t, err)
 }
+
+// TestMissedTargets: a comparison with a target that missed, or whose
+// cell was skipped, is the gate's; one without a target is not.
+func TestMissedTargets(t *testing.T) {
+	yes, no := true, false
+	r := &ExperimentResult{Comparisons: []ComparisonResult{
+		{Comparison: Comparison{Name: "met", Target: 0.8}, Value: 1, Met: &yes},
+		{Comparison: Comparison{Name: "missed", Target: 0.8}, Value: 0.5, Met: &no},
+		{Comparison: Comparison{Name: "skipped", Target: 0.8}, Note: "cell skipped"},
+		{Comparison: Comparison{Name: "no target"}, Value: 0.1},
+	}}
+	m := r.MissedTargets()
+	require.Len(t, m, 2)
+	require.Contains(t, m[0], "missed (0.50, target 0.80)")
+	require.Contains(t, m[1], "skipped (cell skipped)")
+}

@@ -60,6 +60,10 @@ type Summary struct {
 	// acknowledged messages never received (Result's).
 	Duplicates    float64 `json:"duplicates,omitempty"`
 	NeverReceived float64 `json:"never_received,omitempty"`
+	// OpenFiles and RSSMB are the server's at the window's end
+	// (Result.Server); 0 when not read.
+	OpenFiles float64 `json:"open_files,omitempty"`
+	RSSMB     float64 `json:"rss_mb,omitempty"`
 }
 
 // ComparisonResult is one evaluated Comparison.
@@ -180,6 +184,9 @@ func summarize(r *Result) Summary {
 	if r.SendLagUs != nil {
 		s.LagP99Us = float64(r.SendLagUs.P99)
 	}
+	if r.Server != nil && r.Server.Error == "" {
+		s.OpenFiles, s.RSSMB = float64(r.Server.OpenFiles), float64(r.Server.RSSBytes)/1e6
+	}
 	if r.Replication != nil && r.Replication.Lag != nil {
 		s.ReplLagP99Us, s.ReplBehindP99 = float64(r.Replication.Lag.TimeUs.P99), float64(r.Replication.Lag.BehindBytes.P99)
 	}
@@ -193,7 +200,7 @@ func summarizeRuns(runs []*Result) (med, lo, hi Summary) {
 	}
 	fields := func(s *Summary) []*float64 {
 		return []*float64{&s.MsgsPerSec, &s.MBPerSec, &s.SendP50Us, &s.SendP99Us, &s.SendP999Us, &s.E2EP50Us, &s.E2EP99Us, &s.E2EP999Us,
-			&s.LagP99Us, &s.ReplLagP99Us, &s.ReplBehindP99, &s.Errors, &s.Duplicates, &s.NeverReceived}
+			&s.LagP99Us, &s.ReplLagP99Us, &s.ReplBehindP99, &s.Errors, &s.Duplicates, &s.NeverReceived, &s.OpenFiles, &s.RSSMB}
 	}
 	ss := make([]Summary, len(runs))
 	for i, r := range runs {
@@ -343,4 +350,22 @@ func median(v []float64) float64 {
 		return v[n/2]
 	}
 	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// MissedTargets names the comparisons with a target that missed it, or
+// that could not be evaluated (a cell skipped or missing): the regression
+// gate's list.
+func (r *ExperimentResult) MissedTargets() []string {
+	var out []string
+	for _, c := range r.Comparisons {
+		if c.Kind == "additive" || c.Target != 0 {
+			switch {
+			case c.Met == nil:
+				out = append(out, fmt.Sprintf("%s (%s)", c.Name, c.Note))
+			case !*c.Met:
+				out = append(out, fmt.Sprintf("%s (%.2f, target %.2f)", c.Name, c.Value, c.Target))
+			}
+		}
+	}
+	return out
 }

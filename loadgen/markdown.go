@@ -47,6 +47,7 @@ func (r *ExperimentResult) Markdown() string {
 			ms(m.SendP50Us), ms(m.SendP99Us), e2e(m.E2EP50Us), e2e(m.E2EP99Us), e2e(m.E2EP999Us), lag, m.Errors)
 	}
 	r.deliveryNotes(&b)
+	r.serverTable(&b)
 	r.comparisonTable(&b)
 	return b.String()
 }
@@ -108,4 +109,32 @@ func (r *ExperimentResult) deliveryNotes(b *strings.Builder) {
 		fmt.Fprintf(b, "\nDeliveries, %s: %.0f duplicates (max %.0f), %.0f acknowledged never received (max %.0f).\n",
 			c.Label, c.Median.Duplicates, c.Max.Duplicates, c.Median.NeverReceived, c.Max.NeverReceived)
 	}
+}
+
+// serverTable lists the server's open files and RSS per cell, when any
+// cell read them (queue-count scaling).
+func (r *ExperimentResult) serverTable(b *strings.Builder) {
+	var rows []string
+	for _, c := range r.Cells {
+		if c.Skipped != "" || len(c.Runs) == 0 || c.Runs[0].Server == nil {
+			continue
+		}
+		sv := c.Runs[0].Server
+		what := fmt.Sprintf("process group %d", sv.PGID)
+		if sv.Self {
+			what = "this process"
+		}
+		if sv.Note != "" {
+			what += ": " + sv.Note
+		}
+		if sv.Error != "" {
+			what += " (not read: " + oneLine(sv.Error) + ")"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f | %s |", c.Label, c.Workload.Topics*c.Workload.QueuesPerTopic, c.Median.OpenFiles, c.Median.RSSMB, oneLine(what)))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\nServer processes at the end of the measured window (medians over repeats):\n\n| cell | queues | open files | RSS MB | read from |\n|---|---|---|---|---|\n")
+	b.WriteString(strings.Join(rows, "\n") + "\n")
 }

@@ -64,6 +64,10 @@ type Result struct {
 	// Replication is the cluster's replication and its sampled lag (a
 	// ReplicatedDriver's); nil without slaves.
 	Replication *Replication `json:"replication,omitempty"`
+	// Server is the server processes' open files and RSS at the end of the
+	// measured window (procstats.go); nil when the driver cannot name
+	// its server.
+	Server *ServerStats `json:"server,omitempty"`
 	// Machine is filled by the caller (kernel, CPU, disk, commit).
 	Machine any `json:"machine,omitempty"`
 }

@@ -46,10 +46,8 @@ func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < w.Topics; i++ {
-		if err := d.CreateTopic(ctx, w.topicName(i), w.QueuesPerTopic); err != nil {
-			return nil, fmt.Errorf("loadgen: create topic %s: %w", w.topicName(i), err)
-		}
+	if err := createTopics(ctx, d, &w); err != nil {
+		return nil, err
 	}
 
 	r := &run{w: &w, d: d, opts: opts, payload: payload,
@@ -221,6 +219,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	}
 	measureEnd := measureStart.Add(measured)
 	r.window.to.Store(measureEnd.UnixNano())
+	res.Server = serverStats(r.d) // under load, before the producers stop
 	close(r.closed)
 	ackedInWindow := r.c.acked.Load() - ackedAtStart
 	receivedInWindow := r.c.received.Load() - receivedAtStart
@@ -404,6 +403,26 @@ func (r *run) drain(ctx context.Context) bool {
 		<-tick.C
 	}
 	return true
+}
+
+// createTopics makes the workload's topics, within SetupTimeout if set.
+func createTopics(ctx context.Context, d Driver, w *Workload) error {
+	setupCtx := ctx
+	if w.SetupTimeout > 0 {
+		var cancel context.CancelFunc
+		setupCtx, cancel = context.WithTimeout(ctx, w.SetupTimeout)
+		defer cancel()
+	}
+	for i := 0; i < w.Topics; i++ {
+		if err := d.CreateTopic(setupCtx, w.topicName(i), w.QueuesPerTopic); err != nil {
+			if ctx.Err() == nil && setupCtx.Err() != nil {
+				return fmt.Errorf("loadgen: %s could not create %d topics × %d queues within the setup timeout %s (topic %d: %w)",
+					d.Name(), w.Topics, w.QueuesPerTopic, w.SetupTimeout, i+1, err)
+			}
+			return fmt.Errorf("loadgen: create topic %s: %w", w.topicName(i), err)
+		}
+	}
+	return nil
 }
 
 // basePayload is the message body every send starts from.

@@ -76,6 +76,10 @@ type Workload struct {
 	// Drain is how long, after producing stops, to wait for consumers to
 	// catch up before the end-to-end figures close; default 10s.
 	Drain time.Duration `json:"drain"`
+	// SetupTimeout, if set, bounds creating the topics (and their
+	// queues): a system that cannot make them in time fails the run with
+	// how far it got, rather than holding the lab for hours; 0: no bound.
+	SetupTimeout time.Duration `json:"setup_timeout,omitempty"`
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -139,6 +143,9 @@ func (w *Workload) Validate() error {
 	if w.Consumers < 0 || (!w.NoConsumers && w.Consumers < 1) {
 		bad("consumers must be >= 1 (or set no consumers), got %d", w.Consumers)
 	}
+	if w.SetupTimeout < 0 {
+		bad("setup timeout must be >= 0, got %v", w.SetupTimeout)
+	}
 	if w.Rate < 0 {
 		bad("rate must be >= 0, got %v", w.Rate)
 	}
@@ -183,6 +190,9 @@ func (w *Workload) String() string {
 	}
 	if w.PayloadFile != "" {
 		fmt.Fprintf(&b, " payload=%s", w.PayloadFile)
+	}
+	if w.SetupTimeout > 0 {
+		fmt.Fprintf(&b, " setup_timeout=%s", w.SetupTimeout)
 	}
 	return b.String()
 }

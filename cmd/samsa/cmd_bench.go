@@ -26,7 +26,7 @@ var benchSubs = []struct {
 	name, usage string
 	run         func(args []string) error
 }{
-	{"disk", "disk --dir DIR --block BYTES --duration D --fsync every|interval|none --writers N [--json FILE]", benchDisk},
+	{"disk", "disk --dir DIR --block BYTES --duration D --fsync every|interval|none --writers N [--json FILE] | disk --read [--read-size BYTES --block BYTES --read-method auto|odirect|fadvise]", benchDisk},
 	{"storage", "storage --backend B --flush sync|async|none --size BYTES --writers N --duration D --dir DIR [--json FILE] [engine options]", benchStorage},
 	{"run", "run EXPERIMENT_FILE [--quick] [--dir DIR] [--out results/]", benchRun},
 	{"report", "report RESULT... [--out PERFORMANCE.md] [--svg-dir DIR]", benchReport},
@@ -156,9 +156,22 @@ func benchDisk(args []string) error {
 	fs.Var(bytesFlag{&fileSize}, "file-size", "preallocated file size (default 2GiB)")
 	fs.DurationVar(&o.ProbeDuration, "probe", time.Second, "single-fsync probe duration (negative: none)")
 	fs.StringVar(&jsonPath, "json", "", "write the result as JSON here")
+	read := fs.Bool("read", false, "measure the raw sequential read rate instead (a file written, dropped from the page cache, read once; --block default 1MiB)")
+	var readSize int64 = 1 << 30
+	fs.Var(bytesFlag{&readSize}, "read-size", "--read: bytes written then read")
+	readMethod := fs.String("read-method", bench.ReadAuto, "--read: auto | odirect | fadvise")
 	prof.register(fs)
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
+	}
+	if *read {
+		blockSet := false
+		fs.Visit(func(f *flag.Flag) { blockSet = blockSet || f.Name == "block" })
+		ro := bench.DiskReadOptions{Dir: o.Dir, Size: readSize, Method: *readMethod}
+		if blockSet {
+			ro.Block = int(block)
+		}
+		return benchDiskRead(ro, jsonPath)
 	}
 	o.Block, o.FileSize, o.Fsync = int(block), fileSize, bench.FsyncPolicy(fsync)
 	stop, err := prof.start()
@@ -178,6 +191,25 @@ func benchDisk(args []string) error {
 		res.Config, res.MsgsPerSec, res.MBPerSec, res.LatencyUs.P50, res.LatencyUs.P99, res.LatencyUs.P999, res.LatencyUs.Max, res.Fsyncs)
 	if p := res.FsyncProbeUs; p != nil {
 		fmt.Printf("  single fdatasync: p50 %dµs  p99 %dµs  max %dµs (%d samples)\n", p.P50, p.P99, p.Max, p.Count)
+	}
+	fmt.Printf("  %s\n", m)
+	return writeJSONFile(jsonPath, res)
+}
+
+// benchDiskRead is bench disk --read.
+func benchDiskRead(o bench.DiskReadOptions, jsonPath string) error {
+	ctx, cancel := signalContext()
+	defer cancel()
+	res, err := bench.RunDiskRead(ctx, o)
+	if err != nil {
+		return err
+	}
+	m := bench.CollectMachine(o.Dir)
+	res.Machine = &m
+	fmt.Printf("disk %s\n  %.1f MB/s sequential read (%s; %d bytes resident before)  p50 %dµs  p99 %dµs  max %dµs per read\n",
+		res.Config, res.MBPerSec, res.Method, res.ResidentBefore, res.LatencyUs.P50, res.LatencyUs.P99, res.LatencyUs.Max)
+	if res.MethodNote != "" {
+		fmt.Printf("  %s\n", res.MethodNote)
 	}
 	fmt.Printf("  %s\n", m)
 	return writeJSONFile(jsonPath, res)

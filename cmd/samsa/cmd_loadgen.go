@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/loadgen"
+	"github.com/samsamq/samsa/loadgen/backlog"
 	"github.com/samsamq/samsa/loadgen/catchup"
 	"github.com/samsamq/samsa/loadgen/durability"
 )
@@ -64,7 +66,7 @@ func runLoadgen(args []string) error {
 	out := fs.String("out", "results", "with --experiment: results directory")
 	perf := fs.String("performance", "", "with --experiment: also rewrite this file's generated section (e.g. PERFORMANCE.md)")
 	seed := fs.Uint64("seed", 0, "with a durability-kill or replication-durability experiment: the kill moments' seed (0: the file's, or the clock)")
-	gate := fs.Bool("gate", false, "with a durability-kill or replication-durability experiment: exit 1 when a cell misses its target")
+	gate := fs.Bool("gate", false, "with --experiment: exit 1 when a target is missed (durability-kill, replication-durability: a cell's; backlog-drain: drain or p99; e2e: a comparison with a target, or one whose cell was skipped)")
 	var prof profileFlags
 	prof.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -94,8 +96,11 @@ func runLoadgen(args []string) error {
 		} else if err == nil && kind == catchup.Kind {
 			return catchupRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
 				dataDir: *dataDir, quick: *quick}.run(ctx)
+		} else if err == nil && kind == backlog.Kind {
+			return backlogRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
+				dataDir: *dataDir, quick: *quick, gate: *gate}.run(ctx)
 		}
-		return runExperimentFile(ctx, lab, *experiment, *quick, *out, *perf, commandLine())
+		return runExperimentFile(ctx, lab, *experiment, *quick, *out, *perf, commandLine(), *gate)
 	}
 	w.SendMode, w.ConsumeMode = loadgen.SendMode(*send), loadgen.ConsumeMode(*consume)
 	if w.Consumers == 0 {
@@ -140,7 +145,7 @@ func runLoadgen(args []string) error {
 
 // runExperimentFile runs an e2e experiment, writes its result file and
 // prints its tables.
-func runExperimentFile(ctx context.Context, lab labSettings, path string, quick bool, outDir, perfFile, command string) error {
+func runExperimentFile(ctx context.Context, lab labSettings, path string, quick bool, outDir, perfFile, command string, gate bool) error {
 	e, err := loadgen.LoadExperiment(path)
 	if err != nil {
 		return err
@@ -165,6 +170,12 @@ func runExperimentFile(ctx context.Context, lab labSettings, path string, quick 
 		section := e2eSection(res, charts, p)
 		if err := bench.UpdateSections(perfFile, []string{res.Experiment}, map[string]string{res.Experiment: section}); err != nil {
 			return err
+		}
+	}
+	if missed := res.MissedTargets(); len(missed) > 0 {
+		fmt.Printf("loadgen: target missed: %s\n", strings.Join(missed, "; "))
+		if gate {
+			return fmt.Errorf("%d of the comparisons with a target missed it", len(missed))
 		}
 	}
 	return nil

@@ -47,7 +47,7 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 	switch c.Driver {
 	case "nats":
 		return natsdriver.New(natsdriver.Options{URL: l.natsURL, Sync: c.Cluster.Flush == "sync",
-			StoreDir: l.cellDir("nats")})
+			StoreDir: l.cellDir("nats"), StreamPerQueue: c.Cluster.StreamPerQueue})
 	case "redis":
 		fsync := "everysec"
 		if c.Cluster.Flush == "sync" {
@@ -160,6 +160,12 @@ func (w *withCluster) Describe() map[string]any {
 	return m
 }
 
+// ServerProcess is the embedded cluster's process: this one, so open
+// files and RSS include the loadgen and its clients.
+func (w *withCluster) ServerProcess() (loadgen.ServerProcess, bool) {
+	return loadgen.ServerProcess{Self: true, Note: "embedded name server and broker plus the loadgen and its clients"}, true
+}
+
 func (w *withCluster) Close() error {
 	err := w.Driver.Close()
 	dir := w.dev.Dir
@@ -194,6 +200,14 @@ func withDir(dir string) func(loadgen.Driver, error) (loadgen.Driver, error) {
 type dirDriver struct {
 	loadgen.Driver
 	dir string
+}
+
+// ServerProcess forwards to the peer's driver.
+func (d *dirDriver) ServerProcess() (loadgen.ServerProcess, bool) {
+	if sd, ok := d.Driver.(loadgen.ServerProcessDriver); ok {
+		return sd.ServerProcess()
+	}
+	return loadgen.ServerProcess{}, false
 }
 
 func (d *dirDriver) Close() error {

@@ -8,7 +8,8 @@
 // `sync_interval: always`); otherwise the server's default (fsync every two
 // minutes, relying on replication, which a single node does not have).
 //
-// Mapping: a topic is a stream with subjects "<topic>.<queue>"; a producer
+// Mapping: a topic is a stream with subjects "<topic>.<queue>" (with
+// StreamPerQueue, a stream per queue, each with its one subject); a producer
 // spreads messages over the queues' subjects (by key hash when a key is
 // given); a consumer group is a durable pull consumer shared by its members,
 // with AckNone (Samsa's consumers commit offsets in the background, so
@@ -46,6 +47,12 @@ type Options struct {
 	// Sync makes the in-process server fsync before every ack
 	// (sync_interval: always). Ignored with URL.
 	Sync bool
+	// StreamPerQueue makes each queue a stream of its own
+	// ("<topic>_q<i>", subject "<topic>.<i>") instead of one stream per
+	// topic with a subject per queue: JetStream's one log per partition,
+	// for queue-count scaling. Member m of M consumes the streams
+	// i ≡ m (mod M).
+	StreamPerQueue bool
 }
 
 // Driver is the NATS JetStream driver.
@@ -115,10 +122,23 @@ func New(opts Options) (*Driver, error) {
 // Name implements loadgen.Driver.
 func (d *Driver) Name() string { return "nats" }
 
+// ServerProcess implements loadgen.ServerProcessDriver: the in-process
+// nats-server is this process (none with URL).
+func (d *Driver) ServerProcess() (loadgen.ServerProcess, bool) {
+	if d.srv == nil {
+		return loadgen.ServerProcess{}, false
+	}
+	return loadgen.ServerProcess{Self: true, Note: "in-process nats-server plus the loadgen and its clients"}, true
+}
+
 // Describe implements loadgen.Driver.
 func (d *Driver) Describe() map[string]any {
 	m := map[string]any{"server_version": d.version, "embedded": d.srv != nil, "storage": "file",
-		"consumer_ack": "none", "batch": "async publish window (no batch publish in JetStream)"}
+		"consumer_ack": "none", "batch": "async publish window (no batch publish in JetStream)",
+		"mapping": "a stream per topic, a subject per queue"}
+	if d.opts.StreamPerQueue {
+		m["mapping"] = "a stream per queue"
+	}
 	if d.srv != nil {
 		// JetStream writes a message to its block file before it acks
 		// (a process crash keeps it); sync_interval says when it fsyncs.
@@ -131,8 +151,26 @@ func (d *Driver) Describe() map[string]any {
 	return m
 }
 
-// CreateTopic makes (or updates) a stream for the topic.
+// streamName is queue q's stream with StreamPerQueue.
+func streamName(topic string, q int) string { return topic + "_q" + strconv.Itoa(q) }
+
+// CreateTopic makes (or updates) a stream for the topic, or with
+// StreamPerQueue one per queue.
 func (d *Driver) CreateTopic(ctx context.Context, topic string, queues int) error {
+	if queues < 1 {
+		return fmt.Errorf("natsdriver: topic %s: %d queues", topic, queues)
+	}
+	if d.opts.StreamPerQueue {
+		for q := 0; q < queues; q++ {
+			if _, err := d.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name: streamName(topic, q), Subjects: []string{topic + "." + strconv.Itoa(q)}, Storage: jetstream.FileStorage, Replicas: 1,
+			}); err != nil {
+				return fmt.Errorf("natsdriver: stream %d of %d: %w", q+1, queues, err)
+			}
+		}
+		d.queues.Store(topic, queues)
+		return nil
+	}
 	_, err := d.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: topic, Subjects: []string{topic + ".*"}, Storage: jetstream.FileStorage, Replicas: 1,
 	})
@@ -243,7 +281,39 @@ func (p *producer) Close() error {
 
 // NewConsumer implements loadgen.Driver.
 func (d *Driver) NewConsumer(ctx context.Context, topic, group string, opts loadgen.ConsumerOptions, h loadgen.Handler) (loadgen.Consumer, error) {
-	cons, err := d.js.CreateOrUpdateConsumer(ctx, topic, jetstream.ConsumerConfig{
+	if !d.opts.StreamPerQueue {
+		return d.streamConsumer(ctx, topic, group, opts, h)
+	}
+	members := max(opts.Members, 1)
+	var cs multiConsumer
+	for q := 0; q < d.queueCount(topic); q++ {
+		if q%members != opts.Member%members {
+			continue
+		}
+		c, err := d.streamConsumer(ctx, streamName(topic, q), group, opts, h)
+		if err != nil {
+			_ = cs.Close()
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// multiConsumer is one member's consumers, a stream each.
+type multiConsumer []loadgen.Consumer
+
+func (m multiConsumer) Close() error {
+	var errs []error
+	for _, c := range m {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// streamConsumer consumes one stream as group.
+func (d *Driver) streamConsumer(ctx context.Context, stream, group string, opts loadgen.ConsumerOptions, h loadgen.Handler) (loadgen.Consumer, error) {
+	cons, err := d.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		Durable: group, AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
 		MaxAckPending: -1,
 	})

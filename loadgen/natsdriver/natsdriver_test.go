@@ -13,17 +13,20 @@ import (
 
 func TestRunAgainstEmbeddedJetStream(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		sync bool
-		w    loadgen.Workload
+		name     string
+		sync     bool
+		perQueue bool
+		w        loadgen.Workload
 	}{
-		{"default-async-longpoll", false, loadgen.Workload{SendMode: loadgen.SendAsync, QueuesPerTopic: 4, Rate: 2000}},
+		{"default-async-longpoll", false, false, loadgen.Workload{SendMode: loadgen.SendAsync, QueuesPerTopic: 4, Rate: 2000}},
+		// A stream per queue, two consumers splitting the streams.
+		{"stream-per-queue", false, true, loadgen.Workload{SendMode: loadgen.SendAsync, QueuesPerTopic: 5, Consumers: 2, Rate: 2000}},
 		// One sync producer waits an fsync per message: a rate a slow
 		// disk holds, since every message due in the window is sent.
-		{"always-sync-pull", true, loadgen.Workload{SendMode: loadgen.SendSync, ConsumeMode: loadgen.ConsumePull, PullInterval: 10 * time.Millisecond, Rate: 100}},
+		{"always-sync-pull", true, false, loadgen.Workload{SendMode: loadgen.SendSync, ConsumeMode: loadgen.ConsumePull, PullInterval: 10 * time.Millisecond, Rate: 100}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := New(Options{StoreDir: t.TempDir(), Sync: tc.sync})
+			d, err := New(Options{StoreDir: t.TempDir(), Sync: tc.sync, StreamPerQueue: tc.perQueue})
 			require.NoError(t, err)
 			defer d.Close()
 			w := tc.w
@@ -41,6 +44,14 @@ func TestRunAgainstEmbeddedJetStream(t *testing.T) {
 			require.Greater(t, res.Acked, int64(20))
 			require.True(t, res.Drained, "consumers caught up: %d of %d", res.Received, res.Acked)
 			require.GreaterOrEqual(t, res.Received, res.Acked)
+			if tc.perQueue {
+				require.Equal(t, "a stream per queue", d.Describe()["mapping"])
+				n := 0
+				for range d.js.StreamNames(context.Background()).Name() {
+					n++
+				}
+				require.Equal(t, 5, n)
+			}
 			if tc.sync {
 				require.Equal(t, "always", d.Describe()["sync_interval"])
 			} else {

@@ -108,6 +108,9 @@ func Start(path string, args, env []string, dir, logPath string) (*Proc, error) 
 // Exited is closed when the process has ended.
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
 
+// Pid is the process's id, which is also its process group's (Setpgid).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
 // WaitReady calls ready every 100 ms until it returns nil, the process
 // exits, or timeout passes; the error then carries the log's tail.
 func (p *Proc) WaitReady(timeout time.Duration, ready func() error) error {

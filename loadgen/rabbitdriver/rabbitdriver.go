@@ -142,6 +142,16 @@ func New(opts Options) (*Driver, error) {
 // Name implements loadgen.Driver.
 func (d *Driver) Name() string { return "rabbitmq" }
 
+// ServerProcess implements loadgen.ServerProcessDriver: the
+// rabbitmq-server this driver started (its Erlang VM in its group; epmd,
+// a group of its own, is left out), none with URL.
+func (d *Driver) ServerProcess() (loadgen.ServerProcess, bool) {
+	if d.srv == nil || d.srv.rabbit == nil {
+		return loadgen.ServerProcess{}, false
+	}
+	return loadgen.ServerProcess{PGID: d.srv.rabbit.Pid(), Note: "rabbitmq-server's group, epmd apart"}, true
+}
+
 // Describe implements loadgen.Driver.
 func (d *Driver) Describe() map[string]any {
 	m := map[string]any{"server_version": d.version, "started": d.srv != nil, "queue_type": d.opts.Queue,
@@ -164,12 +174,13 @@ func (d *Driver) Describe() map[string]any {
 func queueName(topic string, q int) string { return topic + "." + strconv.Itoa(q) }
 
 // CreateTopic declares the topic's exchange and queues.
-func (d *Driver) CreateTopic(_ context.Context, topic string, queues int) error {
+// It stops, with ctx's error, between queues once ctx ends.
+func (d *Driver) CreateTopic(ctx context.Context, topic string, queues int) error {
 	if queues < 1 {
 		return fmt.Errorf("rabbitdriver: topic %s: %d queues", topic, queues)
 	}
 	if d.native() {
-		if err := d.createStreams(topic, queues); err != nil {
+		if err := d.createStreams(ctx, topic, queues); err != nil {
 			return err
 		}
 		d.mu.Lock()
@@ -186,6 +197,9 @@ func (d *Driver) CreateTopic(_ context.Context, topic string, queues int) error 
 		return fmt.Errorf("rabbitdriver: exchange %s: %w", topic, err)
 	}
 	for q := 0; q < queues; q++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("rabbitdriver: %d of %d queues declared: %w", q, queues, err)
+		}
 		name := queueName(topic, q)
 		if _, err := ch.QueueDeclare(name, true, false, false, false, amqp.Table{"x-queue-type": d.opts.Queue}); err != nil {
 			return fmt.Errorf("rabbitdriver: queue %s: %w", name, err)

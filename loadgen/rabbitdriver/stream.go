@@ -40,12 +40,15 @@ func (d *Driver) streamEnv() (*stream.Environment, error) {
 	return env, nil
 }
 
-func (d *Driver) createStreams(topic string, queues int) error {
+func (d *Driver) createStreams(ctx context.Context, topic string, queues int) error {
 	env, err := d.streamEnv()
 	if err != nil {
 		return err
 	}
 	for q := 0; q < queues; q++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("rabbitdriver: %d of %d streams declared: %w", q, queues, err)
+		}
 		err := env.DeclareStream(queueName(topic, q), &stream.StreamOptions{})
 		if err != nil && !errors.Is(err, stream.StreamAlreadyExists) {
 			return fmt.Errorf("rabbitdriver: stream %s: %w", queueName(topic, q), err)

@@ -155,6 +155,15 @@ func (d *Driver) start() (string, error) {
 // Name implements loadgen.Driver.
 func (d *Driver) Name() string { return "redis" }
 
+// ServerProcess implements loadgen.ServerProcessDriver: the redis-server
+// this driver started (none with Addr).
+func (d *Driver) ServerProcess() (loadgen.ServerProcess, bool) {
+	if d.proc == nil {
+		return loadgen.ServerProcess{}, false
+	}
+	return loadgen.ServerProcess{PGID: d.proc.Pid()}, true
+}
+
 // Describe implements loadgen.Driver.
 func (d *Driver) Describe() map[string]any {
 	m := map[string]any{"server_version": d.version, "started": d.proc != nil, "storage": "streams (XADD/XREADGROUP NOACK)",

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/loadgen"
+	"github.com/samsamq/samsa/loadgen/backlog"
+	"github.com/samsamq/samsa/loadgen/samsadriver"
+	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// backlogRun is how `samsa loadgen --experiment` runs a backlog-drain
+// experiment: an embedded cluster per repeat, its backlog filled through
+// its store, drained through our driver.
+type backlogRun struct {
+	path, outDir, perfFile, command string
+	dataDir                         string // parent of the runs' data dirs; default .benchdata/backlog
+	quick, gate                     bool
+}
+
+func (c backlogRun) run(ctx context.Context) error {
+	e, err := backlog.LoadExperiment(c.path)
+	if err != nil {
+		return err
+	}
+	dir := c.dataDir
+	if dir == "" {
+		dir = filepath.Join(".benchdata", "backlog") // a real disk: /tmp may be tmpfs
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	m := bench.CollectMachine(dir)
+	res, err := backlog.RunExperiment(ctx, e, backlog.Options{Quick: c.quick, DiskDir: dir, Progress: os.Stdout,
+		NewTarget: func(ctx context.Context, flush string) (backlog.Target, error) { return newBacklogTarget(dir, flush) }})
+	if err != nil {
+		return err
+	}
+	res.Command, res.Machine = c.command, &m
+	p, err := backlog.WriteResult(c.outDir, res)
+	if err != nil {
+		return err
+	}
+	md := res.Markdown()
+	fmt.Println(md)
+	fmt.Printf("result: %s\n", p)
+	if c.perfFile != "" {
+		if err := bench.UpdateSections(c.perfFile, []string{res.Experiment},
+			map[string]string{res.Experiment: labSection(md, res.Machine, p)}); err != nil {
+			return err
+		}
+	}
+	if c.gate && (!res.DrainMet || !res.P99Met) {
+		return fmt.Errorf("backlog-drain: target missed (drain %.2f× read, target %.2f×; p99 %.2f× before, target %.2f×)",
+			res.Median.DrainRatio, res.DrainTarget, res.MedianP99Ratio, res.P99Target)
+	}
+	return nil
+}
+
+// backlogTarget is an embedded cluster in a fresh directory under the
+// run's, with our driver.
+type backlogTarget struct {
+	w *withCluster
+}
+
+func newBacklogTarget(parent, flush string) (*backlogTarget, error) {
+	cfg := broker.Config{FlushDiskType: broker.AsyncFlush, DiskMaxUsedSpaceRatio: backlogDiskRatio}
+	if flush == "sync" {
+		cfg.FlushDiskType = broker.SyncFlush
+	}
+	dir, err := os.MkdirTemp(parent, "backlog-")
+	if err != nil {
+		return nil, err
+	}
+	dev, err := broker.StartDev(broker.DevOptions{Dir: dir, Broker: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("embedded cluster: %w", err)
+	}
+	d, err := samsadriver.New(samsadriver.Options{NameServers: []string{dev.NamesrvAddr()}})
+	if err != nil {
+		dev.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &backlogTarget{w: &withCluster{Driver: d, dev: dev}}, nil
+}
+
+// backlogDiskRatio is the broker's diskMaxUsedSpaceRatio for the backlog
+// (the highest it takes): at the default 75 a shared disk's other tenants
+// can make retention delete the backlog before the consumers read it.
+const backlogDiskRatio = 95
+
+func (t *backlogTarget) Driver() loadgen.Driver { return t.w }
+
+func (t *backlogTarget) StoreDir() string { return t.w.dev.Dir }
+
+func (t *backlogTarget) Describe() string {
+	o := t.w.dev.Broker.Store().Options()
+	c := t.w.dev.Broker.Config()
+	return fmt.Sprintf("%s, durability %s, diskMaxUsedSpaceRatio %d", c.FlushDiskType, o.Durability(), c.DiskMaxUsedSpaceRatio)
+}
+
+func (t *backlogTarget) Close() error {
+	dir := t.w.dev.Dir
+	return errors.Join(t.w.Close(), os.RemoveAll(dir))
+}
+
+// Fill appends batches of 256 messages over the topic's queues straight
+// into the store (the fill is not measured, so it skips the network) and
+// flushes them: the backlog is on disk before it is dropped from the page
+// cache.
+func (t *backlogTarget) Fill(ctx context.Context, topic string, queues int, n int64, size int) (msgs, bytes int64, err error) {
+	st := t.w.dev.Broker.Store()
+	body := make([]byte, size)
+	for i := range body {
+		body[i] = byte('a' + i%26)
+	}
+	props := record.AppendProperty(nil, "TAGS", "backlog")
+	host := netip.MustParseAddrPort("127.0.0.1:40000")
+	batch := make([]*storage.Message, 256)
+	for i := range batch {
+		batch[i] = &storage.Message{Topic: topic, QueueID: int32(i % queues), Body: body, Properties: props,
+			BornHost: host, StoreHost: host}
+	}
+	from := st.HandedOffset()
+	for st.HandedOffset()-from < n {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		if _, err := st.AppendBatch(ctx, batch); err != nil {
+			return 0, 0, err
+		}
+		msgs += int64(len(batch))
+	}
+	handed := st.HandedOffset()
+	for st.DurableOffset() < handed {
+		if err := st.FlushTo(ctx, handed); err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
+			return 0, 0, fmt.Errorf("flush the fill: %w", err)
+		}
+	}
+	return msgs, handed - from, nil
+}

@@ -1,0 +1,215 @@
+// Package backlog is the lab's cold-read backlog experiment (issue #15,
+// MetaQ's "massive accumulation"): a topic holds a backlog deeper than
+// anyone keeps in memory, consumers drain it at full speed while producers
+// keep a steady rate on another topic, and the run reports
+//
+//   - drain MB/s (CommitLog bytes of the backlog ÷ the time from starting
+//     the consumers until they received every backlog message) against the
+//     raw disk's sequential read rate (bench.RunDiskRead, same disk, same
+//     program, right after);
+//   - the steady producers' send p99 during the drain against their p99
+//     in a window just before it (open loop: latency from the intended
+//     send time, so a stalled producer is seen);
+//   - how much of the store was in the page cache after the drop and
+//     after the drain (mincore): whether the drain's reads filled the page
+//     cache (the pollution that hurts Kafka and RocketMQ under cold reads).
+//
+// A repeat: the Target fills the backlog straight into its store and
+// flushes it; the store's files are dropped from the page cache
+// (bench.DropDirCache: fdatasync + posix_fadvise(DONTNEED) on every file,
+// from outside the store; the result names the method); the steady
+// producers start; after Before their "before" window closes and the
+// consumers start; the "during" window closes when the backlog is
+// drained (or DrainTimeout, an error).
+//
+// The cluster is a Target the caller provides (cmd/samsa's embedded
+// cluster), so tests can drive the runner with a fake. RunExperiment runs
+// one repeat at a time.
+package backlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/resultfile"
+	"github.com/samsamq/samsa/loadgen"
+)
+
+// Kind is the "kind" of a backlog-drain experiment file and its result.
+const Kind = "backlog-drain"
+
+// Experiment is an experiment file of kind "backlog-drain".
+type Experiment struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	Description string `json:"description"`
+	// Base is what a run does; Quick overrides it for --quick.
+	Base  Settings        `json:"base"`
+	Quick json.RawMessage `json:"quick,omitempty"`
+	// DrainTarget is what drain MB/s ÷ raw read MB/s should reach
+	// (default 0.8); P99Target what during p99 ÷ before p99 should stay
+	// at or below (default 2).
+	DrainTarget float64 `json:"drain_target,omitempty"`
+	P99Target   float64 `json:"p99_target,omitempty"`
+}
+
+// Settings are a run's parameters.
+type Settings struct {
+	// Flush is the broker's flush policy: "async" (default) or "sync".
+	Flush string `json:"flush,omitempty"`
+	// BacklogBytes is how deep the backlog is (CommitLog bytes).
+	BacklogBytes int64 `json:"backlog_bytes"`
+	// MessageSize is every message's body; default 1024.
+	MessageSize int `json:"message_size,omitempty"`
+	// Queues of the backlog topic; default 8. Consumers split them.
+	Queues    int `json:"queues,omitempty"`
+	Consumers int `json:"consumers,omitempty"` // default 2
+	// SteadyRate is the steady producers' total rate, msg/s (default
+	// 2000), over SteadyProducers (default 2) async producers.
+	SteadyRate      float64 `json:"steady_rate,omitempty"`
+	SteadyProducers int     `json:"steady_producers,omitempty"`
+	// Before is the steady producers' window before the drain; default 5s
+	// (after a 1 s warm-up).
+	Before bench.Duration `json:"before,omitempty"`
+	// DrainTimeout bounds the drain; default 10m.
+	DrainTimeout bench.Duration `json:"drain_timeout,omitempty"`
+	// ReadSize is the raw read reference's file; default BacklogBytes
+	// (capped at 4 GiB).
+	ReadSize int64 `json:"read_size,omitempty"`
+	// Repeats: runs, median reported; default 1.
+	Repeats int `json:"repeats,omitempty"`
+	// Warm leaves the backlog in the page cache (no drop): the drain from
+	// memory, to set the cold drain beside.
+	Warm bool `json:"warm,omitempty"`
+	// WarmReference, with a cold run, adds one warm repeat after the
+	// cold ones (Result.Warm): what the drain does from memory, so the
+	// cold drain's shortfall splits into the disk's share and the rest
+	// (CPU, the consumers).
+	WarmReference bool `json:"warm_reference,omitempty"`
+}
+
+func (s *Settings) ensureDefaults() {
+	if s.Flush == "" {
+		s.Flush = "async"
+	}
+	if s.MessageSize == 0 {
+		s.MessageSize = 1024
+	}
+	if s.Queues == 0 {
+		s.Queues = 8
+	}
+	if s.Consumers == 0 {
+		s.Consumers = 2
+	}
+	if s.SteadyRate == 0 {
+		s.SteadyRate = 2000
+	}
+	if s.SteadyProducers == 0 {
+		s.SteadyProducers = 2
+	}
+	if s.Before == 0 {
+		s.Before = bench.Duration(5 * time.Second)
+	}
+	if s.DrainTimeout == 0 {
+		s.DrainTimeout = bench.Duration(10 * time.Minute)
+	}
+	if s.ReadSize == 0 {
+		s.ReadSize = min(s.BacklogBytes, 4<<30)
+	}
+	if s.Repeats == 0 {
+		s.Repeats = 1
+	}
+}
+
+func (s *Settings) validate() error {
+	var errs []error
+	if s.Flush != "async" && s.Flush != "sync" {
+		errs = append(errs, fmt.Errorf("flush %q: want async or sync", s.Flush))
+	}
+	if s.BacklogBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("backlog_bytes %d: want at least 1 MiB", s.BacklogBytes))
+	}
+	if s.MessageSize < 16 || s.Queues < 1 || s.Consumers < 1 || s.SteadyRate <= 0 || s.SteadyProducers < 1 {
+		errs = append(errs, fmt.Errorf("message_size %d (>= 16), queues %d, consumers %d, steady_producers %d (>= 1) and steady_rate %g (> 0)",
+			s.MessageSize, s.Queues, s.Consumers, s.SteadyProducers, s.SteadyRate))
+	}
+	if s.Before <= 0 || s.DrainTimeout <= 0 || s.Repeats < 1 {
+		errs = append(errs, fmt.Errorf("before and drain_timeout (> 0), repeats %d (>= 1)", s.Repeats))
+	}
+	if s.ReadSize < 1<<20 {
+		errs = append(errs, fmt.Errorf("read_size %d: want at least 1 MiB", s.ReadSize))
+	}
+	return errors.Join(errs...)
+}
+
+// LoadExperiment reads and checks a backlog-drain experiment file.
+func LoadExperiment(path string) (*Experiment, error) {
+	var e Experiment
+	if err := resultfile.ReadStrict(path, &e); err != nil {
+		return nil, err
+	}
+	if e.Kind != Kind {
+		return nil, fmt.Errorf("%s: kind %q is not %s", path, e.Kind, Kind)
+	}
+	if e.DrainTarget == 0 {
+		e.DrainTarget = 0.8
+	}
+	if e.P99Target == 0 {
+		e.P99Target = 2
+	}
+	for _, quick := range []bool{false, true} {
+		if _, err := e.Settings(quick); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return &e, nil
+}
+
+// Settings are the base, with the quick overrides for quick, defaulted
+// and checked.
+func (e *Experiment) Settings(quick bool) (Settings, error) {
+	s := e.Base
+	if quick && len(e.Quick) > 0 {
+		if err := resultfile.DecodeStrict(e.Quick, &s); err != nil {
+			return s, fmt.Errorf("quick: %w", err)
+		}
+	}
+	s.ensureDefaults()
+	return s, s.validate()
+}
+
+// Target is the cluster a repeat fills and drains.
+type Target interface {
+	// Driver is the loadgen driver the steady producers and the
+	// consumers use; Close closes it.
+	Driver() loadgen.Driver
+	// Fill appends messages of size bytes spread over the topic's queues
+	// (created by the runner) until the store holds n more bytes, and
+	// makes them durable; it returns the messages and CommitLog bytes
+	// appended.
+	Fill(ctx context.Context, topic string, queues int, n int64, size int) (msgs, bytes int64, err error)
+	// StoreDir holds the store's files, which the runner drops from the
+	// page cache.
+	StoreDir() string
+	// Describe names the store for the result.
+	Describe() string
+	// Close stops the cluster and removes its data.
+	Close() error
+}
+
+// Options are a run's plumbing.
+type Options struct {
+	Quick bool
+	// NewTarget starts a fresh cluster per repeat with the flush policy.
+	NewTarget func(ctx context.Context, flush string) (Target, error)
+	// DiskDir is where the raw read reference reads: the store's disk.
+	DiskDir  string
+	Progress io.Writer
+	// Poll is how often the drain's progress is checked; default 5ms.
+	Poll time.Duration
+}

@@ -1,0 +1,135 @@
+package backlog
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/loadgen"
+)
+
+// fakeTarget is a store of one file and a driver whose consumers deliver
+// the filled messages and whose producers are answered at once.
+type fakeTarget struct {
+	dir    string
+	filled atomic.Int64
+	closed atomic.Bool
+}
+
+func (t *fakeTarget) Driver() loadgen.Driver { return fakeDriver{t} }
+func (t *fakeTarget) StoreDir() string       { return t.dir }
+func (t *fakeTarget) Describe() string       { return "fake" }
+func (t *fakeTarget) Close() error           { t.closed.Store(true); return nil }
+func (t *fakeTarget) Fill(_ context.Context, topic string, queues int, n int64, size int) (int64, int64, error) {
+	if err := os.WriteFile(filepath.Join(t.dir, "commitlog"), make([]byte, n), 0o644); err != nil {
+		return 0, 0, err
+	}
+	msgs := n / int64(size)
+	t.filled.Store(msgs)
+	return msgs, n, nil
+}
+
+type fakeDriver struct{ t *fakeTarget }
+
+func (fakeDriver) Name() string                                   { return "fake" }
+func (fakeDriver) Describe() map[string]any                       { return nil }
+func (fakeDriver) Close() error                                   { return nil }
+func (fakeDriver) CreateTopic(context.Context, string, int) error { return nil }
+func (fakeDriver) NewProducer(context.Context, string, loadgen.ProducerOptions) (loadgen.Producer, error) {
+	return fakeProducer{}, nil
+}
+
+func (d fakeDriver) NewConsumer(_ context.Context, _, _ string, o loadgen.ConsumerOptions, h loadgen.Handler) (loadgen.Consumer, error) {
+	c := &fakeConsumer{stop: make(chan struct{})}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		body := make([]byte, 1024)
+		for i := int64(o.Member); i < d.t.filled.Load(); i += int64(o.Members) {
+			select {
+			case <-c.stop:
+				return
+			default:
+			}
+			h(body)
+		}
+	}()
+	return c, nil
+}
+
+type fakeProducer struct{}
+
+func (fakeProducer) Send(_ context.Context, _ string, _ []byte, done func(error)) { done(nil) }
+func (fakeProducer) Close() error                                                 { return nil }
+
+type fakeConsumer struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (c *fakeConsumer) Close() error { close(c.stop); c.wg.Wait(); return nil }
+
+func TestRunExperimentFake(t *testing.T) {
+	e := &Experiment{Name: "backlog-test", Kind: Kind, DrainTarget: 0.8, P99Target: 2,
+		Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: bench.Duration(200 * time.Millisecond),
+			DrainTimeout: bench.Duration(30 * time.Second), SteadyRate: 200, WarmReference: true}}
+	var targets []*fakeTarget
+	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(),
+		NewTarget: func(_ context.Context, flush string) (Target, error) {
+			require.Equal(t, "async", flush)
+			ft := &fakeTarget{dir: t.TempDir()}
+			targets = append(targets, ft)
+			return ft, nil
+		}})
+	require.NoError(t, err)
+	require.Len(t, res.Runs, 1)
+	r := res.Runs[0]
+	require.EqualValues(t, 2048, r.BacklogMsgs)
+	require.Equal(t, r.BacklogMsgs, r.Received)
+	require.Equal(t, "fadvise", r.Drop.Method)
+	require.Equal(t, 1, r.Drop.Files)
+	require.Positive(t, r.DrainMBps)
+	require.Positive(t, r.ReadMBps)
+	require.Positive(t, r.SendBefore.Count)
+	require.Len(t, targets, 2, "a cold repeat and the warm reference")
+	require.True(t, targets[0].closed.Load())
+	require.NotNil(t, res.Warm)
+	require.Equal(t, "none (warm)", res.Warm.Drop.Method)
+	require.Equal(t, r.BacklogMsgs, res.Warm.Received)
+	md := res.Markdown()
+	require.Contains(t, md, "drain ≥ 0.80× raw sequential read")
+	require.Contains(t, md, "posix_fadvise(DONTNEED)")
+	require.Contains(t, md, "| warm |")
+	require.Contains(t, md, "Cold over warm drain")
+}
+
+func TestShippedExperimentLoads(t *testing.T) {
+	e, err := LoadExperiment("../../experiments/backlog-drain.json")
+	require.NoError(t, err)
+	q, err := e.Settings(true)
+	require.NoError(t, err)
+	f, err := e.Settings(false)
+	require.NoError(t, err)
+	require.EqualValues(t, 1<<30, q.BacklogBytes)
+	require.Greater(t, f.BacklogBytes, q.BacklogBytes)
+	require.Equal(t, 0.8, e.DrainTarget)
+	require.Equal(t, 2.0, e.P99Target)
+}
+
+func TestSettingsErrors(t *testing.T) {
+	s := Settings{Flush: "maybe", BacklogBytes: 10, SteadyRate: -1}
+	s.ensureDefaults()
+	err := s.validate()
+	require.Error(t, err)
+	for _, want := range []string{`flush "maybe"`, "backlog_bytes 10", "steady_rate -1", "read_size"} {
+		require.True(t, strings.Contains(err.Error(), want), "%q lacks %q", err, want)
+	}
+}

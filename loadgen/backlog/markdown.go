@@ -1,0 +1,54 @@
+package backlog
+
+import (
+	"fmt"
+	"strings"
+)
+
+// WriteResult writes res as results/<experiment>/<host>-<UTC time>.json
+// under dir and returns the path.
+func WriteResult(dir string, res *Result) (string, error) {
+	return res.Header.WriteResult(dir, res)
+}
+
+// Markdown renders the result: one row per repeat, then the targets.
+func (r *Result) Markdown() string {
+	var b strings.Builder
+	r.Heading(&b)
+	s := r.Settings
+	fmt.Fprintf(&b, "Run %s; MB = 10⁶ B; %s flush; backlog of %d MiB of %d B messages over %d queues, drained by %d pull consumers; steady producers %g msg/s on another topic (open loop: send latency from the intended send time); page cache dropped with %s; raw read = `bench disk --read` (%s) on the same disk right after.\n\n",
+		r.Start.Format("2006-01-02 15:04 UTC"), s.Flush, s.BacklogBytes>>20, s.MessageSize, s.Queues, s.Consumers, s.SteadyRate,
+		dropMethod(r.Median.Drop.Method), r.Median.ReadMethod)
+	b.WriteString("| repeat | backlog MiB | resident after drop MiB | drain s | drain MB/s | raw read MB/s | drain ÷ read | send p99 before ms | send p99 during ms | during ÷ before | resident after drain MiB | send errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for i, run := range r.Runs {
+		fmt.Fprintf(&b, "| %d | %d | %d | %.2f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %d of %d | %d |\n", i+1, run.BacklogBytes>>20,
+			run.Drop.ResidentAfter>>20, run.DrainSeconds, run.DrainMBps, run.ReadMBps, run.DrainRatio,
+			float64(run.SendBefore.P99)/1000, float64(run.SendDuring.P99)/1000, run.P99Ratio,
+			run.ResidentAfterDrain>>20, run.StoreBytes>>20, run.SendErrors)
+	}
+	if w := r.Warm; w != nil {
+		fmt.Fprintf(&b, "| warm | %d | %d (not dropped) | %.2f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %d of %d | %d |\n", w.BacklogBytes>>20,
+			w.Drop.ResidentAfter>>20, w.DrainSeconds, w.DrainMBps, w.ReadMBps, w.DrainRatio,
+			float64(w.SendBefore.P99)/1000, float64(w.SendDuring.P99)/1000, w.P99Ratio, w.ResidentAfterDrain>>20, w.StoreBytes>>20, w.SendErrors)
+		if w.DrainMBps > 0 {
+			fmt.Fprintf(&b, "\nCold over warm drain: %.2f× (%.1f ÷ %.1f MB/s): the warm row is the drain with no disk reads, what the rest of the path (broker, consumers, this machine's CPUs) allows.\n",
+				r.Median.DrainMBps/w.DrainMBps, r.Median.DrainMBps, w.DrainMBps)
+		}
+	}
+	yes := map[bool]string{true: "yes", false: "**no**"}
+	fmt.Fprintf(&b, "\n| target | measured (median) | met |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| drain ≥ %.2f× raw sequential read | %.2f× (%.1f ÷ %.1f MB/s) | %s |\n",
+		r.DrainTarget, r.Median.DrainRatio, r.Median.DrainMBps, r.Median.ReadMBps, yes[r.DrainMet])
+	fmt.Fprintf(&b, "| send p99 during the drain ≤ %.2f× before | %.2f× | %s |\n", r.P99Target, r.MedianP99Ratio, yes[r.P99Met])
+	return b.String()
+}
+
+func dropMethod(m string) string {
+	switch m {
+	case "fadvise":
+		return "fdatasync + posix_fadvise(DONTNEED) on every store file"
+	case "none (warm)":
+		return "nothing (warm: the backlog stays in the page cache)"
+	}
+	return m
+}

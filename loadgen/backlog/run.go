@@ -1,0 +1,339 @@
+package backlog
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/resultfile"
+	"github.com/samsamq/samsa/loadgen"
+)
+
+// Topic names: the backlog and the steady producers' topic.
+const (
+	BacklogTopic = "backlog"
+	SteadyTopic  = "backlog-steady"
+)
+
+// Run is one repeat.
+type Run struct {
+	Store       string `json:"store"`
+	BacklogMsgs int64  `json:"backlog_msgs"`
+	// BacklogBytes are the CommitLog bytes the fill appended.
+	BacklogBytes int64   `json:"backlog_bytes"`
+	FillSeconds  float64 `json:"fill_seconds"`
+	// Drop is what the page-cache drop did before the drain.
+	Drop bench.PageCacheDrop `json:"drop"`
+	// ResidentAfterDrain is how much of the store mincore found in the
+	// page cache once drained: the drain's reads kept there.
+	ResidentAfterDrain int64   `json:"resident_after_drain_bytes"`
+	StoreBytes         int64   `json:"store_bytes"`
+	DrainSeconds       float64 `json:"drain_seconds"`
+	// DrainMBps is BacklogBytes ÷ DrainSeconds (10^6 B/s); BodyMBps the
+	// message bodies alone.
+	DrainMBps float64 `json:"drain_mb_per_sec"`
+	BodyMBps  float64 `json:"body_mb_per_sec"`
+	// Received counts backlog deliveries (a redelivery counts again).
+	Received int64 `json:"received"`
+	// ReadMBps is bench.RunDiskRead's on the same disk; ReadMethod its
+	// method.
+	ReadMBps   float64 `json:"read_mb_per_sec"`
+	ReadMethod string  `json:"read_method"`
+	DrainRatio float64 `json:"drain_ratio"`
+	// SendBefore and SendDuring are the steady producers' send latency
+	// (µs, from the intended send time) before and during the drain.
+	SendBefore loadgen.Percentiles `json:"send_before_us"`
+	SendDuring loadgen.Percentiles `json:"send_during_us"`
+	SendErrors int64               `json:"send_errors"`
+	P99Ratio   float64             `json:"p99_ratio"`
+}
+
+// Result is what a backlog-drain run writes under results/.
+type Result struct {
+	resultfile.Header
+	Settings    Settings `json:"settings"`
+	Runs        []Run    `json:"runs"`
+	DrainTarget float64  `json:"drain_target"`
+	P99Target   float64  `json:"p99_target"`
+	// Median is the median run by drain ratio (its p99 ratio is that
+	// run's); MedianP99Ratio the median of the p99 ratios.
+	Median Run `json:"median"`
+	// Warm is the WarmReference repeat (nil without one).
+	Warm           *Run    `json:"warm,omitempty"`
+	MedianP99Ratio float64 `json:"median_p99_ratio"`
+	DrainMet       bool    `json:"drain_met"`
+	P99Met         bool    `json:"p99_met"`
+}
+
+// RunExperiment runs the repeats.
+func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, error) {
+	s, err := e.Settings(opts.Quick)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	if opts.Poll == 0 {
+		opts.Poll = 5 * time.Millisecond
+	}
+	res := &Result{Header: resultfile.Header{Experiment: e.Name, Kind: Kind, Description: e.Description, Quick: opts.Quick,
+		Start: time.Now().UTC()}, Settings: s, DrainTarget: e.DrainTarget, P99Target: e.P99Target}
+	for i := 0; i < s.Repeats; i++ {
+		fmt.Fprintf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, drop it from the page cache, drain it beside %g msg/s\n",
+			e.Name, i+1, s.Repeats, s.BacklogBytes>>20, s.SteadyRate)
+		r, err := runOnce(ctx, s, opts)
+		if err != nil {
+			return nil, fmt.Errorf("backlog: repeat %d: %w", i+1, err)
+		}
+		fmt.Fprintf(opts.Progress, "   drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f\n",
+			r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, r.ReadMBps, r.ReadMethod, r.DrainRatio,
+			float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.P99Ratio)
+		res.Runs = append(res.Runs, r)
+	}
+	if s.WarmReference && !s.Warm {
+		ws := s
+		ws.Warm = true
+		fmt.Fprintf(opts.Progress, "== %s: the warm reference: the same backlog drained from the page cache\n", e.Name)
+		r, err := runOnce(ctx, ws, opts)
+		if err != nil {
+			return nil, fmt.Errorf("backlog: warm reference: %w", err)
+		}
+		fmt.Fprintf(opts.Progress, "   drained %d MiB warm in %.2fs: %.1f MB/s; send p99 %.2f ms before, %.2f ms during\n",
+			r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000)
+		res.Warm = &r
+	}
+	sorted := append([]Run(nil), res.Runs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].DrainRatio < sorted[j].DrainRatio })
+	res.Median = sorted[(len(sorted)-1)/2]
+	p99s := make([]float64, len(res.Runs))
+	for i, r := range res.Runs {
+		p99s[i] = r.P99Ratio
+	}
+	sort.Float64s(p99s)
+	res.MedianP99Ratio = p99s[(len(p99s)-1)/2]
+	res.DrainMet = res.Median.DrainRatio >= res.DrainTarget
+	res.P99Met = res.MedianP99Ratio > 0 && res.MedianP99Ratio <= res.P99Target
+	return res, nil
+}
+
+func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
+	t, err := opts.NewTarget(ctx, s.Flush)
+	if err != nil {
+		return r, err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			t.Close()
+		}
+	}()
+	r.Store = t.Describe()
+	d := t.Driver()
+	if err := d.CreateTopic(ctx, BacklogTopic, s.Queues); err != nil {
+		return r, fmt.Errorf("create %s: %w", BacklogTopic, err)
+	}
+	if err := d.CreateTopic(ctx, SteadyTopic, s.Queues); err != nil {
+		return r, fmt.Errorf("create %s: %w", SteadyTopic, err)
+	}
+	t0 := time.Now()
+	if r.BacklogMsgs, r.BacklogBytes, err = t.Fill(ctx, BacklogTopic, s.Queues, s.BacklogBytes, s.MessageSize); err != nil {
+		return r, fmt.Errorf("fill: %w", err)
+	}
+	r.FillSeconds = time.Since(t0).Seconds()
+	fmt.Fprintf(opts.Progress, "   filled %d messages, %d MiB in %.1fs\n", r.BacklogMsgs, r.BacklogBytes>>20, r.FillSeconds)
+	if s.Warm {
+		if r.Drop, err = bench.ResidentDir(t.StoreDir()); err != nil {
+			return r, err
+		}
+		r.Drop.Method, r.Drop.ResidentAfter = "none (warm)", r.Drop.ResidentBefore
+	} else if r.Drop, err = bench.DropDirCache(t.StoreDir()); err != nil {
+		return r, fmt.Errorf("drop the store from the page cache: %w", err)
+	}
+	fmt.Fprintf(opts.Progress, "   page cache (%s), %d files: %d MiB resident before, %d MiB after\n",
+		r.Drop.Method, r.Drop.Files, r.Drop.ResidentBefore>>20, r.Drop.ResidentAfter>>20)
+
+	st, err := startSteady(ctx, d, s)
+	if err != nil {
+		return r, err
+	}
+	defer st.stop()
+	// one second's warm-up (connections, routes), then the before window
+	if !sleepCtx(ctx, time.Second) {
+		return r, ctx.Err()
+	}
+	st.before.SetMeasuring(true)
+	if !sleepCtx(ctx, time.Duration(s.Before)) {
+		return r, ctx.Err()
+	}
+	st.before.SetMeasuring(false)
+
+	var received, bodyBytes atomic.Int64
+	handler := func(p []byte) { received.Add(1); bodyBytes.Add(int64(len(p))) }
+	st.during.SetMeasuring(true)
+	t0 = time.Now()
+	var consumers []loadgen.Consumer
+	defer func() {
+		for _, c := range consumers {
+			_ = c.Close()
+		}
+	}()
+	for i := 0; i < s.Consumers; i++ {
+		c, err := d.NewConsumer(ctx, BacklogTopic, "backlog-drain", loadgen.ConsumerOptions{Mode: loadgen.ConsumePull,
+			PullInterval: 10 * time.Millisecond, Member: i, Members: s.Consumers}, handler)
+		if err != nil {
+			return r, fmt.Errorf("consumer: %w", err)
+		}
+		consumers = append(consumers, c)
+	}
+	deadline := t0.Add(time.Duration(s.DrainTimeout))
+	tick := time.NewTicker(opts.Poll)
+	defer tick.Stop()
+	nextReport := t0.Add(5 * time.Second)
+	for received.Load() < r.BacklogMsgs {
+		if now := time.Now(); now.After(nextReport) {
+			fmt.Fprintf(opts.Progress, "   draining: %d of %d messages after %.0fs\n", received.Load(), r.BacklogMsgs, now.Sub(t0).Seconds())
+			nextReport = now.Add(5 * time.Second)
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("drained %d of %d messages in %v", received.Load(), r.BacklogMsgs, time.Duration(s.DrainTimeout))
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	el := time.Since(t0)
+	st.during.SetMeasuring(false)
+	r.DrainSeconds = el.Seconds()
+	r.Received = received.Load()
+	r.DrainMBps = float64(r.BacklogBytes) / 1e6 / el.Seconds()
+	r.BodyMBps = float64(bodyBytes.Load()) / 1e6 / el.Seconds()
+	st.stop()
+	r.SendBefore, r.SendDuring = loadgen.Summarize(st.before.Total()), loadgen.Summarize(st.during.Total())
+	r.SendErrors = st.errors.Load()
+	if r.SendBefore.P99 > 0 {
+		r.P99Ratio = float64(r.SendDuring.P99) / float64(r.SendBefore.P99)
+	}
+	if r.ResidentAfterDrain, r.StoreBytes, err = residentDir(t.StoreDir()); err != nil {
+		return r, err
+	}
+	for _, c := range consumers {
+		_ = c.Close()
+	}
+	consumers = nil
+	closed = true
+	if err := t.Close(); err != nil {
+		return r, err
+	}
+	rd, err := bench.RunDiskRead(ctx, bench.DiskReadOptions{Dir: opts.DiskDir, Size: s.ReadSize})
+	if err != nil {
+		return r, fmt.Errorf("raw read: %w", err)
+	}
+	r.ReadMBps, r.ReadMethod = rd.MBPerSec, rd.Method
+	if r.ReadMBps > 0 {
+		r.DrainRatio = r.DrainMBps / r.ReadMBps
+	}
+	return r, nil
+}
+
+// steady is the steady producers: open loop at SteadyRate, latency from
+// the intended send time into before or during, whichever is measuring.
+type steady struct {
+	before, during *loadgen.Recorder
+	errors         atomic.Int64
+	cancel         context.CancelFunc
+	wg             sync.WaitGroup
+	producers      []loadgen.Producer
+	once           sync.Once
+}
+
+func startSteady(ctx context.Context, d loadgen.Driver, s Settings) (*steady, error) {
+	st := &steady{before: loadgen.NewRecorder(), during: loadgen.NewRecorder()}
+	for i := 0; i < s.SteadyProducers; i++ {
+		p, err := d.NewProducer(ctx, SteadyTopic, loadgen.ProducerOptions{Mode: loadgen.SendAsync, MaxInFlight: 256})
+		if err != nil {
+			for _, p := range st.producers {
+				_ = p.Close()
+			}
+			return nil, fmt.Errorf("steady producer: %w", err)
+		}
+		st.producers = append(st.producers, p)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	st.cancel = cancel
+	gap := time.Duration(float64(time.Second) * float64(s.SteadyProducers) / s.SteadyRate)
+	start := time.Now()
+	for _, p := range st.producers {
+		st.wg.Add(1)
+		go func() { // paced by its own schedule; stopped by cancel
+			defer st.wg.Done()
+			payload := make([]byte, s.MessageSize)
+			for i := range payload {
+				payload[i] = byte('a' + i%26)
+			}
+			timer := time.NewTimer(time.Hour)
+			defer timer.Stop()
+			for n := int64(0); ; n++ {
+				due := start.Add(time.Duration(n) * gap)
+				if w := time.Until(due); w > 0 {
+					timer.Reset(w)
+					select {
+					case <-pctx.Done():
+						return
+					case <-timer.C:
+					}
+				}
+				if pctx.Err() != nil {
+					return
+				}
+				p.Send(pctx, "", payload, func(err error) {
+					if err != nil {
+						if pctx.Err() == nil {
+							st.errors.Add(1)
+						}
+						return
+					}
+					us := time.Since(due).Microseconds()
+					st.before.Record(us) // each records only while measuring
+					st.during.Record(us)
+				})
+			}
+		}()
+	}
+	return st, nil
+}
+
+// stop ends the steady producers (once) and closes them.
+func (st *steady) stop() {
+	st.once.Do(func() {
+		st.cancel()
+		st.wg.Wait()
+		for _, p := range st.producers {
+			_ = p.Close()
+		}
+	})
+}
+
+// residentDir sums bench.Resident over the regular files under dir.
+func residentDir(dir string) (resident, size int64, err error) {
+	d, err := bench.ResidentDir(dir)
+	return d.ResidentBefore, d.Bytes, err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
