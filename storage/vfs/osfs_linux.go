@@ -113,8 +113,13 @@ func (osFS) DiskUsage(dir string) (total, free uint64, err error) {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, 0, &fs.PathError{Op: "statfs", Path: dir, Err: err}
 	}
+	// df's arithmetic: used = blocks-bfree, usable = used+bavail. Taking
+	// blocks as the total counted the reserved blocks (bfree-bavail) as
+	// used: on a file system with a large reservation a disk df shows 42%
+	// used read as 79%, and retention deleted unexpired segments.
 	bs := uint64(st.Bsize)
-	return st.Blocks * bs, st.Bavail * bs, nil
+	used := (st.Blocks - st.Bfree) * bs
+	return used + st.Bavail*bs, st.Bavail * bs, nil
 }
 
 // osFile is an *os.File plus the raw descriptor for the calls os does not

@@ -118,7 +118,11 @@ type FS interface {
 	// Lock takes an exclusive advisory lock on the named file, creating it;
 	// Close releases it. It stops two processes from opening one store.
 	Lock(name string) (io.Closer, error)
-	// DiskUsage reports the file system's total and free bytes for dir.
+	// DiskUsage reports the bytes of the file system holding dir that
+	// this process can use (total: used plus free) and of those the free
+	// ones, as df counts them: blocks reserved for root and not available
+	// to us count in neither, so 1-free/total is df's Use% and reaches 1
+	// when a write would meet ENOSPC.
 	DiskUsage(dir string) (total, free uint64, err error)
 }
 
