@@ -62,20 +62,27 @@ epoch had two masters.`)
 		Producers: *producers, Queues: *queues, Progress: os.Stdout}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return chaosRun(ctx, o, *out, *perf)
+}
+
+// chaosRun runs o, writes the JSON result under out, prints the Markdown
+// and updates perf's chaos section (perf "": none). A missed safety
+// target is an error (exit status 1).
+func chaosRun(ctx context.Context, o chaos.Options, out, perf string) error {
 	res, err := chaos.Run(ctx, o)
 	if err != nil {
 		return err
 	}
-	p, err := chaos.WriteResult(*out, res)
+	p, err := chaos.WriteResult(out, res)
 	if err != nil {
 		return err
 	}
 	md := res.Markdown()
 	fmt.Println(md)
 	fmt.Printf("result: %s\n", p)
-	if *perf != "" {
+	if perf != "" {
 		section := md + "\nResult: `" + p + "`.\n"
-		if err := bench.UpdateSections(*perf, []string{"chaos"}, map[string]string{"chaos": section}); err != nil {
+		if err := bench.UpdateSections(perf, []string{"chaos"}, map[string]string{"chaos": section}); err != nil {
 			return err
 		}
 	}
@@ -83,4 +90,25 @@ epoch had two masters.`)
 		return errors.New("chaos: a safety target was missed (lost, shared offsets or two masters in one epoch): see the result")
 	}
 	return nil
+}
+
+// chaosExperiment is how `samsa loadgen --experiment` runs a chaos
+// experiment file (experiments/chaos.json); the result goes under
+// outDir/<name>.
+func chaosExperiment(ctx context.Context, path, outDir, perf, dataDir string, quick bool, seed uint64) error {
+	e, err := chaos.LoadExperiment(path)
+	if err != nil {
+		return err
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("chaos: the samsa binary to run: %w", err)
+	}
+	if dataDir == "" {
+		dataDir = filepath.Join(".benchdata", "chaos")
+	}
+	outDir = filepath.Join(outDir, e.Name) // as the other experiments: results/<name>
+	o := e.Options(bin, dataDir, seed, quick)
+	o.Progress = os.Stdout
+	return chaosRun(ctx, o, outDir, perf)
 }

@@ -26,8 +26,10 @@ type CycleResult struct {
 
 // cycle runs one fault: waits a seeded up time, finds the master (and the
 // controller leader), injects fault, waits until a broker takes writes
-// again, undoes the fault (restart, SIGCONT, heal) and waits until the
-// cluster is whole.
+// again, undoes the fault (restart, SIGCONT) and waits until the cluster
+// is whole. A paused master, a killed slave and a killed controller
+// leader stay out for two election timeouts from the fault; a killed
+// master is restarted once another broker took writes.
 func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, error) {
 	o, c := r.o, r.c
 	up := o.MinUp
@@ -108,9 +110,16 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 		if err != nil {
 			return cy, fmt.Errorf("undo: %w", err)
 		}
-	case KillLeader:
-		// A new leader first: the gap is judged over the election.
-		if _, err := c.awaitLeader(ctx, r.ctl, o.RecoveryTimeout); err != nil {
+	case KillSlave, KillLeader:
+		// What was killed stays down as long as a pause lasts: a quick
+		// restart would hide a stall (a SYNC_MASTER waits for every
+		// sync-state set member until haMaxTimeSlaveNotCatchup drops it).
+		if fault == KillLeader {
+			if _, err := c.awaitLeader(ctx, r.ctl, o.RecoveryTimeout); err != nil {
+				return cy, err
+			}
+		}
+		if err := sleep(ctx, time.Until(t.Add(hold))); err != nil {
 			return cy, err
 		}
 	}

@@ -47,3 +47,15 @@ func TestSettled(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedExperiment: experiments/chaos.json loads, full and quick.
+func TestShippedExperiment(t *testing.T) {
+	e, err := LoadExperiment("../../experiments/chaos.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, quick := e.Options("samsa", "", 1, false), e.Options("samsa", "", 1, true)
+	if full.Cycles < 100 || quick.Cycles >= full.Cycles || quick.ElectionTimeout != full.ElectionTimeout {
+		t.Fatalf("full %+v\nquick %+v", full, quick)
+	}
+}
