@@ -105,6 +105,11 @@ func newCluster(o *Options) (*cluster, error) {
 			"-D", "brokerName=" + durability.BrokerName, "-D", "brokerId=" + strconv.Itoa(b+1),
 			"-D", "brokerRole=SYNC_MASTER", "-D", "inSyncReplicas=2", "-D", "haListenPort=" + strconv.Itoa(ha),
 			"-D", "mappedFileSizeCommitLog=67108864",
+			// Retention off (0): it must not delete what the run reads back; the
+			// default deletes the oldest segments above 75% disk use (a
+			// shared machine's disk got there in a run, and 466,601
+			// acknowledged messages were "lost" to it).
+			"-D", "diskMaxUsedSpaceRatio=0", "-D", "fileReservedTime=0",
 			"-D", "enableControllerMode=true", "-D", "controllerAddr=" + strings.Join(links, ";"),
 			"-D", "brokerHeartbeatInterval=" + ms(o.HeartbeatInterval),
 			"-D", "controllerHeartBeatTimeoutMills=" + ms(o.ElectionTimeout),

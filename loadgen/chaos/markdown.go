@@ -15,6 +15,9 @@ func (res *Result) Markdown() string {
 	fmt.Fprintf(&b, "| %d | %d | %d | %d | %s | %d | %d | %s | %s | %s |\n\n",
 		len(res.Cycles), res.Sent, res.Acked, res.Consumed, bold(res.Lost), res.Duplicates, res.Order.OutOfOrder,
 		bold(res.AckedReassigned), bold(int64(len(res.TwoMasters))), yes(res.Met()))
+	if len(res.ReadBackShort) > 0 {
+		fmt.Fprintf(&b, "Read-back short (lost counts what it could not read): %s.\n\n", strings.Join(res.ReadBackShort, "; "))
+	}
 	b.WriteString("| fault | n | RTO p50 | p90 | p99 | max | longest send gap |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range res.faultsOf() {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -86,7 +87,16 @@ func (res *Result) Met() bool {
 func (res *Result) Summary() string {
 	return fmt.Sprintf("chaos: %d cycles: sent %d, acked %d, consumed %d, lost %d, duplicates %d, out of order %d, acked offsets shared %d, two masters %d (%d role samples); met: %v",
 		len(res.Cycles), res.Sent, res.Acked, res.Consumed, res.Lost, res.Duplicates, res.Order.OutOfOrder,
-		res.AckedReassigned, len(res.TwoMasters), res.RoleSamples, res.Met())
+		res.AckedReassigned, len(res.TwoMasters), res.RoleSamples, res.Met()) + shortNote(res.ReadBackShort)
+}
+
+// shortNote names the queues the read-back could not read to the end
+// (a queue whose start was deleted reads as lost): "" when none.
+func shortNote(short []string) string {
+	if len(short) == 0 {
+		return ""
+	}
+	return "; read-back short: " + strings.Join(short, "; ")
 }
 
 // WriteResult writes res as JSON under dir (made if missing), named by
