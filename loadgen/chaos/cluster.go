@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsamq/samsa/controller/ctlclient"
@@ -36,8 +37,15 @@ type cluster struct {
 	namesrv *node
 	ctls    [replicas]*node
 	brokers [replicas]*node
-	// ctlLinks[b][c] carries broker b's connections to controller c.
-	ctlLinks [replicas][replicas]*Partition
+	// ctlLinks[b][c] carries broker b's connections to controller c (its
+	// controllerAddr); ctlShared[c] is controller c's advertised address,
+	// where a leader hint sends every broker (the peer list names it;
+	// --listen is the real one). A cut of broker b cuts its ctlLinks and
+	// its process's connections through ctlShared.
+	ctlLinks  [replicas][replicas]*Partition
+	ctlShared [replicas]*Partition
+	// lookupErrs counts failed /proc lookups of ctlShared cuts.
+	lookupErrs atomic.Int64
 }
 
 func ports(n int) ([]int, error) {
@@ -80,11 +88,18 @@ func newCluster(o *Options) (*cluster, error) {
 	var peers []string
 	for i := range replicas {
 		raft, rpc := loop(ps[1+2*i]), loop(ps[2+2*i])
-		peers = append(peers, fmt.Sprintf("%d=%s@%s", i+1, raft, rpc))
+		shared, err := NewPartition("127.0.0.1:0", rpc)
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		c.ctlShared[i] = shared
+		peers = append(peers, fmt.Sprintf("%d=%s@%s", i+1, raft, shared.Addr()))
 		c.ctls[i] = &node{name: fmt.Sprintf("ctl-%d", i+1), addr: rpc}
 	}
 	for i := range replicas {
 		c.ctls[i].args = []string{"controller", "--id", strconv.Itoa(i + 1), "--peers", strings.Join(peers, ","),
+			"--listen", c.ctls[i].addr,
 			"--data-dir", filepath.Join(dir, c.ctls[i].name), "--election-timeout", o.ElectionTimeout.String(), "--log-level", "info"}
 	}
 	for b := range replicas {
@@ -201,11 +216,19 @@ func (c *cluster) awaitLeader(ctx context.Context, cli *ctlclient.Client, timeou
 	}
 }
 
-// cutBroker cuts (or heals) broker b's links to every controller.
+// cutBroker cuts (or heals) broker b's links to every controller: its
+// own proxies, and its process's connections through the advertised ones.
 func (c *cluster) cutBroker(b int, cut bool) {
 	for _, p := range c.ctlLinks[b] {
 		if cut {
 			p.Cut()
+		} else {
+			p.Heal()
+		}
+	}
+	for _, p := range c.ctlShared {
+		if cut {
+			p.CutFrom(ownedBy(c.brokers[b].p.Pid(), &c.lookupErrs))
 		} else {
 			p.Heal()
 		}
@@ -231,6 +254,11 @@ func (c *cluster) close() {
 			if p != nil {
 				p.Close()
 			}
+		}
+	}
+	for _, p := range c.ctlShared {
+		if p != nil {
+			p.Close()
 		}
 	}
 }

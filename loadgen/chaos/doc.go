@@ -40,8 +40,8 @@
 // (AllFaults), measures the RTO and the longest send gap, undoes the
 // fault and waits again; every wait is bounded and a timeout names the
 // logs. At the end the load stops and every queue is read back from the
-// final master (durability.ReadBack). partition-master is refused as not
-// supported: see errPartitionNotSupported.
+// final master (durability.ReadBack). partition-master cuts the master's
+// controller links only, not its HA link: see AllFaults.
 //
 // Run is called from one goroutine; a Partition is safe for concurrent
 // use; the checks are pure functions.

@@ -84,6 +84,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 		defer master.p.Resume() // again, should a step below fail
 	case PartitionMaster:
 		cy.Target = master.name + " from the controllers"
+		c.lookupErrs.Store(0)
 		c.cutBroker(m, true)
 		defer c.cutBroker(m, false)
 	default:
@@ -106,6 +107,9 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 			err = master.p.Resume()
 		} else {
 			c.cutBroker(m, false)
+			if n := c.lookupErrs.Swap(0); n > 0 {
+				err = fmt.Errorf("%d connections through the controllers' advertised proxies could not be told apart (/proc lookups failed): the partition may not have held", n)
+			}
 		}
 		if err != nil {
 			return cy, fmt.Errorf("undo: %w", err)

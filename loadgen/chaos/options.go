@@ -17,28 +17,22 @@ const (
 	KillLeader          = "kill-controller-leader" // SIGKILL the controller's Raft leader
 	KillMasterAndLeader = "kill-master-leader"     // both at once (apache/rocketmq#7689's scenario)
 	PauseMaster         = "pause-master"           // SIGSTOP the master for 2 election timeouts, then SIGCONT
-	PartitionMaster     = "partition-master"       // cut the master's controller links for 2 election timeouts: not supported (errPartitionNotSupported)
+	PartitionMaster     = "partition-master"       // cut the master's controller links for 2 election timeouts
 )
 
-// AllFaults lists every fault kind Run injects. PartitionMaster is not
-// among them: see errPartitionNotSupported.
-var AllFaults = []string{KillMaster, KillSlave, KillLeader, KillMasterAndLeader, PauseMaster}
-
-// errPartitionNotSupported is why PartitionMaster is refused. Each broker
+// AllFaults lists every fault kind.
+//
+// PartitionMaster cuts the master's links to the controllers: each broker
 // reaches each controller through a Partition of its own (its
-// controllerAddr), but a controller that is not the Raft leader answers
-// with the leader's advertised address and the broker's controller client
-// (controller/ctlclient) follows that hint straight to the leader, around
-// the proxy: cutting the proxies would leave the master's controller link
-// up whenever it had followed a hint, and the run would judge a partition
-// that did not happen. The master's HA port cannot be put behind a proxy
-// either: a broker advertises brokerIP1:haListenPort, with no separate
-// advertised HA address. Either link needs a broker or client change
-// first (a client that keeps to its configured addresses, or per-broker
-// advertised controller addresses; an advertised HA address).
-var errPartitionNotSupported = errors.New(PartitionMaster + ": not supported: the broker follows the controller's leader hint " +
-	"to the leader's advertised address, around the per-broker proxy, so its controller link cannot be cut " +
-	"(nor its HA link: no advertised HA address); see loadgen/chaos/options.go")
+// controllerAddr), and, since a controller that is not the Raft leader
+// answers with the leader's advertised address and the broker's client
+// follows it, the controllers advertise shared Partitions too, on which
+// the cut holds the connections of the master's process (found through
+// /proc: Linux only). The master's HA link is not cut: a broker
+// advertises brokerIP1:haListenPort, with no separate advertised HA
+// address to put a proxy behind, so its slaves keep their link until they
+// follow the new master.
+var AllFaults = []string{KillMaster, KillSlave, KillLeader, KillMasterAndLeader, PauseMaster, PartitionMaster}
 
 // takesMaster says whether a fault takes the master away: its RTO is
 // measured to the first acknowledgement by another broker. The others
@@ -147,10 +141,6 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("cycles %d < 0", o.Cycles))
 	}
 	for _, f := range o.Faults {
-		if f == PartitionMaster {
-			errs = append(errs, errPartitionNotSupported)
-			continue
-		}
 		if !slices.Contains(AllFaults, f) {
 			errs = append(errs, fmt.Errorf("unknown fault %q (known: %s)", f, strings.Join(AllFaults, ", ")))
 		}

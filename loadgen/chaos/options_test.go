@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -14,9 +13,9 @@ func TestOptionsValidate(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	o.Faults = []string{KillMaster, "bogus", PartitionMaster}
+	o.Faults = []string{KillMaster, "bogus", PartitionMaster, "worse"}
 	err := o.Validate()
-	if !errors.Is(err, errPartitionNotSupported) || !strings.Contains(err.Error(), `unknown fault "bogus"`) {
+	if err == nil || !strings.Contains(err.Error(), `unknown fault "bogus"`) || !strings.Contains(err.Error(), `unknown fault "worse"`) {
 		t.Fatalf("got %v", err)
 	}
 	o = Options{}
