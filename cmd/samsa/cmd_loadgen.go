@@ -14,6 +14,7 @@ import (
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/backlog"
 	"github.com/samsamq/samsa/loadgen/catchup"
+	"github.com/samsamq/samsa/loadgen/chaos"
 	"github.com/samsamq/samsa/loadgen/durability"
 )
 
@@ -93,6 +94,8 @@ func runLoadgen(args []string) error {
 		if kind, err := bench.ResultKind(*experiment); err == nil && durability.IsKind(kind) {
 			return durabilityRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
 				dataDir: *dataDir, quick: *quick, gate: *gate, seed: *seed}.run(ctx)
+		} else if err == nil && kind == chaos.Kind {
+			return chaosExperiment(ctx, *experiment, *out, *perf, *dataDir, *quick, *seed)
 		} else if err == nil && kind == catchup.Kind {
 			return catchupRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
 				dataDir: *dataDir, quick: *quick}.run(ctx)

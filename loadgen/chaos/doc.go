@@ -27,7 +27,22 @@
 // held (connections across a long partition are dead by then) and lets new
 // connections through.
 //
-// The process side (controllers, name server and brokers as separate
-// processes, the fault list, `samsa chaos`) builds on this once the
-// controller-mode broker lands; see issue #14.
+// The process side (Run; `samsa chaos`; experiments/chaos.json): three
+// controllers (`samsa controller`, Raft), a name server and three
+// controller-mode replicas of one broker group (SYNC_MASTER,
+// inSyncReplicas=2), each a separate process on loopback; producers
+// through package client with its defaults, recording every SEND_OK in
+// durability's Ledger and as an Ack (the answering broker is the store
+// host of the answer's offset message id); a sampler polling each broker's
+// `stats ha` (controller_role, controller_master_epoch) as RoleSamples.
+// Each cycle waits for a settled cluster (a writable master with every
+// replica in its sync-state set), injects one fault of a seeded order
+// (AllFaults), measures the RTO and the longest send gap, undoes the
+// fault and waits again; every wait is bounded and a timeout names the
+// logs. At the end the load stops and every queue is read back from the
+// final master (durability.ReadBack). partition-master cuts the master's
+// controller links only, not its HA link: see AllFaults.
+//
+// Run is called from one goroutine; a Partition is safe for concurrent
+// use; the checks are pure functions.
 package chaos

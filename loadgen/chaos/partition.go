@@ -28,14 +28,15 @@ type Partition struct {
 	mu struct {
 		sync.Mutex
 		cut    bool
-		healed chan struct{} // closed by Heal; a new one at each Cut
+		match  func(remote net.Addr) bool // nil: the cut holds every connection
+		healed chan struct{}              // closed by Heal; a new one at each Cut
 		conns  map[*pconn]struct{}
 	}
 }
 
 type pconn struct {
 	client, server net.Conn // server is nil for a connection held by a cut
-	caught         bool     // alive during a cut: Heal closes it
+	caught         bool     // alive during a cut and held by it: Heal closes it
 }
 
 func (c *pconn) close() {
@@ -68,16 +69,22 @@ func NewPartition(listen, target string) (*Partition, error) {
 func (p *Partition) Addr() string { return p.ln.Addr().String() }
 
 // Cut stops every byte across the link, in both directions, until Heal.
-func (p *Partition) Cut() {
+func (p *Partition) Cut() { p.CutFrom(nil) }
+
+// CutFrom is Cut for the connections whose client address match accepts
+// (nil: all), now and until Heal: one side's connections through a proxy
+// that others share. match is called under the Partition's lock, once per
+// connection.
+func (p *Partition) CutFrom(match func(remote net.Addr) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.cut {
 		return
 	}
-	p.mu.cut = true
+	p.mu.cut, p.mu.match = true, match
 	p.mu.healed = make(chan struct{})
 	for c := range p.mu.conns {
-		c.caught = true
+		c.caught = match == nil || match(c.client.RemoteAddr())
 	}
 }
 
@@ -89,7 +96,7 @@ func (p *Partition) Heal() {
 		p.mu.Unlock()
 		return
 	}
-	p.mu.cut = false
+	p.mu.cut, p.mu.match = false, nil
 	close(p.mu.healed)
 	var caught []*pconn
 	for c := range p.mu.conns {
@@ -155,7 +162,7 @@ func (p *Partition) accept() {
 		default:
 		}
 		p.mu.conns[pc] = struct{}{}
-		if p.mu.cut { // held, never connected through
+		if p.mu.cut && (p.mu.match == nil || p.mu.match(c.RemoteAddr())) { // held, never connected through
 			pc.caught = true
 			p.mu.Unlock()
 			continue
@@ -196,7 +203,7 @@ func (p *Partition) pump(pc *pconn, src, dst net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.pass() {
+			if !p.pass(pc) {
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -206,7 +213,7 @@ func (p *Partition) pump(pc *pconn, src, dst net.Conn) {
 		if err != nil {
 			// One side ended. Across a cut the other side must not learn
 			// of it: wait for Heal, which closes both.
-			if p.pass() {
+			if p.pass(pc) {
 				p.drop(pc)
 			}
 			return
@@ -214,11 +221,11 @@ func (p *Partition) pump(pc *pconn, src, dst net.Conn) {
 	}
 }
 
-// pass reports whether bytes may cross now; during a cut it waits until
-// the cut ends and says no: the connection was caught and Heal closes it.
-func (p *Partition) pass() bool {
+// pass reports whether pc's bytes may cross now; during a cut that
+// caught it, it waits until the cut ends and says no: Heal closes it.
+func (p *Partition) pass(pc *pconn) bool {
 	p.mu.Lock()
-	if !p.mu.cut {
+	if !p.mu.cut || !pc.caught {
 		p.mu.Unlock()
 		return true
 	}

@@ -106,3 +106,69 @@ func TestPartitionCutAndHeal(t *testing.T) {
 		t.Fatalf("after the heal: %q %v", got, err)
 	}
 }
+
+// TestCutFromOwner: a cut of one process's connections (this test's own,
+// found through /proc) holds them and lets others' through; Heal closes
+// what it held.
+func TestCutFromOwner(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp:", err)
+	}
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	p, err := NewPartition("127.0.0.1:0", echo.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var errs atomic.Int64
+	other := ownedBy(os.Getpid()+1<<22, &errs) // no such process: matches nothing
+	p.CutFrom(other)
+	c1, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	ownerTrip(t, c1, "a", true)
+	p.Heal()
+	errs.Store(0)
+	p.CutFrom(ownedBy(os.Getpid(), &errs))
+	ownerTrip(t, c1, "b", false) // ours: held
+	if n := errs.Load(); n != 0 {
+		t.Fatalf("%d lookup failures", n)
+	}
+}
+
+// ownerTrip writes s on c and expects it back (want) or nothing within a
+// second (!want).
+func ownerTrip(t *testing.T, c net.Conn, s string, want bool) {
+	t.Helper()
+	if _, err := c.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	wait := 30 * time.Second
+	if !want {
+		wait = time.Second
+	}
+	_ = c.SetReadDeadline(time.Now().Add(wait))
+	buf := make([]byte, len(s))
+	_, err := io.ReadFull(c, buf)
+	if want && (err != nil || string(buf) != s) {
+		t.Fatalf("round trip %q: %q, %v", s, buf, err)
+	}
+	if !want && err == nil {
+		t.Fatalf("round trip %q crossed a cut", s)
+	}
+}

@@ -128,7 +128,7 @@ type cluster struct {
 	dir         string // the run's dir: store/, namesrv.log, broker.log (and slave-store/, slave.log)
 	namesrvAddr string
 	brokerPort  int
-	haPort      int // the master's haListenPort (replication runs)
+	haPort      int // the broker's haListenPort (the master's in replication runs)
 	slavePort   int // the slave's listenPort (replication runs)
 	namesrv     *proc
 	broker      *proc
@@ -189,9 +189,13 @@ func (c *cluster) startNamesrv() error {
 // the master's when Options.Role is set (haListenPort fixed, so the
 // slave's static haMasterAddress finds every incarnation).
 func (c *cluster) brokerArgs() []string {
-	args := c.commonArgs("store", c.brokerPort)
+	// haListenPort is always the picked port: by default it is listenPort+1,
+	// which nothing reserved, and the broker failed to start when another
+	// process's connection held it ("replication listener: bind: address
+	// already in use").
+	args := append(c.commonArgs("store", c.brokerPort), "-D", "haListenPort="+strconv.Itoa(c.haPort))
 	if role := c.opts.Role; role != "" {
-		args = append(args, "-D", "brokerRole="+role, "-D", "haListenPort="+strconv.Itoa(c.haPort))
+		args = append(args, "-D", "brokerRole="+role)
 	}
 	return append(args, c.propArgs()...)
 }

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/loadgen/chaos"
+)
+
+func init() {
+	register(command{name: "chaos", summary: "fail-over chaos checker: kill, pause and partition a controller-mode cluster, check nothing acknowledged is lost", run: runChaos})
+}
+
+func runChaos(args []string) error {
+	fs := newFlagSet("chaos", "", `Starts 3 controllers, a name server and 3 controller-mode replicas of one
+broker group (SYNC_MASTER, inSyncReplicas=2) as processes of this binary on
+loopback, sends under load, injects one fault per cycle (seeded order) and
+reads every queue back from the final master. Reports sent, acknowledged,
+consumed, lost, duplicated, out of order, acknowledged offsets shared, two
+masters in one epoch, and RTO per fault kind. Faults: `+strings.Join(chaos.AllFaults, ", ")+`.
+Exit status 1 when an acknowledged message was lost, an offset shared or an
+epoch had two masters.`)
+	cycles := fs.Int("cycles", 6, "faults to inject")
+	faults := fs.String("faults", strings.Join(chaos.AllFaults, ","), "fault kinds to draw from, comma-separated")
+	seed := fs.Uint64("seed", 0, "seed of the fault order, slave choice and up times (0: from the clock)")
+	election := fs.Duration("election-timeout", 3*time.Second, "the controllers' election timeout (the brokers' controllerHeartBeatTimeoutMills follows it)")
+	heartbeat := fs.Duration("heartbeat", 0, "the brokers' brokerHeartbeatInterval (0: election timeout / 3, at most 1s)")
+	notCatchup := fs.Duration("slave-not-catchup", 15*time.Second, "haMaxTimeSlaveNotCatchup: a slave trailing this long leaves the sync-state set")
+	producers := fs.Int("producers", 4, "producers, each sending one message at a time")
+	queues := fs.Int("queues", 4, "queues of the topic")
+	dir := fs.String("dir", filepath.Join(".benchdata", "chaos"), "parent of the run's data dir and logs")
+	keep := fs.Bool("keep", false, "keep the data dir and logs after a run without error")
+	out := fs.String("out", filepath.Join("results", "chaos"), "directory of the JSON result")
+	perf := fs.String("perf", "", "update the chaos section of this PERFORMANCE.md")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments %q", rest)
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("chaos: the samsa binary to run: %w", err)
+	}
+	var fl []string
+	for _, f := range strings.Split(*faults, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			fl = append(fl, f)
+		}
+	}
+	o := chaos.Options{Binary: bin, Dir: *dir, KeepDir: *keep, Cycles: *cycles, Faults: fl, Seed: *seed,
+		ElectionTimeout: *election, HeartbeatInterval: *heartbeat, SlaveNotCatchup: *notCatchup,
+		Producers: *producers, Queues: *queues, Progress: os.Stdout}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return chaosRun(ctx, o, *out, *perf)
+}
+
+// chaosRun runs o, writes the JSON result under out, prints the Markdown
+// and updates perf's chaos section (perf "": none). A missed safety
+// target is an error (exit status 1).
+func chaosRun(ctx context.Context, o chaos.Options, out, perf string) error {
+	res, err := chaos.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	p, err := chaos.WriteResult(out, res)
+	if err != nil {
+		return err
+	}
+	md := res.Markdown()
+	fmt.Println(md)
+	fmt.Printf("result: %s\n", p)
+	if perf != "" {
+		section := md + "\nResult: `" + p + "`.\n"
+		if err := bench.UpdateSections(perf, []string{"chaos"}, map[string]string{"chaos": section}); err != nil {
+			return err
+		}
+	}
+	if !res.Met() {
+		return errors.New("chaos: a safety target was missed (lost, shared offsets or two masters in one epoch): see the result")
+	}
+	return nil
+}
+
+// chaosExperiment is how `samsa loadgen --experiment` runs a chaos
+// experiment file (experiments/chaos.json); the result goes under
+// outDir/<name>.
+func chaosExperiment(ctx context.Context, path, outDir, perf, dataDir string, quick bool, seed uint64) error {
+	e, err := chaos.LoadExperiment(path)
+	if err != nil {
+		return err
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("chaos: the samsa binary to run: %w", err)
+	}
+	if dataDir == "" {
+		dataDir = filepath.Join(".benchdata", "chaos")
+	}
+	outDir = filepath.Join(outDir, e.Name) // as the other experiments: results/<name>
+	o := e.Options(bin, dataDir, seed, quick)
+	o.Progress = os.Stdout
+	return chaosRun(ctx, o, outDir, perf)
+}

@@ -1,0 +1,143 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// CycleResult is one fault and what it cost.
+type CycleResult struct {
+	Cycle  int     `json:"cycle"`
+	Fault  string  `json:"fault"`
+	Target string  `json:"target"` // the processes the fault hit
+	UpMs   float64 `json:"up_ms"`  // load before the fault
+	// RecoveryMs is the time from the fault to the first acknowledgement
+	// by a broker other than the master it took away (for a fault that
+	// leaves the master: by any broker): the RTO.
+	RecoveryMs float64 `json:"recovery_ms"`
+	// GapMs is the longest time without an acknowledgement from the
+	// fault until the cluster settled again.
+	GapMs float64 `json:"longest_gap_ms"`
+	// SettleMs is the time from the fault until the cluster was whole
+	// again (what was killed restarted and back in the sync-state set).
+	SettleMs float64 `json:"settle_ms"`
+}
+
+// cycle runs one fault: waits a seeded up time, finds the master (and the
+// controller leader), injects fault, waits until a broker takes writes
+// again, undoes the fault (restart, SIGCONT) and waits until the cluster
+// is whole. A paused master, a killed slave and a killed controller
+// leader stay out for two election timeouts from the fault; a killed
+// master is restarted once another broker took writes.
+func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, error) {
+	o, c := r.o, r.c
+	up := o.MinUp
+	if span := o.MaxUp - o.MinUp; span > 0 {
+		up += time.Duration(r.rng.Int64N(int64(span) + 1))
+	}
+	cy := CycleResult{Cycle: n, Fault: fault, UpMs: float64(up) / 1e6}
+	if err := sleep(ctx, up); err != nil {
+		return cy, err
+	}
+	m, err := r.awaitSettled(ctx, o.RecoveryTimeout)
+	if err != nil {
+		return cy, err
+	}
+	master := c.brokers[m]
+	var leader *node
+	if fault == KillLeader || fault == KillMasterAndLeader {
+		if leader, err = c.awaitLeader(ctx, r.ctl, o.RecoveryTimeout); err != nil {
+			return cy, err
+		}
+	}
+	hold := 2 * o.ElectionTimeout // a pause or partition outlasts the election timeout
+	gone := ""                    // a fault that leaves the master: any broker's ack ends it
+	if takesMaster(fault) {
+		gone = master.addr
+	}
+	var restart []*node
+	t := time.Now()
+	switch fault {
+	case KillMaster:
+		cy.Target = master.name
+		restart = []*node{master}
+		err = c.kill(master)
+	case KillSlave:
+		s := (m + 1 + r.rng.IntN(replicas-1)) % replicas
+		cy.Target = c.brokers[s].name
+		restart = []*node{c.brokers[s]}
+		err = c.kill(c.brokers[s])
+	case KillLeader:
+		cy.Target = leader.name
+		restart = []*node{leader}
+		err = c.kill(leader)
+	case KillMasterAndLeader:
+		cy.Target = master.name + "+" + leader.name
+		restart = []*node{master, leader}
+		if err = c.kill(master); err == nil {
+			err = c.kill(leader)
+		}
+	case PauseMaster:
+		cy.Target = master.name
+		err = master.p.Pause()
+		defer master.p.Resume() // again, should a step below fail
+	case PartitionMaster:
+		cy.Target = master.name + " from the controllers"
+		c.lookupErrs.Store(0)
+		c.cutBroker(m, true)
+		defer c.cutBroker(m, false)
+	default:
+		return cy, fmt.Errorf("unknown fault %q", fault)
+	}
+	if err != nil {
+		return cy, fmt.Errorf("inject: %w", err)
+	}
+	rto, err := r.awaitAck(ctx, t, gone, o.RecoveryTimeout)
+	if err != nil {
+		return cy, err
+	}
+	cy.RecoveryMs = float64(rto) / 1e6
+	switch fault {
+	case PauseMaster, PartitionMaster:
+		if err := sleep(ctx, time.Until(t.Add(hold))); err != nil {
+			return cy, err
+		}
+		if fault == PauseMaster {
+			err = master.p.Resume()
+		} else {
+			c.cutBroker(m, false)
+			if n := c.lookupErrs.Swap(0); n > 0 {
+				err = fmt.Errorf("%d connections through the controllers' advertised proxies could not be told apart (/proc lookups failed): the partition may not have held", n)
+			}
+		}
+		if err != nil {
+			return cy, fmt.Errorf("undo: %w", err)
+		}
+	case KillSlave, KillLeader:
+		// What was killed stays down as long as a pause lasts: a quick
+		// restart would hide a stall (a SYNC_MASTER waits for every
+		// sync-state set member until haMaxTimeSlaveNotCatchup drops it).
+		if fault == KillLeader {
+			if _, err := c.awaitLeader(ctx, r.ctl, o.RecoveryTimeout); err != nil {
+				return cy, err
+			}
+		}
+		if err := sleep(ctx, time.Until(t.Add(hold))); err != nil {
+			return cy, err
+		}
+	}
+	for _, nd := range restart {
+		listen := nd.addr
+		if err := c.start(nd, listen); err != nil {
+			return cy, fmt.Errorf("restart %s: %w", nd.name, err)
+		}
+	}
+	if _, err := r.awaitSettled(ctx, o.RecoveryTimeout); err != nil {
+		return cy, err
+	}
+	end := time.Now()
+	cy.SettleMs = float64(end.Sub(t)) / 1e6
+	cy.GapMs = float64(LongestGap(r.ld.acksCopy(), t, end)) / 1e6
+	return cy, nil
+}

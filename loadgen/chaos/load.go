@@ -1,0 +1,201 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/loadgen/durability"
+	"github.com/samsamq/samsa/protocol"
+)
+
+// load is the producers and the role sampler of a run. Every SEND_OK goes
+// to the ledger and, with the answering broker (the store host of the
+// answer's offset message id) and the time, to acks.
+type load struct {
+	o        *Options
+	ledger   *durability.Ledger
+	stopping chan struct{}
+	wg       sync.WaitGroup
+	clients  []interface{ Close() error }
+	mu       struct {
+		sync.Mutex
+		acks    []Ack
+		samples []RoleSample
+	}
+}
+
+func clientOptions(namesrv string) client.ClientOptions {
+	return client.ClientOptions{NameServers: []string{namesrv}}
+}
+
+// startLoad starts o.Producers producers and a sampler polling brokers'
+// `stats ha` every 100 ms.
+func startLoad(o *Options, namesrv string, brokers []string, l *durability.Ledger) (*load, error) {
+	ld := &load{o: o, ledger: l, stopping: make(chan struct{})}
+	for i := range o.Producers {
+		p, err := client.NewProducer(client.ProducerOptions{ClientOptions: clientOptions(namesrv),
+			Group: "chaos-producer", SendTimeout: 3 * time.Second, Retries: -1, DisableFaultAvoidance: true})
+		if err != nil {
+			ld.stop()
+			return nil, err
+		}
+		ld.clients = append(ld.clients, p)
+		ld.wg.Add(1)
+		go ld.produce(i, p)
+	}
+	a, err := client.NewAdmin(clientOptions(namesrv))
+	if err != nil {
+		ld.stop()
+		return nil, err
+	}
+	ld.clients = append(ld.clients, a)
+	ld.wg.Add(1)
+	go ld.sample(a, brokers)
+	return ld, nil
+}
+
+func (ld *load) stopped() bool {
+	select {
+	case <-ld.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+func (ld *load) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ld.stopping:
+	case <-t.C:
+	}
+}
+
+// produce is producer i's goroutine: one send at a time, ids p<i>-<seq>.
+func (ld *load) produce(i int, p *client.Producer) {
+	defer ld.wg.Done()
+	for seq := 0; !ld.stopped(); seq++ {
+		id := fmt.Sprintf("p%d-%d", i, seq)
+		ld.ledger.Sent()
+		res, err := p.Send(context.Background(), &client.Message{Topic: durability.Topic, Body: durability.Body(id, ld.o.BodySize)})
+		switch {
+		case err == nil && res.Status == client.SendOK:
+			now := time.Now()
+			host, phys, herr := protocol.ParseOffsetMsgID(res.OffsetMsgID)
+			broker := host.String()
+			if herr != nil {
+				broker, phys = "?", -1
+			}
+			ld.ledger.AckedAt(id, durability.Pos{Queue: res.Queue.QueueID, Offset: res.QueueOffset}, phys, now)
+			ld.mu.Lock()
+			ld.mu.acks = append(ld.mu.acks, Ack{At: now, Broker: broker})
+			ld.mu.Unlock()
+			continue
+		case res != nil:
+			_, phys, _ := protocol.ParseOffsetMsgID(res.OffsetMsgID)
+			ld.ledger.StoredOnly(id, durability.Pos{Queue: res.Queue.QueueID, Offset: res.QueueOffset}, phys, res.Status.String())
+		}
+		ld.pause(5 * time.Millisecond)
+	}
+}
+
+// sample is the role sampler: each broker's controller_role and
+// controller_master_epoch every 100 ms until stop. A broker that does not
+// answer (down, paused) is not sampled.
+func (ld *load) sample(a *client.Admin, brokers []string) {
+	defer ld.wg.Done()
+	for !ld.stopped() {
+		for _, b := range brokers {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := a.BrokerStats(ctx, b, "ha")
+			cancel()
+			if err != nil {
+				continue
+			}
+			if s, ok := roleOf(b, st, time.Now()); ok {
+				ld.mu.Lock()
+				ld.mu.samples = append(ld.mu.samples, s)
+				ld.mu.Unlock()
+			}
+		}
+		ld.pause(100 * time.Millisecond)
+	}
+}
+
+// brokerRole is a broker's controller-mode state from its `stats ha`.
+type brokerRole struct {
+	master, writable bool
+	epoch            int64
+	syncSet          int // members of the sync-state set it reports
+}
+
+func roleStateOf(st []protocol.Stat) (brokerRole, bool) {
+	var r brokerRole
+	found := false
+	for _, s := range st {
+		switch s.Name {
+		case "controller_role":
+			r.master, found = s.Value == "master", true
+		case "controller_master_epoch":
+			r.epoch, _ = strconv.ParseInt(s.Value, 10, 64)
+		case "controller_writable":
+			r.writable = s.Value == "1"
+		case "controller_sync_set":
+			v, _ := strconv.Unquote(s.Value)
+			if v != "" {
+				r.syncSet = len(strings.Split(v, ","))
+			}
+		}
+	}
+	return r, found
+}
+
+func roleOf(broker string, st []protocol.Stat, at time.Time) (RoleSample, bool) {
+	r, ok := roleStateOf(st)
+	return RoleSample{Broker: broker, Master: r.master, Epoch: r.epoch, At: at}, ok
+}
+
+// acksSince is a copy of the acknowledgements (in time order).
+func (ld *load) acksCopy() []Ack {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	out := slices.Clone(ld.mu.acks)
+	slices.SortStableFunc(out, func(a, b Ack) int { return a.At.Compare(b.At) })
+	return out
+}
+
+func (ld *load) samplesCopy() []RoleSample {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	return slices.Clone(ld.mu.samples)
+}
+
+// stop ends the load and waits for its goroutines (each send and poll is
+// bounded by its timeout).
+func (ld *load) stop() error {
+	select {
+	case <-ld.stopping:
+		return nil
+	default:
+	}
+	close(ld.stopping)
+	done := make(chan struct{})
+	go func() { ld.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		err = fmt.Errorf("load did not stop within 30s")
+	}
+	for _, c := range ld.clients {
+		c.Close()
+	}
+	return err
+}

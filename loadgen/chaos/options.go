@@ -1,0 +1,168 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The fault kinds Run injects, one per cycle, taken from Options.Faults in
+// a seeded order.
+const (
+	KillMaster          = "kill-master"            // SIGKILL the master
+	KillSlave           = "kill-slave"             // SIGKILL one slave (seeded)
+	KillLeader          = "kill-controller-leader" // SIGKILL the controller's Raft leader
+	KillMasterAndLeader = "kill-master-leader"     // both at once (apache/rocketmq#7689's scenario)
+	PauseMaster         = "pause-master"           // SIGSTOP the master for 2 election timeouts, then SIGCONT
+	PartitionMaster     = "partition-master"       // cut the master's controller links for 2 election timeouts
+)
+
+// AllFaults lists every fault kind.
+//
+// PartitionMaster cuts the master's links to the controllers: each broker
+// reaches each controller through a Partition of its own (its
+// controllerAddr), and, since a controller that is not the Raft leader
+// answers with the leader's advertised address and the broker's client
+// follows it, the controllers advertise shared Partitions too, on which
+// the cut holds the connections of the master's process (found through
+// /proc: Linux only). The master's HA link is not cut: a broker
+// advertises brokerIP1:haListenPort, with no separate advertised HA
+// address to put a proxy behind, so its slaves keep their link until they
+// follow the new master.
+var AllFaults = []string{KillMaster, KillSlave, KillLeader, KillMasterAndLeader, PauseMaster, PartitionMaster}
+
+// takesMaster says whether a fault takes the master away: its RTO is
+// measured to the first acknowledgement by another broker. The others
+// are judged by the longest gap between acknowledgements.
+func takesMaster(f string) bool {
+	return f == KillMaster || f == KillMasterAndLeader || f == PauseMaster || f == PartitionMaster
+}
+
+// Options configure Run. Zero values take the defaults named.
+type Options struct {
+	// Binary is the samsa executable run as controllers, name server and
+	// brokers (required; the CLI passes itself, tests $SAMSA_BIN).
+	Binary string
+	// Dir is where the run's directory is made (default the temp dir).
+	Dir string
+	// KeepDir keeps the run's data and logs after a successful run (they
+	// are always kept after an error).
+	KeepDir bool
+	// Cycles is the number of faults injected (default 6).
+	Cycles int
+	// Faults are the kinds to draw from (default AllFaults): cycle i
+	// takes Faults[i mod n] of a seeded shuffle of them.
+	Faults []string
+	// Seed seeds the fault order, the choice of slave and the up times
+	// (0: from the clock; the result records it).
+	Seed uint64
+	// ElectionTimeout is the controller's (samsa controller
+	// --election-timeout; default 3 s). The brokers'
+	// controllerHeartBeatTimeoutMills is set to it.
+	ElectionTimeout time.Duration
+	// HeartbeatInterval is the brokers' brokerHeartbeatInterval (default
+	// ElectionTimeout/3, at most 1 s).
+	HeartbeatInterval time.Duration
+	// SlaveNotCatchup is haMaxTimeSlaveNotCatchup (default 15 s, the
+	// broker's): a SYNC_MASTER waits for every member of its sync-state
+	// set, so a dead slave stalls sends until it is dropped.
+	SlaveNotCatchup time.Duration
+	// Producers is the number of producers, each sending one message at
+	// a time (default 4); Queues the topic's queues (default 4);
+	// BodySize a message's size (default 256).
+	Producers, Queues, BodySize int
+	// MinUp and MaxUp bound the seeded time the cluster runs under load
+	// between a settled cluster and the next fault (default 1 s and 3 s).
+	MinUp, MaxUp time.Duration
+	// StartTimeout bounds the cluster's start (default 60 s);
+	// RecoveryTimeout a fault's recovery and the cluster settling again
+	// (default 60 s); ReadTimeout the final read-back (default 120 s).
+	StartTimeout, RecoveryTimeout, ReadTimeout time.Duration
+	// Progress receives one line per cycle (default io.Discard).
+	Progress io.Writer
+}
+
+// EnsureDefaults fills the zero fields.
+func (o *Options) EnsureDefaults() {
+	if o.Cycles == 0 {
+		o.Cycles = 6
+	}
+	if len(o.Faults) == 0 {
+		o.Faults = slices.Clone(AllFaults)
+	}
+	if o.ElectionTimeout == 0 {
+		o.ElectionTimeout = 3 * time.Second
+	}
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = min(o.ElectionTimeout/3, time.Second)
+	}
+	if o.SlaveNotCatchup == 0 {
+		o.SlaveNotCatchup = 15 * time.Second
+	}
+	if o.Producers == 0 {
+		o.Producers = 4
+	}
+	if o.Queues == 0 {
+		o.Queues = 4
+	}
+	if o.BodySize == 0 {
+		o.BodySize = 256
+	}
+	if o.MinUp == 0 {
+		o.MinUp = time.Second
+	}
+	if o.MaxUp == 0 {
+		o.MaxUp = max(3*time.Second, o.MinUp)
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.RecoveryTimeout == 0 {
+		o.RecoveryTimeout = 60 * time.Second
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = 120 * time.Second
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+// Validate reports every bad field at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Binary == "" {
+		errs = append(errs, errors.New("no samsa binary (Options.Binary)"))
+	}
+	if o.Cycles < 0 {
+		errs = append(errs, fmt.Errorf("cycles %d < 0", o.Cycles))
+	}
+	for _, f := range o.Faults {
+		if !slices.Contains(AllFaults, f) {
+			errs = append(errs, fmt.Errorf("unknown fault %q (known: %s)", f, strings.Join(AllFaults, ", ")))
+		}
+	}
+	if o.ElectionTimeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("election timeout %v < 100ms", o.ElectionTimeout))
+	}
+	if o.HeartbeatInterval <= 0 || o.HeartbeatInterval >= o.ElectionTimeout {
+		errs = append(errs, fmt.Errorf("heartbeat interval %v must be in (0, election timeout %v)", o.HeartbeatInterval, o.ElectionTimeout))
+	}
+	if o.Producers < 1 || o.Queues < 1 || o.BodySize < 1 {
+		errs = append(errs, fmt.Errorf("producers %d, queues %d, body size %d: each must be at least 1", o.Producers, o.Queues, o.BodySize))
+	}
+	if o.MinUp < 0 || o.MaxUp < o.MinUp {
+		errs = append(errs, fmt.Errorf("up time [%v, %v] is not a range", o.MinUp, o.MaxUp))
+	}
+	return errors.Join(errs...)
+}
+
+// String is a stable one-line form for the result file.
+func (o *Options) String() string {
+	return fmt.Sprintf("cycles=%d faults=%s election_timeout=%v heartbeat=%v slave_not_catchup=%v producers=%d queues=%d body=%d up=[%v,%v]",
+		o.Cycles, strings.Join(o.Faults, ","), o.ElectionTimeout, o.HeartbeatInterval, o.SlaveNotCatchup,
+		o.Producers, o.Queues, o.BodySize, o.MinUp, o.MaxUp)
+}
