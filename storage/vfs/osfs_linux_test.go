@@ -3,11 +3,12 @@ package vfs
 import (
 	"bytes"
 	"errors"
-	"golang.org/x/sys/unix"
 	"io/fs"
 	"path/filepath"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestOSFSBasics(t *testing.T) {
