@@ -237,6 +237,13 @@ func (p *Producer) Send(ctx context.Context, m *Message) (*SendResult, error) {
 		}
 		p.note(q.BrokerName, start, err)
 		if err == nil || !retriable(err) {
+			if errors.Is(err, ErrTimeout) {
+				// No answer in time: the outcome is unknown, so no retry,
+				// but the broker may be gone or paused and replaced (a
+				// fail-over): look the route up now, not at the next
+				// RouteRefresh (30 s).
+				p.in.refreshSoon(m.Topic)
+			}
 			if err != nil && len(errs) > 0 {
 				err = fmt.Errorf("%w (after %d failed attempts: %w)", err, len(errs), errors.Join(errs...))
 			}
@@ -438,6 +445,9 @@ func (bs *batchSender) send(ctx context.Context, sends []pendingSend, body []byt
 		}
 		p.note(bs.q.BrokerName, start, err)
 		if err == nil || !retriable(err) {
+			if errors.Is(err, ErrTimeout) {
+				p.in.refreshSoon(bs.first.Topic) // as Send: a fail-over may have moved the master
+			}
 			return res, err
 		}
 		errs = append(errs, fmt.Errorf("attempt %d to %s: %w", attempt+1, bs.q.BrokerName, err))
