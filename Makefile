@@ -121,6 +121,11 @@ BENCH_EXPERIMENTS      += $(BENCH_SCALE_EXPERIMENTS)
 BENCH_FULL_EXPERIMENTS += $(BENCH_SCALE_EXPERIMENTS)
 BENCH_GATE_TARGETS     ?= $(BENCH_SCALE_EXPERIMENTS)
 
+# The fail-over chaos run (issue #14): 3 controllers, a name server and 3
+# controller-mode replicas as processes, 100 fault cycles; bench-full only
+# (make test runs a short one, loadgen/chaos TestShortChaos).
+BENCH_FULL_EXPERIMENTS += experiments/chaos.json
+
 # The replication kill loop (issue #11) runs the same way, after the other
 # e2e experiments: a master and a slave as real processes, the master
 # SIGKILLed under load and the slave's copy read after each kill. make
