@@ -50,7 +50,7 @@ type replicator interface {
 	// WaitReplicatedFunc is WaitReplicated for a caller that must not
 	// block: an outcome known at once is returned with done; otherwise fn
 	// gets it exactly once later, on the link's goroutine, and must not
-	// block.
+	// block. fn's error may be package ha's (replicaOutcome maps both).
 	WaitReplicatedFunc(end int64, fn func(error)) (done bool, err error)
 	// Slaves reports each connected slave, for stats and metrics.
 	Slaves() []SlaveStatus
@@ -110,9 +110,10 @@ func (b *Broker) replicaStatus(res []storage.AppendResult) (code int16, remark s
 	return b.replicaOutcome(b.repl.WaitReplicated(last.PhysicalOffset + int64(last.Size)))
 }
 
-// replicaOutcome is the answer code a wait for slaves' outcome means.
+// replicaOutcome is the answer code a wait for slaves' outcome means;
+// err may be package ha's own (a WaitReplicatedFunc callback's).
 func (b *Broker) replicaOutcome(err error) (code int16, remark string) {
-	switch {
+	switch err = haError(err); {
 	case err == nil:
 		return protocol.Success, ""
 	case errors.Is(err, errSlaveTimeout):

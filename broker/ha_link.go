@@ -21,8 +21,10 @@ type haMaster struct{ m *ha.Master }
 
 func (h haMaster) WaitReplicated(end int64) error { return haError(h.m.WaitReplicated(end)) }
 
+// WaitReplicatedFunc hands fn package ha's error as it is (no wrapping
+// closure per send): the broker's callback maps it (replicaOutcome).
 func (h haMaster) WaitReplicatedFunc(end int64, fn func(error)) (bool, error) {
-	done, err := h.m.WaitReplicatedFunc(end, func(err error) { fn(haError(err)) })
+	done, err := h.m.WaitReplicatedFunc(end, fn)
 	return done, haError(err)
 }
 

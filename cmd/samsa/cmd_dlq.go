@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -14,28 +13,12 @@ func init() {
 	register(command{name: "dlq", summary: "dead-letter queues: list them, resend their messages to the original topics", run: runDLQ})
 }
 
-var dlqSubs = [][2]string{
-	{"list", "the dead-letter topics (one per consumer group) and how many messages they hold"},
-	{"resend", "send a group's dead letters again, each to its original topic"},
+var dlqSubs = []subcommand{
+	{"list", "the dead-letter topics (one per consumer group) and how many messages they hold", dlqList},
+	{"resend", "send a group's dead letters again, each to its original topic", dlqResend},
 }
 
-func runDLQ(args []string) error {
-	if len(args) == 0 {
-		subUsage(os.Stderr, "dlq", dlqSubs)
-		return errors.New("a subcommand is required")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		subUsage(os.Stdout, "dlq", dlqSubs)
-		return nil
-	case "list":
-		return dlqList(args[1:])
-	case "resend":
-		return dlqResend(args[1:])
-	}
-	subUsage(os.Stderr, "dlq", dlqSubs)
-	return fmt.Errorf("unknown dlq subcommand %q", args[0])
-}
+func runDLQ(args []string) error { return runSubcommand("dlq", dlqSubs, args) }
 
 func dlqList(args []string) error {
 	fs := newFlagSet("dlq list", "", "The dead-letter topics (%DLQ%GROUP) with their messages per queue.")

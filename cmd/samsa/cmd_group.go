@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,34 +15,14 @@ func init() {
 	register(command{name: "group", summary: "consumer groups: list, describe, delete, reset-offsets", run: runGroup})
 }
 
-var groupSubs = [][2]string{
-	{"list", "list the subscription groups the masters know"},
-	{"describe", "a group's members (addresses, client versions), queue allocation and lag per queue"},
-	{"delete", "delete a group's subscription config (and its offsets) from the masters"},
-	{"reset-offsets", "move a stopped group's offsets: --to earliest|latest|TIME|OFFSET [--dry-run]"},
+var groupSubs = []subcommand{
+	{"list", "list the subscription groups the masters know", groupList},
+	{"describe", "a group's members (addresses, client versions), queue allocation and lag per queue", groupDescribe},
+	{"delete", "delete a group's subscription config (and its offsets) from the masters", groupDelete},
+	{"reset-offsets", "move a stopped group's offsets: --to earliest|latest|TIME|OFFSET [--dry-run]", groupReset},
 }
 
-func runGroup(args []string) error {
-	if len(args) == 0 {
-		subUsage(os.Stderr, "group", groupSubs)
-		return errors.New("a subcommand is required")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		subUsage(os.Stdout, "group", groupSubs)
-		return nil
-	case "list":
-		return groupList(args[1:])
-	case "describe":
-		return groupDescribe(args[1:])
-	case "delete":
-		return groupDelete(args[1:])
-	case "reset-offsets":
-		return groupReset(args[1:])
-	}
-	subUsage(os.Stderr, "group", groupSubs)
-	return fmt.Errorf("unknown group subcommand %q", args[0])
-}
+func runGroup(args []string) error { return runSubcommand("group", groupSubs, args) }
 
 // systemGroup: the groups brokers and RocketMQ's tools make for themselves.
 func systemGroup(g string) bool {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -16,43 +15,17 @@ func init() {
 	register(command{name: "topic", summary: "topics: create, update, delete, list, route, describe, stats", run: runTopic})
 }
 
-var topicSubs = [][2]string{
-	{"create", "create a topic on the masters (refuses to shrink one's queues unless --force)"},
-	{"update", "change an existing topic: more queues, permissions"},
-	{"delete", "delete a topic from the brokers and the name servers"},
-	{"list", "list the topics the name servers know"},
-	{"route", "show a topic's route: brokers, addresses, queues, permissions"},
-	{"describe", "show a topic's queues with their offsets"},
-	{"stats", "per queue: min and max offsets, last store time"},
+var topicSubs = []subcommand{
+	{"create", "create a topic on the masters (refuses to shrink one's queues unless --force)", topicCreate},
+	{"update", "change an existing topic: more queues, permissions", topicUpdate},
+	{"delete", "delete a topic from the brokers and the name servers", topicDelete},
+	{"list", "list the topics the name servers know", topicList},
+	{"route", "show a topic's route: brokers, addresses, queues, permissions", topicRoute},
+	{"describe", "show a topic's queues with their offsets", func(args []string) error { return topicDescribe(args, false) }},
+	{"stats", "per queue: min and max offsets, last store time", func(args []string) error { return topicDescribe(args, true) }},
 }
 
-func runTopic(args []string) error {
-	if len(args) == 0 {
-		subUsage(os.Stderr, "topic", topicSubs)
-		return fmt.Errorf("a subcommand is required")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		subUsage(os.Stdout, "topic", topicSubs)
-		return nil
-	case "create":
-		return topicCreate(args[1:])
-	case "update":
-		return topicUpdate(args[1:])
-	case "delete":
-		return topicDelete(args[1:])
-	case "list":
-		return topicList(args[1:])
-	case "route":
-		return topicRoute(args[1:])
-	case "describe":
-		return topicDescribe(args[1:], false)
-	case "stats":
-		return topicDescribe(args[1:], true)
-	}
-	subUsage(os.Stderr, "topic", topicSubs)
-	return fmt.Errorf("unknown topic subcommand %q", args[0])
-}
+func runTopic(args []string) error { return runSubcommand("topic", topicSubs, args) }
 
 // brokerTopic is what one broker did with a topic create or update.
 type brokerTopic struct {

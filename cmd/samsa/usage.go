@@ -88,16 +88,45 @@ func printUsage(w io.Writer, fs *flag.FlagSet, synopsis, about string) {
 	fs.SetOutput(out)
 }
 
+// subcommand is one subcommand of a command that has them (topic, group,
+// dlq): its name, a line for the usage, and what runs it.
+type subcommand struct {
+	name, summary string
+	run           func(args []string) error
+}
+
+// runSubcommand runs the subcommand args[0] names, or prints the usage:
+// to stdout for help, to stderr with an error when args name none or an
+// unknown one.
+func runSubcommand(cmd string, subs []subcommand, args []string) error {
+	if len(args) == 0 {
+		subUsage(os.Stderr, cmd, subs)
+		return errors.New("a subcommand is required")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		subUsage(os.Stdout, cmd, subs)
+		return nil
+	}
+	for _, s := range subs {
+		if s.name == args[0] {
+			return s.run(args[1:])
+		}
+	}
+	subUsage(os.Stderr, cmd, subs)
+	return fmt.Errorf("unknown %s subcommand %q", cmd, args[0])
+}
+
 // subUsage writes a command-with-subcommands' usage to w: its
-// subcommands and one line each.
-func subUsage(w io.Writer, name string, subs [][2]string) {
+// subcommands, one line each.
+func subUsage(w io.Writer, name string, subs []subcommand) {
 	names := make([]string, len(subs))
 	for i, s := range subs {
-		names[i] = s[0]
+		names[i] = s.name
 	}
 	fmt.Fprintf(w, "usage: samsa %s <%s> [flags] [ARGS]\n\nsubcommands:\n", name, strings.Join(names, "|"))
 	for _, s := range subs {
-		fmt.Fprintf(w, "  %-14s %s\n", s[0], s[1])
+		fmt.Fprintf(w, "  %-14s %s\n", s.name, s.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'samsa %s <subcommand> -h' for a subcommand's flags.\n", name)
 }
