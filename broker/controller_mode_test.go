@@ -298,7 +298,10 @@ func TestControllerFailover(t *testing.T) {
 	// Every acknowledged message is on the new master exactly once; no
 	// record of the cut tail is anywhere.
 	for _, b := range []*Broker{m2, old} {
-		waitLong(t, func() bool { return b.Store().WrittenOffset() == m2.Store().WrittenOffset() }, "replication")
+		waitLong(t, func() bool {
+			w := m2.Store().WrittenOffset()
+			return b.Store().WrittenOffset() == w && b.Store().DispatchedOffset() == w
+		}, "replication and indexing")
 		got := bodies(t, b.Store(), topic, 4)
 		for _, a := range acked {
 			if got[a] != 1 {

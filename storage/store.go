@@ -346,6 +346,11 @@ func (s *Store) Options() Options { return s.opts }
 // WrittenOffset is the CommitLog offset up to which records are visible.
 func (s *Store) WrittenOffset() int64 { return s.written.Load() }
 
+// DispatchedOffset is the CommitLog offset below which every record is in
+// its consume queue (none held for a retry): what a read by queue offset
+// sees.
+func (s *Store) DispatchedOffset() int64 { return s.dispatchOK.Load() }
+
 // DurableOffset is the CommitLog offset up to which records are fsynced.
 // It may run ahead of HandedOffset only at the memory level, where a flush
 // writes out and syncs in one step.

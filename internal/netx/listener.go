@@ -125,8 +125,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 		delay = 0
 		ip := remoteIP(nc)
 		if why := l.admit(ip); why != "" {
-			_ = nc.Close() // refused: nothing to report beyond the refusal
+			// Count and log before closing: whoever sees the close
+			// also sees the refusal recorded.
 			l.refuse(ip, why)
+			_ = nc.Close() // refused: nothing to report beyond the refusal
 			continue
 		}
 		return wrapConn(nc, func() { l.release(ip) }), nil
