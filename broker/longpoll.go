@@ -67,12 +67,13 @@ func (l *longPoll) hold(p *heldPull) bool {
 // recheck answers p at once if it is still held and maxOffset shows its
 // message arrived: it closes the race between a pull finding nothing and
 // its hold being registered, during which a dispatch finds no one to wake.
+//
+// p's fields are read under mu and only while p is held: once an arrival
+// has taken it out, its answer may be changing it (an SQL92 pull held
+// again past what it read, reholdSQL) on the dispatcher's goroutine.
 func (l *longPoll) recheck(p *heldPull, maxOffset int64) {
-	if maxOffset <= p.offset {
-		return
-	}
 	l.mu.Lock()
-	ok := l.mu.h.remove(p)
+	ok := p.idx >= 0 && maxOffset > p.offset && l.mu.h.remove(p)
 	if ok {
 		l.count.Add(-1)
 	}
