@@ -16,10 +16,11 @@ import (
 // master cut off from the controller, and keeps the sync-state set. Ends
 // when the broker stops.
 func (c *ctlMode) run() {
-	t := time.NewTicker(c.b.cfg.BrokerHeartbeatInterval)
+	t := time.NewTimer(c.b.cfg.BrokerHeartbeatInterval)
 	defer t.Stop()
 	for {
 		c.round()
+		t.Reset(c.nextHeartbeat())
 		select {
 		case <-c.b.stop:
 			return
@@ -27,6 +28,25 @@ func (c *ctlMode) run() {
 		case <-c.kick:
 		}
 	}
+}
+
+// nextHeartbeat is the wait before the next heartbeat: brokerHeartbeatInterval,
+// or a fifteenth of controllerHeartBeatTimeoutMills (at least 50 ms) while
+// the broker has no master to follow (a slave whose replication link is
+// down, or a broker with no role): its master may be dead, and the
+// controller's answer is how it learns that it was elected, or whom to
+// follow, so it asks often until it knows. A master, and a slave with a
+// live link, keep the configured pace.
+func (c *ctlMode) nextHeartbeat() time.Duration {
+	every := c.b.cfg.BrokerHeartbeatInterval
+	c.mu.Lock()
+	role, slave := c.mu.role, c.mu.slave
+	c.mu.Unlock()
+	waiting := role == controller.RoleNone || (role == controller.RoleSlave && (slave == nil || !slave.Status().Connected))
+	if !waiting {
+		return every
+	}
+	return min(every, max(c.b.cfg.ControllerHeartBeatTimeout/15, 50*time.Millisecond))
 }
 
 // round is one heartbeat (or registration) and what follows from it.

@@ -23,7 +23,8 @@ type Producer struct {
 	in     *instance
 	ids    *idGen
 	faults *brokerFaults
-	acc    *accumulator // nil unless batching
+	stalls stalledBrokers // addresses whose last send timed out (stalled.go)
+	acc    *accumulator   // nil unless batching
 
 	inflight chan struct{} // a token per unanswered asynchronous message
 	pending  waitCount
@@ -228,9 +229,14 @@ func (p *Producer) Send(ctx context.Context, m *Message) (*SendResult, error) {
 		if attempt == 0 || !keyed {
 			q = p.pick(m, r, exclude)
 		}
-		addr := r.masterAddr(q.BrokerName)
+		addr, nr, err := p.sendTarget(ctx, m.Topic, r, q)
+		if err != nil {
+			return nil, errors.Join(append(errs, err)...)
+		}
+		r = nr
 		start := p.opts.Clock()
 		resp, err := p.in.rc.Invoke(ctx, addr, p.request(m, q, uniq, start))
+		p.noteAnswer(addr, err)
 		var res *SendResult
 		if err == nil {
 			res, err = result(addr, q, uniq, resp)
@@ -436,9 +442,14 @@ func (bs *batchSender) send(ctx context.Context, sends []pendingSend, body []byt
 			bs.q = p.pick(bs.first, bs.r, bs.exclude)
 		}
 		req := p.sendRequest(protocol.SendBatchMessage, bs.q.Topic, bs.q, 0, 0, "", true, body, p.opts.Clock())
-		addr := bs.r.masterAddr(bs.q.BrokerName)
+		addr, nr, err := p.sendTarget(ctx, bs.first.Topic, bs.r, bs.q)
+		if err != nil {
+			return nil, errors.Join(append(errs, err)...)
+		}
+		bs.r = nr
 		start := p.opts.Clock()
 		resp, err := p.in.rc.Invoke(ctx, addr, req)
+		p.noteAnswer(addr, err)
 		var res []*SendResult
 		if err == nil {
 			res, err = batchResults(addr, bs.q, sends, resp)

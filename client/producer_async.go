@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,6 +86,10 @@ func (p *Producer) SendAsyncChan(ctx context.Context, m *Message, results chan<-
 func (p *Producer) sendOneAsync(deadline, start time.Time, r *topicRoute, s pendingSend, q MessageQueue, attempt int, errs []error, done func(*SendResult, error)) {
 	addr := r.masterAddr(q.BrokerName)
 	p.in.rc.InvokeAsyncDeadline(addr, p.request(s.msg, q, s.uniq, start), deadline, func(resp *protocol.Command, err error) {
+		p.noteAnswer(addr, err)
+		if errors.Is(err, ErrTimeout) {
+			p.in.refreshSoon(s.msg.Topic) // as Send: a fail-over may have moved the master
+		}
 		var res *SendResult
 		if err == nil {
 			res, err = result(addr, q, s.uniq, resp)
@@ -143,6 +148,10 @@ func (p *Producer) sendBatchAsync(ctx context.Context, r *topicRoute, sends []pe
 	addr := r.masterAddr(q.BrokerName)
 	start := p.opts.Clock()
 	p.in.rc.InvokeAsync(ctx, addr, req, func(resp *protocol.Command, err error) {
+		p.noteAnswer(addr, err)
+		if errors.Is(err, ErrTimeout) {
+			p.in.refreshSoon(q.Topic)
+		}
 		var res []*SendResult
 		if err == nil {
 			res, err = batchResults(addr, q, sends, resp)
