@@ -81,12 +81,12 @@ func runProduce(args []string) error {
 	defer cancel()
 
 	var sent, failed, bytes atomic.Int64
-	var firstErr atomic.Value
+	var firstErr firstError
 	var outMu sync.Mutex
 	report := func(i int, m *client.Message, r *client.SendResult, err error) {
 		if err != nil {
 			failed.Add(1)
-			firstErr.CompareAndSwap(nil, err)
+			firstErr.set(err)
 		} else {
 			sent.Add(1)
 			bytes.Add(int64(len(m.Body)))
@@ -182,12 +182,26 @@ func runProduce(args []string) error {
 		fmt.Fprintf(os.Stderr, "sent %d messages (%d bytes) to %s in %v: %.0f msg/s; %d failed\n",
 			sent.Load(), bytes.Load(), *topic, elapsed.Round(time.Millisecond), rate, failed.Load())
 	}
-	if err, _ := firstErr.Load().(error); err != nil {
+	if err := firstErr.get(); err != nil {
 		if errors.Is(err, client.ErrNoRoute) || errors.Is(err, client.ErrTopicNotExist) {
 			return fmt.Errorf("%d of %d sends failed: topic %s does not exist: create it with 'samsa topic create %s' (or send with --auto-create where the broker allows it): %w",
 				failed.Load(), n, *topic, *topic, err)
 		}
 		return fmt.Errorf("%d of %d sends failed, the first: %w", failed.Load(), n, err)
+	}
+	return nil
+}
+
+// firstError keeps the first error set; safe for concurrent use. (An
+// atomic.Value would panic at the second error of another concrete type.)
+type firstError struct{ p atomic.Pointer[error] }
+
+func (f *firstError) set(err error) { f.p.CompareAndSwap(nil, &err) }
+
+// get is the first error set, or nil.
+func (f *firstError) get() error {
+	if p := f.p.Load(); p != nil {
+		return *p
 	}
 	return nil
 }
