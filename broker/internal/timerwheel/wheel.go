@@ -432,10 +432,12 @@ func (w *Wheel) Trim(readMs int64) (int, error) {
 	n := 0
 	for len(w.segs) > 1 && w.segs[0].maxDeliver < readMs {
 		g := w.segs[0]
-		_ = g.f.Close() // removed next: every entry in it was due and read
+		// Removed, then closed: a segment whose removal failed stays open
+		// in the log for the next Trim (and Close's check).
 		if err := w.o.FS.Remove(w.segPath(g.base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return n, err
 		}
+		_ = g.f.Close() // removed: every entry in it was due and read
 		w.segs = w.segs[1:]
 		n++
 	}
