@@ -33,7 +33,7 @@ func startAdmin(b *Broker) (*adminServer, error) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "samsa broker %s (%s)\n/ui/\n/metrics\n/healthz\n/readyz\n/debug/pprof/\n", b.cfg.BrokerName, b.Addr())
+		_, _ = fmt.Fprintf(w, "samsa broker %s (%s)\n/ui/\n/metrics\n/healthz\n/readyz\n/debug/pprof/\n", b.cfg.BrokerName, b.Addr()) // a failed write is the client gone
 	})
 	closeUI := mountUI(b, mux) // the dashboard, /ui/ (ui.go)
 	var h http.Handler = mux

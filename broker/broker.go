@@ -155,15 +155,13 @@ func New(cfg Config) (*Broker, error) {
 	b.reg = newRegistrar(b)
 	if cfg.EnableControllerMode {
 		if err := b.openControllerMode(); err != nil { // controller_mode.go
-			st.Close()
-			return nil, err
+			return nil, closeStoreAfter(st, err)
 		}
 		b.metaSync = newSlaveSync(b) // copies the master's tables while this replica is not master
 	} else if cfg.BrokerRole == Slave {
 		b.metaSync = newSlaveSync(b)
 	} else if err := b.startHAMaster(); err != nil && !isDiskFull(err) {
-		st.Close()
-		return nil, err
+		return nil, closeStoreAfter(st, err)
 	} else if err != nil {
 		// The new epoch cannot be recorded: no slave may follow a log
 		// whose epochs are unknown, and the store takes no writes anyway.
@@ -175,17 +173,24 @@ func New(cfg Config) (*Broker, error) {
 	}
 	if cfg.BrokerRole != Slave {
 		if err := b.openTxn(); err != nil {
-			st.Close()
-			return nil, err
+			return nil, closeStoreAfter(st, err)
 		}
 	}
 	if err := b.openSchedule(); err != nil {
-		st.Close()
-		return nil, err
+		return nil, closeStoreAfter(st, err)
 	}
 	b.procs = b.processors()
 	opened = true
 	return b, nil
+}
+
+// closeStoreAfter closes the store New opened before failing with err; its
+// Close error (recovery may have written) joins err.
+func closeStoreAfter(st *storage.Store, err error) error {
+	if cerr := st.Close(); cerr != nil {
+		return errors.Join(err, fmt.Errorf("broker: close store: %w", cerr))
+	}
+	return err
 }
 
 // storeOptions maps the broker's configuration onto the store's.
@@ -252,7 +257,7 @@ func (b *Broker) Start() error {
 	if b.cfg.AdminListen != "off" {
 		a, err := startAdmin(b)
 		if err != nil {
-			ln.Close()
+			_ = ln.Close() // nothing accepted on it yet
 			return err
 		}
 		b.admin = a
@@ -354,7 +359,7 @@ func (b *Broker) shutdown() error {
 	b.mu.Unlock()
 	var errs []error
 	if b.ln != nil {
-		b.ln.Close()
+		_ = b.ln.Close() // stops accepting; a close error leaves nothing to do
 	}
 	if !started {
 		b.poll.close()

@@ -377,7 +377,7 @@ func (c *conn) close(reason string) {
 			c.b.log.Info("broker: closing connection", "remote", c.addr, "reason", reason)
 		}
 		close(c.closed)
-		c.nc.Close()
+		_ = c.nc.Close() // closing for a reason logged above, or at the peer's end
 		c.b.connClosed(c)
 	})
 }

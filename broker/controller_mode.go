@@ -234,17 +234,19 @@ func (c *ctlMode) heartbeatNow() {
 func (c *ctlMode) close() {
 	c.b.store.SetFenced(true)
 	c.writable.Store(false)
+	// Shutting down: ha.Master's Close reports only its listener's close,
+	// ha.Slave's and the client's report nothing.
 	if m := c.master.Swap(nil); m != nil {
-		m.Close()
+		_ = m.Close()
 	}
 	c.mu.Lock()
 	s := c.mu.slave
 	c.mu.slave = nil
 	c.mu.Unlock()
 	if s != nil {
-		s.Close()
+		_ = s.Close()
 	}
-	c.cli.Close()
+	_ = c.cli.Close()
 }
 
 // ctlHAMasterAddr is where a controller-mode slave's link connects: the HA

@@ -94,8 +94,7 @@ func StartDev(opts DevOptions) (*Dev, error) {
 		err = ns.Start()
 	}
 	if err != nil {
-		d.removeDir()
-		return nil, err
+		return nil, errors.Join(err, d.removeDir())
 	}
 	d.Namesrv = ns
 	cfg := opts.Broker.clone()
@@ -112,15 +111,12 @@ func StartDev(opts DevOptions) (*Dev, error) {
 	}
 	b, err := startDevBroker(cfg)
 	if err != nil {
-		ns.Close()
-		d.removeDir()
-		return nil, err
+		return nil, errors.Join(err, ns.Close(), d.removeDir())
 	}
 	d.Broker, d.master = b, cfg
 	for i := 1; i <= opts.Slaves; i++ {
 		if _, err := d.AddSlave(""); err != nil {
-			d.Close()
-			return nil, err
+			return nil, errors.Join(err, d.Close())
 		}
 	}
 	return d, nil
@@ -159,7 +155,7 @@ func startDevBroker(cfg Config) (*Broker, error) {
 	b, err := New(cfg)
 	if err == nil {
 		if err = b.Start(); err != nil {
-			b.Close()
+			err = errors.Join(err, b.Close())
 		}
 	}
 	return b, err
@@ -179,10 +175,11 @@ func devSlaveConfig(master Config, dir string, i int) Config {
 	return c
 }
 
-func (d *Dev) removeDir() {
+func (d *Dev) removeDir() error {
 	if d.tempDir && !d.keep {
-		os.RemoveAll(d.Dir)
+		return os.RemoveAll(d.Dir)
 	}
+	return nil
 }
 
 // Close stops the slaves and the broker (cleanly), then the name server,
@@ -194,6 +191,5 @@ func (d *Dev) Close() error {
 	}
 	err = errors.Join(err, d.Broker.Close())
 	err = errors.Join(err, d.Namesrv.Close())
-	d.removeDir()
-	return err
+	return errors.Join(err, d.removeDir())
 }

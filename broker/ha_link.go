@@ -116,7 +116,7 @@ func (b *Broker) newHAMaster(epochs *ha.EpochFile, epoch uint64) (*ha.Master, er
 		OnAuthRefused:        b.acl.haRefused(),
 	})
 	if err != nil {
-		ln.Close()
+		_ = ln.Close() // nothing accepted on it yet
 		return nil, fmt.Errorf("broker: replication listener: %w", err)
 	}
 	b.setHAPort(m.Addr().(*net.TCPAddr).Port)
@@ -180,10 +180,12 @@ func (b *Broker) closeHA() {
 	if b.ctl != nil {
 		b.ctl.close()
 	}
+	// Shutting down: ha.Slave's Close reports nothing, ha.Master's only its
+	// listener's close.
 	if b.haSlave != nil {
-		b.haSlave.Close()
+		_ = b.haSlave.Close()
 	}
 	if b.haMaster != nil {
-		b.haMaster.Close()
+		_ = b.haMaster.Close()
 	}
 }

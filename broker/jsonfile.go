@@ -55,11 +55,11 @@ func (f jsonFile) writeTemp(tmp string, b []byte) error {
 		return fmt.Errorf("broker: create %s: %w", tmp, err)
 	}
 	if _, err := w.WriteAt(b, 0); err != nil {
-		w.Close()
+		_ = w.Close() // the caller removes the temp file
 		return fmt.Errorf("broker: write %s: %w", tmp, err)
 	}
 	if err := w.Sync(); err != nil {
-		w.Close()
+		_ = w.Close() // the caller removes the temp file
 		return fmt.Errorf("broker: sync %s: %w", tmp, err)
 	}
 	if err := w.Close(); err != nil {
@@ -77,7 +77,7 @@ func (f jsonFile) read() (b []byte, found bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read-only
 	n, err := r.Size()
 	if err != nil {
 		return nil, false, err

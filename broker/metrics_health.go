@@ -20,16 +20,17 @@ func withHealth(b *Broker, next http.Handler) http.Handler {
 		switch r.URL.Path {
 		case "/healthz":
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			fmt.Fprintln(w, "ok")
+			// A failed write below is the client gone.
+			_, _ = fmt.Fprintln(w, "ok")
 		case "/readyz":
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			ready, why := b.readiness()
 			if !ready {
 				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintln(w, "not ready:", why)
+				_, _ = fmt.Fprintln(w, "not ready:", why)
 				return
 			}
-			fmt.Fprintln(w, "ready"+why)
+			_, _ = fmt.Fprintln(w, "ready"+why)
 		default:
 			next.ServeHTTP(w, r)
 		}

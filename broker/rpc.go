@@ -98,7 +98,7 @@ func (c *rpcConn) roundTrip(r *rpcClient, addr string, req *protocol.Command, de
 		c.nc, c.br = nc, bufio.NewReader(nc)
 	}
 	fail := func(err error) (*protocol.Command, error) {
-		c.nc.Close()
+		_ = c.nc.Close() // dropped for err, which is returned
 		c.nc, c.br = nil, nil
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (r *rpcClient) close() {
 	for _, c := range conns {
 		c.mu.Lock()
 		if c.nc != nil {
-			c.nc.Close()
+			_ = c.nc.Close() // a call in progress sees the close as its error
 			c.nc = nil
 		}
 		c.mu.Unlock()

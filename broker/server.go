@@ -28,7 +28,7 @@ func (b *Broker) acceptLoop() {
 		b.mu.Lock()
 		if b.mu.closed {
 			b.mu.Unlock()
-			nc.Close()
+			_ = nc.Close() // shutting down: turned away unserved
 			return
 		}
 		b.connWG.Add(1)
@@ -48,14 +48,14 @@ func (b *Broker) serveConn(raw net.Conn) {
 		if !b.closing.Load() {
 			b.log.Info("broker: connection closed before its first byte", "remote", raw.RemoteAddr().String(), "err", err)
 		}
-		raw.Close()
+		_ = raw.Close() // the handshake failed: nothing was served
 		return
 	}
 	c := newConn(b, nc)
 	b.mu.Lock()
 	if b.mu.closed {
 		b.mu.Unlock()
-		nc.Close()
+		_ = nc.Close() // shutting down: turned away unserved
 		return
 	}
 	b.mu.conns[c] = struct{}{}

@@ -36,7 +36,9 @@ const maxTextLine = 1024
 func isTextStart(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
 // serveText runs a text connection until quit, EOF or a bad line. It
-// writes synchronously: a text client waits for each answer.
+// writes synchronously: a text client waits for each answer. Answers go
+// to a bufio.Writer, whose first write error sticks: the Flush after each
+// answer reports it (the writes' own errors are dropped).
 func (c *conn) serveText() {
 	w := bufio.NewWriter(countingWriter{c.nc, &c.b.stats.bytesWritten})
 	authed := false // with ACL on: an admin account sent auth
@@ -44,8 +46,8 @@ func (c *conn) serveText() {
 		line, err := c.br.ReadSlice('\n')
 		if err != nil {
 			if err == bufio.ErrBufferFull || len(line) > maxTextLine {
-				fmt.Fprintf(w, "CLIENT_ERROR line too long\r\n")
-				w.Flush()
+				_, _ = fmt.Fprintf(w, "CLIENT_ERROR line too long\r\n")
+				_ = w.Flush() // the connection closes next either way
 			} else {
 				c.timedOut(err)
 			}
@@ -53,8 +55,8 @@ func (c *conn) serveText() {
 		}
 		c.dl.Boundary(c.br.Buffered()) // a line is a frame: idle and partial-line timeouts
 		if len(line) > maxTextLine {
-			fmt.Fprintf(w, "CLIENT_ERROR line too long\r\n")
-			w.Flush()
+			_, _ = fmt.Fprintf(w, "CLIENT_ERROR line too long\r\n")
+			_ = w.Flush() // the connection closes next either way
 			return
 		}
 		fields := strings.Fields(string(line))
@@ -79,19 +81,19 @@ func (c *conn) serveText() {
 		case "auth":
 			// ACL off (or already authenticated): nothing to check, so a
 			// client with credentials works against any broker.
-			fmt.Fprintf(w, "OK\r\n")
+			_, _ = fmt.Fprintf(w, "OK\r\n")
 		case "version":
-			fmt.Fprintf(w, "VERSION %s\r\n", c.b.cfg.Version)
+			_, _ = fmt.Fprintf(w, "VERSION %s\r\n", c.b.cfg.Version)
 		case "stats":
 			item := ""
 			if len(fields) > 1 {
 				item = strings.ToLower(fields[1])
 			}
 			if !c.b.writeStats(w, item) {
-				fmt.Fprintf(w, "CLIENT_ERROR unknown stats item %q\r\n", item)
+				_, _ = fmt.Fprintf(w, "CLIENT_ERROR unknown stats item %q\r\n", item)
 			}
 		default:
-			fmt.Fprintf(w, "ERROR\r\n")
+			_, _ = fmt.Fprintf(w, "ERROR\r\n")
 		}
 		if w.Flush() != nil {
 			return
@@ -130,9 +132,9 @@ func (b *Broker) writeStats(w *bufio.Writer, item string) bool {
 		return false
 	}
 	for _, l := range lines {
-		fmt.Fprintf(w, "STAT %s %v\r\n", l.name, l.value)
+		_, _ = fmt.Fprintf(w, "STAT %s %v\r\n", l.name, l.value)
 	}
-	fmt.Fprintf(w, "END\r\n")
+	_, _ = fmt.Fprintf(w, "END\r\n")
 	return true
 }
 
@@ -236,11 +238,11 @@ func (c countingWriter) Write(p []byte) (int, error) {
 // then closes.
 func (c *conn) textAuth(w *bufio.Writer, fields []string) bool {
 	if strings.ToLower(fields[0]) == "auth" && len(fields) == 3 && c.b.acl.adminCredentials(fields[1], fields[2]) {
-		fmt.Fprintf(w, "OK\r\n")
+		_, _ = fmt.Fprintf(w, "OK\r\n")
 		return true
 	}
 	c.b.acl.denied.Add(acl.ReasonAdminAuth, 0)
-	fmt.Fprintf(w, "CLIENT_ERROR access denied: ACL is on; send \"auth <accessKey> <secretKey>\" of an admin account first\r\n")
-	w.Flush()
+	_, _ = fmt.Fprintf(w, "CLIENT_ERROR access denied: ACL is on; send \"auth <accessKey> <secretKey>\" of an admin account first\r\n")
+	_ = w.Flush() // the connection closes next either way
 	return false
 }

@@ -139,7 +139,10 @@ func (t *timerService) close() error {
 		return nil
 	}
 	if err := t.flushDelivered(); err != nil {
-		t.wheel.Close()
+		// Closed without a clean checkpoint: the next start rebuilds.
+		if cerr := t.wheel.Close(); cerr != nil {
+			return errors.Join(err, cerr)
+		}
 		return err
 	}
 	err := t.wheel.Close(timerwheel.Checkpoint{ReadMs: t.readMs, QueueOffset: t.queueOff})

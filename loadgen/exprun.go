@@ -110,7 +110,7 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 			if done > 0 {
 				eta = (time.Duration(float64(time.Since(began)) / float64(done) * float64(total-done))).Round(time.Second).String()
 			}
-			fmt.Fprintf(progress, "== %s: run %d/%d: %s (repeat %d/%d), ETA %s\n", e.Name, done+1, total, cr.Cell.Label, rep+1, repeats, eta)
+			progressf(progress, "== %s: run %d/%d: %s (repeat %d/%d), ETA %s\n", e.Name, done+1, total, cr.Cell.Label, rep+1, repeats, eta)
 			r, err := runCell(ctx, cr.Cell, factory, progress)
 			done++
 			if err != nil {
@@ -118,7 +118,7 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 					return nil, ctx.Err()
 				}
 				cr.Skipped = err.Error()
-				fmt.Fprintf(progress, "   skipped: %v\n", err)
+				progressf(progress, "   skipped: %v\n", err)
 				continue
 			}
 			cr.Runs = append(cr.Runs, r)
@@ -159,9 +159,19 @@ func runCell(ctx context.Context, c Cell, factory DriverFactory, progress io.Wri
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer func() {
+		// The run's figures stand (the run is over); the failed close
+		// (its embedded cluster, a peer's server) is shown with them.
+		if cerr := d.Close(); cerr != nil {
+			progressf(progress, "   closing the %s driver: %v\n", c.Driver, cerr)
+		}
+	}()
 	return Run(ctx, d, c.Workload, Options{Out: prefixWriter{progress, "   "}})
 }
+
+// progressf writes a progress line. Progress is best effort, as a
+// command's prints to stdout are: the result does not depend on it.
+func progressf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }
 
 // prefixWriter indents the progress lines of a run under its cell header.
 type prefixWriter struct {

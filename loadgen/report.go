@@ -15,6 +15,8 @@ type reporter struct {
 	r         *run
 	measuring atomic.Bool
 	log       *hdr.HistogramLogWriter
+	// logErr is the HDR log's first failed write; Run returns it.
+	logErr    error
 	lastAcked int64
 	lastRecv  int64
 	last      time.Time
@@ -24,18 +26,34 @@ func newReporter(r *run) *reporter {
 	rep := &reporter{r: r, last: time.Now()}
 	if r.opts.HDRLog != nil {
 		rep.log = hdr.NewHistogramLogWriter(r.opts.HDRLog)
-		_ = rep.log.OutputLogFormatVersion()
-		_ = rep.log.OutputComment("samsa loadgen " + r.w.String())
+		rep.logged(rep.log.OutputLogFormatVersion())
+		rep.logged(rep.log.OutputComment("samsa loadgen " + r.w.String()))
 		// The library writes whole seconds; the interval times are
 		// relative to the base in ms, so both lines carry the ms.
 		base := rep.last.UnixMilli()
 		iso := time.UnixMilli(base).UTC().Format("2006-01-02T15:04:05.000Z07:00")
-		fmt.Fprintf(r.opts.HDRLog, "#[StartTime: %.3f (seconds since epoch), %s]\n", float64(base)/1e3, iso)
-		fmt.Fprintf(r.opts.HDRLog, "#[BaseTime: %.3f (seconds since epoch)]\n", float64(base)/1e3)
+		_, err := fmt.Fprintf(r.opts.HDRLog, "#[StartTime: %.3f (seconds since epoch), %s]\n", float64(base)/1e3, iso)
+		rep.logged(err)
+		_, err = fmt.Fprintf(r.opts.HDRLog, "#[BaseTime: %.3f (seconds since epoch)]\n", float64(base)/1e3)
+		rep.logged(err)
 		rep.log.SetBaseTime(base)
-		_ = rep.log.OutputLegend()
+		rep.logged(rep.log.OutputLegend())
 	}
 	return rep
+}
+
+// logged keeps err if it is the HDR log's first failed write.
+func (rep *reporter) logged(err error) {
+	if err != nil && rep.logErr == nil {
+		rep.logErr = fmt.Errorf("loadgen: HDR log: %w", err)
+	}
+}
+
+// printf writes to Out. The progress and summary lines are best effort,
+// as a command's prints to stdout are: the Result holds every figure, so
+// a failed write is dropped.
+func (rep *reporter) printf(format string, a ...any) {
+	_, _ = fmt.Fprintf(rep.r.opts.Out, format, a...)
 }
 
 // loop runs until ctx ends; it owns the interval histograms.
@@ -65,7 +83,7 @@ func (rep *reporter) line() {
 		phase = " [warm-up]"
 	}
 	rate := float64(dAcked) / secs
-	fmt.Fprintf(rep.r.opts.Out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency; %d received, %.2f ms avg e2e, %.2f ms max e2e; %d errors%s\n",
+	rep.printf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency; %d received, %.2f ms avg e2e, %.2f ms max e2e; %d errors%s\n",
 		dAcked, rate, rate*float64(rep.r.w.MessageSize)/1e6,
 		sendH.Mean()/1e3, float64(sendH.Max())/1e3, dRecv, e2eH.Mean()/1e3, float64(e2eH.Max())/1e3,
 		rep.r.c.failed.Load(), phase)
@@ -77,49 +95,48 @@ func (rep *reporter) line() {
 			th.h.SetTag(th.tag)
 			th.h.SetStartTimeMs(prev.UnixMilli())
 			th.h.SetEndTimeMs(now.UnixMilli())
-			_ = rep.log.OutputIntervalHistogram(th.h)
+			rep.logged(rep.log.OutputIntervalHistogram(th.h))
 		}
 	}
 }
 
 // final prints the run's summary lines.
 func (rep *reporter) final(res *Result) {
-	out := rep.r.opts.Out
 	s, e := res.SendLatencyUs, res.E2ELatencyUs
-	fmt.Fprintf(out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th.\n",
+	rep.printf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th.\n",
 		res.Acked, res.MsgsPerSec, res.MBPerSec, s.Mean/1e3, float64(s.Max)/1e3,
 		float64(s.P50)/1e3, float64(s.P95)/1e3, float64(s.P99)/1e3, float64(s.P999)/1e3)
 	if !rep.r.w.NoConsumers {
-		fmt.Fprintf(out, "%d records received, %.1f records/sec, end-to-end %.2f ms avg, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max; drained: %v.\n",
+		rep.printf("%d records received, %.1f records/sec, end-to-end %.2f ms avg, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max; drained: %v.\n",
 			res.Received, res.ConsumedPerSec, e.Mean/1e3, float64(e.P50)/1e3, float64(e.P95)/1e3,
 			float64(e.P99)/1e3, float64(e.P999)/1e3, float64(e.Max)/1e3, res.Drained)
 	}
 	if l := res.SendLagUs; l != nil {
-		fmt.Fprintf(out, "schedule lag (intended to actual send, included above): %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max.\n",
+		rep.printf("schedule lag (intended to actual send, included above): %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max.\n",
 			float64(l.P50)/1e3, float64(l.P99)/1e3, float64(l.P999)/1e3, float64(l.Max)/1e3)
 	}
 	if rp := res.Replication; rp != nil {
-		fmt.Fprintf(out, "replication: %s, %d slave(s), link %s, RTT %.3f ms; ", rp.Role, rp.Slaves, rp.Link, rp.LinkRTTUs/1e3)
+		rep.printf("replication: %s, %d slave(s), link %s, RTT %.3f ms; ", rp.Role, rp.Slaves, rp.Link, rp.LinkRTTUs/1e3)
 		if l := rp.Lag; l != nil {
-			fmt.Fprintf(out, "lag %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max; behind %d B 99th (%d samples, %s).\n",
+			rep.printf("lag %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max; behind %d B 99th (%d samples, %s).\n",
 				float64(l.TimeUs.P50)/1e3, float64(l.TimeUs.P99)/1e3, float64(l.TimeUs.P999)/1e3, float64(l.TimeUs.Max)/1e3,
 				l.BehindBytes.P99, l.Samples, l.Source)
 		} else {
-			fmt.Fprintf(out, "lag not measured: %s.\n", rp.LagNote)
+			rep.printf("lag not measured: %s.\n", rp.LagNote)
 		}
 	}
 	if !rep.r.w.NoConsumers {
-		fmt.Fprintf(out, "deliveries: %d duplicates (counted once above), %d acknowledged never received", res.Duplicates, res.NeverReceived)
+		rep.printf("deliveries: %d duplicates (counted once above), %d acknowledged never received", res.Duplicates, res.NeverReceived)
 		if res.Foreign > 0 {
-			fmt.Fprintf(out, ", %d not this run's (ignored)", res.Foreign)
+			rep.printf(", %d not this run's (ignored)", res.Foreign)
 		}
-		fmt.Fprintln(out, ".")
+		rep.printf(".\n")
 	}
 	if res.Errors > 0 {
-		fmt.Fprintf(out, "%d sends failed", res.Errors)
+		rep.printf("%d sends failed", res.Errors)
 		if res.Unsent > 0 {
-			fmt.Fprintf(out, " (%d of them due in the window and never sent: the producers' %s grace after it ran out)", res.Unsent, rep.r.w.Drain)
+			rep.printf(" (%d of them due in the window and never sent: the producers' %s grace after it ran out)", res.Unsent, rep.r.w.Drain)
 		}
-		fmt.Fprintln(out, ".")
+		rep.printf(".\n")
 	}
 }

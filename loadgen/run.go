@@ -33,7 +33,8 @@ type counters struct {
 }
 
 // Run runs workload w against driver d and returns the result. The driver
-// is not closed. Cancelling ctx ends the run early with ctx's error.
+// is not closed. Cancelling ctx ends the run early with ctx's error. A
+// failed write to Options.HDRLog is returned with the (whole) result.
 func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, error) {
 	w.EnsureDefaults()
 	if err := w.Validate(); err != nil {
@@ -285,6 +286,9 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		res.SendLagUs = &lag
 	}
 	rep.final(res)
+	if rep.logErr != nil {
+		return res, rep.logErr
+	}
 	return res, nil
 }
 

@@ -280,7 +280,7 @@ func benchRun(args []string) error {
 	fs.StringVar(&last, "last", "", "also write the result's path into this file (for scripts)")
 	prof.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: samsa bench run EXPERIMENT_FILE [flags]; --profile profiles each storage run into --profile-dir/<cell>_r<round>/")
+		_, _ = fmt.Fprintln(fs.Output(), "usage: samsa bench run EXPERIMENT_FILE [flags]; --profile profiles each storage run into --profile-dir/<cell>_r<round>/")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)

@@ -76,7 +76,7 @@ func (f *brokerFlags) config(fs *flag.FlagSet) (broker.Config, *slog.Logger, err
 			return cfg, nil, err
 		}
 		unknown, err := cfg.ParseProperties(r)
-		r.Close()
+		_ = r.Close() // read-only
 		if err != nil {
 			return cfg, nil, fmt.Errorf("%s: %w", f.conf, err)
 		}
@@ -152,8 +152,7 @@ func runBroker(args []string) error {
 		return err
 	}
 	if err := b.Start(); err != nil {
-		b.Close()
-		return err
+		return errors.Join(err, b.Close())
 	}
 	log.Info("broker: configuration", "config", b.Config().String())
 	sig := make(chan os.Signal, 1)

@@ -66,6 +66,7 @@ func runConsume(args []string) error {
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
 	var outMu sync.Mutex
+	var printErr error // the first failed print; guarded by outMu
 	handler := func(hctx context.Context, m *client.MessageExt) error {
 		k := n.Add(1)
 		last.Store(time.Now().UnixNano())
@@ -77,8 +78,17 @@ func runConsume(args []string) error {
 		}
 		if !*quiet {
 			outMu.Lock()
-			printMessage(m, cf.json)
+			err := printMessage(m, cf.json)
+			if err != nil && printErr == nil {
+				printErr = err
+			}
 			outMu.Unlock()
+			if err != nil {
+				// Not printed: left unconsumed (the group gets it again),
+				// and the command stops with the error.
+				cancel()
+				return err
+			}
 		}
 		if *count > 0 && k == int64(*count) {
 			cancel()
@@ -96,7 +106,7 @@ func runConsume(args []string) error {
 	err = c.Start(sctx)
 	scancel()
 	if err != nil {
-		c.Close()
+		err = errors.Join(err, c.Close())
 		if errors.Is(err, client.ErrNoRoute) || errors.Is(err, client.ErrTopicNotExist) {
 			return fmt.Errorf("topic %s does not exist (samsa topic list shows the topics; samsa topic create %s makes it): %w", *topic, *topic, err)
 		}
@@ -126,11 +136,16 @@ func runConsume(args []string) error {
 		got = n.Load()
 	}
 	fmt.Fprintf(os.Stderr, "received %d messages from %s in %v\n", got, *topic, time.Since(start).Round(time.Millisecond))
+	outMu.Lock()
+	defer outMu.Unlock()
+	if printErr != nil {
+		return errors.Join(fmt.Errorf("printing a message: %w", printErr), err)
+	}
 	return err
 }
 
 // printMessage writes one message: a text line, or a JSON line.
-func printMessage(m *client.MessageExt, asJSON bool) {
+func printMessage(m *client.MessageExt, asJSON bool) error {
 	body := string(m.Body)
 	if !utf8.Valid(m.Body) {
 		body = fmt.Sprintf("%q", m.Body)
@@ -140,11 +155,10 @@ func printMessage(m *client.MessageExt, asJSON bool) {
 		if keys == nil {
 			keys = []string{}
 		}
-		printJSONLine(map[string]any{"topic": m.Topic, "broker": m.Queue.BrokerName, "queue": m.Queue.QueueID,
+		return printJSONLine(map[string]any{"topic": m.Topic, "broker": m.Queue.BrokerName, "queue": m.Queue.QueueID,
 			"queueOffset": m.QueueOffset, "msgId": m.MsgID, "tags": m.Tags, "keys": keys, "properties": m.Properties,
 			"bornTime": m.BornTime.Format(time.RFC3339Nano), "storeTime": m.StoreTime.Format(time.RFC3339Nano),
 			"reconsumeTimes": m.ReconsumeTimes, "body": body})
-		return
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%d@%d", m.Queue.BrokerName, m.Queue.QueueID, m.QueueOffset)
@@ -155,11 +169,16 @@ func printMessage(m *client.MessageExt, asJSON bool) {
 		fmt.Fprintf(&b, " keys=%s", strings.Join(m.Keys, ","))
 	}
 	fmt.Fprintf(&b, " %s", body)
-	fmt.Println(b.String())
+	_, err := fmt.Println(b.String())
+	return err
 }
 
 // printJSONLine writes v as one line of JSON.
-func printJSONLine(v any) {
-	b, _ := json.Marshal(v)
-	os.Stdout.Write(append(b, '\n'))
+func printJSONLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(append(b, '\n'))
+	return err
 }

@@ -97,7 +97,7 @@ func (f *controllerFlags) options(log *slog.Logger) (raftctl.Options, error) {
 			ln, err := net.Listen("tcp", f.listen)
 			if err != nil {
 				if o.RaftListener != nil {
-					o.RaftListener.Close()
+					_ = o.RaftListener.Close() // nothing served on it
 				}
 				return o, fmt.Errorf("listen: %w", err)
 			}
@@ -115,11 +115,12 @@ func (f *controllerFlags) open(log *slog.Logger) (stop func() error, err error) 
 	}
 	if f.aclOn {
 		if o.ACL, err = acl.Open(f.aclFile, 5*time.Second, log); err != nil {
+			// Nothing was served on the listeners.
 			if o.RaftListener != nil {
-				o.RaftListener.Close()
+				_ = o.RaftListener.Close()
 			}
 			if o.Listener != nil {
-				o.Listener.Close()
+				_ = o.Listener.Close()
 			}
 			return nil, err
 		}
@@ -149,7 +150,7 @@ func runController(args []string) error {
 	f.register(fs, "")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: samsa controller [flags]
+		_, _ = fmt.Fprintf(fs.Output(), `usage: samsa controller [flags]
        samsa controller show|elect --controller ADDRS --cluster C --broker B
        samsa controller status --controller ADDRS
 
@@ -212,7 +213,7 @@ func runControllerAdmin(verb string, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer func() { _ = cl.Close() }() // ctlclient's Close reports nothing
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	enc := json.NewEncoder(os.Stdout)

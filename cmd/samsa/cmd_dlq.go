@@ -157,7 +157,9 @@ func dlqResend(args []string) error {
 	for _, m := range msgs {
 		row(tw, m.Queue, m.MsgID, orDash(m.Topic), m.Result)
 	}
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return errors.Join(firstErr, err)
+	}
 	for _, r := range rows {
 		fmt.Printf("%s/%d: %d resent from offset %d; next offset %d\n", r.Broker, r.Queue, r.Sent, r.From, r.Next)
 	}

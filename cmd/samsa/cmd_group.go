@@ -224,7 +224,9 @@ func groupDescribe(args []string) error {
 		for _, m := range members {
 			row(tw, m.ClientID, m.Addr, m.Language, m.Version, strings.Join(m.Brokers, ","))
 		}
-		tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(subs) > 0 {
 		fmt.Println()
@@ -234,7 +236,9 @@ func groupDescribe(args []string) error {
 				row(tw, t, s)
 			}
 		}
-		tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(queues) > 0 {
 		fmt.Println()
@@ -383,7 +387,9 @@ func groupReset(args []string) error {
 		}
 		row(tw, m.Queue.BrokerName, m.Queue.QueueID, from, m.To)
 	}
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	if *dry {
 		fmt.Printf("dry run: group %s's offsets on %s were not changed\n", g, *topic)
 	} else {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -22,7 +23,7 @@ func init() {
 	register(command{name: "loadgen", summary: "drive a cluster with a workload (or run an e2e experiment file)", run: runLoadgen})
 }
 
-func runLoadgen(args []string) error {
+func runLoadgen(args []string) (err error) {
 	brokerProcs() // the embedded cluster's, and the generator's own pacing
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	var w loadgen.Workload
@@ -118,14 +119,23 @@ func runLoadgen(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
+	defer func() {
+		if cerr := d.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close the %s driver: %w", *driver, cerr))
+		}
+	}()
 	opts := loadgen.Options{Out: os.Stdout}
 	if *hdrOut != "" {
 		f, err := os.Create(*hdrOut)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() {
+			// The histogram log was written: its Close error can be a write's.
+			if cerr := f.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("--hdr-out: %w", cerr))
+			}
+		}()
 		opts.HDRLog = f
 	}
 	w.EnsureDefaults()

@@ -97,11 +97,9 @@ func runMessage(args []string) error {
 		return nil
 	}
 	if *id != "" {
-		printMessageDetail(msgs[0])
-		return nil
+		return printMessageDetail(msgs[0])
 	}
-	printMessageTable(msgs)
-	return nil
+	return printMessageTable(msgs)
 }
 
 func orDash(s string) string {
@@ -137,7 +135,7 @@ func messageJSON(m *client.MessageExt) map[string]any {
 }
 
 // printMessageDetail writes one message field by field.
-func printMessageDetail(m *client.MessageExt) {
+func printMessageDetail(m *client.MessageExt) error {
 	tw := table("FIELD", "VALUE")
 	row(tw, "topic", m.Topic)
 	row(tw, "msgId", m.MsgID)
@@ -160,7 +158,7 @@ func printMessageDetail(m *client.MessageExt) {
 		row(tw, "property "+k, m.Properties[k])
 	}
 	row(tw, "body", bodyText(m.Body, 0))
-	tw.Flush()
+	return tw.Flush()
 }
 
 // messageAt prints n messages of a queue from offset (RocketMQ's
@@ -214,19 +212,17 @@ func messageAt(cf *clientFlags, topic, brokerName string, queue int, offset int6
 		return nil
 	}
 	if len(msgs) == 1 {
-		printMessageDetail(msgs[0])
-		return nil
+		return printMessageDetail(msgs[0])
 	}
-	printMessageTable(msgs)
-	return nil
+	return printMessageTable(msgs)
 }
 
 // printMessageTable writes messages one a line.
-func printMessageTable(msgs []*client.MessageExt) {
+func printMessageTable(msgs []*client.MessageExt) error {
 	tw := table("MSGID", "OFFSETMSGID", "QUEUE", "STORED", "KEYS", "TAGS", "BODY")
 	for _, m := range msgs {
 		row(tw, m.MsgID, m.OffsetMsgID, fmt.Sprintf("%s/%d@%d", m.Queue.BrokerName, m.Queue.QueueID, m.QueueOffset),
 			m.StoreTime.Format("2006-01-02 15:04:05.000"), strings.Join(m.Keys, ","), orDash(m.Tags), bodyText(m.Body, 40))
 	}
-	tw.Flush()
+	return tw.Flush()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,7 +15,7 @@ func init() {
 	register(command{name: "namesrv", summary: "run a name server (RocketMQ remoting protocol)", run: runNamesrv})
 }
 
-func runNamesrv(args []string) error {
+func runNamesrv(args []string) (err error) {
 	fs := newFlagSet("namesrv", "", "Run a name server (RocketMQ remoting protocol) until SIGINT or SIGTERM.")
 	var o namesrv.Options
 	fs.StringVar(&o.Listen, "listen", namesrv.DefaultListen, "TCP address to listen on")
@@ -59,10 +60,13 @@ func runNamesrv(args []string) error {
 	if *withCtl {
 		stopCtl, err := ctl.open(o.Logger)
 		if err != nil {
-			srv.Close()
-			return fmt.Errorf("controller: %w", err)
+			return errors.Join(fmt.Errorf("controller: %w", err), srv.Close())
 		}
-		defer stopCtl()
+		defer func() {
+			if cerr := stopCtl(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("controller: %w", cerr))
+			}
+		}()
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)

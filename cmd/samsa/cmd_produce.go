@@ -32,7 +32,7 @@ func (p userProps) Set(s string) error {
 	return nil
 }
 
-func runProduce(args []string) error {
+func runProduce(args []string) (err error) {
 	fs := newFlagSet("produce", "", "Send one message per line of stdin (at most 4 MiB a line), or --count generated ones.\nCtrl-C stops reading; messages already sent are waited for.")
 	cf := addClientFlags(fs)
 	topic := fs.String("topic", "", "topic (required)")
@@ -76,17 +76,23 @@ func runProduce(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	defer func() {
+		// Close flushes what an early return left batched.
+		if cerr := p.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close the producer: %w", cerr))
+		}
+	}()
 	ctx, cancel := interruptContext()
 	defer cancel()
 
 	var sent, failed, bytes atomic.Int64
-	var firstErr atomic.Value
+	var firstErr firstError
+	var printErr firstError // the first failed print of a --verbose line
 	var outMu sync.Mutex
 	report := func(i int, m *client.Message, r *client.SendResult, err error) {
 		if err != nil {
 			failed.Add(1)
-			firstErr.CompareAndSwap(nil, err)
+			firstErr.set(err)
 		} else {
 			sent.Add(1)
 			bytes.Add(int64(len(m.Body)))
@@ -96,16 +102,20 @@ func runProduce(args []string) error {
 		}
 		outMu.Lock()
 		defer outMu.Unlock()
+		var perr error
 		switch {
 		case err != nil:
 			fmt.Fprintf(os.Stderr, "message %d: %v\n", i, err)
 		case cf.json:
-			printJSONLine(map[string]any{"n": i, "msgId": r.MsgID, "offsetMsgId": r.OffsetMsgID, "broker": r.Queue.BrokerName,
+			perr = printJSONLine(map[string]any{"n": i, "msgId": r.MsgID, "offsetMsgId": r.OffsetMsgID, "broker": r.Queue.BrokerName,
 				"queue": r.Queue.QueueID, "queueOffset": r.QueueOffset, "status": r.Status.String()})
 		case r != nil:
-			fmt.Printf("%d %s %s/%d@%d %s\n", i, r.Status, r.Queue.BrokerName, r.Queue.QueueID, r.QueueOffset, r.MsgID)
+			_, perr = fmt.Printf("%d %s %s/%d@%d %s\n", i, r.Status, r.Queue.BrokerName, r.Queue.QueueID, r.QueueOffset, r.MsgID)
 		default:
-			fmt.Printf("%d sent one-way\n", i)
+			_, perr = fmt.Printf("%d sent one-way\n", i)
+		}
+		if perr != nil {
+			printErr.set(perr)
 		}
 	}
 	message := func(i int, body []byte) *client.Message {
@@ -176,18 +186,37 @@ func runProduce(args []string) error {
 	elapsed := time.Since(start)
 	rate := float64(sent.Load()) / elapsed.Seconds()
 	if cf.json {
-		printJSON(map[string]any{"topic": *topic, "sent": sent.Load(), "failed": failed.Load(), "bytes": bytes.Load(),
-			"seconds": elapsed.Seconds(), "msgsPerSec": rate, "mode": *mode})
+		if err := printJSON(map[string]any{"topic": *topic, "sent": sent.Load(), "failed": failed.Load(), "bytes": bytes.Load(),
+			"seconds": elapsed.Seconds(), "msgsPerSec": rate, "mode": *mode}); err != nil {
+			return err
+		}
 	} else {
 		fmt.Fprintf(os.Stderr, "sent %d messages (%d bytes) to %s in %v: %.0f msg/s; %d failed\n",
 			sent.Load(), bytes.Load(), *topic, elapsed.Round(time.Millisecond), rate, failed.Load())
 	}
-	if err, _ := firstErr.Load().(error); err != nil {
+	if err := firstErr.get(); err != nil {
 		if errors.Is(err, client.ErrNoRoute) || errors.Is(err, client.ErrTopicNotExist) {
 			return fmt.Errorf("%d of %d sends failed: topic %s does not exist: create it with 'samsa topic create %s' (or send with --auto-create where the broker allows it): %w",
 				failed.Load(), n, *topic, *topic, err)
 		}
 		return fmt.Errorf("%d of %d sends failed, the first: %w", failed.Load(), n, err)
+	}
+	if err := printErr.get(); err != nil {
+		return fmt.Errorf("printing a sent message: %w", err)
+	}
+	return nil
+}
+
+// firstError keeps the first error set; safe for concurrent use. (An
+// atomic.Value would panic at the second error of another concrete type.)
+type firstError struct{ p atomic.Pointer[error] }
+
+func (f *firstError) set(err error) { f.p.CompareAndSwap(nil, &err) }
+
+// get is the first error set, or nil.
+func (f *firstError) get() error {
+	if p := f.p.Load(); p != nil {
+		return *p
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ Both take the store's LOCK: stop the broker first.
 // runStore is the store command; it returns the exit status.
 func runStore(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, storeUsage)
+		_, _ = fmt.Fprint(stderr, storeUsage)
 		return 2
 	}
 	switch args[0] {
@@ -51,10 +51,13 @@ func runStore(args []string, stdout, stderr io.Writer) int {
 	case "repair":
 		return storeRepair(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, storeUsage)
+		if _, err := fmt.Fprint(stdout, storeUsage); err != nil {
+			_, _ = fmt.Fprintf(stderr, "samsa store: %v\n", err)
+			return 2
+		}
 		return 0
 	}
-	fmt.Fprintf(stderr, "samsa store: unknown subcommand %q\n\n%s", args[0], storeUsage)
+	_, _ = fmt.Fprintf(stderr, "samsa store: unknown subcommand %q\n\n%s", args[0], storeUsage)
 	return 2
 }
 
@@ -77,7 +80,7 @@ func storeFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (dir 
 		err = fmt.Errorf("want one DIR, got %d arguments", len(rest))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "samsa %s: %v\nRun 'samsa help %s' for usage.\n", fs.Name(), err, fs.Name())
+		_, _ = fmt.Fprintf(stderr, "samsa %s: %v\nRun 'samsa help %s' for usage.\n", fs.Name(), err, fs.Name())
 		return "", 2
 	}
 	return rest[0], -1
@@ -94,13 +97,11 @@ func storeVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	rep, err := storage.Verify(storage.VerifyOptions{Dir: dir, SegmentSize: *segSize, MaxProblems: *maxProblems})
 	if err != nil {
-		fmt.Fprintf(stderr, "samsa store verify: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "samsa store verify: %v\n", err)
 		return 2
 	}
-	if *asJSON {
-		writeJSON(stdout, rep)
-	} else if err := rep.WriteText(stdout); err != nil {
-		fmt.Fprintf(stderr, "samsa store verify: writing the report: %v\n", err)
+	if err := writeReport(stdout, &rep, *asJSON); err != nil {
+		_, _ = fmt.Fprintf(stderr, "samsa store verify: writing the report: %v\n", err)
 		return 2
 	}
 	if rep.Corrupt() {
@@ -120,20 +121,23 @@ func storeRepair(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	rep, err := storage.Repair(storage.RepairOptions{Dir: dir, SegmentSize: *segSize, DryRun: *dryRun, Logger: log})
-	if *asJSON {
-		writeJSON(stdout, rep)
-	} else if werr := rep.WriteText(stdout); werr != nil && err == nil {
+	if werr := writeReport(stdout, &rep, *asJSON); werr != nil && err == nil {
 		err = fmt.Errorf("writing the report: %w", werr)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "samsa store repair: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "samsa store repair: %v\n", err)
 		return 2
 	}
 	return 0
 }
 
-func writeJSON(w io.Writer, v any) {
+// writeReport writes a verify or repair report as text, or as indented
+// JSON.
+func writeReport(w io.Writer, rep interface{ WriteText(io.Writer) error }, asJSON bool) error {
+	if !asJSON {
+		return rep.WriteText(w)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.Encode(v)
+	return enc.Encode(rep)
 }

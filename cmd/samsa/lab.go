@@ -116,7 +116,7 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 	}
 	if err != nil {
 		if dev != nil {
-			dev.Close()
+			err = errors.Join(err, dev.Close())
 		}
 		if repl != nil {
 			repl.close()

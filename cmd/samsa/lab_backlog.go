@@ -84,14 +84,11 @@ func newBacklogTarget(parent, flush string) (*backlogTarget, error) {
 	}
 	dev, err := broker.StartDev(broker.DevOptions{Dir: dir, Broker: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("embedded cluster: %w", err)
+		return nil, errors.Join(fmt.Errorf("embedded cluster: %w", err), os.RemoveAll(dir))
 	}
 	d, err := samsadriver.New(samsadriver.Options{NameServers: []string{dev.NamesrvAddr()}})
 	if err != nil {
-		dev.Close()
-		os.RemoveAll(dir)
-		return nil, err
+		return nil, errors.Join(err, dev.Close(), os.RemoveAll(dir))
 	}
 	return &backlogTarget{w: &withCluster{Driver: d, dev: dev}}, nil
 }

@@ -75,8 +75,7 @@ func newCatchupTarget(parent string) (*catchupTarget, error) {
 	dev, err := broker.StartDev(broker.DevOptions{Dir: filepath.Join(dir, "master"), Broker: cfg,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("embedded master: %w", err)
+		return nil, errors.Join(fmt.Errorf("embedded master: %w", err), os.RemoveAll(dir))
 	}
 	return &catchupTarget{dir: dir, dev: dev}, nil
 }

@@ -35,7 +35,7 @@ func liveReplication(ctx context.Context, nameServers []string) (*loadgen.Replic
 	if err != nil {
 		return nil, nil, err.Error()
 	}
-	defer a.Close()
+	defer func() { _ = a.Close() }() // Admin.Close reports nothing
 	ci, err := a.ClusterInfo(ctx)
 	if err != nil {
 		return nil, nil, "cluster info: " + err.Error()
@@ -168,7 +168,7 @@ func (p *haStatsProbe) close() {
 
 func (p *haStatsProbe) closeLocked() {
 	if p.conn != nil {
-		p.conn.Close()
+		_ = p.conn.Close() // a stats connection: nothing to flush
 		p.conn, p.r = nil, nil
 	}
 }

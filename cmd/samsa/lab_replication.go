@@ -102,7 +102,7 @@ func (l labSettings) startReplicated(ctx context.Context, c loadgen.Cell, cfg br
 	}
 	side.master = dev.Broker
 	if err := waitSlavesInSync(ctx, dev.Broker, c.Cluster.Slaves, slavesInSyncTimeout); err != nil {
-		dev.Close()
+		err = errors.Join(err, dev.Close())
 		side.close()
 		return nil, nil, err
 	}
@@ -119,14 +119,14 @@ func linkRTT(ctx context.Context, method string, oneWay time.Duration) (time.Dur
 	}
 	echoed := make(chan struct{})
 	go func() { defer close(echoed); linkdelay.Echo(ln) }()
-	defer func() { ln.Close(); <-echoed }()
+	defer func() { _ = ln.Close(); <-echoed }() // ends the echo
 	addr := ln.Addr().String()
 	if method == loadgen.LinkProxy {
 		p, err := linkdelay.NewProxy("127.0.0.1:0", addr, oneWay)
 		if err != nil {
 			return 0, err
 		}
-		defer p.Close()
+		defer func() { _ = p.Close() }() // only its listener's close: the pings are done
 		addr = p.Addr()
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

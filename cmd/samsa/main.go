@@ -38,17 +38,19 @@ func register(c command) {
 	commands[c.name] = c
 }
 
+// usage writes the command list to w; best effort, as flag's usage output
+// is (a usage that cannot be written has nowhere to go).
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: samsa <command> [flags] [ARGS]\n\ncommands:\n")
+	_, _ = fmt.Fprintf(w, "usage: samsa <command> [flags] [ARGS]\n\ncommands:\n")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		_, _ = fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "\nRun 'samsa help <command>' or 'samsa <command> -h' for a command's usage.\n"+
+	_, _ = fmt.Fprintf(w, "\nRun 'samsa help <command>' or 'samsa <command> -h' for a command's usage.\n"+
 		"Client commands find the name servers with -n ADDR;ADDR, or $NAMESRV_ADDR.\n")
 }
 

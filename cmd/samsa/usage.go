@@ -71,17 +71,18 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 	return &usageError{cmd: fs.Name(), err: err}
 }
 
-// printUsage writes fs's usage in the shared format.
+// printUsage writes fs's usage in the shared format; best effort, as
+// fs.PrintDefaults is (a usage that cannot be written has nowhere to go).
 func printUsage(w io.Writer, fs *flag.FlagSet, synopsis, about string) {
 	line := "usage: samsa " + fs.Name() + " [flags]"
 	if synopsis != "" {
 		line += " " + synopsis
 	}
-	fmt.Fprintln(w, line)
+	_, _ = fmt.Fprintln(w, line)
 	if about != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(about, "\n"))
+		_, _ = fmt.Fprintf(w, "\n%s\n", strings.TrimRight(about, "\n"))
 	}
-	fmt.Fprintf(w, "\nflags:\n")
+	_, _ = fmt.Fprintf(w, "\nflags:\n")
 	out := fs.Output()
 	fs.SetOutput(w)
 	fs.PrintDefaults()
@@ -118,17 +119,17 @@ func runSubcommand(cmd string, subs []subcommand, args []string) error {
 }
 
 // subUsage writes a command-with-subcommands' usage to w: its
-// subcommands, one line each.
+// subcommands, one line each. Best effort, as printUsage.
 func subUsage(w io.Writer, name string, subs []subcommand) {
 	names := make([]string, len(subs))
 	for i, s := range subs {
 		names[i] = s.name
 	}
-	fmt.Fprintf(w, "usage: samsa %s <%s> [flags] [ARGS]\n\nsubcommands:\n", name, strings.Join(names, "|"))
+	_, _ = fmt.Fprintf(w, "usage: samsa %s <%s> [flags] [ARGS]\n\nsubcommands:\n", name, strings.Join(names, "|"))
 	for _, s := range subs {
-		fmt.Fprintf(w, "  %-14s %s\n", s.name, s.summary)
+		_, _ = fmt.Fprintf(w, "  %-14s %s\n", s.name, s.summary)
 	}
-	fmt.Fprintf(w, "\nRun 'samsa %s <subcommand> -h' for a subcommand's flags.\n", name)
+	_, _ = fmt.Fprintf(w, "\nRun 'samsa %s <subcommand> -h' for a subcommand's flags.\n", name)
 }
 
 // wantsHelp reports whether args ask for help: -h, -help or --help

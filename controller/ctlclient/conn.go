@@ -58,7 +58,7 @@ func (c *conn) do(ctx context.Context, req *protocol.Command) (*protocol.Command
 		c.live.Lock()
 		if c.live.closed {
 			c.live.Unlock()
-			nc.Close()
+			_ = nc.Close() // unused: nothing written on it yet
 			return nil, ErrClosed
 		}
 		c.live.nc = nc
@@ -72,7 +72,8 @@ func (c *conn) do(ctx context.Context, req *protocol.Command) (*protocol.Command
 	// A ctx cancelled without a deadline ends the wait by closing the
 	// deadline early.
 	nc := c.nc
-	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
+	// SetDeadline fails only on a closed connection, whose read fails anyway.
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
 	defer func() {
 		if !stop() {
 			// The ctx ended: the deadline it set would hit the next
@@ -80,7 +81,10 @@ func (c *conn) do(ctx context.Context, req *protocol.Command) (*protocol.Command
 			c.dropLocked()
 		}
 	}()
-	nc.SetDeadline(deadline)
+	if err := nc.SetDeadline(deadline); err != nil {
+		c.dropLocked()
+		return nil, fmt.Errorf("ctlclient: %s: %w", c.addr, err)
+	}
 	c.opaque++
 	req.Opaque = c.opaque
 	buf, err := protocol.AppendCommand(nil, req)
@@ -107,7 +111,7 @@ func (c *conn) do(ctx context.Context, req *protocol.Command) (*protocol.Command
 
 func (c *conn) dropLocked() {
 	if c.nc != nil {
-		c.nc.Close()
+		_ = c.nc.Close() // dropped for a failed or abandoned request, already reported
 		c.nc, c.br = nil, nil
 	}
 }
@@ -118,6 +122,6 @@ func (c *conn) close() {
 	defer c.live.Unlock()
 	c.live.closed = true
 	if c.live.nc != nil {
-		c.live.nc.Close()
+		_ = c.live.nc.Close() // a request in progress sees the close as its error
 	}
 }

@@ -1,6 +1,7 @@
 package raftctl
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -70,7 +71,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // validate is refused: raft then fails to start (or to install it) rather
 // than serve a wrong state.
 func (f *fsm) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read-only
 	b, err := io.ReadAll(io.LimitReader(rc, maxSnapshot+1))
 	if err != nil {
 		return fmt.Errorf("raftctl: read snapshot: %w", err)
@@ -87,7 +88,9 @@ type fsmSnapshot []byte
 
 func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if _, err := sink.Write(s); err != nil {
-		sink.Cancel()
+		if cerr := sink.Cancel(); cerr != nil {
+			return errors.Join(err, fmt.Errorf("raftctl: cancel snapshot: %w", cerr))
+		}
 		return err
 	}
 	return sink.Close()

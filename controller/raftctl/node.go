@@ -86,11 +86,13 @@ func Open(opts Options) (n *Node, err error) {
 	n.fsm = &fsm{now: opts.Now, log: n.log}
 	n.fsm.mu.m = m
 
-	var cleanup []func()
+	var cleanup []func() error
 	defer func() {
 		if err != nil {
 			for i := len(cleanup) - 1; i >= 0; i-- {
-				cleanup[i]()
+				if cerr := cleanup[i](); cerr != nil {
+					err = errors.Join(err, fmt.Errorf("raftctl: clean up after a failed open: %w", cerr))
+				}
 			}
 		}
 	}()
@@ -104,7 +106,7 @@ func Open(opts Options) (n *Node, err error) {
 		return nil, fmt.Errorf("raftctl: open log store: %w", err)
 	}
 	n.store = store
-	cleanup = append(cleanup, func() { store.Close() })
+	cleanup = append(cleanup, store.Close)
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft-" + opts.ID, Level: hclog.LevelFromString(opts.RaftLogLevel), Output: opts.RaftLogOutput})
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(opts.DataDir, opts.SnapshotRetain, hlog)
 	if err != nil {
@@ -119,7 +121,7 @@ func Open(opts Options) (n *Node, err error) {
 		}
 	}
 	trans := raft.NewNetworkTransportWithLogger(streamLayer{Listener: rln, advertise: peerAddr(self.RaftAddr)}, 3, 10*time.Second, hlog)
-	cleanup = append(cleanup, func() { trans.Close() })
+	cleanup = append(cleanup, trans.Close)
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(opts.ID)
@@ -156,7 +158,7 @@ func Open(opts Options) (n *Node, err error) {
 		return nil, fmt.Errorf("raftctl: start raft: %w", err)
 	}
 	n.raft = r
-	cleanup = append(cleanup, func() { r.Shutdown().Error() })
+	cleanup = append(cleanup, func() error { return r.Shutdown().Error() })
 	if has {
 		n.warnIfPeersDiffer()
 	}
@@ -171,12 +173,14 @@ func Open(opts Options) (n *Node, err error) {
 	return n, nil
 }
 
+// closeListeners closes the listeners a failed Open was given: nothing
+// was served on them, so a Close error has nothing to report.
 func closeListeners(o Options) {
 	if o.RaftListener != nil {
-		o.RaftListener.Close()
+		_ = o.RaftListener.Close()
 	}
 	if o.Listener != nil {
-		o.Listener.Close()
+		_ = o.Listener.Close()
 	}
 }
 

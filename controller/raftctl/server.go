@@ -46,7 +46,7 @@ func newServer(n *Node, o Options) (*server, error) {
 	ts, err := netx.NewTLSServer(o.TLS)
 	if err != nil {
 		if o.Listener != nil {
-			o.Listener.Close()
+			_ = o.Listener.Close() // nothing was served on it
 		}
 		return nil, fmt.Errorf("raftctl: %w", err)
 	}
@@ -73,9 +73,10 @@ func (s *server) close() {
 	s.closing.Do(func() {
 		s.mu.Lock()
 		s.mu.closed = true
-		s.ln.Close()
+		// Shutting down: a close error leaves nothing to do.
+		_ = s.ln.Close()
 		for c := range s.mu.conns {
-			c.nc.Close()
+			_ = c.nc.Close()
 		}
 		s.mu.Unlock()
 		close(s.stop)
@@ -94,7 +95,7 @@ func (s *server) acceptLoop() {
 		s.mu.Lock()
 		if s.mu.closed {
 			s.mu.Unlock()
-			raw.Close()
+			_ = raw.Close() // shutting down: turned away unserved
 			return
 		}
 		s.wg.Add(1)
@@ -108,21 +109,21 @@ func (s *server) serve(raw net.Conn) {
 	defer s.wg.Done()
 	nc, _, err := s.tls.Server(raw, s.opts.FrameTimeout, s.stop)
 	if err != nil {
-		raw.Close()
+		_ = raw.Close() // the handshake failed: nothing was served
 		return
 	}
 	c := &sconn{nc: nc, sem: make(chan struct{}, s.opts.MaxInflight)}
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
-		nc.Close()
+		_ = nc.Close() // shutting down: turned away unserved
 		return
 	}
 	s.mu.conns[c] = struct{}{}
 	s.mu.Unlock()
 	var handlers sync.WaitGroup
 	defer func() {
-		nc.Close()
+		_ = nc.Close() // the reader is done; a handler writing after this logs its failure
 		handlers.Wait()
 		s.mu.Lock()
 		delete(s.mu.conns, c)
@@ -161,7 +162,7 @@ func (s *server) serve(raw net.Conn) {
 			}
 			if err := s.write(c, resp); err != nil {
 				log.Info("write failed, closing the connection", "err", err)
-				nc.Close()
+				_ = nc.Close() // already broken; the error above is logged
 			}
 		}()
 	}

@@ -78,7 +78,7 @@ func Save(p *plot.Plot, w, h vg.Length, path string) error {
 		return err
 	}
 	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		return err
 	}
 	return f.Close()

@@ -2,6 +2,7 @@ package backlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -85,13 +86,13 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 	res := &Result{Header: resultfile.Header{Experiment: e.Name, Kind: Kind, Description: e.Description, Quick: opts.Quick,
 		Start: time.Now().UTC()}, Settings: s, DrainTarget: e.DrainTarget, P99Target: e.P99Target}
 	for i := 0; i < s.Repeats; i++ {
-		fmt.Fprintf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, drop it from the page cache, drain it beside %g msg/s\n",
+		progressf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, drop it from the page cache, drain it beside %g msg/s\n",
 			e.Name, i+1, s.Repeats, s.BacklogBytes>>20, s.SteadyRate)
 		r, err := runOnce(ctx, s, opts)
 		if err != nil {
 			return nil, fmt.Errorf("backlog: repeat %d: %w", i+1, err)
 		}
-		fmt.Fprintf(opts.Progress, "   drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f\n",
+		progressf(opts.Progress, "   drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f\n",
 			r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, r.ReadMBps, r.ReadMethod, r.DrainRatio,
 			float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.P99Ratio)
 		res.Runs = append(res.Runs, r)
@@ -99,12 +100,12 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 	if s.WarmReference && !s.Warm {
 		ws := s
 		ws.Warm = true
-		fmt.Fprintf(opts.Progress, "== %s: the warm reference: the same backlog drained from the page cache\n", e.Name)
+		progressf(opts.Progress, "== %s: the warm reference: the same backlog drained from the page cache\n", e.Name)
 		r, err := runOnce(ctx, ws, opts)
 		if err != nil {
 			return nil, fmt.Errorf("backlog: warm reference: %w", err)
 		}
-		fmt.Fprintf(opts.Progress, "   drained %d MiB warm in %.2fs: %.1f MB/s; send p99 %.2f ms before, %.2f ms during\n",
+		progressf(opts.Progress, "   drained %d MiB warm in %.2fs: %.1f MB/s; send p99 %.2f ms before, %.2f ms during\n",
 			r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000)
 		res.Warm = &r
 	}
@@ -129,8 +130,8 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	}
 	closed := false
 	defer func() {
-		if !closed {
-			t.Close()
+		if !closed { // an early return: its error, with the Close's
+			err = errors.Join(err, t.Close())
 		}
 	}()
 	r.Store = t.Describe()
@@ -146,7 +147,7 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 		return r, fmt.Errorf("fill: %w", err)
 	}
 	r.FillSeconds = time.Since(t0).Seconds()
-	fmt.Fprintf(opts.Progress, "   filled %d messages, %d MiB in %.1fs\n", r.BacklogMsgs, r.BacklogBytes>>20, r.FillSeconds)
+	progressf(opts.Progress, "   filled %d messages, %d MiB in %.1fs\n", r.BacklogMsgs, r.BacklogBytes>>20, r.FillSeconds)
 	if s.Warm {
 		if r.Drop, err = bench.ResidentDir(t.StoreDir()); err != nil {
 			return r, err
@@ -155,7 +156,7 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	} else if r.Drop, err = bench.DropDirCache(t.StoreDir()); err != nil {
 		return r, fmt.Errorf("drop the store from the page cache: %w", err)
 	}
-	fmt.Fprintf(opts.Progress, "   page cache (%s), %d files: %d MiB resident before, %d MiB after\n",
+	progressf(opts.Progress, "   page cache (%s), %d files: %d MiB resident before, %d MiB after\n",
 		r.Drop.Method, r.Drop.Files, r.Drop.ResidentBefore>>20, r.Drop.ResidentAfter>>20)
 
 	st, err := startSteady(ctx, d, s)
@@ -197,7 +198,7 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	nextReport := t0.Add(5 * time.Second)
 	for received.Load() < r.BacklogMsgs {
 		if now := time.Now(); now.After(nextReport) {
-			fmt.Fprintf(opts.Progress, "   draining: %d of %d messages after %.0fs\n", received.Load(), r.BacklogMsgs, now.Sub(t0).Seconds())
+			progressf(opts.Progress, "   draining: %d of %d messages after %.0fs\n", received.Load(), r.BacklogMsgs, now.Sub(t0).Seconds())
 			nextReport = now.Add(5 * time.Second)
 		}
 		if time.Now().After(deadline) {
@@ -337,3 +338,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// progressf writes a progress line. Progress is best effort, as a
+// command's prints to stdout are: the result does not depend on it.
+func progressf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }

@@ -206,12 +206,12 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 	res := &Result{Header: resultfile.Header{Experiment: e.Name, Kind: Kind, Description: e.Description, Quick: opts.Quick,
 		Start: time.Now().UTC()}, Settings: s, Target: e.Target}
 	for i := 0; i < s.Repeats; i++ {
-		fmt.Fprintf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, then an empty slave\n", e.Name, i+1, s.Repeats, s.FillBytes>>20)
+		progressf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, then an empty slave\n", e.Name, i+1, s.Repeats, s.FillBytes>>20)
 		r, err := runOnce(ctx, s, opts)
 		if err != nil {
 			return nil, fmt.Errorf("catchup: repeat %d: %w", i+1, err)
 		}
-		fmt.Fprintf(opts.Progress, "   filled %d MiB in %.1fs; caught up in %.2fs: %.1f MB/s; disk %.1f MB/s; ratio %.2f\n",
+		progressf(opts.Progress, "   filled %d MiB in %.1fs; caught up in %.2fs: %.1f MB/s; disk %.1f MB/s; ratio %.2f\n",
 			r.FillBytes>>20, r.FillSeconds, r.CatchUpSeconds, r.CatchUpMBps, r.DiskMBps, r.Ratio)
 		res.Runs = append(res.Runs, r)
 	}
@@ -222,16 +222,15 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 	return res, nil
 }
 
-func runOnce(ctx context.Context, s Settings, opts Options) (Run, error) {
-	var r Run
+func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	t, err := opts.NewTarget(ctx)
 	if err != nil {
 		return r, err
 	}
 	closed := false
 	defer func() {
-		if !closed {
-			t.Close()
+		if !closed { // an early return: its error, with the Close's
+			err = errors.Join(err, t.Close())
 		}
 	}()
 	t0 := time.Now()
@@ -300,3 +299,7 @@ func (r *Result) Markdown() string {
 		r.Target, r.Median.Ratio, r.Median.CatchUpMBps, r.Median.DiskMBps, met)
 	return b.String()
 }
+
+// progressf writes a progress line. Progress is best effort, as a
+// command's prints to stdout are: the result does not depend on it.
+func progressf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }

@@ -252,13 +252,13 @@ func (c *cluster) close() {
 	for b := range c.ctlLinks {
 		for _, p := range c.ctlLinks[b] {
 			if p != nil {
-				p.Close()
+				_ = p.Close() // the run is over: a proxy's listener close changes nothing
 			}
 		}
 	}
 	for _, p := range c.ctlShared {
 		if p != nil {
-			p.Close()
+			_ = p.Close()
 		}
 	}
 }

@@ -81,7 +81,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	case PauseMaster:
 		cy.Target = master.name
 		err = master.p.Pause()
-		defer master.p.Resume() // again, should a step below fail
+		defer func() { _ = master.p.Resume() }() // again, should a step below fail (the Resume below is checked)
 	case PartitionMaster:
 		cy.Target = master.name + " from the controllers"
 		c.lookupErrs.Store(0)

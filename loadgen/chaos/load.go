@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -42,8 +43,7 @@ func startLoad(o *Options, namesrv string, brokers []string, l *durability.Ledge
 		p, err := client.NewProducer(client.ProducerOptions{ClientOptions: clientOptions(namesrv),
 			Group: "chaos-producer", SendTimeout: 3 * time.Second, Retries: -1, DisableFaultAvoidance: true})
 		if err != nil {
-			ld.stop()
-			return nil, err
+			return nil, errors.Join(err, ld.stop())
 		}
 		ld.clients = append(ld.clients, p)
 		ld.wg.Add(1)
@@ -51,8 +51,7 @@ func startLoad(o *Options, namesrv string, brokers []string, l *durability.Ledge
 	}
 	a, err := client.NewAdmin(clientOptions(namesrv))
 	if err != nil {
-		ld.stop()
-		return nil, err
+		return nil, errors.Join(err, ld.stop())
 	}
 	ld.clients = append(ld.clients, a)
 	ld.wg.Add(1)
@@ -195,7 +194,9 @@ func (ld *load) stop() error {
 		err = fmt.Errorf("load did not stop within 30s")
 	}
 	for _, c := range ld.clients {
-		c.Close()
+		if cerr := c.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close a client: %w", cerr))
+		}
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -32,17 +33,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	fmt.Fprintf(o.Progress, "chaos: seed %d, dir %s\n", o.Seed, c.dir)
+	progressf(o.Progress, "chaos: seed %d, dir %s\n", o.Seed, c.dir)
 	r := &runner{o: &o, c: c, l: durability.NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
 	res, err := r.run(ctx)
 	if r.ld != nil {
 		_ = r.ld.stop()
 	}
+	// Admin's and ctlclient's Close report nothing.
 	if r.admin != nil {
-		r.admin.Close()
+		_ = r.admin.Close()
 	}
 	if r.ctl != nil {
-		r.ctl.Close()
+		_ = r.ctl.Close()
 	}
 	c.close()
 	if err != nil {
@@ -108,7 +110,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			return nil, fmt.Errorf("cycle %d (%s): %w", i+1, order[i%len(order)], err)
 		}
 		res.Cycles = append(res.Cycles, cy)
-		fmt.Fprintf(o.Progress, "  cycle %d: %s %s: recovered in %.0f ms, longest send gap %.0f ms, settled in %.0f ms\n",
+		progressf(o.Progress, "  cycle %d: %s %s: recovered in %.0f ms, longest send gap %.0f ms, settled in %.0f ms\n",
 			cy.Cycle, cy.Fault, cy.Target, cy.RecoveryMs, cy.GapMs, cy.SettleMs)
 	}
 	// The last state runs a while too, then the load stops.
@@ -126,7 +128,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("read-back: %w\n%s", err, c.tails(c.brokers[:], 15))
 	}
 	res.judge(r.l, n, short, r.ld.acksCopy(), r.ld.samplesCopy())
-	fmt.Fprintln(o.Progress, res.Summary())
+	progressf(o.Progress, "%s\n", res.Summary())
 	return res, nil
 }
 
@@ -259,3 +261,7 @@ func (r *runner) awaitAck(ctx context.Context, t time.Time, gone string, timeout
 		}
 	}
 }
+
+// progressf writes a progress line. Progress is best effort, as a
+// command's prints to stdout are: the result does not depend on it.
+func progressf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }

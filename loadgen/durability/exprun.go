@@ -90,20 +90,20 @@ func RunExperiment(ctx context.Context, e *Experiment, ro RunOptions) (*Experime
 	}
 	res := &ExperimentResult{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: ro.Quick,
 		Start: time.Now().UTC(), Seed: seed}
-	fmt.Fprintf(ro.Progress, "== %s: %d cells, seed %d (cell i uses seed+i)\n", e.Name, len(cells), seed)
+	progressf(ro.Progress, "== %s: %d cells, seed %d (cell i uses seed+i)\n", e.Name, len(cells), seed)
 	for i, c := range cells {
 		o := c.Options(ro.Binary, ro.Dir, seed+uint64(i))
 		o.Progress = prefixWriter{ro.Progress, "   "}
 		cr := CellResult{CellSpec: c.CellSpec, Settings: c.Settings,
 			Durability: o.Durability().String(), DurabilityNote: o.DurabilityNote()}
-		fmt.Fprintf(ro.Progress, "== %s: cell %d/%d: %s (durability %s)\n", e.Name, i+1, len(cells), c.Label, cr.Durability)
+		progressf(ro.Progress, "== %s: cell %d/%d: %s (durability %s)\n", e.Name, i+1, len(cells), c.Label, cr.Durability)
 		r, err := Run(ctx, o)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			cr.Failed = err.Error()
-			fmt.Fprintf(ro.Progress, "   failed: %v\n", err)
+			progressf(ro.Progress, "   failed: %v\n", err)
 		}
 		cr.Result = r
 		res.Cells = append(res.Cells, cr)
@@ -146,3 +146,7 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 	_, err := io.WriteString(p.w, p.prefix+strings.ReplaceAll(s, "\n", "\n"+p.prefix)+"\n")
 	return len(b), err
 }
+
+// progressf writes a progress line. Progress is best effort, as a
+// command's prints to stdout are: the result does not depend on it.
+func progressf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }

@@ -57,7 +57,7 @@ func createTopic(ctx context.Context, namesrv, brokerAddr string, queues int, ti
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer func() { _ = a.Close() }() // Admin.Close reports nothing
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
@@ -81,7 +81,7 @@ func brokerDurability(ctx context.Context, namesrv, brokerAddr string) string {
 	if err != nil {
 		return ""
 	}
-	defer a.Close()
+	defer func() { _ = a.Close() }() // Admin.Close reports nothing
 	stats, err := a.BrokerStats(ctx, brokerAddr)
 	if err != nil {
 		return ""
@@ -115,8 +115,7 @@ func startLoad(o *Options, namesrv string, l *Ledger, live bool) (*load, error) 
 		p, err := client.NewProducer(client.ProducerOptions{ClientOptions: clientOptions(namesrv),
 			Group: "durability-producer", SendTimeout: 3 * time.Second, Retries: -1, DisableFaultAvoidance: true})
 		if err != nil {
-			ld.stop(time.Second)
-			return nil, err
+			return nil, errors.Join(err, ld.stop(time.Second))
 		}
 		ld.clients = append(ld.clients, p)
 		ld.wg.Add(1)
@@ -127,8 +126,7 @@ func startLoad(o *Options, namesrv string, l *Ledger, live bool) (*load, error) 
 	}
 	c, err := client.NewPullConsumer(client.PullConsumerOptions{ClientOptions: clientOptions(namesrv), Group: "durability-live"})
 	if err != nil {
-		ld.stop(time.Second)
-		return nil, err
+		return nil, errors.Join(err, ld.stop(time.Second))
 	}
 	ld.clients = append(ld.clients, c)
 	for q := 0; q < o.Queues; q++ {
@@ -223,7 +221,9 @@ func (ld *load) stopNow(timeout time.Duration) error {
 		err = fmt.Errorf("load did not stop within %v", timeout)
 	}
 	for _, c := range ld.clients {
-		c.Close()
+		if cerr := c.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close a client: %w", cerr))
+		}
 	}
 	return err
 }
@@ -236,7 +236,7 @@ func readBack(ctx context.Context, namesrv string, queues int, l *Ledger, timeou
 	if err != nil {
 		return 0, nil, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // PullConsumer.Close reports nothing
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r := queueReader{c: c, queues: queues, put: func(id string, p Pos, _ *client.MessageExt) { l.Final(id, p) }}

@@ -31,18 +31,23 @@ func startProc(name, binary, logPath string, args []string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(f, "=== %s: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), binary, strings.Join(args, " "))
+	if _, err := fmt.Fprintf(f, "=== %s: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), binary, strings.Join(args, " ")); err != nil {
+		_ = f.Close() // the write's error is the one to report
+		return nil, fmt.Errorf("%s: log %s: %w", name, logPath, err)
+	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		f.Close()
+		_ = f.Close() // the start's error is the one to report
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, log: f, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
-		f.Close()
+		// The child's output log, for diagnosis only: the child wrote
+		// through its own descriptor, this one only the header above.
+		_ = f.Close()
 		close(p.exited)
 	}()
 	return p, nil
@@ -99,7 +104,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // nothing accepted on it: it only picked the port
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -109,7 +114,7 @@ func waitListening(p *proc, addr string, timeout time.Duration) error {
 	for time.Now().Before(deadline) {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
-			c.Close()
+			_ = c.Close() // a probe: nothing sent on it
 			return nil
 		}
 		select {

@@ -34,12 +34,12 @@ func (r *runner) runReplication(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }() // Admin.Close reports nothing
 	check, err := client.NewPullConsumer(client.PullConsumerOptions{ClientOptions: clientOptions(c.namesrvAddr), Group: "replication-check"})
 	if err != nil {
 		return nil, err
 	}
-	defer check.Close()
+	defer func() { _ = check.Close() }() // PullConsumer.Close reports nothing
 	if err := r.startReplication(ctx, check); err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (r *runner) runReplication(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer ld.stop(o.StopTimeout) // on an early return; a no-op after the stop below
+	defer func() { _ = ld.stop(o.StopTimeout) }() // on an early return, whose error is reported; a no-op after the stop below
 	lp := startLagPoller(admin, c.brokerAddr(), r.l)
 	defer func() {
 		if lp != nil {
@@ -100,7 +100,7 @@ func (r *runner) runReplication(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	rep.summarize()
-	fmt.Fprintf(o.Progress, "replication: %s %s/%s: %d kills, %d acked (SEND_OK), %d stored not replicated; missing on the slave %d in %d kills (%d beyond the lag), %d duplicates; max lag before a kill %d B / %d ms; after catch-up %d missing; recovery p50 %.0f ms, max %.0f ms\n",
+	progressf(o.Progress, "replication: %s %s/%s: %d kills, %d acked (SEND_OK), %d stored not replicated; missing on the slave %d in %d kills (%d beyond the lag), %d duplicates; max lag before a kill %d B / %d ms; after catch-up %d missing; recovery p50 %.0f ms, max %.0f ms\n",
 		o.Role, o.Backend, o.Flush, rep.Kills, res.Acked, res.StoredNotAcked, rep.Missing, rep.KillsWithMissing, rep.BeyondLag,
 		rep.Duplicates, rep.MaxLagBytes, rep.MaxLagMs, rep.FinalMissing, res.RecoveryMs.P50, res.RecoveryMs.Max)
 	return res, nil
@@ -189,7 +189,7 @@ func (r *runner) killAndCheck(ctx context.Context, i int, admin *client.Admin, c
 		if err := c.slave.pause(); err != nil {
 			return k, fmt.Errorf("SIGSTOP the slave: %w", err)
 		}
-		defer c.slave.resume() // again, should a step below fail
+		defer func() { _ = c.slave.resume() }() // again, should a step below fail (the SIGCONT below is checked)
 		if err := r.sleep(ctx, o.PauseSlave); err != nil {
 			return k, err
 		}
@@ -225,7 +225,7 @@ func (r *runner) killAndCheck(ctx context.Context, i int, admin *client.Admin, c
 	got := r.l.checkReplica(rr.found, sample, r.recordBytes)
 	got.Kill, got.Epoch, got.UpMs, got.Lag, got.SlaveOffset = k.Kill, k.Epoch, k.UpMs, sample, slaveEnd
 	got.ReadShort, got.ReadMs = rr.short, float64(time.Since(began))/1e6
-	fmt.Fprintf(o.Progress, "  kill %d after %v up: lag %d B / %d ms (slave acked %d); slave holds %d of %d acked: %d missing (%d beyond the lag), %d duplicates; read %.0f ms; restarting\n",
+	progressf(o.Progress, "  kill %d after %v up: lag %d B / %d ms (slave acked %d); slave holds %d of %d acked: %d missing (%d beyond the lag), %d duplicates; read %.0f ms; restarting\n",
 		got.Kill, up.Round(time.Millisecond), sample.BehindBytes, sample.LagMs, sample.AckOffset, got.Acked-got.Missing, got.Acked,
 		got.Missing, got.BeyondLag, got.Duplicates, got.ReadMs)
 	return got, nil

@@ -30,7 +30,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Role != "" {
 		what = "replication: " + o.Role + " " + o.Backend + "/" + o.Flush
 	}
-	fmt.Fprintf(o.Progress, "%s: seed %d, dir %s\n", what, o.Seed, c.dir)
+	progressf(o.Progress, "%s: seed %d, dir %s\n", what, o.Seed, c.dir)
 	r := &runner{o: &o, c: c, l: NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
 	var res *Result
 	if o.Role != "" {
@@ -77,7 +77,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer ld.stop(o.StopTimeout) // on an early return; a no-op after the stop below
+	defer func() { _ = ld.stop(o.StopTimeout) }() // on an early return, whose error is reported; a no-op after the stop below
 	res := &Result{Config: o.String(), Seed: o.Seed, Durability: o.Durability().String(),
 		DurabilityNote: o.DurabilityNote(), TermCycle: !o.NoTermCycle,
 		BrokerDurability: brokerDurability(ctx, c.namesrvAddr, c.brokerAddr())}
@@ -101,7 +101,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if files, err := filepath.Glob(filepath.Join(c.dir, "store", "commitlog", "*")); err == nil {
 		res.SegmentFiles = len(files)
 	}
-	fmt.Fprintf(o.Progress, "durability: %s/%s: %d kills, %d acked, %d lost (%d in the TERM cycle), %d duplicates, %d offsets reused, %d acked offsets reassigned; recovery p50 %.0f ms, max %.0f ms\n",
+	progressf(o.Progress, "durability: %s/%s: %d kills, %d acked, %d lost (%d in the TERM cycle), %d duplicates, %d offsets reused, %d acked offsets reassigned; recovery p50 %.0f ms, max %.0f ms\n",
 		o.Backend, o.Flush, res.Kills, res.Acked, res.Lost, res.LostInTerm, res.Duplicates, res.OffsetsReused,
 		res.AckedReassigned, res.RecoveryMs.P50, res.RecoveryMs.Max)
 	return res, nil
@@ -219,7 +219,7 @@ func (r *runner) cycle(ctx context.Context, i int, term bool) (Cycle, error) {
 	} else if err := c.broker.kill(o.StopTimeout); err != nil {
 		return cy, r.brokerErr(err)
 	}
-	fmt.Fprintf(o.Progress, "  cycle %d: %s after %v up; restarting\n", i+1, cy.Signal, up.Round(time.Millisecond))
+	progressf(o.Progress, "  cycle %d: %s after %v up; restarting\n", i+1, cy.Signal, up.Round(time.Millisecond))
 	r.l.Restarted(time.Now())
 	return cy, c.startBroker()
 }

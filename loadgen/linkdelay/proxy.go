@@ -107,7 +107,7 @@ func (p *Proxy) acceptLoop() {
 		select {
 		case <-p.closing:
 			p.mu.Unlock()
-			c.Close()
+			_ = c.Close() // closing: turned away unserved
 			return
 		default:
 		}
@@ -135,9 +135,10 @@ func (c *proxyConn) close() {
 	}
 	c.closed = true
 	close(c.done)
-	c.client.Close()
+	// A proxy has nothing to flush: the Close errors change nothing.
+	_ = c.client.Close()
 	if c.server != nil {
-		c.server.Close()
+		_ = c.server.Close()
 	}
 }
 
@@ -168,7 +169,7 @@ func (p *Proxy) serve(c *proxyConn) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		sc.Close()
+		_ = sc.Close() // unused: the client side is gone
 		return
 	}
 	c.server = sc.(*net.TCPConn)

@@ -103,8 +103,7 @@ func New(opts Options) (*Driver, error) {
 	}
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
 	if err != nil {
-		d.Close()
-		return nil, fmt.Errorf("natsdriver: connect %s: %w", url, err)
+		return nil, errors.Join(fmt.Errorf("natsdriver: connect %s: %w", url, err), d.Close())
 	}
 	d.nc = nc
 	if d.version == "" {
@@ -112,8 +111,7 @@ func New(opts Options) (*Driver, error) {
 	}
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
 	if err != nil {
-		d.Close()
-		return nil, err
+		return nil, errors.Join(err, d.Close())
 	}
 	d.js = js
 	return d, nil

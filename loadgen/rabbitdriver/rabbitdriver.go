@@ -120,8 +120,7 @@ func New(opts Options) (*Driver, error) {
 		}
 		srv, err := startServer(dir)
 		if err != nil {
-			d.Close()
-			return nil, fmt.Errorf("rabbitdriver: %w", err)
+			return nil, errors.Join(fmt.Errorf("rabbitdriver: %w", err), d.Close())
 		}
 		d.srv = srv
 		url = "amqp://guest:guest@127.0.0.1:" + strconv.Itoa(srv.amqpPort) + "/"
@@ -129,8 +128,7 @@ func New(opts Options) (*Driver, error) {
 	}
 	conn, err := amqp.DialConfig(url, amqp.Config{Heartbeat: 30 * time.Second})
 	if err != nil {
-		d.Close()
-		return nil, fmt.Errorf("rabbitdriver: connect: %w", err)
+		return nil, errors.Join(fmt.Errorf("rabbitdriver: connect: %w", err), d.Close())
 	}
 	d.conn = conn
 	if v, ok := conn.Properties["version"].(string); ok {
@@ -192,7 +190,9 @@ func (d *Driver) CreateTopic(ctx context.Context, topic string, queues int) erro
 	if err != nil {
 		return err
 	}
-	defer ch.Close()
+	// Each declaration below waits for its answer: the channel has nothing
+	// left to say at Close.
+	defer func() { _ = ch.Close() }()
 	if err := ch.ExchangeDeclare(topic, "direct", true, false, false, false, nil); err != nil {
 		return fmt.Errorf("rabbitdriver: exchange %s: %w", topic, err)
 	}
@@ -257,8 +257,7 @@ func (d *Driver) NewProducer(_ context.Context, topic string, opts loadgen.Produ
 		return nil, err
 	}
 	if err := ch.Confirm(false); err != nil {
-		ch.Close()
-		return nil, fmt.Errorf("rabbitdriver: confirm mode: %w", err)
+		return nil, errors.Join(fmt.Errorf("rabbitdriver: confirm mode: %w", err), ch.Close())
 	}
 	window := opts.MaxInFlight
 	if opts.Mode == loadgen.SendBatch {
@@ -377,8 +376,7 @@ func (d *Driver) NewConsumer(_ context.Context, topic, group string, opts loadge
 			dels, err = ch.Consume(queueName(topic, q), tag, !stream, false, false, false, args)
 		}
 		if err != nil {
-			c.closeChannels()
-			return nil, fmt.Errorf("rabbitdriver: consume %s: %w", queueName(topic, q), err)
+			return nil, errors.Join(fmt.Errorf("rabbitdriver: consume %s: %w", queueName(topic, q), err), c.closeChannels())
 		}
 		wg.Add(1)
 		go func() {

@@ -84,8 +84,7 @@ func startServerOnce(dir string) (*server, error) {
 		return nil, err
 	}
 	if err := s.epmd.WaitReady(10*time.Second, func() error { return dial(epmdPort) }); err != nil {
-		s.stop()
-		return nil, err
+		return nil, errors.Join(err, s.stop())
 	}
 	env := []string{
 		"HOME=" + dir, // its Erlang cookie
@@ -102,8 +101,7 @@ func startServerOnce(dir string) (*server, error) {
 		"RABBITMQ_PID_FILE=" + filepath.Join(dir, "rabbitmq.pid"),
 	}
 	if s.rabbit, err = peerproc.Start(bin, nil, env, dir, filepath.Join(dir, "rabbitmq.log")); err != nil {
-		s.stop()
-		return nil, err
+		return nil, errors.Join(err, s.stop())
 	}
 	ready := func() error {
 		if err := dial(amqpPort); err != nil {
@@ -112,8 +110,7 @@ func startServerOnce(dir string) (*server, error) {
 		return dial(streamPort)
 	}
 	if err := s.rabbit.WaitReady(90*time.Second, ready); err != nil {
-		s.stop()
-		return nil, err
+		return nil, errors.Join(err, s.stop())
 	}
 	return s, nil
 }
@@ -121,7 +118,7 @@ func startServerOnce(dir string) (*server, error) {
 func dial(port int) error {
 	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
 	if err == nil {
-		c.Close()
+		_ = c.Close() // a probe: nothing sent on it
 	}
 	return err
 }

@@ -74,8 +74,7 @@ func (d *Driver) newStreamProducer(topic string, opts loadgen.ProducerOptions) (
 	for q := 0; q < d.queueCount(topic); q++ {
 		sp, err := env.NewProducer(queueName(topic, q), stream.NewProducerOptions())
 		if err != nil {
-			p.Close()
-			return nil, fmt.Errorf("rabbitdriver: stream producer %s: %w", queueName(topic, q), err)
+			return nil, errors.Join(fmt.Errorf("rabbitdriver: stream producer %s: %w", queueName(topic, q), err), p.Close())
 		}
 		p.producers = append(p.producers, sp)
 		confirms := sp.NotifyPublishConfirmation()
@@ -223,8 +222,7 @@ func (d *Driver) newStreamConsumer(topic, group string, opts loadgen.ConsumerOpt
 			h(m.GetData())
 		}, stream.NewConsumerOptions().SetConsumerName(name).SetOffset(stream.OffsetSpecification{}.First()))
 		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("rabbitdriver: stream consumer %s: %w", queueName(topic, q), err)
+			return nil, errors.Join(fmt.Errorf("rabbitdriver: stream consumer %s: %w", queueName(topic, q), err), c.Close())
 		}
 		c.consumers = append(c.consumers, sc)
 	}

@@ -85,8 +85,7 @@ func New(opts Options) (*Driver, error) {
 			}
 		}
 		if err != nil {
-			d.Close()
-			return nil, err
+			return nil, errors.Join(err, d.Close())
 		}
 	}
 	d.rdb = redis.NewClient(&redis.Options{Addr: addr, PoolSize: 256, ReadTimeout: 10 * time.Second})
@@ -94,8 +93,7 @@ func New(opts Options) (*Driver, error) {
 	defer cancel()
 	info, err := d.rdb.Info(ctx, "server").Result()
 	if err != nil {
-		d.Close()
-		return nil, fmt.Errorf("redisdriver: %s: %w", addr, err)
+		return nil, errors.Join(fmt.Errorf("redisdriver: %s: %w", addr, err), d.Close())
 	}
 	for _, l := range strings.Split(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
@@ -140,7 +138,7 @@ func (d *Driver) start() (string, error) {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	probe := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
-	defer probe.Close()
+	defer func() { _ = probe.Close() }() // a readiness probe: it only pings
 	err = d.proc.WaitReady(20*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -75,9 +75,12 @@ func (d *Driver) CreateTopic(ctx context.Context, topic string, queues int) erro
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	return a.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(d.opts.BrokerAddr),
+	err = a.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(d.opts.BrokerAddr),
 		admin.WithReadQueueNums(queues), admin.WithWriteQueueNums(queues))
+	if cerr := a.Close(); cerr != nil {
+		return errors.Join(err, fmt.Errorf("rmqdriver: close the admin: %w", cerr))
+	}
+	return err
 }
 
 // NewProducer implements loadgen.Driver.

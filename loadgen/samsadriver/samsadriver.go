@@ -81,7 +81,7 @@ func (d *Driver) CreateTopic(ctx context.Context, topic string, queues int) erro
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer func() { _ = a.Close() }() // Admin.Close reports nothing
 	return a.CreateTopic(ctx, topic, client.TopicOptions{Queues: queues, Brokers: d.opts.Brokers})
 }
 
@@ -155,8 +155,7 @@ func (d *Driver) NewConsumer(ctx context.Context, topic, group string, o loadgen
 	}
 	qs, err := pc.Queues(ctx, topic)
 	if err != nil {
-		pc.Close()
-		return nil, err
+		return nil, errors.Join(err, pc.Close())
 	}
 	members := o.Members
 	if members < 1 {
@@ -245,12 +244,10 @@ func (d *Driver) newPushConsumer(ctx context.Context, topic, group string, h loa
 		return nil, err
 	}
 	if err := pc.Subscribe(topic, "*"); err != nil {
-		pc.Close()
-		return nil, err
+		return nil, errors.Join(err, pc.Close())
 	}
 	if err := pc.Start(ctx); err != nil {
-		pc.Close()
-		return nil, err
+		return nil, errors.Join(err, pc.Close())
 	}
 	return pc, nil
 }

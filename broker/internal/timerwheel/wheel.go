@@ -110,19 +110,21 @@ func Open(o Options) (*Wheel, Checkpoint, error) {
 			return nil, Checkpoint{}, err
 		}
 		if err := w.wheel.Truncate(wantSize); err != nil {
-			w.wheel.Close()
+			_ = w.wheel.Close() // the next Open creates it again
 			return nil, Checkpoint{}, err
 		}
 	} else if w.wheel, err = o.FS.Open(wheelPath, vfs.OpenOptions{}); err != nil {
 		return nil, Checkpoint{}, err
 	}
 	if err := w.openLog(!clean); err != nil {
-		w.Close()
+		_ = w.Close() // the open's error is the one to report
 		return nil, Checkpoint{}, err
 	}
 	if clean && w.end != cp.LogEnd {
 		// The log is not what the clean checkpoint said: rebuild.
-		w.Close()
+		if err := w.Close(); err != nil {
+			return nil, Checkpoint{}, err
+		}
 		if err := o.FS.Remove(wheelPath); err != nil {
 			return nil, Checkpoint{}, err
 		}
@@ -167,7 +169,7 @@ func (w *Wheel) openLog(relink bool) error {
 			// A short segment ends the log; later ones (none in a sane
 			// log) are dropped with the torn tail.
 			for _, later := range w.segs[i+1:] {
-				later.f.Close()
+				_ = later.f.Close() // removed next: its bytes are dropped
 				if err := w.o.FS.Remove(w.segPath(later.base)); err != nil {
 					return err
 				}
@@ -328,7 +330,7 @@ func (w *Wheel) tail() (*segment, error) {
 		return nil, err
 	}
 	if err := w.o.FS.SyncDir(w.logDir()); err != nil {
-		f.Close()
+		_ = f.Close() // empty: nothing written to it
 		return nil, err
 	}
 	g := &segment{base: w.end, f: f, maxDeliver: -1}
@@ -430,10 +432,12 @@ func (w *Wheel) Trim(readMs int64) (int, error) {
 	n := 0
 	for len(w.segs) > 1 && w.segs[0].maxDeliver < readMs {
 		g := w.segs[0]
-		g.f.Close()
+		// Removed, then closed: a segment whose removal failed stays open
+		// in the log for the next Trim (and Close's check).
 		if err := w.o.FS.Remove(w.segPath(g.base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return n, err
 		}
+		_ = g.f.Close() // removed: every entry in it was due and read
 		w.segs = w.segs[1:]
 		n++
 	}
@@ -452,11 +456,16 @@ func (w *Wheel) Close(cp ...Checkpoint) error {
 		c.Clean = true
 		err = w.Checkpoint(c)
 	}
+	// The files were written: a Close error can be a write's.
 	for _, g := range w.segs {
-		g.f.Close()
+		if cerr := g.f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("timerwheel: close log segment %d: %w", g.base, cerr)
+		}
 	}
 	if w.wheel != nil {
-		w.wheel.Close()
+		if cerr := w.wheel.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("timerwheel: close the wheel: %w", cerr)
+		}
 	}
 	return err
 }
@@ -485,7 +494,7 @@ func (w *Wheel) readCheckpoint() (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	b := make([]byte, 37)
 	if n, _ := f.ReadAt(b, 0); n < len(b) || binary.BigEndian.Uint32(b) != magic ||
 		binary.BigEndian.Uint32(b[33:]) != crc32.ChecksumIEEE(b[:33]) {
