@@ -102,6 +102,9 @@ type ctlMode struct {
 		syncSetEpoch int64
 		slave        *ha.Slave
 		lastErr      string
+		// masterSilent: the controller's last word on how long ago the
+		// master's heartbeat reached it (controller.Result.MasterSilent).
+		masterSilent time.Duration
 	}
 	// caughtUp: when each sync-state member (or candidate) was last seen
 	// holding the whole log; run's alone.

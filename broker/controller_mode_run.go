@@ -32,17 +32,24 @@ func (c *ctlMode) run() {
 
 // nextHeartbeat is the wait before the next heartbeat: brokerHeartbeatInterval,
 // or a fifteenth of controllerHeartBeatTimeoutMills (at least 50 ms) while
-// the broker has no master to follow (a slave whose replication link is
-// down, or a broker with no role): its master may be dead, and the
-// controller's answer is how it learns that it was elected, or whom to
-// follow, so it asks often until it knows. A master, and a slave with a
-// live link, keep the configured pace.
+// the broker's master may be gone: a slave whose replication link is down,
+// or whose master the controller last heard from more than one and a half
+// heartbeat intervals ago (a paused or cut-off master keeps its TCP link
+// open), or a broker with no role. The controller's answer is how it
+// learns that it was elected, or whom to follow, so it asks often until it
+// knows. Also after a heartbeat that failed (the controller's Raft leader
+// changing): a master fences itself once no heartbeat was answered for
+// controllerHeartBeatTimeoutMills, so it must reach the new leader as soon
+// as there is one. A master, and a slave of a live master, keep the
+// configured pace.
 func (c *ctlMode) nextHeartbeat() time.Duration {
 	every := c.b.cfg.BrokerHeartbeatInterval
 	c.mu.Lock()
-	role, slave := c.mu.role, c.mu.slave
+	role, slave, silent, failed := c.mu.role, c.mu.slave, c.mu.masterSilent, c.mu.lastErr != ""
 	c.mu.Unlock()
-	waiting := role == controller.RoleNone || (role == controller.RoleSlave && (slave == nil || !slave.Status().Connected))
+	overdue := silent < 0 || silent > every+every/2
+	waiting := failed || role == controller.RoleNone ||
+		(role == controller.RoleSlave && (overdue || slave == nil || !slave.Status().Connected))
 	if !waiting {
 		return every
 	}
@@ -145,6 +152,7 @@ func (c *ctlMode) apply(r controller.Result) {
 	c.mu.Lock()
 	role, epoch, masterID, masterAddr := c.mu.role, c.mu.epoch, c.mu.masterID, c.mu.masterAddr
 	c.mu.syncSet, c.mu.syncSetEpoch = slices.Clone(r.SyncSet), r.SyncSetEpoch
+	c.mu.masterSilent = r.MasterSilent
 	c.mu.Unlock()
 	if r.Fenced {
 		c.b.log.Warn("broker: fenced by the controller", "note", r.Note, "masterEpoch", r.MasterEpoch)

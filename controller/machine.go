@@ -67,6 +67,12 @@ func (m *Machine) heartbeat(c Heartbeat, now time.Time) (Result, error) {
 	}
 	m.live.beat(c.Group, c.ID, now)
 	gs.roleOf(&r, c.ID, c.Epoch)
+	if gs.master != NoMaster && gs.master != c.ID {
+		r.MasterSilent = -1
+		if t, ok := m.live.LastHeartbeat(c.Group, gs.master); ok {
+			r.MasterSilent = max(now.Sub(t), 0)
+		}
+	}
 	return r, nil
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Role is what a reporting broker must be.
@@ -52,6 +53,12 @@ type Result struct {
 	Unclean bool
 	// Note says in words why nothing changed or what happened.
 	Note string
+	// MasterSilent, in the answer to a slave's Heartbeat: how long ago the
+	// master's last heartbeat reached this controller; -1 when none has
+	// since it began leading. A slave that sees its master overdue asks
+	// again soon: the answer that elects it may be one heartbeat away.
+	// Local liveness, like the heartbeats: not in String, not replicated.
+	MasterSilent time.Duration `json:",omitempty"`
 }
 
 // String is stable, for the script tests and logs.

@@ -127,7 +127,7 @@ func Open(opts Options) (n *Node, err error) {
 	rc.LocalID = raft.ServerID(opts.ID)
 	rc.HeartbeatTimeout = opts.RaftHeartbeatTimeout
 	rc.ElectionTimeout = opts.RaftElectionTimeout
-	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, opts.RaftHeartbeatTimeout)
+	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, opts.RaftHeartbeatTimeout/2)
 	rc.SnapshotThreshold = opts.SnapshotThreshold
 	rc.SnapshotInterval = opts.SnapshotInterval
 	rc.TrailingLogs = opts.TrailingLogs

@@ -16,8 +16,8 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultRaftHeartbeatTimeout = time.Second
-	DefaultRaftElectionTimeout  = time.Second
+	DefaultRaftHeartbeatTimeout = 500 * time.Millisecond
+	DefaultRaftElectionTimeout  = 500 * time.Millisecond
 	DefaultApplyTimeout         = 5 * time.Second
 	DefaultSnapshotThreshold    = 1024
 	DefaultSnapshotInterval     = 30 * time.Second
@@ -54,13 +54,19 @@ type Options struct {
 	// unclean election).
 	Controller controller.Config
 	// TickInterval: how often the leader looks for dead masters. Default
-	// Controller.ElectionTimeout/10 (at least 10 ms). Shorter notices a death
+	// Controller.ElectionTimeout/30 (at least 10 ms). Shorter notices a death
 	// sooner after the timeout; the cost is one pass over the groups.
 	TickInterval time.Duration
 	// RaftHeartbeatTimeout and RaftElectionTimeout are hashicorp/raft's
-	// (default 1 s each): how soon a controller replica's death is noticed
-	// and a new Raft leader elected. Shorter fails the controller over
-	// sooner; too short for the network elects needlessly.
+	// (default 500 ms each; the library's are 1 s): how soon a controller
+	// replica's death is noticed and a new Raft leader elected. Shorter
+	// fails the controller over sooner; too short for the network elects
+	// needlessly. A new Raft leader elects no master for one
+	// Controller.ElectionTimeout, so a master killed with the controller
+	// leader is replaced after the Raft fail-over plus that timeout: the
+	// Raft fail-over is what can be cut. The leader lease is half the
+	// heartbeat timeout: a leader cut off from its peers stops answering
+	// brokers before its followers can elect another.
 	RaftHeartbeatTimeout time.Duration
 	RaftElectionTimeout  time.Duration
 	// ApplyTimeout bounds one proposal through Raft (default 5 s); a
@@ -108,7 +114,7 @@ type Options struct {
 func (o *Options) EnsureDefaults() {
 	o.Controller.EnsureDefaults()
 	if o.TickInterval == 0 {
-		o.TickInterval = max(o.Controller.ElectionTimeout/10, 10*time.Millisecond)
+		o.TickInterval = max(o.Controller.ElectionTimeout/30, 10*time.Millisecond)
 	}
 	if o.RaftHeartbeatTimeout == 0 {
 		o.RaftHeartbeatTimeout = DefaultRaftHeartbeatTimeout
