@@ -61,6 +61,26 @@ type Settings struct {
 	DiskDuration bench.Duration    `json:"disk_duration,omitempty"`
 	// Timeout bounds one catch-up; default 10m.
 	Timeout bench.Duration `json:"timeout,omitempty"`
+	// Settle is an idle pause before each timed phase (the slave's
+	// catch-up and the raw-disk reference), so that neither writes into
+	// page-cache pages the other just freed; default 5s ("0s" none). A VM
+	// whose guest reports free memory to its host (virtio-balloon free
+	// page reporting, a few seconds after the free) pays a host fault on
+	// the first touch of such a page: on the lab's VM, 512 MiB written
+	// into a new file took 0.17 s of system time right after another
+	// file's pages were freed and 1.7 s eight seconds later. Without the
+	// pause, the raw-disk run, which starts right after the master's and
+	// the slave's files are deleted, wrote into warm pages while the
+	// slave wrote into cold ones.
+	Settle *bench.Duration `json:"settle,omitempty"`
+}
+
+// settle returns the pause before a timed phase.
+func (s *Settings) settle() time.Duration {
+	if s.Settle == nil {
+		return 5 * time.Second
+	}
+	return time.Duration(*s.Settle)
 }
 
 func (s *Settings) ensureDefaults() {
@@ -92,6 +112,9 @@ func (s *Settings) validate() error {
 	if s.MessageSize < 8 || s.Repeats < 1 || s.DiskBlock < 512 || s.DiskDuration <= 0 || s.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("message_size %d (>= 8), repeats %d (>= 1), disk_block %d (>= 512), disk_duration and timeout (> 0)",
 			s.MessageSize, s.Repeats, s.DiskBlock))
+	}
+	if s.Settle != nil && *s.Settle < 0 {
+		errs = append(errs, fmt.Errorf("settle %v: want >= 0", time.Duration(*s.Settle)))
 	}
 	switch s.DiskFsync {
 	case bench.FsyncEvery, bench.FsyncInterval, bench.FsyncNone:
@@ -239,6 +262,9 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 		return r, fmt.Errorf("fill: %w", err)
 	}
 	r.FillBytes, r.FillSeconds = handed, time.Since(t0).Seconds()
+	if err := sleepCtx(ctx, s.settle()); err != nil {
+		return r, err
+	}
 	t0 = time.Now()
 	sl, err := t.StartSlave()
 	if err != nil {
@@ -264,6 +290,9 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	if err := t.Close(); err != nil {
 		return r, err
 	}
+	if err := sleepCtx(ctx, s.settle()); err != nil {
+		return r, err
+	}
 	d, err := bench.RunDisk(ctx, bench.DiskOptions{Dir: opts.DiskDir, Block: s.DiskBlock, Fsync: s.DiskFsync,
 		Duration: time.Duration(s.DiskDuration), ProbeDuration: -1})
 	if err != nil {
@@ -274,6 +303,20 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 		r.Ratio = r.CatchUpMBps / r.DiskMBps
 	}
 	return r, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // WriteResult writes res as results/<experiment>/<host>-<UTC time>.json
@@ -287,8 +330,8 @@ func WriteResult(dir string, res *Result) (string, error) {
 func (r *Result) Markdown() string {
 	var b strings.Builder
 	r.Heading(&b)
-	fmt.Fprintf(&b, "Run %s; MB = 10⁶ B; catch-up = the master's handed offset ÷ the time from starting the empty slave until it held that offset; disk = `bench disk` (%s) on the same disk right after.\n\n",
-		r.Start.Format("2006-01-02 15:04 UTC"), r.Median.DiskConfig)
+	fmt.Fprintf(&b, "Run %s; MB = 10⁶ B; catch-up = the master's handed offset ÷ the time from starting the empty slave until it held that offset; disk = `bench disk` (%s) on the same disk right after; an idle pause of %v before each timed phase (settle: neither writes into page-cache pages the other just freed).\n\n",
+		r.Start.Format("2006-01-02 15:04 UTC"), r.Median.DiskConfig, r.Settings.settle())
 	b.WriteString("| repeat | filled (MiB) | fill s | catch-up s | catch-up MB/s | disk MB/s | ratio | slave |\n|---|---|---|---|---|---|---|---|\n")
 	for i, run := range r.Runs {
 		fmt.Fprintf(&b, "| %d | %d | %.1f | %.2f | %.1f | %.1f | %.2f | %s |\n", i+1, run.FillBytes>>20, run.FillSeconds,

@@ -34,6 +34,7 @@ func TestExperimentRejects(t *testing.T) {
 		{`"kind": "replication-catchup"`, `"kind": "e2e"`, "is not replication-catchup"},
 		{`"fill_bytes": 1048576`, `"fill_bytes": 1000`, "at least 1 MiB"},
 		{`"fill_bytes": 1048576`, `"fill_bytes": 1048576, "disk_fsync": "sometimes"`, "disk_fsync"},
+		{`"fill_bytes": 1048576`, `"fill_bytes": 1048576, "settle": "-1s"`, "settle"},
 		{`"repeats": 1`, `"repeats": -1`, "repeats -1"},
 		{`"repeats": 1`, `"repeat": 1`, "unknown field"},
 	} {
@@ -68,7 +69,7 @@ func (s *fakeSlave) Describe() string            { return "fake slave" }
 
 func TestRunExperimentWithAFake(t *testing.T) {
 	e := &Experiment{Name: "c", Kind: Kind, Target: 0.8,
-		Base: Settings{FillBytes: 1 << 20, DiskBlock: 4096, DiskDuration: bench.Duration(50e6)}}
+		Base: Settings{FillBytes: 1 << 20, DiskBlock: 4096, DiskDuration: bench.Duration(50e6), Settle: new(bench.Duration(0))}}
 	var targets []*fakeTarget
 	var progress bytes.Buffer
 	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(), Progress: &progress,
