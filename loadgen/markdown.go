@@ -52,6 +52,15 @@ func (r *ExperimentResult) Markdown() string {
 	return b.String()
 }
 
+// ratioText is a ratio as "1.23×"; one below 0.01 keeps two significant
+// digits ("0.00055×"), not a "0.00×" that reads as zero.
+func ratioText(v float64) string {
+	if v > 0 && v < 0.01 {
+		return fmt.Sprintf("%.2g×", v)
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
 // comparisonTable renders the comparisons, ratios and additive targets.
 func (r *ExperimentResult) comparisonTable(b *strings.Builder) {
 	if len(r.Comparisons) > 0 {
@@ -65,7 +74,7 @@ func (r *ExperimentResult) comparisonTable(b *strings.Builder) {
 			case c.Kind == "additive":
 				val = fmt.Sprintf("%+.2f ms", c.Value/1000)
 			default:
-				val = fmt.Sprintf("%.2f×", c.Value)
+				val = ratioText(c.Value)
 			}
 			if c.Kind == "additive" {
 				target = fmt.Sprintf("≤ %+.2f ms (%g × RTT %.3f ms + %g ms)", c.Bound/1000, c.PlusRTT, c.RTTUs/1000, c.PlusMs)
