@@ -238,9 +238,10 @@ type Config struct {
 	// DefaultElectionTimeout; RocketMQ's 10 s).
 	ControllerHeartBeatTimeout time.Duration
 	// HAMaxTimeSlaveNotCatchup (haMaxTimeSlaveNotCatchup, ms): a slave
-	// whose acknowledgement has trailed the master's log this long (or
-	// that disconnected) leaves the sync-state set, and joins it again
-	// once caught up. Default 15 s (RocketMQ's).
+	// whose acknowledgement has trailed the master's log this long leaves
+	// the sync-state set, and joins it again once caught up; one with no
+	// replication link leaves after ControllerHeartBeatTimeout, if that
+	// is shorter. Default 15 s (RocketMQ's).
 	HAMaxTimeSlaveNotCatchup time.Duration
 	// controllerClient, when set (tests, and the wiring of the real
 	// client), is the controller client New uses; else dialController's.

@@ -279,11 +279,24 @@ func (c *ctlMode) keepSyncSet() {
 	self := c.b.cfg.BrokerID
 	next := []int64{self}
 	slaves := m.Slaves()
+	linked := make(map[int64]bool, len(slaves))
 	for _, s := range slaves {
 		c.caughtUp[s.BrokerID] = now.Add(-s.LagTime) // LagTime is 0 when caught up
+		linked[s.BrokerID] = true
 	}
 	for _, id := range set {
-		if id != self && now.Sub(c.caughtUp[id]) <= c.b.cfg.HAMaxTimeSlaveNotCatchup {
+		// A member with no replication link (dead, restarting, cut off)
+		// leaves once it has not been caught up for
+		// controllerHeartBeatTimeoutMills, as long as the controller
+		// takes to call a master dead: a SYNC_MASTER's sends wait for
+		// every member, and a killed slave stalled them for the whole
+		// haMaxTimeSlaveNotCatchup. A linked member that trails keeps
+		// haMaxTimeSlaveNotCatchup to catch up.
+		limit := c.b.cfg.HAMaxTimeSlaveNotCatchup
+		if !linked[id] {
+			limit = min(limit, c.b.cfg.ControllerHeartBeatTimeout)
+		}
+		if id != self && now.Sub(c.caughtUp[id]) <= limit {
 			next = append(next, id)
 		}
 	}

@@ -37,6 +37,9 @@ type ctlCluster struct {
 	ctl  *fakeController
 	dirs map[int64]string
 	b    map[int64]*Broker
+	// notCatchup, when set, is the brokers' haMaxTimeSlaveNotCatchup
+	// (default 3 s here).
+	notCatchup time.Duration
 }
 
 func newCtlCluster(t *testing.T, electionTimeout time.Duration) *ctlCluster {
@@ -88,6 +91,9 @@ func (c *ctlCluster) config(id int64) func(*Config) {
 		cfg.HASendHeartbeatInterval = 100 * time.Millisecond
 		cfg.HAHousekeepingInterval = 5 * time.Second
 		cfg.HAMaxTimeSlaveNotCatchup = 3 * time.Second
+		if c.notCatchup != 0 {
+			cfg.HAMaxTimeSlaveNotCatchup = c.notCatchup
+		}
 		cfg.HASlaveAckTimeout = 5 * time.Second
 		cfg.RegisterNameServerPeriod = time.Second
 		cfg.SlaveSyncInterval = 200 * time.Millisecond
@@ -393,11 +399,13 @@ func TestControllerModeUnreachableController(t *testing.T) {
 	}
 }
 
-// TestControllerSyncStateSet: a slave that goes away leaves the sync-state
-// set after haMaxTimeSlaveNotCatchup (until then a SYNC_MASTER send waits
-// for it and is not acknowledged), and joins again once caught up.
+// TestControllerSyncStateSet: a slave that goes away (its replication link
+// gone) leaves the sync-state set after controllerHeartBeatTimeoutMills
+// (1 s here), though haMaxTimeSlaveNotCatchup is an hour: until then a
+// SYNC_MASTER send waits for it. It joins again once caught up.
 func TestControllerSyncStateSet(t *testing.T) {
 	c := newCtlCluster(t, 1500*time.Millisecond)
+	c.notCatchup = time.Hour
 	c.start(1)
 	m := c.waitMaster(-1)
 	c.start(2)
