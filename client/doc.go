@@ -34,7 +34,10 @@
 // three send equal ShardingKeys to one queue, so per-key order holds, and
 // the last two move few keys when queues are added. A broker that failed
 // or answered slowly is avoided for a while (RocketMQ's latency table);
-// sync sends retry on another broker. Send waits for the answer,
+// sync sends retry on another broker. After a send to an address timed
+// out, Send and SendBatch send nothing more to it until it answers a
+// heartbeat probe, watching the route meanwhile: a paused master being
+// replaced by a fail-over costs one SendTimeout, not one per send. Send waits for the answer,
 // SendAsync and SendAsyncChan do not (bounded by MaxInFlight), SendOneway
 // wants no answer, SendBatch sends many messages in one request, and
 // BatchOptions make SendAsync gather messages into batches per queue.
