@@ -1,9 +1,11 @@
 package consumequeue
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +32,43 @@ type shared struct {
 	log     *slog.Logger
 	scratch sync.Pool // of *scratchBuf
 	h       *handles  // the table's open files
+
+	// newDirs are the directories that gained an entry (a topic's
+	// directory in the root, a queue's in its topic's) since the last
+	// Table.Flush, which syncs them: a queue's first file is created on
+	// the dispatcher's path, and three directory syncs there per new queue
+	// cost 10,000 new queues most of their first seconds.
+	dirMu   sync.Mutex
+	newDirs map[string]struct{}
+}
+
+// dirtyDir notes that dir gained an entry Table.Flush must make durable.
+func (sh *shared) dirtyDir(dir string) {
+	sh.dirMu.Lock()
+	if sh.newDirs == nil {
+		sh.newDirs = map[string]struct{}{}
+	}
+	sh.newDirs[dir] = struct{}{}
+	sh.dirMu.Unlock()
+}
+
+// takeDirtyDirs returns the directories dirtyDir noted and forgets them,
+// deepest first (a queue's before its topic's before the root).
+func (sh *shared) takeDirtyDirs() []string {
+	sh.dirMu.Lock()
+	defer sh.dirMu.Unlock()
+	out := make([]string, 0, len(sh.newDirs))
+	for d := range sh.newDirs {
+		out = append(out, d)
+	}
+	clear(sh.newDirs)
+	slices.SortFunc(out, func(a, b string) int {
+		if c := cmp.Compare(strings.Count(b, string(filepath.Separator)), strings.Count(a, string(filepath.Separator))); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return out
 }
 
 func (sh *shared) getScratch() *scratchBuf  { return sh.scratch.Get().(*scratchBuf) }

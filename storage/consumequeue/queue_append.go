@@ -228,11 +228,11 @@ func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 		if err := fs.MkdirAll(q.dir); err != nil {
 			return fmt.Errorf("consumequeue: %s: mkdir: %w", q, err)
 		}
-		for _, d := range []string{q.sh.root, filepath.Dir(q.dir)} {
-			if err := q.sh.h.syncDir(d); err != nil {
-				return dirSyncError(fmt.Errorf("consumequeue: %s: sync dir %s: %w", q, d, err))
-			}
-		}
+		// The new names are made durable by the next Table.Flush (which
+		// the checkpoint waits for before it counts any entry here as
+		// indexed), not on the dispatcher's path.
+		q.sh.dirtyDir(q.sh.root)
+		q.sh.dirtyDir(filepath.Dir(q.dir))
 		q.dirReady = true
 	}
 	path := filepath.Join(q.dir, fileName(start))
@@ -240,15 +240,12 @@ func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 	if err != nil {
 		return fmt.Errorf("consumequeue: %s: create: %w", q, err)
 	}
-	if err := q.sh.h.syncDir(q.dir); err != nil {
-		_ = f.Close()
-		return dirSyncError(fmt.Errorf("consumequeue: %s: sync dir: %w", q, err))
-	}
 	sf := q.newSegFile(start, path)
 	q.sh.h.adopt(sf, f)
 	q.mu.Lock()
 	q.mu.files = append(q.mu.files, sf)
 	q.mu.bufStart = start
+	q.mu.dirDirty = true // the file's name: synced by the next Flush
 	q.mu.Unlock()
 	return nil
 }

@@ -177,12 +177,31 @@ func (t *Table) MarkUnsynced() {
 	t.mu.Unlock()
 }
 
-// syncDirs syncs the topic directories and the root if MarkUnsynced asked.
+// syncDirs syncs the directories that gained a topic's or a queue's
+// directory since the last Flush, and the topic directories and the root
+// if MarkUnsynced asked.
 func (t *Table) syncDirs() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.mu.err != nil || !t.mu.dirsDirty {
+	if t.mu.err != nil {
 		return t.mu.err
+	}
+	dirs := t.sh.takeDirtyDirs()
+	for i, d := range dirs {
+		if err := t.sh.h.syncDir(d); err != nil {
+			err = fmt.Errorf("consumequeue: sync dir %s: %w", d, err)
+			if vfs.IsResourceError(err) {
+				for _, d := range dirs[i:] {
+					t.sh.dirtyDir(d) // not synced: the next Flush tries again
+				}
+				return err
+			}
+			t.mu.err = err
+			return t.mu.err
+		}
+	}
+	if !t.mu.dirsDirty {
+		return nil
 	}
 	for _, d := range append(t.topicDirs, t.opts.Dir) {
 		if err := t.sh.h.syncDir(d); err != nil {
