@@ -250,17 +250,6 @@ func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 	return nil
 }
 
-// dirSyncError is a failed directory sync: a syncError (sticky), unless
-// the directory could not even be opened for want of a descriptor or
-// memory (vfs.IsResourceError): then nothing was synced, nothing lost, and
-// the retry syncs it.
-func dirSyncError(err error) error {
-	if vfs.IsResourceError(err) {
-		return err
-	}
-	return syncError{err}
-}
-
 // writeBufLocked writes the buffered entries to the last file.
 func (q *Queue) writeBufLocked() error {
 	if len(q.mu.wbuf) == 0 {
