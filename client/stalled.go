@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsamq/samsa/protocol"
@@ -22,6 +23,9 @@ const StalledProbeTimeout = 250 * time.Millisecond
 // master as soon as the name servers name it, instead of waiting out
 // another SendTimeout on the old one. Safe for concurrent use.
 type stalledBrokers struct {
+	// n mirrors len(m): every send asks, and with nothing stalled (the
+	// usual case) it takes no lock.
+	n  atomic.Int32
 	mu sync.Mutex
 	m  map[string]struct{}
 }
@@ -32,19 +36,25 @@ func (s *stalledBrokers) timedOut(addr string) {
 		s.m = map[string]struct{}{}
 	}
 	s.m[addr] = struct{}{}
+	s.n.Store(int32(len(s.m)))
 	s.mu.Unlock()
 }
 
 // answered clears addr: it answered a request.
 func (s *stalledBrokers) answered(addr string) {
-	s.mu.Lock()
-	if len(s.m) > 0 {
-		delete(s.m, addr)
+	if s.n.Load() == 0 {
+		return
 	}
+	s.mu.Lock()
+	delete(s.m, addr)
+	s.n.Store(int32(len(s.m)))
 	s.mu.Unlock()
 }
 
 func (s *stalledBrokers) stalled(addr string) bool {
+	if s.n.Load() == 0 {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.m[addr]
