@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,7 @@ func TestOrderedPerKey(t *testing.T) {
 			return nil
 		}
 	}
+	var pcs []*PushConsumer
 	for _, name := range []string{"a", "b"} {
 		pc := newTestPushConsumer(t, c, "g-ordered", handler(name), func(o *PushConsumerOptions) {
 			o.Orderly = true
@@ -86,6 +88,23 @@ func TestOrderedPerKey(t *testing.T) {
 		if err := pc.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		pcs = append(pcs, pc)
+	}
+	// A key stays with one member only while the group's membership
+	// holds: wait for the split that has both (each member's share, none
+	// held twice) before sending, or a message handled by a, the only
+	// member at first, and the next by b after the rebalance would count
+	// as a key handled by two.
+	waitSplit := time.Now().Add(20 * time.Second)
+	for {
+		qa, qb := pcs[0].Queues(), pcs[1].Queues()
+		if len(qa) > 0 && len(qa) == len(qb) && !slices.ContainsFunc(qa, func(q MessageQueue) bool { return slices.Contains(qb, q) }) {
+			break
+		}
+		if time.Now().After(waitSplit) {
+			t.Fatalf("the group never split the queues between its two members: a %v, b %v", qa, qb)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	p := newTestProducer(t, c, func(o *ProducerOptions) { o.Balancer = &ConsistentHash{} })
 	var wg sync.WaitGroup

@@ -124,6 +124,10 @@ type Store struct {
 	ckpt struct {
 		sync.Mutex
 		last checkpoint // the last one written or read
+		// seen are the dispatched offsets the periodic checkpoints saw,
+		// oldest first, back to ConsumeQueueFlushMaxDelay ago: the
+		// oldest gives the lazy flush its Before (checkpoint.go).
+		seen []dispatchSample
 	}
 	m metrics
 

@@ -178,6 +178,23 @@ type Queue struct {
 		dirDirty bool
 		err      error // sticky fsync error (a failed write is only returned)
 		closed   bool
+
+		// What a lazy flush (Table.FlushSome) needs to know cheaply:
+		// syncedTo is the queue offset below which every entry is durable
+		// as far as this queue's files go (a Flush synced it, or it was
+		// on disk when the queue was opened); pendPhys is the PhysOffset
+		// of the entry at syncedTo, valid while max > syncedTo. snapAt is
+		// a running Flush's snapshot of max (-1: none), and snapPhys the
+		// PhysOffset of the entry appended there, which becomes pendPhys
+		// when that Flush succeeds. allDirty (MarkUnsynced) says nothing
+		// is known synced; markSeq counts MarkUnsynced calls, so a Flush
+		// that ran across one does not clear it.
+		syncedTo int64
+		pendPhys int64
+		snapAt   int64
+		snapPhys int64
+		allDirty bool
+		markSeq  uint64
 	}
 	// late is a sticky fsync error met while closing an idle file
 	// (failLate); usableLocked and Flush report it.
@@ -187,6 +204,7 @@ type Queue struct {
 func newQueue(sh *shared, topic string, qid int32) *Queue {
 	q := &Queue{sh: sh, topic: topic, qid: qid}
 	q.mu.suspect = -1
+	q.mu.snapAt = -1
 	if err := checkName(topic, qid); err != nil {
 		q.nameErr = err
 	} else {

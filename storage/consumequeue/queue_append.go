@@ -61,7 +61,7 @@ func (q *Queue) StartAt(off int64) error {
 	case off < 0:
 		return fmt.Errorf("%w: %s: start at offset %d", ErrInvalidEntry, q, off)
 	}
-	q.mu.min, q.mu.max, q.mu.bufStart = off, off, off
+	q.mu.min, q.mu.max, q.mu.bufStart, q.mu.syncedTo = off, off, off, off
 	return nil
 }
 
@@ -114,6 +114,12 @@ func (q *Queue) append(queueOffset int64, e Entry) error {
 	b := len(q.mu.wbuf)
 	q.mu.wbuf = q.mu.wbuf[:b+EntrySize]
 	putEntry(q.mu.wbuf[b:], e)
+	switch queueOffset {
+	case q.mu.syncedTo:
+		q.mu.pendPhys = e.PhysOffset
+	case q.mu.snapAt:
+		q.mu.snapPhys = e.PhysOffset
+	}
 	q.mu.max++
 	q.mu.last, q.mu.hasLast = e, true
 	if len(q.mu.wbuf) == cap(q.mu.wbuf) {

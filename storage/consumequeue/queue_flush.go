@@ -45,7 +45,10 @@ func (q *Queue) Flush() error {
 	}
 	syncDir := q.mu.dirDirty
 	q.mu.dirDirty = false
+	snap, seq := q.mu.max, q.mu.markSeq
+	q.mu.snapAt = snap
 	q.mu.Unlock()
+	defer q.endFlush()
 
 	for i, f := range toSync {
 		fd, err := q.acquire(f)
@@ -88,7 +91,45 @@ func (q *Queue) Flush() error {
 			return err
 		}
 	}
-	return q.lateErr() // an eviction's sync of one of these files failed
+	if err := q.lateErr(); err != nil {
+		return err // an eviction's sync of one of these files failed
+	}
+	q.mu.Lock()
+	q.noteSyncedLocked(snap, seq)
+	q.mu.Unlock()
+	return nil
+}
+
+// noteSyncedLocked records that a Flush made every entry below snap
+// durable; seq is markSeq when it took snap. Callers hold mu (and flushMu,
+// so the queue was not cut meanwhile).
+func (q *Queue) noteSyncedLocked(snap int64, seq uint64) {
+	if snap > q.mu.syncedTo {
+		q.mu.syncedTo = snap
+		if q.mu.max > snap {
+			q.mu.pendPhys = q.mu.snapPhys
+		}
+	}
+	if q.mu.markSeq == seq {
+		q.mu.allDirty = false
+	}
+}
+
+// endFlush ends a Flush's snapshot (snapAt), whatever it returned.
+func (q *Queue) endFlush() {
+	q.mu.Lock()
+	q.mu.snapAt = -1
+	q.mu.Unlock()
+}
+
+// pending returns how many entries of q are not known durable and the
+// PhysOffset of the first of them (meaningless if n is 0); all says
+// MarkUnsynced made the whole queue unsynced (n and phys then say nothing
+// about the entries below syncedTo).
+func (q *Queue) pending() (n, phys int64, all bool) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	return q.mu.max - q.mu.syncedTo, q.mu.pendPhys, q.mu.allDirty
 }
 
 // MarkUnsynced makes the next Flush sync every file of the queue and, if
@@ -109,6 +150,8 @@ func (q *Queue) MarkUnsynced() {
 		f.dirty.Store(true)
 	}
 	q.mu.dirDirty = q.dirReady && q.nameErr == nil
+	q.mu.allDirty = true
+	q.mu.markSeq++
 }
 
 // close flushes and closes the queue's files; later calls return ErrClosed

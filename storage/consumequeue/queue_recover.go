@@ -52,6 +52,7 @@ func openQueue(sh *shared, topic string, qid int32) (q *Queue, err error) {
 	}
 	q.mu.min = q.mu.files[0].start
 	q.mu.bufStart = q.mu.max
+	q.mu.syncedTo = q.mu.max // on disk (MarkUnsynced says otherwise after a crash)
 	if last := q.mu.files[len(q.mu.files)-1]; q.mu.max > last.start {
 		q.mu.suspect = q.mu.max - 1
 	}

@@ -96,6 +96,7 @@ func (q *Queue) truncateLocked(newMax int64) error {
 	}
 	q.mu.max = newMax
 	q.mu.min = min(q.mu.min, newMax)
+	q.mu.syncedTo = min(q.mu.syncedTo, newMax) // the entry at syncedTo, if kept, is unchanged
 	if q.mu.suspect >= newMax {
 		q.mu.suspect = -1
 	}
@@ -213,5 +214,13 @@ func (q *Queue) raiseMinLocked(phys int64) error {
 		}
 	}
 	q.mu.min = max64(q.mu.min, lo)
+	if q.mu.min > q.mu.syncedTo {
+		// Retention stops below the checkpoint's dispatched offset, which
+		// no unsynced entry lies below, so this is not expected; if it
+		// happens, say nothing is known synced (FlushSome then flushes
+		// the queue) rather than keep a PhysOffset that is gone.
+		q.mu.syncedTo = q.mu.min
+		q.mu.allDirty = true
+	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -250,4 +251,72 @@ func (t *Table) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// FlushPolicy says which queues FlushSome syncs. A queue that FlushSome
+// leaves unsynced holds back the checkpoint's dispatched offset (recovery
+// re-indexes from there), so every queue must be flushed within a bounded
+// time: Before is that bound, Share smooths the work over it.
+type FlushPolicy struct {
+	// MinPending: a queue holding at least this many entries not known
+	// durable is flushed (RocketMQ's flushConsumeQueueLeastPages: 2
+	// pages, about 400 entries).
+	MinPending int64
+	// Before: a queue whose first unsynced entry lies below this
+	// CommitLog offset is flushed, however few entries it holds.
+	Before int64
+	// Share: of the queues the two rules above leave, at least this
+	// fraction (rounded up), oldest first entry first, are flushed too,
+	// so that a steady trickle over many queues is synced a little every
+	// time rather than all at once when Before passes them.
+	Share float64
+}
+
+// FlushSome flushes the queues p selects, and those MarkUnsynced marked,
+// and syncs the directories Flush would. It returns the lowest PhysOffset
+// of an entry it left unsynced (math.MaxInt64 if it left none): every
+// entry appended before the call with a lower PhysOffset is durable when
+// it returns nil. Errors are returned as Flush's are.
+func (t *Table) FlushSome(p FlushPolicy) (floor int64, err error) {
+	type cand struct {
+		q    *Queue
+		phys int64
+	}
+	var errs []error
+	var skipped []cand
+	flush := func(q *Queue) {
+		if err := q.Flush(); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	for _, q := range t.queues() {
+		n, phys, all := q.pending()
+		switch {
+		case all || n >= p.MinPending || (n > 0 && phys < p.Before):
+			flush(q)
+		case n > 0:
+			skipped = append(skipped, cand{q, phys})
+		default:
+			flush(q) // nothing pending, but a file may be dirty (a full buffer written, then cut)
+		}
+	}
+	if k := int(math.Ceil(p.Share * float64(len(skipped)))); k > 0 {
+		slices.SortFunc(skipped, func(a, b cand) int { return cmp.Compare(a.phys, b.phys) })
+		for _, c := range skipped[:min(k, len(skipped))] {
+			flush(c.q)
+		}
+		skipped = skipped[min(k, len(skipped)):]
+	}
+	floor = math.MaxInt64
+	for _, c := range skipped {
+		// Read again: the queue may have been flushed meanwhile (by a
+		// Close) or appended to (at offsets past the caller's bound).
+		if n, phys, all := c.q.pending(); all || n > 0 {
+			floor = min(floor, phys)
+		}
+	}
+	if err := t.syncDirs(); err != nil {
+		errs = append(errs, err)
+	}
+	return floor, errors.Join(errs...)
 }
