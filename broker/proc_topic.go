@@ -29,6 +29,12 @@ func (b *Broker) processUpdateAndCreateTopic(_ *conn, req *protocol.Command) *pr
 	}
 	if changed {
 		b.log.Info("broker: topic created or updated", "topic", tc.TopicName, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm)
+		// Its queues' files now, not at each one's first message (on the
+		// dispatcher's path). A failure here costs nothing but that: the
+		// first message makes them as before.
+		if err := b.store.PrepareQueues(tc.TopicName, max(tc.ReadQueueNums, tc.WriteQueueNums)); err != nil {
+			b.log.Warn("broker: could not create a new topic's queue files; its first messages will", "topic", tc.TopicName, "err", err)
+		}
 		b.reg.registerAll(false)
 	}
 	return protocol.NewResponse(req, protocol.Success, "")

@@ -392,3 +392,26 @@ func addCallback[F any](p *atomic.Pointer[[]F], fn F) {
 		}
 	}
 }
+
+// PrepareQueues creates the ConsumeQueue files of topic's queues 0 to
+// n-1 that have none yet (consumequeue.Queue.Prepare): a broker calls it
+// when a topic is created, so the dispatcher does not make a directory and
+// a file at each new queue's first record.
+func (s *Store) PrepareQueues(topic string, n int) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if s.isClosed() {
+		return ErrClosed
+	}
+	var errs []error
+	for i := range n {
+		if err := s.cq.Queue(topic, int32(i)).Prepare(); err != nil {
+			errs = append(errs, err)
+			if len(errs) == 3 {
+				break // a full disk or a bad name fails them all alike
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -331,3 +331,57 @@ func TestFlushKeepsEntriesAppendedDuringItsSync(t *testing.T) {
 		t.Fatalf("floor %d, want %d", floor, l.ents[q][3].PhysOffset)
 	}
 }
+
+// TestPrepare: Prepare makes the queue's first file before any Append,
+// which then creates nothing; a replica's StartAt replaces that empty file
+// durably, so a power loss right after leaves contiguous files.
+func TestPrepare(t *testing.T) {
+	mem := vfs.NewMem()
+	cfs := countfs.Wrap(mem, nil)
+	tb := openTable(t, cfs, "/cq", 10)
+	q := tb.Queue("T", 0)
+	if err := q.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfs.Counts().Creates; got != 1 {
+		t.Fatalf("Prepare created %d files, want 1", got)
+	}
+	if err := q.Prepare(); err != nil { // again: nothing to do
+		t.Fatal(err)
+	}
+	appendN(t, q, 0, 5)
+	if got := cfs.Counts().Creates; got != 1 {
+		t.Fatalf("%d files created after the first Append, want 1 (Prepare's)", got)
+	}
+	checkRange(t, q, 0, 5)
+
+	r := tb.Queue("T", 1)
+	if err := r.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Flush(); err != nil { // the empty file's name is durable
+		t.Fatal(err)
+	}
+	if err := r.StartAt(25); err != nil {
+		t.Fatalf("StartAt after Prepare: %v", err)
+	}
+	for i := int64(25); i < 28; i++ {
+		e := entryFor(i)
+		if err := r.Append(i, e.PhysOffset, e.Size, e.TagsCode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	tb2 := openTable(t, mem.CrashClone(nil), "/cq", 10)
+	defer func() { _ = tb2.Close() }()
+	r2 := tb2.Queue("T", 1)
+	if r2.MinOffset() != 25 || r2.MaxOffset() != 28 {
+		t.Fatalf("after a power loss the queue spans [%d, %d), want [25, 28)", r2.MinOffset(), r2.MaxOffset())
+	}
+	checkRange(t, r2, 25, 28)
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
