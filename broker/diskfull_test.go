@@ -178,9 +178,14 @@ func TestLongPollWokenAfterConsumeQueueFull(t *testing.T) {
 	b := startBroker(t, "/store", func(c *Config) { c.FS = efs })
 	defer b.Close()
 	c := dialRaw(t, b.Addr())
-	c.call(createTopicReq("lpf", 1))
+	// The disk fills before the topic is made, so the queue's file, which
+	// creating the topic makes, is not there: the first entry's append
+	// meets the full disk.
 	for _, op := range []errorfs.Op{errorfs.OpWrite, errorfs.OpCreate, errorfs.OpMkdir} {
 		efs.AddRule(errorfs.Rule{Op: op, Path: "consumequeue", Sticky: true, Err: syscall.ENOSPC})
+	}
+	if r := c.call(createTopicReq("lpf", 1)); r.Code != protocol.Success {
+		t.Fatalf("create topic on a full disk (its queue files are made later): %s", r)
 	}
 	pending := c.start(pullReq("g", "lpf", 0, 0, 32, 10*time.Second, "*"))
 	waitFor(t, func() bool { return b.stats.held.Load() == 1 }, "pull held")

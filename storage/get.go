@@ -216,6 +216,7 @@ scan:
 	if len(picked) == 0 {
 		return res, nil
 	}
+	s.adviseBacklogRead(topic, queueID, picked[0].PhysOffset)
 	if err := s.readRecords(gen, &res, topic, queueID, picked, offsets, bytes); err != nil {
 		return res, err
 	}

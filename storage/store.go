@@ -129,7 +129,8 @@ type Store struct {
 		// oldest gives the lazy flush its Before (checkpoint.go).
 		seen []dispatchSample
 	}
-	m metrics
+	m  metrics
+	ra readAhead // readahead.go
 
 	scrub scrubState // scrub.go
 }
