@@ -203,6 +203,18 @@ func (b *Broker) ControllerRole() string {
 	return b.ctl.mu.role.String()
 }
 
+// ControllerSyncSet is the group's sync-state set as the controller last
+// told this broker (nil outside controller mode): the replicas an election
+// may choose from.
+func (b *Broker) ControllerSyncSet() []int64 {
+	if b.ctl == nil {
+		return nil
+	}
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
+	return slices.Clone(b.ctl.mu.syncSet)
+}
+
 // MasterEpoch is the master epoch a controller-mode broker works under
 // (0 outside controller mode).
 func (b *Broker) MasterEpoch() int64 {

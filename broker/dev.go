@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/namesrv"
@@ -47,6 +48,13 @@ type DevOptions struct {
 	// on this accounts file (namesrv.Options.ACLEnable). The broker's own
 	// ACL is in Broker (aclEnable, aclFile, accessKey, secretKey).
 	NamesrvACLFile string
+	// ControllerAddrs, when set, run every broker in controller mode
+	// (enableControllerMode) against these controller replicas: the
+	// broker is brokerId 1 (unless Broker says otherwise), slave i is
+	// brokerId 1+i with the broker's brokerRole, and the controller
+	// names the master and elects another when it stops. StartDev
+	// returns once the controller has named the broker master.
+	ControllerAddrs []string
 }
 
 // Dev is a running name server and broker in this process: what `samsa
@@ -103,6 +111,16 @@ func StartDev(opts DevOptions) (*Dev, error) {
 		cfg.StorePathRootDir = filepath.Join(d.Dir, "master")
 	}
 	cfg.NamesrvAddrs = []string{ns.Addr()}
+	if len(opts.ControllerAddrs) > 0 {
+		cfg.EnableControllerMode = true
+		cfg.ControllerAddrs = opts.ControllerAddrs
+		if cfg.BrokerID < 1 {
+			cfg.BrokerID = 1
+		}
+		if cfg.BrokerRole != SyncMaster {
+			cfg.BrokerRole = AsyncMaster
+		}
+	}
 	if cfg.ListenPort == 0 {
 		_ = cfg.Set("listenPort", "0")
 	}
@@ -114,9 +132,25 @@ func StartDev(opts DevOptions) (*Dev, error) {
 		return nil, errors.Join(err, ns.Close(), d.removeDir())
 	}
 	d.Broker, d.master = b, cfg
+	if cfg.EnableControllerMode {
+		if err := waitControllerMaster(b, devControllerWait); err != nil {
+			return nil, errors.Join(err, d.Close())
+		}
+	}
 	for i := 1; i <= opts.Slaves; i++ {
 		if _, err := d.AddSlave(""); err != nil {
 			return nil, errors.Join(err, d.Close())
+		}
+	}
+	if cfg.EnableControllerMode && opts.Slaves > 0 {
+		// Only the sync-state set is electable: a fail-over needs the
+		// slaves in it, which the master asks for once they caught up.
+		deadline := time.Now().Add(devControllerWait)
+		for len(b.ControllerSyncSet()) < 1+opts.Slaves {
+			if time.Now().After(deadline) {
+				return nil, errors.Join(fmt.Errorf("dev: the slaves did not join the sync-state set within %v (set %v)", devControllerWait, b.ControllerSyncSet()), d.Close())
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	return d, nil
@@ -167,6 +201,9 @@ func devSlaveConfig(master Config, dir string, i int) Config {
 	c := master.clone()
 	c.StorePathRootDir = filepath.Join(dir, fmt.Sprintf("slave-%d", i))
 	c.BrokerRole, c.BrokerID = Slave, int64(i)
+	if master.EnableControllerMode { // the controller says who is master
+		c.BrokerRole, c.BrokerID = master.BrokerRole, master.BrokerID+int64(i)
+	}
 	_ = c.Set("listenPort", "0")
 	_ = c.Set("haListenPort", "0")
 	if c.AdminListen != "off" {
@@ -192,4 +229,21 @@ func (d *Dev) Close() error {
 	err = errors.Join(err, d.Broker.Close())
 	err = errors.Join(err, d.Namesrv.Close())
 	return errors.Join(err, d.removeDir())
+}
+
+// devControllerWait bounds how long StartDev waits for the controller to
+// name its broker master (a new single-replica controller elects itself
+// Raft leader first, then waits one election timeout of heartbeats).
+const devControllerWait = 60 * time.Second
+
+// waitControllerMaster waits until the controller has named b master.
+func waitControllerMaster(b *Broker, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for b.ControllerRole() != "master" {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("dev: the controller did not name broker %d master within %v (role %q)", b.Config().BrokerID, limit, b.ControllerRole())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
 }

@@ -25,6 +25,7 @@ func runDev(args []string) error {
 	nsListen := fs.String("namesrv", "127.0.0.1:9876", "name server address (127.0.0.1:0 picks a free port)")
 	slaves := fs.Int("slaves", 0, "slaves to run beside the broker (brokerId 1, 2, ...; free ports)")
 	replication := fs.String("replication", "", "with --slaves: sync (SYNC_MASTER: a send is answered once a slave holds it) or async (ASYNC_MASTER); default the broker's role")
+	withCtl := fs.Bool("controller", false, "also run a fail-over controller (one replica) in this process, and the brokers in controller mode:\nwith --slaves, a slave takes over when the master stops")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -53,6 +54,19 @@ func runDev(args []string) error {
 		_ = cfg.Set("listenPort", "10911")
 	}
 	opts := broker.DevOptions{Dir: *dir, Keep: *keep, NamesrvListen: *nsListen, Broker: cfg, Logger: log, Slaves: *slaves}
+	if *withCtl {
+		addr, stop, err := startDevController(*dir, *keep, log)
+		if err != nil {
+			return fmt.Errorf("dev: controller: %w", err)
+		}
+		defer func() {
+			if serr := stop(); serr != nil {
+				log.Warn("dev: controller: stop", "err", serr)
+			}
+		}()
+		opts.ControllerAddrs = []string{addr}
+		fmt.Printf("samsa dev: controller %s (one replica; brokers in controller mode)\n", addr)
+	}
 	dev, err := broker.StartDev(opts)
 	if err != nil && !portGiven && isAddrInUse(err) {
 		// The well-known ports are taken (another cluster runs): pick
@@ -68,8 +82,12 @@ func runDev(args []string) error {
 	fmt.Printf("samsa dev: name server %s  broker %s (%s)  metrics http://%s/metrics  dashboard http://%s/ui/  data %s\n",
 		dev.NamesrvAddr(), dev.BrokerAddr(), dev.Broker.Config().BrokerName, dev.Broker.AdminAddr(), dev.Broker.AdminAddr(), dev.Dir)
 	for _, s := range dev.Slaves {
+		follows := string(dev.Broker.Config().BrokerRole)
+		if *withCtl {
+			follows = fmt.Sprintf("the controller's master; sync-state set %v", dev.Broker.ControllerSyncSet())
+		}
 		fmt.Printf("samsa dev: slave %s (brokerId %d, following %s)  metrics http://%s/metrics\n", s.Addr(), s.Config().BrokerID,
-			dev.Broker.Config().BrokerRole, s.AdminAddr())
+			follows, s.AdminAddr())
 	}
 	fmt.Printf("try: printf 'stats\\r\\n' | nc %s   (clients: name server %s)\n",
 		hostPortSpace(dev.BrokerAddr()), dev.NamesrvAddr())
