@@ -71,7 +71,7 @@ func (c *ctlMode) round() {
 	)
 	if !registered {
 		res, err = c.cli.RegisterBroker(ctx, controller.RegisterBroker{Group: c.group, ID: c.b.cfg.BrokerID,
-			Addr: c.b.Addr(), Epoch: c.registerEpoch()})
+			Addr: c.b.Addr(), Epoch: c.registerEpoch(), FenceTimeout: c.b.cfg.ControllerHeartBeatTimeout})
 	} else {
 		res, err = c.cli.Heartbeat(ctx, controller.Heartbeat{Group: c.group, ID: c.b.cfg.BrokerID, Epoch: epoch})
 	}

@@ -36,6 +36,13 @@ type RegisterBroker struct {
 	ID    int64
 	Addr  string
 	Epoch int64
+	// FenceTimeout is how long the broker, as master, keeps taking writes
+	// with no heartbeat answered (its controllerHeartBeatTimeoutMills; 0:
+	// not said, from an older broker). A controller replica refuses a
+	// broker whose FenceTimeout exceeds its election timeout: that master
+	// could still take writes when another is elected. Not used by the
+	// State.
+	FenceTimeout time.Duration `json:",omitempty"`
 }
 
 // Heartbeat says replica ID is alive. Epoch is the master epoch it works

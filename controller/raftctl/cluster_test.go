@@ -771,3 +771,27 @@ func TestRepeatedFailover(t *testing.T) {
 		})
 	}
 }
+
+// TestRegisterRefusesLongFenceTimeout: a broker that would keep taking
+// writes, as master, longer than the controller waits before electing
+// another (controllerHeartBeatTimeoutMills above the election timeout) is
+// refused at registration, through the wire, with a reason naming both.
+func TestRegisterRefusesLongFenceTimeout(t *testing.T) {
+	c := startCluster(t, 1)
+	cl, err := ctlclient.New(ctlclient.Options{Addrs: c.addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := ctxT(t)
+	g := controller.Group{Cluster: "c", Broker: "b"}
+	et := baseOptions(t).Controller.ElectionTimeout
+	_, err = cl.RegisterBroker(ctx, controller.RegisterBroker{Group: g, ID: 1, Addr: "127.0.0.1:20001", FenceTimeout: et + time.Second})
+	if !errors.Is(err, controller.ErrBadCommand) || !strings.Contains(err.Error(), "controllerHeartBeatTimeoutMills") {
+		t.Fatalf("register with a fence timeout above the election timeout: %v; want ErrBadCommand naming controllerHeartBeatTimeoutMills", err)
+	}
+	eventually(t, "register with the election timeout", func() error {
+		_, err := cl.RegisterBroker(ctx, controller.RegisterBroker{Group: g, ID: 1, Addr: "127.0.0.1:20001", FenceTimeout: et})
+		return err
+	})
+}

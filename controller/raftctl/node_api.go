@@ -54,6 +54,12 @@ func (n *Node) propose(ctx context.Context, cmd controller.Command) (controller.
 
 // Register replicates a RegisterBroker (leader only).
 func (n *Node) Register(ctx context.Context, c controller.RegisterBroker) (controller.Result, error) {
+	if et := n.opts.Controller.ElectionTimeout; c.FenceTimeout > et {
+		return controller.Result{Group: c.Group, MasterID: controller.NoMaster},
+			fmt.Errorf("%w: broker %d of %s takes writes for %v with no heartbeat answered (controllerHeartBeatTimeoutMills), "+
+				"longer than this controller's election timeout %v: after an election it could still take writes beside the new master; "+
+				"lower it to at most %v", controller.ErrBadCommand, c.ID, c.Group, c.FenceTimeout, et, et)
+	}
 	return n.propose(ctx, c)
 }
 
