@@ -311,7 +311,10 @@ func (t *Table) FlushSome(p FlushPolicy) (floor int64, err error) {
 	for _, c := range skipped {
 		// Read again: the queue may have been flushed meanwhile (by a
 		// Close) or appended to (at offsets past the caller's bound).
-		if n, phys, all := c.q.pending(); all || n > 0 {
+		switch n, phys, all := c.q.pending(); {
+		case all:
+			floor = 0 // marked since it was chosen: nothing in it is known synced
+		case n > 0:
 			floor = min(floor, phys)
 		}
 	}
