@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/samsamq/samsa/internal/resultfile"
 )
@@ -36,6 +37,21 @@ type Experiment struct {
 	QuickMatrix map[string][]json.RawMessage `json:"quick_matrix,omitempty"`
 	// Compare lists ratios to report: cell label A over cell label B.
 	Compare []Comparison `json:"compare,omitempty"`
+	// Settle is an idle pause before each run ("5s"; default none). This
+	// VM hands the page-cache memory a run's deleted files freed back to
+	// its host within seconds, and writing into fresh pages then costs up
+	// to 10x more: a run that starts right after another writes into
+	// still-warm pages and gains over one that starts later.
+	Settle string `json:"settle,omitempty"`
+	// Alternate runs the cells in reverse order on every second repeat,
+	// so that no cell always follows the same one.
+	Alternate bool `json:"alternate,omitempty"`
+}
+
+// settle is Settle parsed (validate checked it).
+func (e *Experiment) settle() time.Duration {
+	d, _ := time.ParseDuration(e.Settle)
+	return d
 }
 
 // CellSpec is one configuration to run.
@@ -144,6 +160,11 @@ func (e *Experiment) validate() error {
 		labels[c.Label] = true
 	}
 	var errs []error
+	if e.Settle != "" {
+		if d, err := time.ParseDuration(e.Settle); err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("settle %q: want a duration >= 0", e.Settle))
+		}
+	}
 	for _, c := range e.Compare {
 		_, higher, err := metric(Summary{}, c.Metric)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,4 +102,38 @@ func TestMissedTargets(t *testing.T) {
 	require.Len(t, m, 2)
 	require.Contains(t, m[0], "missed (0.50, target 0.80)")
 	require.Contains(t, m[1], "skipped (cell skipped)")
+}
+
+// TestExperimentAlternateAndSettle: with alternate, every second repeat
+// runs the cells in reverse order; settle pauses before each run; a bad
+// settle is refused at load.
+func TestExperimentAlternateAndSettle(t *testing.T) {
+	const js = `{
+  "name": "alt", "kind": "e2e", "repeats": 2, "settle": "20ms", "alternate": true,
+  "base": {"message_size": 64, "warmup": "0s", "duration": "100ms", "report_interval": "1s", "drain": "1s"},
+  "cells": [
+    {"label": "a", "driver": "mem", "cluster": {"flush": "sync"}},
+    {"label": "b", "driver": "mem", "cluster": {"flush": "async"}}
+  ]
+}`
+	dir := t.TempDir()
+	p := filepath.Join(dir, "alt.json")
+	require.NoError(t, os.WriteFile(p, []byte(js), 0o644))
+	e, err := LoadExperiment(p)
+	require.NoError(t, err)
+	var order []string
+	factory := func(_ context.Context, c Cell) (Driver, error) {
+		order = append(order, c.Label)
+		return newMemDriver(), nil
+	}
+	began := time.Now()
+	_, err = RunExperiment(context.Background(), e, false, factory, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "b", "a"}, order)
+	require.GreaterOrEqual(t, time.Since(began), 4*20*time.Millisecond, "four settle pauses at least")
+
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(strings.Replace(js, `"20ms"`, `"soon"`, 1)), 0o644))
+	_, err = LoadExperiment(bad)
+	require.ErrorContains(t, err, "settle")
 }

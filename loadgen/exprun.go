@@ -100,7 +100,11 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 	done := 0
 	began := time.Now()
 	for rep := 0; rep < repeats; rep++ {
-		for i := range crs {
+		for k := range crs {
+			i := k
+			if e.Alternate && rep%2 == 1 {
+				i = len(crs) - 1 - k
+			}
 			cr := &crs[i]
 			if cr.Skipped != "" {
 				done++
@@ -111,6 +115,13 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 				eta = (time.Duration(float64(time.Since(began)) / float64(done) * float64(total-done))).Round(time.Second).String()
 			}
 			progressf(progress, "== %s: run %d/%d: %s (repeat %d/%d), ETA %s\n", e.Name, done+1, total, cr.Cell.Label, rep+1, repeats, eta)
+			if d := e.settle(); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
 			r, err := runCell(ctx, cr.Cell, factory, progress)
 			done++
 			if err != nil {
