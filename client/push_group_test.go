@@ -65,6 +65,10 @@ func TestGroupChurnAtLeastOnce(t *testing.T) {
 		return pc
 	}
 	a, b, cc := start("a"), start("b"), start("c")
+	// Joining is a membership change too: send once the three have
+	// split the queues (2 brokers x 8), so that every duplicate after
+	// this follows one of the changes below.
+	waitGroupSplit(t, "churn", 16, a, b, cc)
 	p := newTestProducer(t, c, func(o *ProducerOptions) {
 		o.Batch = BatchOptions{MaxMessages: 64, Linger: time.Millisecond}
 	})

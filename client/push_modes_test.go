@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,17 +94,7 @@ func TestOrderedPerKey(t *testing.T) {
 	// held twice) before sending, or a message handled by a, the only
 	// member at first, and the next by b after the rebalance would count
 	// as a key handled by two.
-	waitSplit := time.Now().Add(20 * time.Second)
-	for {
-		qa, qb := pcs[0].Queues(), pcs[1].Queues()
-		if len(qa) > 0 && len(qa) == len(qb) && !slices.ContainsFunc(qa, func(q MessageQueue) bool { return slices.Contains(qb, q) }) {
-			break
-		}
-		if time.Now().After(waitSplit) {
-			t.Fatalf("the group never split the queues between its two members: a %v, b %v", qa, qb)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitGroupSplit(t, "ordered", 8, pcs...) // 2 brokers x 4
 	p := newTestProducer(t, c, func(o *ProducerOptions) { o.Balancer = &ConsistentHash{} })
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {

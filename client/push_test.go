@@ -186,6 +186,41 @@ func TestPushConsumerRetriesFailures(t *testing.T) {
 	}
 }
 
+// waitGroupSplit waits (with a deadline) until the members own disjoint,
+// non-empty shares of topic's total queues: the group's rebalances after
+// its members joined are done. A test that sends before then sees queues
+// move between members, and messages handled again, that no membership
+// change it made explains.
+func waitGroupSplit(t *testing.T, topic string, total int, members ...*PushConsumer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		owned, seen, ok := 0, map[MessageQueue]bool{}, true
+		for _, m := range members {
+			n := 0
+			for _, q := range m.Queues() {
+				if q.Topic != topic {
+					continue
+				}
+				if seen[q] {
+					ok = false
+				}
+				seen[q] = true
+				n++
+			}
+			ok = ok && n > 0
+			owned += n
+		}
+		if ok && owned == total {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the group never split %s's %d queues between its %d members (%d owned)", topic, total, len(members), owned)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func countTopic(qs []MessageQueue, topic string) int {
 	n := 0
 	for _, q := range qs {
