@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/controller/ctlclient"
+	"github.com/samsamq/samsa/internal/freeport"
 	"github.com/samsamq/samsa/loadgen/durability"
 )
 
@@ -48,18 +49,6 @@ type cluster struct {
 	lookupErrs atomic.Int64
 }
 
-func ports(n int) ([]int, error) {
-	out := make([]int, n)
-	for i := range out {
-		p, err := durability.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		out[i] = p
-	}
-	return out, nil
-}
-
 func loop(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // newCluster makes the run's dir, picks the ports and opens the proxies;
@@ -79,7 +68,7 @@ func newCluster(o *Options) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps, err := ports(1 + 2*replicas + 2*replicas)
+	ps, err := freeport.Get(1 + 2*replicas + 2*replicas)
 	if err != nil {
 		return nil, err
 	}

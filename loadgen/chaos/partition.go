@@ -28,7 +28,7 @@ type Partition struct {
 	mu struct {
 		sync.Mutex
 		cut    bool
-		match  func(remote net.Addr) bool // nil: the cut holds every connection
+		match  func(client net.Conn) bool // nil: the cut holds every connection
 		healed chan struct{}              // closed by Heal; a new one at each Cut
 		conns  map[*pconn]struct{}
 	}
@@ -73,11 +73,11 @@ func (p *Partition) Addr() string { return p.ln.Addr().String() }
 // Cut stops every byte across the link, in both directions, until Heal.
 func (p *Partition) Cut() { p.CutFrom(nil) }
 
-// CutFrom is Cut for the connections whose client address match accepts
-// (nil: all), now and until Heal: one side's connections through a proxy
-// that others share. match is called under the Partition's lock, once per
-// connection.
-func (p *Partition) CutFrom(match func(remote net.Addr) bool) {
+// CutFrom is Cut for the connections match accepts (nil: all), now and
+// until Heal: one side's connections through a proxy that others share.
+// match is given the proxy's end of each client connection; it is called
+// under the Partition's lock, once per connection.
+func (p *Partition) CutFrom(match func(client net.Conn) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.cut {
@@ -86,7 +86,7 @@ func (p *Partition) CutFrom(match func(remote net.Addr) bool) {
 	p.mu.cut, p.mu.match = true, match
 	p.mu.healed = make(chan struct{})
 	for c := range p.mu.conns {
-		c.caught = match == nil || match(c.client.RemoteAddr())
+		c.caught = match == nil || match(c.client)
 	}
 }
 
@@ -164,7 +164,7 @@ func (p *Partition) accept() {
 		default:
 		}
 		p.mu.conns[pc] = struct{}{}
-		if p.mu.cut && (p.mu.match == nil || p.mu.match(c.RemoteAddr())) { // held, never connected through
+		if p.mu.cut && (p.mu.match == nil || p.mu.match(c)) { // held, never connected through
 			pc.caught = true
 			p.mu.Unlock()
 			continue

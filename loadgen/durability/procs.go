@@ -1,7 +1,6 @@
 package durability
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/samsamq/samsa/internal/freeport"
 )
 
 // proc is one child process: a name server or one broker incarnation.
@@ -99,14 +100,7 @@ func (p *proc) wait(timeout time.Duration) error {
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = ln.Close() }() // nothing accepted on it: it only picked the port
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return freeport.One() }
 
 // waitListening dials addr until it accepts, p exits, or timeout passes.
 func waitListening(p *proc, addr string, timeout time.Duration) error {
@@ -161,14 +155,8 @@ func newCluster(o *Options) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ports [4]int
-	var errs []error
-	for i := range ports {
-		var err error
-		ports[i], err = freePort()
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
+	ports, err := freeport.Get(4)
+	if err != nil {
 		return nil, err
 	}
 	return &cluster{opts: o, dir: dir, namesrvAddr: "127.0.0.1:" + strconv.Itoa(ports[0]), brokerPort: ports[1],

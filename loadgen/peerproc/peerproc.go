@@ -11,14 +11,13 @@ package peerproc
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/samsamq/samsa/internal/freeport"
 )
 
 // ErrNotInstalled is returned (wrapped) when the server's binary is not
@@ -40,25 +39,11 @@ func Find(bin, pkg string) (string, error) {
 	return "", fmt.Errorf("%s %w: install it with `sudo apt-get install -y %s` (or make bench-peers)", bin, ErrNotInstalled, pkg)
 }
 
-// FreePort is a TCP port free on 127.0.0.1 just now, picked at random
-// below the usual ephemeral range (32768 up), so that the outgoing
-// connections of a busy machine are unlikely to take it before the
-// server binds it; a server can still lose it: see AddrInUse.
-func FreePort() (int, error) {
-	for range 64 {
-		port := 20000 + rand.IntN(12000)
-		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-			_ = l.Close() // it only tried the port: nothing accepted
-			return port, nil
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }() // it only picked the port: nothing accepted
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort is a TCP port free on 127.0.0.1 just now (freeport.One):
+// picked at random below the usual ephemeral range, so that the outgoing
+// connections of a busy machine are unlikely to take it before the server
+// binds it; a server can still lose it: see AddrInUse.
+func FreePort() (int, error) { return freeport.One() }
 
 // AddrInUse reports whether a start failed because a port was taken
 // between FreePort and the server's bind (its log says so): worth

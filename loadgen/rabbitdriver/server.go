@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/samsamq/samsa/internal/freeport"
 	"github.com/samsamq/samsa/loadgen/peerproc"
 )
 
@@ -58,11 +59,9 @@ func startServerOnce(dir string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ports [4]int
-	for i := range ports {
-		if ports[i], err = peerproc.FreePort(); err != nil {
-			return nil, err
-		}
+	ports, err := freeport.Get(4) // distinct
+	if err != nil {
+		return nil, err
 	}
 	epmdPort, amqpPort, distPort, streamPort := ports[0], ports[1], ports[2], ports[3]
 	s := &server{amqpPort: amqpPort, streamPort: streamPort}
