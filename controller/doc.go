@@ -18,7 +18,8 @@
 //	sync-state set     yes         the replicas holding every acknowledged message;
 //	                               always holds the master; the only electable ones
 //	sync-set epoch     yes         +1 at every change of the set; fences a stale alter
-//	last heartbeat     no          this controller replica's own observation
+//	last heartbeat     no          this controller replica's own observation; a
+//	                               master's from its replicated renewals
 //
 // # Commands
 //
@@ -29,7 +30,7 @@
 //     that lost its master takes none from a registration: only ElectMaster
 //     elects, so a fresh, empty replica cannot become master by registering.
 //   - Heartbeat{Group, ID, Epoch}: records liveness at now; the Result tells
-//     the broker its role.
+//     the broker its role. The master's is replicated (its lease renewal).
 //   - AlterSyncStateSet{Group, From, MasterEpoch, NewSet, SyncSetEpoch}: the
 //     master shrinks or expands the set. Refused (nothing changes) unless
 //     From is the master, MasterEpoch the current epoch (ErrFenced below it),
@@ -71,14 +72,24 @@
 // State is the replicated part: RegisterBroker, AlterSyncStateSet and
 // ElectMaster applied in log order give the same Results and the same state
 // on every controller replica; State reads no clock and keeps no liveness.
-// Heartbeats are not replicated: they come every second or so from every
-// broker and would flood the log, and a follower's liveness matters only
-// once it leads. Liveness therefore enters the log only through ElectMaster:
-// the leader's Machine.Tick or Machine.Elect computes the alive set at now
-// and puts it in the command, and the command also names the epoch it was
-// made at, so one applied after another election got in first changes
-// nothing (ErrStaleElection). A new leader's liveness table starts empty: it
-// should hear heartbeats for one ElectionTimeout before it acts on Tick.
+// Liveness is each replica's own observation, on its own clock. Most
+// heartbeats are not replicated: they come every second or so from every
+// broker, and a slave's matters only to the leader that elects. The
+// master's are (package raftctl commits each before answering it): the
+// master takes writes for a while after each answered heartbeat (its
+// lease), so a replica that leads later must know when the master was last
+// answered. Every replica records a master as heard when it applies its
+// renewal (or the registration or election that made it master), which is
+// never before the master sent it; a new leader calls Lead once it has
+// applied every earlier entry, and Tick elects no successor before one
+// ElectionTimeout has passed since the master's last renewal, and, for one
+// ElectionTimeout after Lead, none before an electable slave has been
+// heard by this leader. Liveness enters the State only through
+// ElectMaster: the leader's Machine.Tick or Machine.Elect computes the
+// alive set at now and puts it in the command, and the command also names
+// the epoch it was made at, so one applied after another election got in
+// first changes nothing (ErrStaleElection). Restored (a snapshot
+// installed) counts every master as heard at that moment.
 //
 // Machine is one controller replica: State plus Liveness. Apply(cmd, now)
 // sends Heartbeat to the liveness and the rest to State (a RegisterBroker

@@ -3,12 +3,13 @@ package controller
 import "time"
 
 // Liveness is the controller replica's own record of the brokers'
-// heartbeats. It is not replicated: heartbeats come every second or so and
-// would flood the Raft log, and a follower's table only matters once it
-// leads. A new leader starts with an empty table (or one fed by the
-// heartbeats brokers sent it as a follower), so it sees every master as dead
-// until it hears from it; the caller should therefore wait one
-// ElectionTimeout after gaining leadership before it acts on Tick.
+// heartbeats, on its own clock. The records are not replicated, but a
+// master's come from replicated entries: its heartbeats are answered only
+// once a Raft entry for them is committed, and every replica records the
+// master as heard when it applies that entry (and when it applies the
+// registration or election that made it master), so a new leader knows a
+// master's last renewal no earlier than the master does. A slave's
+// heartbeats are recorded by the leader that answered them alone.
 type Liveness struct {
 	last map[Group]map[int64]time.Time
 }
@@ -25,6 +26,13 @@ func (l *Liveness) beat(g Group, id int64, now time.Time) {
 	}
 	if t, ok := m[id]; !ok || now.After(t) {
 		m[id] = now
+	}
+}
+
+// heardOnce records now for id unless it has a record.
+func (l *Liveness) heardOnce(g Group, id int64, now time.Time) {
+	if _, ok := l.last[g][id]; !ok {
+		l.beat(g, id, now)
 	}
 }
 

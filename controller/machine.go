@@ -14,6 +14,9 @@ type Machine struct {
 	cfg   Config
 	state *State
 	live  Liveness
+	// leading is when this replica last began to lead (Lead); zero in a
+	// machine that is not told (tests, a lone machine).
+	leading time.Time
 }
 
 // New returns an empty machine.
@@ -37,8 +40,10 @@ func (m *Machine) Liveness() *Liveness { return &m.live }
 
 // Apply applies cmd at now. Heartbeat updates only the local liveness;
 // RegisterBroker goes to the State and, accepted, counts as a heartbeat at
-// now; AlterSyncStateSet and ElectMaster go to the State alone, which reads
-// no time.
+// now; an ElectMaster that names a new master counts as a heartbeat of that
+// master at now (a master's lease is never older than the entry that made
+// it master); AlterSyncStateSet and ElectMaster otherwise go to the State
+// alone, which reads no time.
 func (m *Machine) Apply(cmd Command, now time.Time) (Result, error) {
 	switch c := cmd.(type) {
 	case Heartbeat:
@@ -49,8 +54,50 @@ func (m *Machine) Apply(cmd Command, now time.Time) (Result, error) {
 			m.live.beat(c.Group, c.ID, now)
 		}
 		return r, err
+	case ElectMaster:
+		r, err := m.state.Apply(c)
+		if err == nil && r.MasterChanged && r.MasterID != NoMaster {
+			m.live.beat(c.Group, r.MasterID, now)
+		}
+		return r, err
 	}
 	return m.state.Apply(cmd)
+}
+
+// NamesMaster reports whether the answer to c would name its sender
+// master: such a heartbeat renews the master's lease, and a replicated
+// controller answers it only once it is committed (package raftctl).
+func (m *Machine) NamesMaster(c Heartbeat) bool {
+	gs, ok := m.state.groups[c.Group]
+	return ok && gs.master != NoMaster && gs.master == c.ID
+}
+
+// Lead tells the machine that this replica leads from now on, every entry
+// of earlier terms applied. A master it holds no record of (none can be
+// missing when every renewal is applied here, but a record is never
+// invented older than now) counts as heard at now. For one
+// ElectionTimeout after now, Tick elects for a group whose master is
+// silent only once a replica it may elect has been heard: the slaves'
+// heartbeats went to the old leader, and electing before they reach this
+// one would find none alive and leave the group without a master.
+func (m *Machine) Lead(now time.Time) {
+	m.leading = now
+	for g, gs := range m.state.groups {
+		if gs.master != NoMaster {
+			m.live.heardOnce(g, gs.master, now)
+		}
+	}
+}
+
+// Restored tells the machine its State was replaced (a snapshot installed)
+// at now: every master counts as heard at now, since the renewals that the
+// snapshot's entries held were applied elsewhere.
+func (m *Machine) Restored(now time.Time) {
+	for g, gs := range m.state.groups {
+		if gs.master != NoMaster {
+			m.live.beat(g, gs.master, now)
+		}
+	}
 }
 
 func (m *Machine) heartbeat(c Heartbeat, now time.Time) (Result, error) {
@@ -103,27 +150,36 @@ func (m *Machine) Elect(g Group, now time.Time) ElectMaster {
 // Tick returns, in group order, an ElectMaster command for every group that
 // needs one at now: its master's last heartbeat is older than the election
 // timeout, or it has lost its master and an electable replica (in the
-// sync-state set, or any with UncleanElection) is alive again. The caller
-// applies (or proposes) them.
+// sync-state set, or any with UncleanElection) is alive again. Within one
+// election timeout of Lead, a group with a silent master waits until an
+// electable replica is alive. The caller applies (or proposes) them.
 func (m *Machine) Tick(now time.Time) []ElectMaster {
 	var out []ElectMaster
+	settling := now.Sub(m.leading) < m.cfg.ElectionTimeout
 	for _, g := range m.state.Groups() {
 		gs := m.state.groups[g]
 		need := false
 		switch {
 		case gs.master != NoMaster:
-			need = !m.Alive(g, gs.master, now)
+			need = !m.Alive(g, gs.master, now) && (!settling || m.electableAlive(g, gs, now))
 		case gs.masterEpoch > 0:
-			for id := range gs.replicas {
-				if (gs.syncSet[id] || m.cfg.UncleanElection) && m.Alive(g, id, now) {
-					need = true
-					break
-				}
-			}
+			need = m.electableAlive(g, gs, now)
 		}
 		if need {
 			out = append(out, m.Elect(g, now))
 		}
 	}
 	return out
+}
+
+// electableAlive: a replica of g that an election may pick (in the
+// sync-state set, or any with UncleanElection), other than the master, is
+// alive at now.
+func (m *Machine) electableAlive(g Group, gs *groupState, now time.Time) bool {
+	for id := range gs.replicas {
+		if id != gs.master && (gs.syncSet[id] || m.cfg.UncleanElection) && m.Alive(g, id, now) {
+			return true
+		}
+	}
+	return false
 }

@@ -81,6 +81,17 @@ func (s *scriptRunner) run(line string) []string {
 			out = []string{"no election needed"}
 		}
 		return out
+	case "forget":
+		// Another replica takes the scene: the same replicated state, an
+		// empty liveness (feed it the renewals it applied with heartbeat).
+		s.m.live = newLiveness()
+		return []string{"liveness empty"}
+	case "lead":
+		s.m.Lead(s.now)
+		return []string{"leading at " + s.now.Sub(s.base).String()}
+	case "restored":
+		s.m.Restored(s.now)
+		return []string{"restored at " + s.now.Sub(s.base).String()}
 	case "show":
 		groups := s.m.State().Groups()
 		if len(pos) > 0 {

@@ -26,6 +26,9 @@ import (
 //	elect G [t=D]                           ElectMaster from the liveness at t
 //	tick t=D                                apply every ElectMaster that Tick returns
 //	show [G]
+//	forget                                  empty the liveness (another replica's view)
+//	lead [t=D]                              Machine.Lead: this replica leads from t
+//	restored [t=D]                          Machine.Restored: a snapshot installed at t
 //
 // G is "broker" (cluster "c") or "cluster/broker"; t=D sets the script's
 // clock to a fixed base plus D and stays until the next t=.

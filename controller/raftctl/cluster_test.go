@@ -795,3 +795,96 @@ func TestRegisterRefusesLongFenceTimeout(t *testing.T) {
 		return err
 	})
 }
+
+// fakeClock is a clock the test moves; safe for concurrent use.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// TestMasterRenewalSurvivesLeaderLoss: the master's heartbeat is a
+// replicated renewal that every replica records when it applies it, so the
+// replica that takes over from a dead leader elects a new master one
+// election timeout after the master's last renewal, not one after it took
+// over. The replicas share a clock the test moves (Raft's own timers run
+// on real time): it stops just past the master's timeout, less than a
+// timeout after the takeover, where a leader that counted from its
+// takeover would never elect.
+func TestMasterRenewalSurvivesLeaderLoss(t *testing.T) {
+	clk := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := startClusterWith(t, 3, func(o *raftctl.Options) { o.Now = clk.Now })
+	ctx := ctxT(t)
+	g := controller.Group{Cluster: "c", Broker: "b"}
+	lead := c.leader()
+	for id := int64(1); id <= 3; id++ {
+		eventually(t, "register", func() error {
+			_, err := lead.node.Register(ctx, controller.RegisterBroker{Group: g, ID: id, Addr: fmt.Sprintf("127.0.0.1:%d", 20000+id)})
+			return err
+		})
+	}
+	if _, err := lead.node.AlterSyncStateSet(ctx, controller.AlterSyncStateSet{Group: g, From: 1, MasterEpoch: 1, NewSet: []int64{1, 2, 3}, SyncSetEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	et := baseOptions(t).Controller.ElectionTimeout
+	// Registration counted as a heartbeat of each; the renewal comes half
+	// a timeout later, so no one is dead at any moment the clock shows.
+	renewed := clk.Now().Add(et / 2)
+	clk.Set(renewed)
+	if r, err := lead.node.Heartbeat(ctx, controller.Heartbeat{Group: g, ID: 1, Epoch: 1}); err != nil || r.Role != controller.RoleMaster {
+		t.Fatalf("master heartbeat: %s %v", r, err)
+	}
+	for _, r := range c.reps {
+		eventually(t, "replica "+r.node.ID()+" applies the renewal", func() error {
+			if at, ok := r.node.LocalLastHeartbeat(g, 1); !ok || !at.Equal(renewed) {
+				return fmt.Errorf("master last heard at %v (%v), want %v", at, ok, renewed)
+			}
+			return nil
+		})
+	}
+	// The leader dies; another takes over at renewed + et/2.
+	clk.Set(renewed.Add(et / 2))
+	closeBounded(t, lead.node)
+	lead.node = nil
+	next := c.leader()
+	cl, err := ctlclient.New(ctlclient.Options{Addrs: c.addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// The slaves find it; the clock moves just past the master's timeout.
+	for _, id := range []int64{2, 3} {
+		eventually(t, "slave heartbeat", func() error {
+			_, err := cl.Heartbeat(ctx, controller.Heartbeat{Group: g, ID: id, Epoch: 1})
+			return err
+		})
+	}
+	clk.Set(renewed.Add(et + time.Millisecond))
+	for _, id := range []int64{2, 3} { // heard at the new time too
+		eventually(t, "slave heartbeat", func() error {
+			_, err := cl.Heartbeat(ctx, controller.Heartbeat{Group: g, ID: id, Epoch: 1})
+			return err
+		})
+	}
+	eventually(t, "a slave elected", func() error {
+		r, err := next.node.LocalShow(g)
+		if err != nil {
+			return err
+		}
+		if r.MasterID != 2 || r.MasterEpoch != 2 {
+			return fmt.Errorf("group is %s, want master 2 at epoch 2", r)
+		}
+		return nil
+	})
+}

@@ -16,20 +16,34 @@
 // on a trusted network.
 //
 // A log entry is one replicated command (RegisterBroker,
-// AlterSyncStateSet, ElectMaster), versioned and checksummed (entry.go).
-// The FSM decodes it and calls Machine.Apply; an entry that does not decode
-// is refused alike on every replica. Heartbeats are never logged: they feed
-// the leader's own liveness table (see package controller).
+// AlterSyncStateSet, ElectMaster, and the master's heartbeats), versioned
+// and checksummed (entry.go). The FSM decodes it and calls Machine.Apply;
+// an entry that does not decode is refused alike on every replica. The
+// master's heartbeat renews its lease (it takes writes for
+// controllerHeartBeatTimeoutMills after sending one that was answered), so
+// the leader answers it only once it is committed, and every replica notes
+// the renewal when it applies it. Other brokers' heartbeats are never
+// logged: they feed the leader's own liveness table (see package
+// controller). The cost is one small entry per master per heartbeat
+// interval (1 s).
 //
 // # Elections of broker masters
 //
 // Only the leader elects. Its tick loop (every TickInterval) first waits
-// for a barrier (every entry of earlier terms applied) and then for one
-// Controller.ElectionTimeout of heartbeats, since a new leader's liveness
-// table is empty and would take every master for dead; after that it
-// proposes through Raft each ElectMaster that Machine.Tick yields. Each
-// ElectMaster names the epoch it was made at, so one that loses a race is
-// refused on apply and changes nothing.
+// for a barrier (every entry of earlier terms applied, the masters' last
+// renewals with them) and calls Machine.Lead; after that it proposes
+// through Raft each ElectMaster that Machine.Tick yields. A master is
+// elected over once one Controller.ElectionTimeout has passed since this
+// replica applied its last renewal. That is safe across a change of
+// leader: the master counts its lease (at most the election timeout,
+// checked at registration) from its heartbeat's send time, before the
+// renewal was committed, and no replica applies an entry before it is
+// committed. A master that died with the old leader is thus replaced about
+// one election timeout after its last heartbeat, not one after the new
+// leader took over. For one election timeout after taking over, the leader
+// waits for an electable slave's heartbeat before it elects (its table of
+// slaves starts empty). Each ElectMaster names the epoch it was made at,
+// so one that loses a race is refused on apply and changes nothing.
 //
 // # The wire
 //

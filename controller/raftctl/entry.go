@@ -14,17 +14,21 @@ import (
 //
 //	byte   field    why
 //	0      version  entryVersion; an entry of a newer build is refused, not misread
-//	1      kind     kindRegister, kindAlter or kindElect
+//	1      kind     kindRegister, kindAlter, kindElect or kindRenew
 //	2..5   crc      big-endian CRC-32C of body: the log store keeps no checksum
 //	6..    body     JSON of the controller command struct (field names as in Go)
 //
-// Heartbeats are never in the log (see package controller).
+// A master's heartbeat is an entry too (kindRenew): the leader answers it
+// only once it is committed, so every replica has applied the master's
+// last renewal before it can lead. Other heartbeats are never in the log
+// (see Node.Heartbeat).
 const entryVersion = 1
 
 const (
 	kindRegister byte = 1
 	kindAlter    byte = 2
 	kindElect    byte = 3
+	kindRenew    byte = 4
 )
 
 const entryHeader = 6
@@ -43,6 +47,8 @@ func encodeEntry(cmd controller.Command) ([]byte, error) {
 		kind = kindAlter
 	case controller.ElectMaster:
 		kind = kindElect
+	case controller.Heartbeat:
+		kind = kindRenew
 	default:
 		return nil, fmt.Errorf("raftctl: %T is not a replicated command", cmd)
 	}
@@ -82,6 +88,10 @@ func decodeEntry(b []byte) (controller.Command, error) {
 		cmd = c
 	case kindElect:
 		var c controller.ElectMaster
+		err = strictJSON(body, &c)
+		cmd = c
+	case kindRenew:
+		var c controller.Heartbeat
 		err = strictJSON(body, &c)
 		cmd = c
 	default:

@@ -16,6 +16,7 @@ func TestEntryRoundTrip(t *testing.T) {
 		controller.RegisterBroker{Group: g, ID: 3, Addr: "127.0.0.1:10911", Epoch: 7},
 		controller.AlterSyncStateSet{Group: g, From: 3, MasterEpoch: 7, NewSet: []int64{3, 4}, SyncSetEpoch: 2},
 		controller.ElectMaster{Group: g, Alive: []int64{4}, MasterEpoch: 7, At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)},
+		controller.Heartbeat{Group: g, ID: 3, Epoch: 7}, // the master's renewal
 	}
 	for _, c := range cmds {
 		b, err := encodeEntry(c)
@@ -40,7 +41,7 @@ func TestEntryRoundTrip(t *testing.T) {
 			t.Fatalf("short entry: %v", err)
 		}
 	}
-	if _, err := encodeEntry(controller.Heartbeat{Group: g}); err == nil {
-		t.Fatal("a heartbeat was encoded for the log")
+	if _, err := encodeEntry(nil); err == nil {
+		t.Fatal("a nil command was encoded for the log")
 	}
 }

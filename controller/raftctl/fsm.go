@@ -81,7 +81,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.mu.m.State().RestoreSnapshot(b)
+	if err := f.mu.m.State().RestoreSnapshot(b); err != nil {
+		return err
+	}
+	f.mu.m.Restored(f.now())
+	return nil
 }
 
 type fsmSnapshot []byte

@@ -69,14 +69,23 @@ func (n *Node) AlterSyncStateSet(ctx context.Context, c controller.AlterSyncStat
 	return n.propose(ctx, c)
 }
 
-// Heartbeat records a broker's heartbeat in the leader's liveness (not
-// replicated). A follower refuses it with a *NotLeaderError: only the
-// leader's liveness decides elections, so a follower's would be wasted.
+// Heartbeat answers a broker's heartbeat (leader only; a follower refuses
+// it with a *NotLeaderError). The master's is its lease: it is replicated
+// and answered once committed, so that every replica records the renewal
+// when it applies it, and a replica that leads later elects no successor
+// before one election timeout has passed since the master's last renewal
+// (which the master counts from its heartbeat's send time, earlier). A
+// leader deposed without knowing it cannot commit, so it renews nothing.
+// Any other broker's heartbeat only feeds this leader's liveness.
 func (n *Node) Heartbeat(ctx context.Context, c controller.Heartbeat) (controller.Result, error) {
 	if err := n.waitReady(ctx); err != nil {
 		return controller.Result{Group: c.Group, MasterID: controller.NoMaster}, err
 	}
 	n.fsm.mu.Lock()
+	if n.fsm.mu.m.NamesMaster(c) {
+		n.fsm.mu.Unlock()
+		return n.propose(ctx, c)
+	}
 	defer n.fsm.mu.Unlock()
 	return n.fsm.mu.m.Apply(c, n.opts.Now())
 }
@@ -114,6 +123,15 @@ func (n *Node) LocalShow(g controller.Group) (controller.Result, error) {
 	n.fsm.mu.Lock()
 	defer n.fsm.mu.Unlock()
 	return n.fsm.mu.m.State().Show(g)
+}
+
+// LocalLastHeartbeat is when this replica, leader or not, last heard
+// broker id of g on its own clock: for a master, when it applied the last
+// renewal (tests, diagnostics).
+func (n *Node) LocalLastHeartbeat(g controller.Group, id int64) (time.Time, bool) {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.fsm.mu.m.Liveness().LastHeartbeat(g, id)
 }
 
 // waitReady returns nil once this replica leads and has applied every

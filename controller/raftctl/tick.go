@@ -10,19 +10,18 @@ import (
 // tickLoop is the replica's long-lived election goroutine: woken every
 // TickInterval, ended by Close. It does nothing on a follower. On the
 // leader it first waits for a barrier (every entry of earlier terms
-// applied) and then one Controller.ElectionTimeout of heartbeats, since a
-// new leader's liveness table is empty and would take every master for
-// dead; after that it proposes, through Raft, each ElectMaster that
-// Machine.Tick yields. A lost leadership (or a new term) starts the wait
-// again.
+// applied, the masters' last renewals among them) and tells the machine it
+// leads (Machine.Lead); from then on it proposes, through Raft, each
+// ElectMaster that Machine.Tick yields. A master's liveness comes from
+// its renewals, which this replica applied as a follower, so a master that
+// died with the old leader is elected over one election timeout after its
+// last renewal, not after this replica took over. A lost leadership (or a
+// new term) starts again.
 func (n *Node) tickLoop() {
 	defer n.wg.Done()
 	t := time.NewTicker(n.opts.TickInterval)
 	defer t.Stop()
-	var (
-		term        uint64    // the term we lead in, 0 when following
-		leaderSince time.Time // when the barrier of that term completed
-	)
+	var term uint64 // the term we lead in, 0 when following
 	for {
 		select {
 		case <-n.stop:
@@ -44,15 +43,15 @@ func (n *Node) tickLoop() {
 				term = 0
 				continue
 			}
-			term, leaderSince = cur, n.opts.Now()
+			term = cur
+			n.fsm.mu.Lock()
+			n.fsm.mu.m.Lead(n.opts.Now())
+			n.fsm.mu.Unlock()
 			n.readyTerm.Store(cur)
 			n.ready.Store(true)
-			n.log.Info("controller leader: electing after one election timeout of heartbeats", "term", cur, "wait", n.opts.Controller.ElectionTimeout)
+			n.log.Info("controller leader", "term", cur)
 		}
 		now := n.opts.Now()
-		if now.Sub(leaderSince) < n.opts.Controller.ElectionTimeout {
-			continue
-		}
 		n.fsm.mu.Lock()
 		cmds := n.fsm.mu.m.Tick(now)
 		n.fsm.mu.Unlock()
