@@ -33,6 +33,7 @@ epoch had two masters.`)
 	seed := fs.Uint64("seed", 0, "seed of the fault order, slave choice and up times (0: from the clock)")
 	election := fs.Duration("election-timeout", 3*time.Second, "the controllers' election timeout (the brokers' controllerHeartBeatTimeoutMills follows it)")
 	heartbeat := fs.Duration("heartbeat", 0, "the brokers' brokerHeartbeatInterval (0: election timeout / 3, at most 1s)")
+	raftTimeout := fs.Duration("raft-timeout", 0, "the controllers' Raft heartbeat and election timeout (0: the controller's default)")
 	notCatchup := fs.Duration("slave-not-catchup", 15*time.Second, "haMaxTimeSlaveNotCatchup: a slave trailing this long leaves the sync-state set")
 	producers := fs.Int("producers", 4, "producers, each sending one message at a time")
 	queues := fs.Int("queues", 4, "queues of the topic")
@@ -58,7 +59,7 @@ epoch had two masters.`)
 		}
 	}
 	o := chaos.Options{Binary: bin, Dir: *dir, KeepDir: *keep, Cycles: *cycles, Faults: fl, Seed: *seed,
-		ElectionTimeout: *election, HeartbeatInterval: *heartbeat, SlaveNotCatchup: *notCatchup,
+		ElectionTimeout: *election, HeartbeatInterval: *heartbeat, RaftTimeout: *raftTimeout, SlaveNotCatchup: *notCatchup,
 		Producers: *producers, Queues: *queues, Progress: os.Stdout}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -90,6 +90,10 @@ func newCluster(o *Options) (*cluster, error) {
 		c.ctls[i].args = []string{"controller", "--id", strconv.Itoa(i + 1), "--peers", strings.Join(peers, ","),
 			"--listen", c.ctls[i].addr,
 			"--data-dir", filepath.Join(dir, c.ctls[i].name), "--election-timeout", o.ElectionTimeout.String(), "--log-level", "info"}
+		if o.RaftTimeout != 0 {
+			c.ctls[i].args = append(c.ctls[i].args, "--raft-heartbeat-timeout", o.RaftTimeout.String(),
+				"--raft-election-timeout", o.RaftTimeout.String())
+		}
 	}
 	for b := range replicas {
 		var links []string

@@ -66,6 +66,11 @@ type Options struct {
 	// HeartbeatInterval is the brokers' brokerHeartbeatInterval (default
 	// ElectionTimeout/3, at most 1 s).
 	HeartbeatInterval time.Duration
+	// RaftTimeout is the controllers' Raft heartbeat and election timeout
+	// (samsa controller --raft-heartbeat-timeout and
+	// --raft-election-timeout; 0: theirs, 500 ms): how soon a dead
+	// controller leader is replaced.
+	RaftTimeout time.Duration
 	// SlaveNotCatchup is haMaxTimeSlaveNotCatchup (default 15 s, the
 	// broker's): a SYNC_MASTER waits for every member of its sync-state
 	// set, so a dead slave stalls sends until it is dropped.
@@ -151,6 +156,9 @@ func (o *Options) Validate() error {
 	if o.HeartbeatInterval <= 0 || o.HeartbeatInterval >= o.ElectionTimeout {
 		errs = append(errs, fmt.Errorf("heartbeat interval %v must be in (0, election timeout %v)", o.HeartbeatInterval, o.ElectionTimeout))
 	}
+	if o.RaftTimeout != 0 && o.RaftTimeout < 50*time.Millisecond {
+		errs = append(errs, fmt.Errorf("raft timeout %v < 50ms", o.RaftTimeout))
+	}
 	if o.Producers < 1 || o.Queues < 1 || o.BodySize < 1 {
 		errs = append(errs, fmt.Errorf("producers %d, queues %d, body size %d: each must be at least 1", o.Producers, o.Queues, o.BodySize))
 	}
@@ -162,7 +170,11 @@ func (o *Options) Validate() error {
 
 // String is a stable one-line form for the result file.
 func (o *Options) String() string {
-	return fmt.Sprintf("cycles=%d faults=%s election_timeout=%v heartbeat=%v slave_not_catchup=%v producers=%d queues=%d body=%d up=[%v,%v]",
-		o.Cycles, strings.Join(o.Faults, ","), o.ElectionTimeout, o.HeartbeatInterval, o.SlaveNotCatchup,
+	raft := ""
+	if o.RaftTimeout != 0 {
+		raft = fmt.Sprintf(" raft_timeout=%v", o.RaftTimeout)
+	}
+	return fmt.Sprintf("cycles=%d faults=%s election_timeout=%v heartbeat=%v%s slave_not_catchup=%v producers=%d queues=%d body=%d up=[%v,%v]",
+		o.Cycles, strings.Join(o.Faults, ","), o.ElectionTimeout, o.HeartbeatInterval, raft, o.SlaveNotCatchup,
 		o.Producers, o.Queues, o.BodySize, o.MinUp, o.MaxUp)
 }

@@ -44,6 +44,9 @@ type Options struct {
 	// StoreDir for the in-process server's JetStream files; default a
 	// temporary directory removed on Close.
 	StoreDir string
+	// RemoveStoreDir makes Close remove StoreDir too (a directory made
+	// for this driver alone, as the lab makes one per cell).
+	RemoveStoreDir bool
 	// Sync makes the in-process server fsync before every ack
 	// (sync_interval: always). Ignored with URL.
 	Sync bool
@@ -77,6 +80,8 @@ func New(opts Options) (*Driver, error) {
 			if dir, err = os.MkdirTemp("", "samsa-nats-"); err != nil {
 				return nil, err
 			}
+			d.tmpDir = dir
+		} else if opts.RemoveStoreDir {
 			d.tmpDir = dir
 		}
 		sopts := &server.Options{

@@ -3,6 +3,8 @@ package natsdriver
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -58,5 +60,24 @@ func TestRunAgainstEmbeddedJetStream(t *testing.T) {
 				require.NotEqual(t, "always", d.Describe()["sync_interval"])
 			}
 		})
+	}
+}
+
+// TestRemoveStoreDir: a store directory given with RemoveStoreDir is gone
+// after Close (the lab gives each cell one); one given without it stays.
+func TestRemoveStoreDir(t *testing.T) {
+	for _, remove := range []bool{true, false} {
+		dir := filepath.Join(t.TempDir(), "js")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		d, err := New(Options{StoreDir: dir, RemoveStoreDir: remove})
+		require.NoError(t, err)
+		require.NoError(t, d.CreateTopic(context.Background(), "t", 1))
+		require.NoError(t, d.Close())
+		_, err = os.Stat(dir)
+		if remove {
+			require.True(t, os.IsNotExist(err), "store dir still there: %v", err)
+		} else {
+			require.NoError(t, err, "store dir removed without RemoveStoreDir")
+		}
 	}
 }
