@@ -72,7 +72,7 @@ type Broker struct {
 	repl     replicator
 	haPort   atomic.Int32
 	haMaster *ha.Master // a master's end of the link (ha_link.go)
-	haSlave  *ha.Slave  // a slave's end
+	haSlave  atomic.Pointer[ha.Slave] // a slave's end; the registrar kicks it
 	master   struct {
 		mu struct {
 			sync.Mutex

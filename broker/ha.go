@@ -180,11 +180,15 @@ func (b *Broker) learnMaster(haAddr, masterAddr string) {
 	}
 	b.master.mu.Lock()
 	changed := b.master.mu.addr != masterAddr
+	haChanged := haAddr != "" && haAddr != b.master.mu.haAddr
 	if haAddr != "" {
 		b.master.mu.haAddr = haAddr
 	}
 	b.master.mu.addr = masterAddr
 	b.master.mu.Unlock()
+	if (changed || haChanged) && masterAddr != "" {
+		b.kickHASlave() // a link backing off while the address was unknown dials now
+	}
 	if changed {
 		b.log.Info("broker: master address changed", "master", masterAddr, "ha", haAddr)
 		if masterAddr != "" && b.metaSync != nil {

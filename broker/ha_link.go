@@ -135,7 +135,7 @@ func (b *Broker) startHASlave() error {
 	if err != nil {
 		return err
 	}
-	b.haSlave = s
+	b.haSlave.Store(s)
 	return nil
 }
 
@@ -169,10 +169,28 @@ func (b *Broker) LinkStatus() ha.LinkStatus {
 	if b.ctl != nil {
 		return b.ctl.linkStatus()
 	}
-	if b.haSlave == nil {
+	s := b.haSlave.Load()
+	if s == nil {
 		return ha.LinkStatus{}
 	}
-	return b.haSlave.Status()
+	return s.Status()
+}
+
+// kickHASlave tells a slave's replication link that its master's address
+// changed: a link waiting out a back-off dials now.
+func (b *Broker) kickHASlave() {
+	if b.ctl != nil {
+		b.ctl.mu.Lock()
+		s := b.ctl.mu.slave
+		b.ctl.mu.Unlock()
+		if s != nil {
+			s.Kick()
+		}
+		return
+	}
+	if s := b.haSlave.Load(); s != nil {
+		s.Kick()
+	}
 }
 
 // closeHA stops the replication link before the store closes.
@@ -182,8 +200,8 @@ func (b *Broker) closeHA() {
 	}
 	// Shutting down: ha.Slave's Close reports nothing, ha.Master's only its
 	// listener's close.
-	if b.haSlave != nil {
-		_ = b.haSlave.Close()
+	if s := b.haSlave.Load(); s != nil {
+		_ = s.Close()
 	}
 	if b.haMaster != nil {
 		_ = b.haMaster.Close()

@@ -32,8 +32,17 @@ func (r *registrar) run() {
 	defer t.Stop()
 	// A slave that knows no master yet (started first, or its master is
 	// down) asks every second, so it follows the master within a second
-	// of its registration rather than a whole period later.
-	fast := time.NewTicker(time.Second)
+	// of its registration rather than a whole period later; in controller
+	// mode every controllerHeartBeatTimeoutMills/15 (200 ms), as its
+	// controller heartbeats go while its master may be gone: a slave told
+	// of a new master learns its replication address from the name
+	// servers, and a SYNC_MASTER's first acknowledgement after a
+	// fail-over waits for that slave.
+	every := time.Second
+	if r.b.ctl != nil {
+		every = min(every, max(r.b.cfg.ControllerHeartBeatTimeout/15, 50*time.Millisecond))
+	}
+	fast := time.NewTicker(every)
 	defer fast.Stop()
 	for {
 		select {

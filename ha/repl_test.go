@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/samsamq/samsa/storage/vfs"
 	"github.com/samsamq/samsa/storage/vfs/errorfs"
@@ -459,4 +460,21 @@ func TestFarBehindSlaveGetsLargeFrames(t *testing.T) {
 	if got := sn.log.appends(); got >= int(mn.log.HandedOffset()/DefaultTransferBatchSize) {
 		t.Fatalf("%d appends for %d bytes: the catch-up did not use large frames", got, mn.log.HandedOffset())
 	}
+}
+
+// TestKickEndsBackoff: a slave backing off while its master's address is
+// unknown dials as soon as Kick says it changed, however long the
+// back-off (an hour here: without the kick it would not link in the
+// test's lifetime).
+func TestKickEndsBackoff(t *testing.T) {
+	mn, sn := newNode(t, testSeg), newNode(t, testSeg)
+	fill(mn.log, seeded(t), 50, 1)
+	m := startMaster(t, mn, "", nil)
+	addr := &addrOf{}
+	addr.set("")
+	s := startSlave(t, sn, 1, addr, func(c *SlaveConfig) { c.BackoffMin, c.BackoffMax = time.Hour, time.Hour })
+	waitFor(t, "the first attempt to fail", func() bool { return s.Status().LastError != nil })
+	addr.set(m.Addr().String())
+	s.Kick()
+	caughtUp(t, mn.log, sn.log)
 }

@@ -26,6 +26,8 @@ type Slave struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	// kick cuts a back-off short (Kick): the master's address changed.
+	kick chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -63,7 +65,8 @@ func NewSlave(cfg SlaveConfig) (*Slave, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Slave{cfg: cfg, log: cfg.Log, epochs: cfg.Epochs, lg: cfg.Logger, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	s := &Slave{cfg: cfg, log: cfg.Log, epochs: cfg.Epochs, lg: cfg.Logger, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		kick: make(chan struct{}, 1)}
 	s.lg.Info("ha: slave started", "config", cfg.String())
 	go s.run()
 	return s, nil
@@ -76,6 +79,17 @@ func (s *Slave) Status() LinkStatus {
 	s.mu.Unlock()
 	st.Offset = s.log.WrittenOffset()
 	return st
+}
+
+// Kick tells the slave that its master's address may have changed: a
+// back-off between links ends now and the next link starts from the
+// shortest back-off. A link in progress is not affected. Safe for
+// concurrent use; never blocks.
+func (s *Slave) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default: // one pending kick is enough
+	}
 }
 
 // Close stops the slave and returns once its goroutines have ended.
@@ -109,6 +123,9 @@ func (s *Slave) run() {
 		timer.Reset(d)
 		select {
 		case <-timer.C:
+		case <-s.kick:
+			timer.Stop()
+			backoff = s.cfg.BackoffMin
 		case <-s.ctx.Done():
 			timer.Stop()
 			return
