@@ -71,7 +71,7 @@ type Broker struct {
 	// port once known; master what a slave learned of its master.
 	repl     replicator
 	haPort   atomic.Int32
-	haMaster *ha.Master // a master's end of the link (ha_link.go)
+	haMaster *ha.Master               // a master's end of the link (ha_link.go)
 	haSlave  atomic.Pointer[ha.Slave] // a slave's end; the registrar kicks it
 	master   struct {
 		mu struct {

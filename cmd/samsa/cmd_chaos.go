@@ -36,6 +36,7 @@ epoch had two masters.`)
 	raftTimeout := fs.Duration("raft-timeout", 0, "the controllers' Raft heartbeat and election timeout (0: the controller's default)")
 	notCatchup := fs.Duration("slave-not-catchup", 15*time.Second, "haMaxTimeSlaveNotCatchup: a slave trailing this long leaves the sync-state set")
 	readTimeout := fs.Duration("read-timeout", 0, "bound on the final read-back of every queue (0: 120s; a long run stores millions of messages)")
+	sendTimeout := fs.Duration("send-timeout", 3*time.Second, "each producer's send timeout (RocketMQ's sendMsgTimeout): a send to a paused master waits this long")
 	producers := fs.Int("producers", 4, "producers, each sending one message at a time")
 	queues := fs.Int("queues", 4, "queues of the topic")
 	dir := fs.String("dir", filepath.Join(".benchdata", "chaos"), "parent of the run's data dir and logs")
@@ -60,7 +61,7 @@ epoch had two masters.`)
 		}
 	}
 	o := chaos.Options{Binary: bin, Dir: *dir, KeepDir: *keep, Cycles: *cycles, Faults: fl, Seed: *seed,
-		ElectionTimeout: *election, HeartbeatInterval: *heartbeat, RaftTimeout: *raftTimeout, ReadTimeout: *readTimeout, SlaveNotCatchup: *notCatchup,
+		ElectionTimeout: *election, HeartbeatInterval: *heartbeat, RaftTimeout: *raftTimeout, ReadTimeout: *readTimeout, SendTimeout: *sendTimeout, SlaveNotCatchup: *notCatchup,
 		Producers: *producers, Queues: *queues, Progress: os.Stdout}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -41,7 +41,7 @@ func startLoad(o *Options, namesrv string, brokers []string, l *durability.Ledge
 	ld := &load{o: o, ledger: l, stopping: make(chan struct{})}
 	for i := range o.Producers {
 		p, err := client.NewProducer(client.ProducerOptions{ClientOptions: clientOptions(namesrv),
-			Group: "chaos-producer", SendTimeout: 3 * time.Second, Retries: -1, DisableFaultAvoidance: true})
+			Group: "chaos-producer", SendTimeout: o.SendTimeout, Retries: -1, DisableFaultAvoidance: true})
 		if err != nil {
 			return nil, errors.Join(err, ld.stop())
 		}

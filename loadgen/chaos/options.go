@@ -75,6 +75,11 @@ type Options struct {
 	// broker's): a SYNC_MASTER waits for every member of its sync-state
 	// set, so a dead slave stalls sends until it is dropped.
 	SlaveNotCatchup time.Duration
+	// SendTimeout is each producer's SendTimeout (default 3 s, RocketMQ's
+	// sendMsgTimeout): a send to a paused master waits this long before
+	// the producer looks elsewhere, so it bounds the RTO of pause-master
+	// from below.
+	SendTimeout time.Duration
 	// Producers is the number of producers, each sending one message at
 	// a time (default 4); Queues the topic's queues (default 4);
 	// BodySize a message's size (default 256).
@@ -106,6 +111,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.SlaveNotCatchup == 0 {
 		o.SlaveNotCatchup = 15 * time.Second
+	}
+	if o.SendTimeout == 0 {
+		o.SendTimeout = 3 * time.Second
 	}
 	if o.Producers == 0 {
 		o.Producers = 4
@@ -156,6 +164,9 @@ func (o *Options) Validate() error {
 	if o.HeartbeatInterval <= 0 || o.HeartbeatInterval >= o.ElectionTimeout {
 		errs = append(errs, fmt.Errorf("heartbeat interval %v must be in (0, election timeout %v)", o.HeartbeatInterval, o.ElectionTimeout))
 	}
+	if o.SendTimeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("send timeout %v < 100ms", o.SendTimeout))
+	}
 	if o.RaftTimeout != 0 && o.RaftTimeout < 50*time.Millisecond {
 		errs = append(errs, fmt.Errorf("raft timeout %v < 50ms", o.RaftTimeout))
 	}
@@ -174,7 +185,7 @@ func (o *Options) String() string {
 	if o.RaftTimeout != 0 {
 		raft = fmt.Sprintf(" raft_timeout=%v", o.RaftTimeout)
 	}
-	return fmt.Sprintf("cycles=%d faults=%s election_timeout=%v heartbeat=%v%s slave_not_catchup=%v producers=%d queues=%d body=%d up=[%v,%v]",
+	return fmt.Sprintf("cycles=%d faults=%s election_timeout=%v heartbeat=%v%s slave_not_catchup=%v send_timeout=%v producers=%d queues=%d body=%d up=[%v,%v]",
 		o.Cycles, strings.Join(o.Faults, ","), o.ElectionTimeout, o.HeartbeatInterval, raft, o.SlaveNotCatchup,
-		o.Producers, o.Queues, o.BodySize, o.MinUp, o.MaxUp)
+		o.SendTimeout, o.Producers, o.Queues, o.BodySize, o.MinUp, o.MaxUp)
 }
