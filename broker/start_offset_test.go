@@ -1,30 +1,12 @@
 package broker
 
 import (
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/internal/testutil"
 	"github.com/samsamq/samsa/protocol"
 )
-
-// manualClock is a clock tests move by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 func queryOffsetReq(group, topic string, queue int32, zero *bool) *protocol.Command {
 	h := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: queue}
@@ -39,7 +21,7 @@ func queryOffsetReq(group, topic string, queue int32, zero *bool) *protocol.Comm
 // (start_offset.go), else QUERY_NOT_FOUND, so CONSUME_FROM_LAST_OFFSET
 // starts at the tail of a topic that has messages.
 func TestQueryConsumerOffsetStart(t *testing.T) {
-	clk := &manualClock{now: time.UnixMilli(1_000_000)}
+	clk := testutil.NewClock(time.UnixMilli(1_000_000))
 	b := startBroker(t, "", func(c *Config) { c.Clock = clk.Now })
 	defer b.Close()
 	c := dialRaw(t, b.Addr())
@@ -48,11 +30,11 @@ func TestQueryConsumerOffsetStart(t *testing.T) {
 		t.Fatal(r)
 	}
 	waitFor(t, func() bool { return b.store.MaxQueueOffset("sp", 0) == 1 }, "dispatch")
-	clk.set(time.UnixMilli(1_001_000))
+	clk.Set(time.UnixMilli(1_001_000))
 	if r := c.call(heartbeatReq(t, "c1", "late", "sp")); r.Code != protocol.Success {
 		t.Fatal(r)
 	}
-	clk.set(time.UnixMilli(1_002_000))
+	clk.Set(time.UnixMilli(1_002_000))
 	if r := c.call(sendReq("sp", 1, []byte("new"), nil)); r.Code != protocol.Success {
 		t.Fatal(r)
 	}
@@ -87,13 +69,13 @@ func TestQueryConsumerOffsetStart(t *testing.T) {
 // TestSearchOffsetByTimestamp checks both boundaries against RocketMQ 5's
 // ConsumeQueue.getOffsetInQueueByTime, equal timestamps included.
 func TestSearchOffsetByTimestamp(t *testing.T) {
-	clk := &manualClock{}
+	clk := testutil.NewClock(time.Time{})
 	b := startBroker(t, "", func(c *Config) { c.Clock = clk.Now })
 	defer b.Close()
 	c := dialRaw(t, b.Addr())
 	c.call(createTopicReq("ts", 2))
 	for _, ms := range []int64{2000, 2000, 2005, 2010} {
-		clk.set(time.UnixMilli(ms))
+		clk.Set(time.UnixMilli(ms))
 		if r := c.call(sendReq("ts", 0, []byte("m"), nil)); r.Code != protocol.Success {
 			t.Fatal(r)
 		}

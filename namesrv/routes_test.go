@@ -2,32 +2,14 @@ package namesrv
 
 import (
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/internal/testutil"
 	"github.com/samsamq/samsa/protocol"
 )
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func newFakeClock() *testutil.Clock { return testutil.NewClock(time.Unix(1_700_000_000, 0)) }
 
 func topicConfig(name string, queues int32) protocol.TopicConfig {
 	return protocol.TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues,

@@ -20,6 +20,7 @@ import (
 	"github.com/samsamq/samsa/controller/raftctl"
 	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/internal/netx/netxtest"
+	"github.com/samsamq/samsa/internal/testutil"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -796,24 +797,6 @@ func TestRegisterRefusesLongFenceTimeout(t *testing.T) {
 	})
 }
 
-// fakeClock is a clock the test moves; safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
 // TestMasterRenewalSurvivesLeaderLoss: the master's heartbeat is a
 // replicated renewal that every replica records when it applies it, so the
 // replica that takes over from a dead leader elects a new master one
@@ -823,7 +806,7 @@ func (c *fakeClock) Set(t time.Time) {
 // timeout after the takeover, where a leader that counted from its
 // takeover would never elect.
 func TestMasterRenewalSurvivesLeaderLoss(t *testing.T) {
-	clk := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c := startClusterWith(t, 3, func(o *raftctl.Options) { o.Now = clk.Now })
 	ctx := ctxT(t)
 	g := controller.Group{Cluster: "c", Broker: "b"}
