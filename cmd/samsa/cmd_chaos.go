@@ -83,6 +83,9 @@ func chaosRun(ctx context.Context, o chaos.Options, out, perf string) error {
 	md := res.Markdown()
 	fmt.Println(md)
 	fmt.Printf("result: %s\n", p)
+	if res.Dir != "" {
+		fmt.Printf("logs: %s (each cycle's fault time is in the result)\n", res.Dir)
+	}
 	if perf != "" {
 		section := md + "\nResult: `" + p + "`.\n"
 		if err := bench.UpdateSections(perf, []string{"chaos"}, map[string]string{"chaos": section}); err != nil {

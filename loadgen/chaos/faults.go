@@ -11,6 +11,8 @@ type CycleResult struct {
 	Cycle  int     `json:"cycle"`
 	Fault  string  `json:"fault"`
 	Target string  `json:"target"` // the processes the fault hit
+	// At is when the fault was injected (UTC), to find it in the logs.
+	At time.Time `json:"at"`
 	UpMs   float64 `json:"up_ms"`  // load before the fault
 	// RecoveryMs is the time from the fault to the first acknowledgement
 	// by a broker other than the master it took away (for a fault that
@@ -58,6 +60,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	}
 	var restart []*node
 	t := time.Now()
+	cy.At = t.UTC()
 	switch fault {
 	case KillMaster:
 		cy.Target = master.name

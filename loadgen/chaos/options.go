@@ -48,8 +48,10 @@ type Options struct {
 	Binary string
 	// Dir is where the run's directory is made (default the temp dir).
 	Dir string
-	// KeepDir keeps the run's data and logs after a successful run (they
-	// are always kept after an error).
+	// KeepDir keeps the run's data after a successful run (it is always
+	// kept after an error). The processes' logs (a few MB) are kept after
+	// every run, so that a slow cycle can be read afterwards
+	// (CycleResult.At dates each fault).
 	KeepDir bool
 	// Cycles is the number of faults injected (default 6).
 	Cycles int

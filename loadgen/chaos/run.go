@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/samsamq/samsa/client"
@@ -51,12 +52,26 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("chaos: %w (seed %d; data and logs kept in %s)", err, o.Seed, c.dir)
 	}
 	res.ElapsedSeconds = time.Since(began).Seconds()
-	if o.KeepDir {
-		res.Dir = c.dir
-	} else {
-		_ = os.RemoveAll(c.dir)
+	res.Dir = c.dir
+	if !o.KeepDir {
+		removeData(c.dir)
 	}
 	return res, nil
+}
+
+// removeData removes the run's data directories and keeps its logs (the
+// files at its top). A failure leaves data behind, which costs disk
+// only: it is not the run's verdict.
+func removeData(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // runner is one Run's state; its methods run on Run's goroutine.

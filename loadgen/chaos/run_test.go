@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -35,6 +36,27 @@ func checkRun(t *testing.T, o Options, timeout time.Duration) {
 	}
 	if res.Acked == 0 {
 		t.Errorf("nothing acknowledged")
+	}
+	for _, c := range res.Cycles {
+		if c.At.IsZero() {
+			t.Errorf("cycle %d has no fault time", c.Cycle)
+		}
+	}
+	// The data is gone, the logs stay (KeepDir off).
+	ents, err := os.ReadDir(res.Dir)
+	if err != nil {
+		t.Fatalf("the run's log dir: %v", err)
+	}
+	logs := 0
+	for _, e := range ents {
+		if e.IsDir() {
+			t.Errorf("data left in %s: %s", res.Dir, e.Name())
+		} else if filepath.Ext(e.Name()) == ".log" {
+			logs++
+		}
+	}
+	if logs < 2*replicas+1 {
+		t.Errorf("%d logs kept in %s, want one per process (%d)", logs, res.Dir, 2*replicas+1)
 	}
 	if res.Lost != 0 {
 		t.Errorf("%d acknowledged messages lost (seed %d): %v", res.Lost, res.Seed, res.LostSample)
