@@ -8,12 +8,12 @@ import (
 
 // CycleResult is one fault and what it cost.
 type CycleResult struct {
-	Cycle  int     `json:"cycle"`
-	Fault  string  `json:"fault"`
-	Target string  `json:"target"` // the processes the fault hit
+	Cycle  int    `json:"cycle"`
+	Fault  string `json:"fault"`
+	Target string `json:"target"` // the processes the fault hit
 	// At is when the fault was injected (UTC), to find it in the logs.
-	At time.Time `json:"at"`
-	UpMs   float64 `json:"up_ms"`  // load before the fault
+	At   time.Time `json:"at"`
+	UpMs float64   `json:"up_ms"` // load before the fault
 	// RecoveryMs is the time from the fault to the first acknowledgement
 	// by a broker other than the master it took away (for a fault that
 	// leaves the master: by any broker): the RTO.
