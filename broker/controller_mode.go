@@ -226,14 +226,12 @@ func (b *Broker) MasterEpoch() int64 {
 	return b.ctl.mu.epoch
 }
 
-func (c *ctlMode) linkStatus() ha.LinkStatus {
+// slaveLink is the replication link while this broker is a slave (nil
+// otherwise).
+func (c *ctlMode) slaveLink() *ha.Slave {
 	c.mu.Lock()
-	s := c.mu.slave
-	c.mu.Unlock()
-	if s == nil {
-		return ha.LinkStatus{}
-	}
-	return s.Status()
+	defer c.mu.Unlock()
+	return c.mu.slave
 }
 
 // heartbeatNow asks run for a heartbeat at once.

@@ -166,29 +166,26 @@ func (b *Broker) newHASlave(epochs *ha.EpochFile) (*ha.Slave, error) {
 // LinkStatus is a slave's replication link as it stands (zero on a
 // master).
 func (b *Broker) LinkStatus() ha.LinkStatus {
-	if b.ctl != nil {
-		return b.ctl.linkStatus()
-	}
-	s := b.haSlave.Load()
+	s := b.slaveLink()
 	if s == nil {
 		return ha.LinkStatus{}
 	}
 	return s.Status()
 }
 
+// slaveLink is a slave's replication link (nil on a master, and before
+// it starts).
+func (b *Broker) slaveLink() *ha.Slave {
+	if b.ctl != nil {
+		return b.ctl.slaveLink()
+	}
+	return b.haSlave.Load()
+}
+
 // kickHASlave tells a slave's replication link that its master's address
 // changed: a link waiting out a back-off dials now.
 func (b *Broker) kickHASlave() {
-	if b.ctl != nil {
-		b.ctl.mu.Lock()
-		s := b.ctl.mu.slave
-		b.ctl.mu.Unlock()
-		if s != nil {
-			s.Kick()
-		}
-		return
-	}
-	if s := b.haSlave.Load(); s != nil {
+	if s := b.slaveLink(); s != nil {
 		s.Kick()
 	}
 }

@@ -56,9 +56,6 @@ func (p *Proc) Kill(timeout time.Duration) error { return p.p.kill(timeout) }
 func (p *Proc) Pause() error  { return p.p.pause() }
 func (p *Proc) Resume() error { return p.p.resume() }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) { return freePort() }
-
 // WaitListening dials addr until it accepts, p exits, or timeout passes.
 func WaitListening(p *Proc, addr string, timeout time.Duration) error {
 	return waitListening(p.p, addr, timeout)

@@ -99,9 +99,6 @@ func (p *proc) wait(timeout time.Duration) error {
 	}
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) { return freeport.One() }
-
 // waitListening dials addr until it accepts, p exits, or timeout passes.
 func waitListening(p *proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)

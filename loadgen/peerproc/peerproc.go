@@ -16,8 +16,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/samsamq/samsa/internal/freeport"
 )
 
 // ErrNotInstalled is returned (wrapped) when the server's binary is not
@@ -39,14 +37,8 @@ func Find(bin, pkg string) (string, error) {
 	return "", fmt.Errorf("%s %w: install it with `sudo apt-get install -y %s` (or make bench-peers)", bin, ErrNotInstalled, pkg)
 }
 
-// FreePort is a TCP port free on 127.0.0.1 just now (freeport.One):
-// picked at random below the usual ephemeral range, so that the outgoing
-// connections of a busy machine are unlikely to take it before the server
-// binds it; a server can still lose it: see AddrInUse.
-func FreePort() (int, error) { return freeport.One() }
-
 // AddrInUse reports whether a start failed because a port was taken
-// between FreePort and the server's bind (its log says so): worth
+// between freeport.Get and the server's bind (its log says so): worth
 // another try on fresh ports.
 func AddrInUse(err error) bool {
 	if err == nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/internal/freeport"
 )
 
 func TestFindMissing(t *testing.T) {
@@ -59,7 +61,7 @@ func TestWaitReadyExited(t *testing.T) {
 }
 
 func TestFreePortAndAddrInUse(t *testing.T) {
-	p, err := FreePort()
+	p, err := freeport.One()
 	require.NoError(t, err)
 	require.Positive(t, p)
 	require.True(t, AddrInUse(errors.New("x: {dist_port_already_used,43247,not_erlang}")))

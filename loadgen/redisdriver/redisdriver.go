@@ -37,6 +37,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/samsamq/samsa/internal/freeport"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/peerproc"
 )
@@ -119,7 +120,7 @@ func (d *Driver) start() (string, error) {
 		}
 		d.tmpDir = dir
 	}
-	port, err := peerproc.FreePort()
+	port, err := freeport.One()
 	if err != nil {
 		return "", err
 	}
