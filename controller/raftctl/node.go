@@ -107,6 +107,7 @@ func Open(opts Options) (n *Node, err error) {
 	}
 	n.store = store
 	cleanup = append(cleanup, store.Close)
+	ts := timedStore{BoltStore: store, slow: opts.SlowThreshold, log: n.log}
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft-" + opts.ID, Level: hclog.LevelFromString(opts.RaftLogLevel), Output: opts.RaftLogOutput})
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(opts.DataDir, opts.SnapshotRetain, hlog)
 	if err != nil {
@@ -136,7 +137,7 @@ func Open(opts Options) (n *Node, err error) {
 		closeListeners(opts)
 		return nil, fmt.Errorf("raftctl: %w", err)
 	}
-	has, err := raft.HasExistingState(store, store, snaps)
+	has, err := raft.HasExistingState(ts, ts, snaps)
 	if err != nil {
 		closeListeners(opts)
 		return nil, fmt.Errorf("raftctl: %w", err)
@@ -146,13 +147,13 @@ func Open(opts Options) (n *Node, err error) {
 		for _, p := range opts.Peers {
 			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
 		}
-		if err := raft.BootstrapCluster(rc, store, store, snaps, trans, conf); err != nil {
+		if err := raft.BootstrapCluster(rc, ts, ts, snaps, trans, conf); err != nil {
 			closeListeners(opts)
 			return nil, fmt.Errorf("raftctl: bootstrap: %w", err)
 		}
 		n.log.Info("bootstrapped", "peers", FormatPeers(opts.Peers))
 	}
-	r, err := raft.NewRaft(rc, n.fsm, store, store, snaps, trans)
+	r, err := raft.NewRaft(rc, n.fsm, ts, ts, snaps, trans)
 	if err != nil {
 		closeListeners(opts)
 		return nil, fmt.Errorf("raftctl: start raft: %w", err)

@@ -27,6 +27,7 @@ const (
 	DefaultFrameTimeout         = 30 * time.Second
 	DefaultWriteTimeout         = 10 * time.Second
 	DefaultMaxInflight          = 64
+	DefaultSlowThreshold        = 500 * time.Millisecond
 )
 
 // Options configure one controller replica (Open). Every replica of a
@@ -108,6 +109,10 @@ type Options struct {
 	RaftLogLevel  string
 	// Now is the clock (default time.Now); heartbeats and Tick read it.
 	Now func() time.Time
+	// SlowThreshold (default 500 ms): a request answered this long after it
+	// was read, or a write to the Raft store that took this long, is
+	// logged at warn with where the time went.
+	SlowThreshold time.Duration
 }
 
 // EnsureDefaults fills the zero fields.
@@ -164,6 +169,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.SlowThreshold == 0 {
+		o.SlowThreshold = DefaultSlowThreshold
+	}
 }
 
 // Validate reports every bad field at once.
@@ -183,7 +191,8 @@ func (o Options) Validate() error {
 	}
 	for name, d := range map[string]time.Duration{"TickInterval": o.TickInterval, "RaftHeartbeatTimeout": o.RaftHeartbeatTimeout,
 		"RaftElectionTimeout": o.RaftElectionTimeout, "ApplyTimeout": o.ApplyTimeout, "SnapshotInterval": o.SnapshotInterval,
-		"IdleTimeout": o.IdleTimeout, "FrameTimeout": o.FrameTimeout, "WriteTimeout": o.WriteTimeout} {
+		"IdleTimeout": o.IdleTimeout, "FrameTimeout": o.FrameTimeout, "WriteTimeout": o.WriteTimeout,
+		"SlowThreshold": o.SlowThreshold} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("raftctl: %s %v must be > 0", name, d))
 		}

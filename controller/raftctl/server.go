@@ -149,20 +149,28 @@ func (s *server) serve(raw net.Conn) {
 		if cmd.IsResponse() {
 			continue
 		}
+		read := time.Now()
 		c.sem <- struct{}{}
 		handlers.Add(1)
 		go func() {
 			defer func() { <-c.sem; handlers.Done() }()
+			start := time.Now()
 			resp := s.aclCheck(c, cmd)
 			if resp == nil {
 				resp = s.handle(cmd)
 			}
-			if cmd.IsOneway() || resp == nil {
-				return
+			handled := time.Now()
+			var err error
+			if !cmd.IsOneway() && resp != nil {
+				if err = s.write(c, resp); err != nil {
+					log.Info("write failed, closing the connection", "err", err)
+					_ = nc.Close() // already broken; the error above is logged
+				}
 			}
-			if err := s.write(c, resp); err != nil {
-				log.Info("write failed, closing the connection", "err", err)
-				_ = nc.Close() // already broken; the error above is logged
+			if took := time.Since(read); took >= s.opts.SlowThreshold {
+				log.Warn("slow request", "code", cmd.Code, "opaque", cmd.Opaque, "took", took.Round(time.Millisecond),
+					"queued", start.Sub(read).Round(time.Millisecond), "handled", handled.Sub(start).Round(time.Millisecond),
+					"written", time.Since(handled).Round(time.Millisecond), "writeErr", err != nil)
 			}
 		}()
 	}
