@@ -68,7 +68,7 @@ type controllerClient interface {
 // not reachable yet starts fenced and keeps heartbeating.
 func dialController(b *Broker) (controllerClient, error) {
 	return ctlclient.New(ctlclient.Options{Addrs: b.cfg.ControllerAddrs, TLS: b.net.tlsClient,
-		AccessKey: b.cfg.AccessKey, SecretKey: b.cfg.SecretKey})
+		AccessKey: b.cfg.AccessKey, SecretKey: b.cfg.SecretKey, Logger: b.log})
 }
 
 // ctlMode is the broker's controller-mode state.

@@ -61,7 +61,7 @@ func (c *ctlMode) round() {
 	timeout := c.b.cfg.ControllerHeartBeatTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	sent := c.now()
+	sent, start := c.now(), time.Now()
 	c.mu.Lock()
 	registered, epoch := c.mu.registered, c.mu.epoch
 	c.mu.Unlock()
@@ -79,6 +79,9 @@ func (c *ctlMode) round() {
 	case err == nil:
 		c.apply(res) // first: a demotion must not see a fresh lastOK while still writable
 		c.noteOK(sent, registered)
+		if took := time.Since(start); took >= c.b.cfg.BrokerHeartbeatInterval/2 {
+			c.b.log.Info("broker: the controller answered late", "took", took.Round(time.Millisecond), "register", !registered)
+		}
 	case errors.Is(err, controller.ErrUnknownGroup), errors.Is(err, controller.ErrUnknownBroker):
 		c.noteErr("broker: the controller does not know this broker: registering again", err)
 		c.mu.Lock()

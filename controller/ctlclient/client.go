@@ -26,6 +26,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +63,9 @@ type Options struct {
 	// AccessKey and SecretKey, if set, sign every request (RocketMQ's plain
 	// ACL) for a controller run with an ACL; the account must be admin.
 	AccessKey, SecretKey string
+	// Logger, if set, is told (at info) each time the client moves to
+	// another replica and why: a controller fail-over, as a broker saw it.
+	Logger *slog.Logger
 }
 
 // Client talks to a replicated controller.
@@ -206,7 +211,7 @@ func (c *Client) call(ctx context.Context, code int16, body any) (raftctl.Reply,
 				return rep, err
 			}
 			lastErr = fmt.Errorf("%s: %w", addr, err)
-			c.next(addr, "")
+			c.next(addr, "", err.Error())
 			continue
 		}
 		var got raftctl.Reply
@@ -218,7 +223,7 @@ func (c *Client) call(ctx context.Context, code int16, body any) (raftctl.Reply,
 		}
 		if resp.Code == protocol.ControllerNotLeader {
 			lastErr = fmt.Errorf("%s: %s", addr, resp.Remark)
-			c.next(addr, resp.ExtFields[raftctl.ExtLeaderAddr])
+			c.next(addr, resp.ExtFields[raftctl.ExtLeaderAddr], resp.Remark)
 			continue
 		}
 		return rep, raftctl.ErrorOf(resp.Code, resp.Remark)
@@ -228,23 +233,23 @@ func (c *Client) call(ctx context.Context, code int16, body any) (raftctl.Reply,
 
 // next moves the leader guess after a failure at addr: to hint when the
 // answer named one, else to the address after addr.
-func (c *Client) next(addr, hint string) {
+func (c *Client) next(addr, hint, why string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.leader != addr {
 		return // another call moved it already
 	}
-	if hint != "" && hint != addr {
+	switch i := slices.Index(c.opts.Addrs, addr); {
+	case hint != "" && hint != addr:
 		c.mu.leader = hint
-		return
+	case i >= 0:
+		c.mu.leader = c.opts.Addrs[(i+1)%len(c.opts.Addrs)]
+	default:
+		c.mu.leader = c.opts.Addrs[0]
 	}
-	for i, a := range c.opts.Addrs {
-		if a == addr {
-			c.mu.leader = c.opts.Addrs[(i+1)%len(c.opts.Addrs)]
-			return
-		}
+	if c.opts.Logger != nil {
+		c.opts.Logger.Info("ctlclient: trying another controller replica", "from", addr, "to", c.mu.leader, "hinted", hint != "", "why", why)
 	}
-	c.mu.leader = c.opts.Addrs[0]
 }
 
 func (c *Client) roundTrip(ctx context.Context, addr string, code int16, body any) (*protocol.Command, error) {
