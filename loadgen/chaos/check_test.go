@@ -77,3 +77,25 @@ func TestRecoveryAndGaps(t *testing.T) {
 		t.Fatalf("trailing gap %v", g)
 	}
 }
+
+// TestAcksSinceMark: a cycle reads only the acknowledgements recorded
+// since its mark, in time order, and recovery is judged on them alone.
+func TestAcksSinceMark(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ld := &load{}
+	ld.mu.acks = []Ack{{at(0), "m"}, {at(10), "m"}}
+	mark := ld.mark()
+	// Two producers record out of order: the later-recorded one is older.
+	ld.mu.acks = append(ld.mu.acks, Ack{at(2000), "s1"}, Ack{at(1990), "s2"}, Ack{at(2100), "m"})
+	got := ld.acksSince(mark)
+	if len(got) != 3 || !got[0].At.Equal(at(1990)) || !got[2].At.Equal(at(2100)) {
+		t.Fatalf("acks since the mark: %v", got)
+	}
+	if d, ok := RecoveredAfter(got, at(15), "m"); !ok || d != 1975*time.Millisecond {
+		t.Fatalf("recovered after %v %v", d, ok)
+	}
+	if n := len(ld.acksCopy()); n != 5 {
+		t.Fatalf("acksCopy has %d, want all 5", n)
+	}
+}

@@ -59,6 +59,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 		gone = master.addr
 	}
 	var restart []*node
+	mark := r.ld.mark()
 	t := time.Now()
 	cy.At = t.UTC()
 	switch fault {
@@ -96,7 +97,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	if err != nil {
 		return cy, fmt.Errorf("inject: %w", err)
 	}
-	rto, err := r.awaitAck(ctx, t, gone, o.RecoveryTimeout)
+	rto, err := r.awaitAck(ctx, mark, t, gone, o.RecoveryTimeout)
 	if err != nil {
 		return cy, err
 	}
@@ -141,6 +142,6 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	}
 	end := time.Now()
 	cy.SettleMs = float64(end.Sub(t)) / 1e6
-	cy.GapMs = float64(LongestGap(r.ld.acksCopy(), t, end)) / 1e6
+	cy.GapMs = float64(LongestGap(r.ld.acksSince(mark), t, end)) / 1e6
 	return cy, nil
 }

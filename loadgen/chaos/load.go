@@ -161,11 +161,27 @@ func roleOf(broker string, st []protocol.Stat, at time.Time) (RoleSample, bool) 
 	return RoleSample{Broker: broker, Master: r.master, Epoch: r.epoch, At: at}, ok
 }
 
-// acksSince is a copy of the acknowledgements (in time order).
-func (ld *load) acksCopy() []Ack {
+// acksCopy is a copy of the acknowledgements (in time order).
+func (ld *load) acksCopy() []Ack { return ld.acksSince(0) }
+
+// mark is a position in the acknowledgements for acksSince: every one
+// whose At is later than the call is recorded at or after it (At is read
+// before the record is appended).
+func (ld *load) mark() int {
 	ld.mu.Lock()
 	defer ld.mu.Unlock()
-	out := slices.Clone(ld.mu.acks)
+	return len(ld.mu.acks)
+}
+
+// acksSince is a copy, in time order, of the acknowledgements recorded
+// since mark: a cycle's, not the run's (millions of them by the end of a
+// long run; copying and sorting those every few milliseconds under the
+// lock the producers record with stalled the producers and took a core
+// from the cluster, exactly while a fail-over was being timed).
+func (ld *load) acksSince(mark int) []Ack {
+	ld.mu.Lock()
+	out := slices.Clone(ld.mu.acks[mark:])
+	ld.mu.Unlock()
 	slices.SortStableFunc(out, func(a, b Ack) int { return a.At.Compare(b.At) })
 	return out
 }

@@ -111,7 +111,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if r.ld, err = startLoad(o, c.namesrv.addr, addrs, r.l); err != nil {
 		return nil, err
 	}
-	if _, err := r.awaitAck(ctx, time.Now().Add(-time.Hour), "", o.StartTimeout); err != nil {
+	if _, err := r.awaitAck(ctx, 0, time.Now().Add(-time.Hour), "", o.StartTimeout); err != nil {
 		return nil, err
 	}
 	if _, err := r.awaitSettled(ctx, o.StartTimeout); err != nil {
@@ -257,11 +257,12 @@ func settled(rs map[int]brokerRole) (int, bool) {
 }
 
 // awaitAck waits for the first acknowledgement after t by a broker other
-// than gone ("" any broker) and returns the time since t.
-func (r *runner) awaitAck(ctx context.Context, t time.Time, gone string, timeout time.Duration) (time.Duration, error) {
+// than gone ("" any broker) and returns the time since t; mark (load.mark)
+// was taken before t.
+func (r *runner) awaitAck(ctx context.Context, mark int, t time.Time, gone string, timeout time.Duration) (time.Duration, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		if d, ok := RecoveredAfter(r.ld.acksCopy(), t, gone); ok {
+		if d, ok := RecoveredAfter(r.ld.acksSince(mark), t, gone); ok {
 			return d, nil
 		}
 		if time.Now().After(deadline) {
