@@ -218,6 +218,7 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 	c.mu.Unlock()
 	c.stateVersion.Store(r.MasterEpoch)
 	clear(c.caughtUp)
+	clear(c.linkedOnce)
 	now := c.now()
 	for _, id := range r.SyncSet {
 		c.caughtUp[id] = now
@@ -286,17 +287,24 @@ func (c *ctlMode) keepSyncSet() {
 	for _, s := range slaves {
 		c.caughtUp[s.BrokerID] = now.Add(-s.LagTime) // LagTime is 0 when caught up
 		linked[s.BrokerID] = true
+		c.linkedOnce[s.BrokerID] = true
 	}
 	for _, id := range set {
-		// A member with no replication link (dead, restarting, cut off)
-		// leaves once it has not been caught up for
+		// A SYNC_MASTER's sends wait for every member. A member whose
+		// replication link to this master ended (killed, restarting, its
+		// connection reset) leaves at once, as RocketMQ's master drops a
+		// closed connection's slave; ha.Master's OnLinkDown runs this
+		// round as soon as the link ends. A member not linked since this
+		// broker became master (still learning of the election) leaves
+		// once it has not been caught up for
 		// controllerHeartBeatTimeoutMills, as long as the controller
-		// takes to call a master dead: a SYNC_MASTER's sends wait for
-		// every member, and a killed slave stalled them for the whole
-		// haMaxTimeSlaveNotCatchup. A linked member that trails keeps
+		// takes to call a master dead. A linked member that trails keeps
 		// haMaxTimeSlaveNotCatchup to catch up.
 		limit := c.b.cfg.HAMaxTimeSlaveNotCatchup
-		if !linked[id] {
+		switch {
+		case !linked[id] && c.linkedOnce[id]:
+			limit = -1
+		case !linked[id]:
 			limit = min(limit, c.b.cfg.ControllerHeartBeatTimeout)
 		}
 		if id != self && now.Sub(c.caughtUp[id]) <= limit {

@@ -38,8 +38,9 @@ type ctlCluster struct {
 	dirs map[int64]string
 	b    map[int64]*Broker
 	// notCatchup, when set, is the brokers' haMaxTimeSlaveNotCatchup
-	// (default 3 s here).
-	notCatchup time.Duration
+	// (default 3 s here); hbTimeout their controllerHeartBeatTimeoutMills
+	// (default 1 s here).
+	notCatchup, hbTimeout time.Duration
 }
 
 func newCtlCluster(t *testing.T, electionTimeout time.Duration) *ctlCluster {
@@ -88,6 +89,9 @@ func (c *ctlCluster) config(id int64) func(*Config) {
 		cfg.MappedFileSizeCommitLog = 1 << 20
 		cfg.BrokerHeartbeatInterval = 50 * time.Millisecond
 		cfg.ControllerHeartBeatTimeout = time.Second
+		if c.hbTimeout != 0 {
+			cfg.ControllerHeartBeatTimeout = c.hbTimeout
+		}
 		cfg.HASendHeartbeatInterval = 100 * time.Millisecond
 		cfg.HAHousekeepingInterval = 5 * time.Second
 		cfg.HAMaxTimeSlaveNotCatchup = 3 * time.Second
@@ -427,6 +431,30 @@ func TestControllerSyncStateSet(t *testing.T) {
 	c.waitSyncSet(3)
 	if resp := rc.call(sendReq("sss", 0, []byte("three"), nil)); resp.Code != protocol.Success {
 		t.Fatalf("send after the set grew: %s", resp)
+	}
+}
+
+// TestControllerSyncStateSetDropsClosedLink: a member whose replication
+// link to the master ended leaves the sync-state set at once, not after
+// controllerHeartBeatTimeoutMills (ten minutes here) or
+// haMaxTimeSlaveNotCatchup (an hour): a SYNC_MASTER's sends wait for every
+// member, so a killed slave would stall them that long.
+func TestControllerSyncStateSetDropsClosedLink(t *testing.T) {
+	c := newCtlCluster(t, 20*time.Minute)
+	c.notCatchup, c.hbTimeout = time.Hour, 10*time.Minute
+	c.start(1)
+	m := c.waitMaster(-1)
+	c.start(2)
+	c.start(3)
+	c.waitSyncSet(3)
+	c.kill(3)
+	waitLong(t, func() bool {
+		s := c.ctl.show(ctlGroup).SyncSet
+		return len(s) == 2 && s[0] == 1 && s[1] == 2
+	}, "slave 3 to leave the sync-state set once its link closed")
+	rc := dialRaw(t, m.Addr())
+	if resp := rc.call(sendReq("sss", 0, []byte("two"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send after the set shrank: %s", resp)
 	}
 }
 

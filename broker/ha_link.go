@@ -114,6 +114,7 @@ func (b *Broker) newHAMaster(epochs *ha.EpochFile, epoch uint64) (*ha.Master, er
 		Logger:               b.log,
 		AdminSecret:          b.acl.adminSecret(), // nil with ACL off
 		OnAuthRefused:        b.acl.haRefused(),
+		OnLinkDown:           b.onHALinkDown,
 	})
 	if err != nil {
 		_ = ln.Close() // nothing accepted on it yet

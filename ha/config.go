@@ -89,6 +89,10 @@ type MasterConfig struct {
 	// OnAuthRefused, when set, is told of each slave refused by
 	// AdminSecret's check (the broker counts them).
 	OnAuthRefused func(accessKey, reason string)
+	// OnLinkDown, when set, is told the broker id of each slave whose
+	// link ended with no newer link from it in its place (a dead or cut
+	// off slave), after the link is gone from Slaves. It must not block.
+	OnLinkDown func(brokerID int64)
 }
 
 // EnsureDefaults fills zero fields with their defaults.

@@ -378,9 +378,9 @@ func (m *Master) register(l *link) bool {
 // release the waiters, they get ErrSlaveNotAvailable.
 func (m *Master) unregister(l *link) {
 	m.mu.Lock()
-	defer m.unlockAndFire()
 	i := slices.Index(m.mu.links, l)
-	if i < 0 {
+	if i < 0 { // replaced by a newer link of the same slave
+		m.unlockAndFire()
 		return
 	}
 	m.mu.links = slices.Delete(m.mu.links, i, i+1)
@@ -388,6 +388,10 @@ func (m *Master) unregister(l *link) {
 	m.mu.quorum = m.quorumLocked()
 	if len(m.mu.links) < m.need {
 		m.mu.pending.failAll(ErrSlaveNotAvailable)
+	}
+	m.unlockAndFire()
+	if m.cfg.OnLinkDown != nil {
+		m.cfg.OnLinkDown(l.brokerID)
 	}
 }
 
