@@ -68,7 +68,13 @@ type controllerClient interface {
 // not reachable yet starts fenced and keeps heartbeating.
 func dialController(b *Broker) (controllerClient, error) {
 	return ctlclient.New(ctlclient.Options{Addrs: b.cfg.ControllerAddrs, TLS: b.net.tlsClient,
-		AccessKey: b.cfg.AccessKey, SecretKey: b.cfg.SecretKey, Logger: b.log})
+		AccessKey: b.cfg.AccessKey, SecretKey: b.cfg.SecretKey, Logger: b.log,
+		// During a controller fail-over the replicas name no leader, or
+		// the dead one, for a Raft election; the client's default pauses
+		// (100 ms doubling to 1 s) then answer up to 0.8 s after the new
+		// leader is there. Heartbeats want it at once, and trying three
+		// replicas every 200 ms costs nothing.
+		RetryPause: 50 * time.Millisecond, MaxRetryPause: 200 * time.Millisecond})
 }
 
 // ctlMode is the broker's controller-mode state.
@@ -107,8 +113,10 @@ type ctlMode struct {
 		masterSilent time.Duration
 	}
 	// caughtUp: when each sync-state member (or candidate) was last seen
-	// holding the whole log; run's alone.
-	caughtUp map[int64]time.Time
+	// holding the whole log; linkedOnce: the slaves seen linked since this
+	// broker last became master. run's alone.
+	caughtUp   map[int64]time.Time
+	linkedOnce map[int64]bool
 }
 
 // openControllerMode prepares controller mode in New: the client, the epoch
@@ -128,7 +136,7 @@ func (b *Broker) openControllerMode() error {
 	c := &ctlMode{b: b, cli: cli, epochs: epochs, now: time.Now,
 		group:    controller.Group{Cluster: b.cfg.BrokerClusterName, Broker: b.cfg.BrokerName},
 		kick:     make(chan struct{}, 1),
-		caughtUp: map[int64]time.Time{}}
+		caughtUp: map[int64]time.Time{}, linkedOnce: map[int64]bool{}}
 	c.mu.role, c.mu.masterID = controller.RoleNone, controller.NoMaster
 	b.store.SetFenced(true)
 	b.ctl = c
@@ -235,6 +243,15 @@ func (c *ctlMode) slaveLink() *ha.Slave {
 }
 
 // heartbeatNow asks run for a heartbeat at once.
+// onHALinkDown is the ha.Master's word that a slave's replication link
+// ended: in controller mode the next round (now) drops it from the
+// sync-state set, since a SYNC_MASTER's sends wait for every member.
+func (b *Broker) onHALinkDown(int64) {
+	if b.ctl != nil {
+		b.ctl.heartbeatNow()
+	}
+}
+
 func (c *ctlMode) heartbeatNow() {
 	select {
 	case c.kick <- struct{}{}:
