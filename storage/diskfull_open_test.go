@@ -4,6 +4,7 @@ import (
 	"errors"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/samsamq/samsa/storage/vfs"
 	"github.com/samsamq/samsa/storage/vfs/errorfs"
@@ -104,12 +105,24 @@ func (e *faultEnv) lastOffset(topic string, qid int32) int64 {
 	return last
 }
 
-// waitWakeOrIndexed waits until queue offset off of k is readable: its
-// wake came, or the queue held it already.
+// waitWakeOrIndexed waits (deadline 60 s) until queue offset off of k is
+// readable: its wake came, or the queue holds it. Both are watched to the
+// end: a dispatcher round that read its callback list before watchWakes
+// registered, and stalled until space returned, indexes the record and
+// wakes only the callbacks it read (CI saw it under -race), so the queue is
+// polled beside the wakes.
 func (w *wakes) waitWakeOrIndexed(t *testing.T, s *Store, k queueKey, off int64) {
 	t.Helper()
-	if s.MaxQueueOffset(k.topic, k.qid) > off {
-		return
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(60 * time.Second)
+	for !w.reached(k, off) && s.MaxQueueOffset(k.topic, k.qid) <= off {
+		select {
+		case <-w.ch:
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%s/%d offset %d neither woken nor indexed (max offset %d)",
+				k.topic, k.qid, off, s.MaxQueueOffset(k.topic, k.qid))
+		}
 	}
-	w.waitWake(t, k, off)
 }
