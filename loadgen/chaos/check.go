@@ -145,14 +145,21 @@ func RecoveredAfter(acks []Ack, t time.Time, gone string) (time.Duration, bool) 
 }
 
 // LongestGap is the longest time without an acknowledgement in [from,
-// to] (acks in time order), counting from from and up to to: a fault
-// that must not interrupt sends is judged by it.
-func LongestGap(acks []Ack, from, to time.Time) time.Duration {
+// to] (acks in time order), counting from from and up to to, and when it
+// began: a fault that must not interrupt sends is judged by it, and where
+// the gap lies (at the fault, or when what was killed came back) says
+// what to look for in the logs.
+func LongestGap(acks []Ack, from, to time.Time) (time.Duration, time.Time) {
 	i, _ := slices.BinarySearchFunc(acks, from, func(a Ack, t time.Time) int { return a.At.Compare(t) })
-	prev, gap := from, time.Duration(0)
+	prev, gap, start := from, time.Duration(0), from
 	for ; i < len(acks) && !acks[i].At.After(to); i++ {
-		gap = max(gap, acks[i].At.Sub(prev))
+		if d := acks[i].At.Sub(prev); d > gap {
+			gap, start = d, prev
+		}
 		prev = acks[i].At
 	}
-	return max(gap, to.Sub(prev))
+	if d := to.Sub(prev); d > gap {
+		gap, start = d, prev
+	}
+	return gap, start
 }

@@ -70,11 +70,14 @@ func TestRecoveryAndGaps(t *testing.T) {
 	if _, ok := RecoveredAfter(acks, at(2200), "m"); ok {
 		t.Fatal("recovered with no ack after the fault")
 	}
-	if g := LongestGap(acks, at(5), at(2100)); g != 1480*time.Millisecond {
-		t.Fatalf("gap %v", g)
+	if g, from := LongestGap(acks, at(5), at(2100)); g != 1480*time.Millisecond || !from.Equal(at(20)) {
+		t.Fatalf("gap %v from %v", g, from.Sub(t0))
 	}
-	if g := LongestGap(acks, at(2100), at(3000)); g != 900*time.Millisecond {
-		t.Fatalf("trailing gap %v", g)
+	if g, from := LongestGap(acks, at(2100), at(3000)); g != 900*time.Millisecond || !from.Equal(at(2100)) {
+		t.Fatalf("trailing gap %v from %v", g, from.Sub(t0))
+	}
+	if g, from := LongestGap(acks, at(2200), at(2300)); g != 100*time.Millisecond || !from.Equal(at(2200)) {
+		t.Fatalf("gap with no acknowledgement %v from %v", g, from.Sub(t0))
 	}
 }
 

@@ -21,6 +21,9 @@ type CycleResult struct {
 	// GapMs is the longest time without an acknowledgement from the
 	// fault until the cluster settled again.
 	GapMs float64 `json:"longest_gap_ms"`
+	// GapAtMs is when that gap began, from the fault: near 0 the fault
+	// caused it; near the restart, the comeback did.
+	GapAtMs float64 `json:"longest_gap_at_ms"`
 	// SettleMs is the time from the fault until the cluster was whole
 	// again (what was killed restarted and back in the sync-state set).
 	SettleMs float64 `json:"settle_ms"`
@@ -142,6 +145,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	}
 	end := time.Now()
 	cy.SettleMs = float64(end.Sub(t)) / 1e6
-	cy.GapMs = float64(LongestGap(r.ld.acksSince(mark), t, end)) / 1e6
+	gap, from := LongestGap(r.ld.acksSince(mark), t, end)
+	cy.GapMs, cy.GapAtMs = float64(gap)/1e6, float64(from.Sub(t))/1e6
 	return cy, nil
 }
