@@ -24,6 +24,12 @@ type CycleResult struct {
 	// GapAtMs is when that gap began, from the fault: near 0 the fault
 	// caused it; near the restart, the comeback did.
 	GapAtMs float64 `json:"longest_gap_at_ms"`
+	// HarnessLateMs is the longest the harness's own 10 ms ticker fired
+	// late from the fault until the cluster settled, and HarnessGCMs the
+	// CPU time the harness spent in GC meanwhile (selfWatch): a send gap
+	// that matches them may be the harness's, not the cluster's.
+	HarnessLateMs float64 `json:"harness_late_ms"`
+	HarnessGCMs   float64 `json:"harness_gc_cpu_ms"`
 	// SettleMs is the time from the fault until the cluster was whole
 	// again (what was killed restarted and back in the sync-state set).
 	SettleMs float64 `json:"settle_ms"`
@@ -63,6 +69,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	}
 	var restart []*node
 	mark := r.ld.mark()
+	gc0 := gcCPU()
 	t := time.Now()
 	cy.At = t.UTC()
 	switch fault {
@@ -147,5 +154,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	cy.SettleMs = float64(end.Sub(t)) / 1e6
 	gap, from := LongestGap(r.ld.acksSince(mark), t, end)
 	cy.GapMs, cy.GapAtMs = float64(gap)/1e6, float64(from.Sub(t))/1e6
+	cy.HarnessLateMs = float64(r.self.maxLate(t, end)) / 1e6
+	cy.HarnessGCMs = float64(gcCPU()-gc0) / 1e6
 	return cy, nil
 }

@@ -36,7 +36,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	progressf(o.Progress, "chaos: seed %d, dir %s\n", o.Seed, c.dir)
 	r := &runner{o: &o, c: c, l: durability.NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
+	r.self = startSelfWatch()
 	res, err := r.run(ctx)
+	r.self.close()
 	if r.ld != nil {
 		_ = r.ld.stop()
 	}
@@ -83,6 +85,7 @@ type runner struct {
 	ld    *load
 	admin *client.Admin
 	ctl   *ctlclient.Client
+	self  *selfWatch
 }
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
@@ -125,8 +128,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			return nil, fmt.Errorf("cycle %d (%s): %w", i+1, order[i%len(order)], err)
 		}
 		res.Cycles = append(res.Cycles, cy)
-		progressf(o.Progress, "  cycle %d: %s %s: recovered in %.0f ms, longest send gap %.0f ms from +%.0f ms, settled in %.0f ms\n",
-			cy.Cycle, cy.Fault, cy.Target, cy.RecoveryMs, cy.GapMs, cy.GapAtMs, cy.SettleMs)
+		progressf(o.Progress, "  cycle %d: %s %s: recovered in %.0f ms, longest send gap %.0f ms from +%.0f ms, settled in %.0f ms (harness: late %.0f ms, GC CPU %.0f ms)\n",
+			cy.Cycle, cy.Fault, cy.Target, cy.RecoveryMs, cy.GapMs, cy.GapAtMs, cy.SettleMs, cy.HarnessLateMs, cy.HarnessGCMs)
 	}
 	// The last state runs a while too, then the load stops.
 	if err := sleep(ctx, o.MinUp); err != nil {
