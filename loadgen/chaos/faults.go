@@ -30,6 +30,12 @@ type CycleResult struct {
 	// that matches them may be the harness's, not the cluster's.
 	HarnessLateMs float64 `json:"harness_late_ms"`
 	HarnessGCMs   float64 `json:"harness_gc_cpu_ms"`
+	// NotAcked counts the sends of the cycle answered with another status
+	// than SEND_OK (stored, not acknowledged: SLAVE_NOT_AVAILABLE), and
+	// SendErrors those that failed with no answer, from the fault until
+	// the cluster settled.
+	NotAcked   int64 `json:"not_acked"`
+	SendErrors int64 `json:"send_errors"`
 	// SettleMs is the time from the fault until the cluster was whole
 	// again (what was killed restarted and back in the sync-state set).
 	SettleMs float64 `json:"settle_ms"`
@@ -69,7 +75,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	}
 	var restart []*node
 	mark := r.ld.mark()
-	gc0 := gcCPU()
+	gc0, notOK0, failed0 := gcCPU(), r.ld.notOK.Load(), r.ld.failed.Load()
 	t := time.Now()
 	cy.At = t.UTC()
 	switch fault {
@@ -156,5 +162,6 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	cy.GapMs, cy.GapAtMs = float64(gap)/1e6, float64(from.Sub(t))/1e6
 	cy.HarnessLateMs = float64(r.self.maxLate(t, end)) / 1e6
 	cy.HarnessGCMs = float64(gcCPU()-gc0) / 1e6
+	cy.NotAcked, cy.SendErrors = r.ld.notOK.Load()-notOK0, r.ld.failed.Load()-failed0
 	return cy, nil
 }

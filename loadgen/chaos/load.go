@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsamq/samsa/client"
@@ -24,7 +25,11 @@ type load struct {
 	stopping chan struct{}
 	wg       sync.WaitGroup
 	clients  []interface{ Close() error }
-	mu       struct {
+	// notOK counts sends answered with another status than SEND_OK (a
+	// SYNC_MASTER's SLAVE_NOT_AVAILABLE: stored, not acknowledged) and
+	// failed those with no answer; a cycle reports its share.
+	notOK, failed atomic.Int64
+	mu            struct {
 		sync.Mutex
 		acks    []Ack
 		samples []RoleSample
@@ -98,8 +103,11 @@ func (ld *load) produce(i int, p *client.Producer) {
 			ld.mu.Unlock()
 			continue
 		case res != nil:
+			ld.notOK.Add(1)
 			_, phys, _ := protocol.ParseOffsetMsgID(res.OffsetMsgID)
 			ld.ledger.StoredOnly(id, durability.Pos{Queue: res.Queue.QueueID, Offset: res.QueueOffset}, phys, res.Status.String())
+		default:
+			ld.failed.Add(1)
 		}
 		ld.pause(5 * time.Millisecond)
 	}
