@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -87,15 +88,23 @@ func TestAcksSinceMark(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	ld := &load{}
-	ld.mu.acks = []Ack{{at(0), "m"}, {at(10), "m"}}
+	m := netip.MustParseAddrPort("127.0.0.1:10911")
+	s1 := netip.MustParseAddrPort("127.0.0.1:10921")
+	ld.record(at(0), m, true)
+	ld.record(at(10), m, true)
 	mark := ld.mark()
 	// Two producers record out of order: the later-recorded one is older.
-	ld.mu.acks = append(ld.mu.acks, Ack{at(2000), "s1"}, Ack{at(1990), "s2"}, Ack{at(2100), "m"})
+	ld.record(at(2000), s1, true)
+	ld.record(at(1990), netip.AddrPort{}, false) // an offset message id that did not parse
+	ld.record(at(2100), m, true)
 	got := ld.acksSince(mark)
 	if len(got) != 3 || !got[0].At.Equal(at(1990)) || !got[2].At.Equal(at(2100)) {
 		t.Fatalf("acks since the mark: %v", got)
 	}
-	if d, ok := RecoveredAfter(got, at(15), "m"); !ok || d != 1975*time.Millisecond {
+	if got[0].Broker != "?" || got[1].Broker != s1.String() || got[2].Broker != m.String() {
+		t.Fatalf("brokers %q %q %q", got[0].Broker, got[1].Broker, got[2].Broker)
+	}
+	if d, ok := RecoveredAfter(got, at(15), m.String()); !ok || d != 1975*time.Millisecond {
 		t.Fatalf("recovered after %v %v", d, ok)
 	}
 	if n := len(ld.acksCopy()); n != 5 {

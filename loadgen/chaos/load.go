@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,9 +32,43 @@ type load struct {
 	notOK, failed atomic.Int64
 	mu            struct {
 		sync.Mutex
-		acks    []Ack
+		acks    []ackRec // in the order recorded
+		brokers []string // ackRec.broker indexes it
+		byHost  map[netip.AddrPort]uint16
 		samples []RoleSample
 	}
+}
+
+// ackRec is one acknowledgement as the load keeps it: no pointer, so that
+// the millions of a long run cost the GC nothing to mark (see
+// durability.msgID). acksSince turns a cycle's into Acks.
+type ackRec struct {
+	at     int64 // Unix nanoseconds
+	broker uint16
+}
+
+// record appends an acknowledgement by the broker at host (ok false: its
+// offset message id did not parse).
+func (ld *load) record(at time.Time, host netip.AddrPort, ok bool) {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	if !ok {
+		host = netip.AddrPort{}
+	}
+	b, known := ld.mu.byHost[host]
+	if !known {
+		if ld.mu.byHost == nil {
+			ld.mu.byHost = map[netip.AddrPort]uint16{}
+		}
+		name := "?"
+		if ok {
+			name = host.String()
+		}
+		b = uint16(len(ld.mu.brokers))
+		ld.mu.byHost[host] = b
+		ld.mu.brokers = append(ld.mu.brokers, name)
+	}
+	ld.mu.acks = append(ld.mu.acks, ackRec{at: at.UnixNano(), broker: b})
 }
 
 func clientOptions(namesrv string) client.ClientOptions {
@@ -93,14 +128,11 @@ func (ld *load) produce(i int, p *client.Producer) {
 		case err == nil && res.Status == client.SendOK:
 			now := time.Now()
 			host, phys, herr := protocol.ParseOffsetMsgID(res.OffsetMsgID)
-			broker := host.String()
 			if herr != nil {
-				broker, phys = "?", -1
+				phys = -1
 			}
 			ld.ledger.AckedAt(id, durability.Pos{Queue: res.Queue.QueueID, Offset: res.QueueOffset}, phys, now)
-			ld.mu.Lock()
-			ld.mu.acks = append(ld.mu.acks, Ack{At: now, Broker: broker})
-			ld.mu.Unlock()
+			ld.record(now, host, herr == nil)
 			continue
 		case res != nil:
 			ld.notOK.Add(1)
@@ -188,7 +220,11 @@ func (ld *load) mark() int {
 // from the cluster, exactly while a fail-over was being timed).
 func (ld *load) acksSince(mark int) []Ack {
 	ld.mu.Lock()
-	out := slices.Clone(ld.mu.acks[mark:])
+	recs := ld.mu.acks[mark:]
+	out := make([]Ack, len(recs))
+	for i, a := range recs {
+		out[i] = Ack{At: time.Unix(0, a.at), Broker: ld.mu.brokers[a.broker]}
+	}
 	ld.mu.Unlock()
 	slices.SortStableFunc(out, func(a, b Ack) int { return a.At.Compare(b.At) })
 	return out

@@ -80,8 +80,8 @@ func (l *Ledger) Found() map[Pos]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make(map[Pos]string, len(l.mu.final))
-	for p, id := range l.mu.final {
-		out[p] = id
+	for p, k := range l.mu.final {
+		out[p] = l.mu.ids.name(k)
 	}
 	return out
 }

@@ -28,7 +28,7 @@ type ack struct {
 
 // sighting is the first id the live consumer read at a Pos.
 type sighting struct {
-	id    string
+	id    msgID
 	epoch int
 }
 
@@ -44,17 +44,18 @@ type Ledger struct {
 		firstAck  chan struct{} // closed at the current epoch's first ack
 		recovery  time.Duration // restart → first ack of the current epoch
 		sent      int64
-		ackSeq    int64          // acknowledgements recorded so far
-		acks      map[string]ack // SEND_OK answers
+		ackSeq    int64 // acknowledgements recorded so far
+		ids       idTable
+		acks      map[msgID]ack // SEND_OK answers
 		// storedOnly are sends stored but answered otherwise (a
 		// SYNC_MASTER's SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT, a
 		// FLUSH_DISK_TIMEOUT): not acknowledged, counted by status.
-		storedOnly map[string]ack
+		storedOnly map[msgID]ack
 		byStatus   map[string]int64
 		seen       map[Pos]sighting
 		conflicts  map[Pos]bool // the live consumer read two ids at one Pos
 		backwards  int64        // the live consumer was sent back below where it was
-		final      map[Pos]string
+		final      map[Pos]msgID
 	}
 }
 
@@ -64,12 +65,12 @@ func NewLedger() *Ledger {
 	l.mu.epoch = 1
 	l.mu.restarted = time.Now()
 	l.mu.firstAck = make(chan struct{})
-	l.mu.acks = map[string]ack{}
-	l.mu.storedOnly = map[string]ack{}
+	l.mu.acks = map[msgID]ack{}
+	l.mu.storedOnly = map[msgID]ack{}
 	l.mu.byStatus = map[string]int64{}
 	l.mu.seen = map[Pos]sighting{}
 	l.mu.conflicts = map[Pos]bool{}
-	l.mu.final = map[Pos]string{}
+	l.mu.final = map[Pos]msgID{}
 	return l
 }
 
@@ -124,7 +125,7 @@ func (l *Ledger) AckedAt(id string, p Pos, phys int64, t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.ackSeq++
-	l.mu.acks[id] = ack{pos: p, epoch: l.mu.epoch, phys: phys, seq: l.mu.ackSeq}
+	l.mu.acks[l.mu.ids.key(id)] = ack{pos: p, epoch: l.mu.epoch, phys: phys, seq: l.mu.ackSeq}
 	if l.mu.recovery == 0 {
 		l.mu.recovery = max(t.Sub(l.mu.restarted), time.Nanosecond)
 		close(l.mu.firstAck)
@@ -137,7 +138,7 @@ func (l *Ledger) AckedAt(id string, p Pos, phys int64, t time.Time) {
 func (l *Ledger) StoredOnly(id string, p Pos, phys int64, status string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.storedOnly[id] = ack{pos: p, epoch: l.mu.epoch, phys: phys}
+	l.mu.storedOnly[l.mu.ids.key(id)] = ack{pos: p, epoch: l.mu.epoch, phys: phys}
 	l.mu.byStatus[status]++
 }
 
@@ -153,12 +154,13 @@ func (l *Ledger) AckSeq() int64 {
 func (l *Ledger) Seen(id string, p Pos) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	k := l.mu.ids.key(id)
 	s, ok := l.mu.seen[p]
 	if !ok {
-		l.mu.seen[p] = sighting{id: id, epoch: l.mu.epoch}
+		l.mu.seen[p] = sighting{id: k, epoch: l.mu.epoch}
 		return
 	}
-	if s.id != id {
+	if s.id != k {
 		l.mu.conflicts[p] = true
 	}
 }
@@ -174,7 +176,7 @@ func (l *Ledger) Backwards() {
 // Final records what the read-back after the last cycle found at p.
 func (l *Ledger) Final(id string, p Pos) {
 	l.mu.Lock()
-	l.mu.final[p] = id
+	l.mu.final[p] = l.mu.ids.key(id)
 	l.mu.Unlock()
 }
 
@@ -240,12 +242,12 @@ func (l *Ledger) Tally() Tally {
 // each position (the read-back at the end, or a replica's copy): stored,
 // duplicates, lost, reassigned, and where each id was found (its first
 // copy).
-func (l *Ledger) compareLocked(found map[Pos]string) (Tally, map[string]Pos) {
+func (l *Ledger) compareLocked(found map[Pos]msgID) (Tally, map[msgID]Pos) {
 	t := Tally{Acked: int64(len(l.mu.acks)), Stored: int64(len(found)), StoredNotAcked: int64(len(l.mu.storedOnly))}
 	if len(l.mu.byStatus) > 0 {
 		t.NotAckedByStatus = maps.Clone(l.mu.byStatus)
 	}
-	where := make(map[string]Pos, len(found))
+	where := make(map[msgID]Pos, len(found))
 	for p, id := range found {
 		if q, dup := where[id]; dup {
 			t.Duplicates++
@@ -259,7 +261,7 @@ func (l *Ledger) compareLocked(found map[Pos]string) (Tally, map[string]Pos) {
 			t.UnackedStored++
 		}
 	}
-	var lost []string
+	var lost []msgID
 	t.AckedByEpoch = map[int]int64{}
 	for id, a := range l.mu.acks {
 		t.AckedByEpoch[a.epoch]++
@@ -275,9 +277,16 @@ func (l *Ledger) compareLocked(found map[Pos]string) (Tally, map[string]Pos) {
 			t.AckedReassigned++
 		}
 	}
-	sort.Strings(lost)
-	for _, id := range lost[:min(len(lost), 10)] {
-		t.LostSample = append(t.LostSample, sampleLine(id, l.mu.acks[id]))
+	// The sample is the first ten by name, as it was with string keys.
+	names := make([]string, len(lost))
+	byName := make(map[string]msgID, len(lost))
+	for i, k := range lost {
+		names[i] = l.mu.ids.name(k)
+		byName[names[i]] = k
+	}
+	sort.Strings(names)
+	for _, n := range names[:min(len(names), 10)] {
+		t.LostSample = append(t.LostSample, sampleLine(n, l.mu.acks[byName[n]]))
 	}
 	return t, where
 }

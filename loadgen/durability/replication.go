@@ -261,7 +261,7 @@ func (r *runner) finalReplicaCheck(ctx context.Context, admin *client.Admin, che
 		return r.slaveErr(err)
 	}
 	r.l.mu.Lock()
-	t, _ := r.l.compareLocked(rr.found)
+	t, _ := r.l.compareLocked(r.l.mu.ids.keys(rr.found))
 	t.Sent = r.l.mu.sent
 	r.l.mu.Unlock()
 	res.Tally, res.ReadBackShort = t, rr.short

@@ -234,7 +234,7 @@ func (k *KillCheck) Met(role string) bool {
 func (l *Ledger) checkReplica(found map[Pos]string, s LagSample, recordBytes int64) KillCheck {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t, where := l.compareLocked(found)
+	t, where := l.compareLocked(l.mu.ids.keys(found))
 	k := KillCheck{Acked: t.Acked, Stored: t.Stored, Missing: t.Lost, MissingSample: t.LostSample,
 		Duplicates: t.Duplicates, AckedReassigned: t.AckedReassigned}
 	for id, a := range l.mu.acks {
