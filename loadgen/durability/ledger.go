@@ -3,7 +3,8 @@ package durability
 import (
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -277,16 +278,18 @@ func (l *Ledger) compareLocked(found map[Pos]msgID) (Tally, map[msgID]Pos) {
 			t.AckedReassigned++
 		}
 	}
-	// The sample is the first ten by name, as it was with string keys.
-	names := make([]string, len(lost))
-	byName := make(map[string]msgID, len(lost))
-	for i, k := range lost {
-		names[i] = l.mu.ids.name(k)
-		byName[names[i]] = k
+	// The sample is the first ten by name.
+	type named struct {
+		name string
+		k    msgID
 	}
-	sort.Strings(names)
-	for _, n := range names[:min(len(names), 10)] {
-		t.LostSample = append(t.LostSample, sampleLine(n, l.mu.acks[byName[n]]))
+	byName := make([]named, len(lost))
+	for i, k := range lost {
+		byName[i] = named{l.mu.ids.name(k), k}
+	}
+	slices.SortFunc(byName, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	for _, n := range byName[:min(len(byName), 10)] {
+		t.LostSample = append(t.LostSample, sampleLine(n.name, l.mu.acks[n.k]))
 	}
 	return t, where
 }

@@ -1,6 +1,9 @@
 package durability
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // msgID is a message id as the ledger keeps it: 64 bits, no pointer. A
 // long chaos run acknowledges tens of millions of messages, and with the
@@ -23,45 +26,33 @@ const (
 
 // packID packs a canonical "p<producer>-<seq>" id.
 func packID(s string) (msgID, bool) {
-	if len(s) < 4 || s[0] != 'p' {
-		return 0, false
-	}
-	dash := -1
-	for i := 1; i < len(s); i++ {
-		if s[i] == '-' {
-			dash = i
-			break
-		}
-	}
-	if dash < 0 {
-		return 0, false
-	}
-	p, ok := canonicalUint(s[1:dash], maxProducer)
+	rest, ok := strings.CutPrefix(s, "p")
 	if !ok {
 		return 0, false
 	}
-	q, ok := canonicalUint(s[dash+1:], maxSeq)
+	ps, qs, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	p, ok := canonicalUint(ps, maxProducer)
+	if !ok {
+		return 0, false
+	}
+	q, ok := canonicalUint(qs, maxSeq)
 	if !ok {
 		return 0, false
 	}
 	return msgID(p<<seqBits | q), true
 }
 
-// canonicalUint parses s as decimal digits with no sign and no leading
-// zero (so that formatting it again gives s), at most max.
+// canonicalUint parses s as decimal with no leading zero (so that
+// formatting it again gives s), at most max.
 func canonicalUint(s string, max uint64) (uint64, bool) {
-	if s == "" || len(s) > 19 || (len(s) > 1 && s[0] == '0') {
+	if len(s) > 1 && s[0] == '0' {
 		return 0, false
 	}
-	var v uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	return v, v <= max
+	v, err := strconv.ParseUint(s, 10, 64)
+	return v, err == nil && v <= max
 }
 
 // idTable turns ids into msgIDs and back; ids that do not pack are
