@@ -26,7 +26,11 @@ import (
 //     same pwrite), and so its write errors refuse the append itself, as
 //     an unbuffered segment's do. Under load (appends arriving while
 //     earlier ones wait for a flush) and with async flush, appends are
-//     coalesced.
+//     coalesced. A write-through append reserves its range ahead like a
+//     buffered one: a pwrite that extends the file makes each fdatasync
+//     also write the inode's new size and block allocation (a lone sync
+//     writer's p50 was 1.5x the raw disk's write+fdatasync here, and 1.15x
+//     with the reservation).
 //   - Flush (outside the append lock) writes out [onFile, w) for the w it
 //     loads first, then fdatasyncs, and reports w durable: anything
 //     appended meanwhile waits for the next Flush. A failure of either

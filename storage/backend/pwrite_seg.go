@@ -80,13 +80,13 @@ func (s *pwriteSegment) Append(p []byte) error {
 	}
 	end := w + int64(len(p))
 	// Write through when nothing waits for a flush (see pwrite.go); else
-	// the bytes wait in the buffer, and their file range must be reserved
-	// so that writing them later cannot fail with ENOSPC.
+	// the bytes wait in the buffer. Either way the file range is reserved
+	// first: buffered bytes then cannot fail with ENOSPC when written
+	// later, and a write-through does not extend the file, which would
+	// make the next fdatasync write metadata too.
 	through := s.flushed.Load() == w
-	if !through {
-		if err := s.reserve(end); err != nil {
-			return err
-		}
+	if err := s.reserve(end); err != nil {
+		return err
 	}
 	if s.buf == nil || end > s.base+int64(len(s.buf)) {
 		if err := s.restartBuffer(w); err != nil {

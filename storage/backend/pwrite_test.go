@@ -277,20 +277,20 @@ func TestPwriteFlushWriteErrorSticky(t *testing.T) {
 	}
 }
 
-// TestPwriteReserves: buffered bytes have their file range reserved, so a
-// full disk refuses the append (ENOSPC), not the later Flush; a
-// reservation settles for the append's own bytes when a step does not
-// fit.
+// TestPwriteReserves: appended bytes have their file range reserved, so a
+// full disk refuses the append (ENOSPC), not the later Flush, and a
+// write-through does not extend the file; a reservation settles for the
+// append's own bytes when a step does not fit.
 func TestPwriteReserves(t *testing.T) {
 	mem := vfs.NewMem()
 	s := pwriteSeg(t, mem, 1<<20, 64<<10, false)
-	s.Append(make([]byte, 100)) // written through
-	if sz, _ := mem.Stat("/seg"); sz != 100 {
-		t.Fatalf("file is %d bytes", sz)
+	s.Append(make([]byte, 100)) // written through, into a reservation to 100 + 64 KiB
+	if sz, _ := mem.Stat("/seg"); sz != 100+64<<10 {
+		t.Fatalf("file is %d bytes after a write-through", sz)
 	}
-	s.Append(make([]byte, 100)) // buffered: reserves to 200 + 64 KiB
-	if sz, _ := mem.Stat("/seg"); sz != 200+64<<10 {
-		t.Fatalf("file is %d bytes after a reservation", sz)
+	s.Append(make([]byte, 100)) // buffered, within the reservation
+	if sz, _ := mem.Stat("/seg"); sz != 100+64<<10 {
+		t.Fatalf("file is %d bytes after a buffered append", sz)
 	}
 	mem.SetCapacity(mem.Used() + 1000)
 	// Within the reservation: no more space needed.
@@ -298,7 +298,7 @@ func TestPwriteReserves(t *testing.T) {
 		t.Fatalf("append within the reservation on a full disk: %v", err)
 	}
 	if err := s.Append(make([]byte, 64<<10)); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("append 1 KiB past the reservation with 1000 bytes free: %v", err)
+		t.Fatalf("append 2,100 bytes past the reservation with 1000 bytes free: %v", err)
 	}
 	if s.Written() != 2200 {
 		t.Fatalf("Written %d", s.Written())
