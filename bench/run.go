@@ -346,5 +346,8 @@ func (s *StorageResult) Line() string {
 	if s.Gathers > 0 {
 		line += fmt.Sprintf("  gathers %d (unfilled %d, avg %.0fµs)", s.Gathers, s.GatherMisses, s.GatherAvgUs)
 	}
+	if s.OwnRounds > 0 {
+		line += fmt.Sprintf("  own rounds %d", s.OwnRounds)
+	}
 	return line
 }

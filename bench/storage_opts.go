@@ -151,8 +151,11 @@ type StorageResult struct {
 	Gathers      int64   `json:"gathers,omitempty"`
 	GatherMisses int64   `json:"gather_misses,omitempty"`
 	GatherAvgUs  float64 `json:"gather_avg_us,omitempty"`
-	WriteCalls   int64   `json:"write_syscalls"`
-	BytesWritten int64   `json:"bytes_written"`
+	// OwnRounds are sync rounds a lone writer ran on its own goroutine
+	// (no hand-off to the flusher).
+	OwnRounds    int64 `json:"own_rounds,omitempty"`
+	WriteCalls   int64 `json:"write_syscalls"`
+	BytesWritten int64 `json:"bytes_written"`
 	// SyscallsPer1000 is (write syscalls + fsync syscalls) per 1,000
 	// appends, as the backend counts them: an io_uring submit counts once,
 	// with the fsync linked into it; mmap's msync counts as an fsync.

@@ -195,6 +195,7 @@ func fillStoreCounters(res *StorageResult, m0, m1 storage.Metrics, fsyncInRing b
 	res.BytesWritten = m1.Backend.BytesWritten - m0.Backend.BytesWritten
 	res.Gathers = m1.Gathers - m0.Gathers
 	res.GatherMisses = m1.GatherMisses - m0.GatherMisses
+	res.OwnRounds = m1.OwnRounds - m0.OwnRounds
 	if res.Gathers > 0 {
 		res.GatherAvgUs = float64((m1.GatherTime - m0.GatherTime).Microseconds()) / float64(res.Gathers)
 	}

@@ -216,6 +216,9 @@ func (b *Broker) storeOptions() storage.Options {
 	o.Flush.MinInterval = c.GroupCommitMinInterval
 	o.Flush.MaxGather = c.GroupCommitMaxGather
 	o.Flush.Timeout = c.SyncFlushTimeout
+	// A SYNC_FLUSH send is answered within syncFlushTimeout however the
+	// disk behaves, so no producer's fsync runs on its own goroutine.
+	o.Flush.NoOwnRound = true
 	o.Flush.Interval = c.FlushIntervalCommitLog
 	o.Flush.DirtyPages = c.FlushCommitLogLeastPages
 	o.Flush.FullInterval = c.FlushCommitLogThoroughInterval

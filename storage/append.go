@@ -49,7 +49,8 @@ type dispatchReq struct {
 
 // Append writes one record. With FlushSync it returns once the record is
 // durable (ErrFlushTimeout after Flush.Timeout; the context's error if it
-// ends first; the sticky ErrBroken error if a flush failed). The other
+// ends first; the sticky ErrBroken error if a flush failed; a lone writer
+// that flushes for itself waits for that fsync, lone.go). The other
 // policies return once the record is written and readable.
 //
 // An error other than those three means nothing was written
@@ -131,7 +132,9 @@ func (s *Store) append(ctx context.Context, msgs []*Message, res []AppendResult)
 // bytes to the kernel; then the dispatcher is kicked.
 func (s *Store) acknowledge(ctx context.Context, end int64, w *waiter) error {
 	if w != nil {
-		kick(s.flushKick) // the flusher's round kicks the dispatcher
+		if !s.ownRound() {
+			kick(s.flushKick) // the flusher's round kicks the dispatcher
+		}
 		return s.wait(ctx, w)
 	}
 	if s.needsHandOff() {

@@ -17,12 +17,19 @@ func (s *Store) runDispatcher() {
 	defer s.wg.Done()
 	var spare []dispatchReq
 	for {
+		// Under dispatchMu: a lone writer's own round (lone.go) may arm
+		// the retry timer; it kicks this loop when it does.
+		s.dispatchMu.Lock()
+		retry := s.hold.retryC()
+		s.dispatchMu.Unlock()
 		select {
 		case <-s.dispatchKick:
 			s.dispatchRound(&spare)
-		case <-s.hold.retryC():
+		case <-retry:
+			s.dispatchMu.Lock()
 			s.hold.due = true
-			s.dispatchRound(&spare)
+			s.dispatchRoundLocked(&spare)
+			s.dispatchMu.Unlock()
 		case <-s.stop.dispatcher:
 			s.dispatchRound(&spare)
 			return

@@ -79,6 +79,13 @@ func (s *Store) syncFlusher() {
 func (s *Store) flushRound(spare *[]*waiter, g *gatherer) {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	s.flushRoundLocked(spare, g, true)
+}
+
+// flushRoundLocked is flushRound; callers hold flushMu. With kickNow
+// false the dispatcher is not kicked: the caller dispatches (lone.go).
+// moved says whether the round made bytes durable.
+func (s *Store) flushRoundLocked(spare *[]*waiter, g *gatherer, kickNow bool) (moved bool) {
 	s.mu.Lock()
 	batch := s.mu.pending
 	s.mu.pending = (*spare)[:0]
@@ -87,15 +94,20 @@ func (s *Store) flushRound(spare *[]*waiter, g *gatherer) {
 	wanted := s.flushWanted.Swap(false)
 	if len(batch) == 0 && !wanted {
 		*spare = batch
-		return
+		return false
 	}
 	// Read after the snapshot: every waiter taken ends at or below w.
 	w := s.written.Load()
 	start := time.Now()
-	err := s.flushTo(w)
+	moved, err := s.flushNoKick(w)
+	if moved && kickNow {
+		kick(s.dispatchKick) // sync flush: records become visible at durable
+	}
+	// A lone writer: one waiter, and nobody queued behind it by now.
+	s.lone.Store(len(batch) == 1 && s.pendingN.Load() == 0)
 	if len(batch) == 0 {
 		*spare = batch
-		return // a failed flush broke the store: nobody to tell but Err
+		return moved // a failed flush broke the store: nobody to tell but Err
 	}
 	if err == nil {
 		s.m.groups.Add(1)
@@ -115,6 +127,7 @@ func (s *Store) flushRound(spare *[]*waiter, g *gatherer) {
 		batch[i] = nil
 	}
 	*spare = batch[:0]
+	return moved
 }
 
 // linger waits until MinInterval after the last fsync ended, or until
@@ -188,13 +201,23 @@ func (s *Store) asyncFlusher() {
 // (ErrResourceBusy): nothing was synced, so nothing can have been lost,
 // and the next round tries again.
 func (s *Store) flushTo(w int64) error {
+	moved, err := s.flushNoKick(w)
+	if moved {
+		kick(s.dispatchKick) // sync flush: records become visible at durable
+	}
+	return err
+}
+
+// flushNoKick is flushTo without the dispatcher's kick; moved says whether
+// durable moved (the kick is due).
+func (s *Store) flushNoKick(w int64) (moved bool, err error) {
 	if err := s.Err(); err != nil {
-		return err
+		return false, err
 	}
 	d := s.durable.Load()
 	dirSync := s.dirDirty.Swap(false)
 	if w <= d && !dirSync {
-		return nil
+		return false, nil
 	}
 	start := time.Now()
 	if dirSync {
@@ -205,9 +228,9 @@ func (s *Store) flushTo(w int64) error {
 				// nothing was synced and nothing is lost. The next round
 				// tries again; durable stays where it is meanwhile.
 				s.dirDirty.Store(true)
-				return fmt.Errorf("%w: sync dir %s: %w", ErrResourceBusy, s.clDir, err)
+				return false, fmt.Errorf("%w: sync dir %s: %w", ErrResourceBusy, s.clDir, err)
 			}
-			return s.breakWith(fmt.Errorf("sync dir %s: %w", s.clDir, err))
+			return false, s.breakWith(fmt.Errorf("sync dir %s: %w", s.clDir, err))
 		}
 	}
 	if w > d {
@@ -218,12 +241,12 @@ func (s *Store) flushTo(w int64) error {
 			}
 			n, err := g.seg.Flush()
 			if err != nil {
-				return s.breakWith(fmt.Errorf("flush %s: %w", g.path, err))
+				return false, s.breakWith(fmt.Errorf("flush %s: %w", g.path, err))
 			}
 			// A segment ending at or below w was sealed before w was read:
 			// its blank is covered.
 			if w < end && g.base+n < w {
-				return s.breakWith(fmt.Errorf("storage: internal: flush of %s reached %d, written %d", g.path, g.base+n, w))
+				return false, s.breakWith(fmt.Errorf("storage: internal: flush of %s reached %d, written %d", g.path, g.base+n, w))
 			}
 		}
 		// Durable is w, not as far as the flushes went: bytes appended
@@ -233,10 +256,10 @@ func (s *Store) flushTo(w int64) error {
 		s.durable.Store(w)
 		s.storeHanded(w) // a flush writes out before it syncs
 		s.m.flushedBytes.Add(w - d)
-		kick(s.dispatchKick) // sync flush: records become visible at durable
+		moved = true
 	}
 	s.m.recordFlush(time.Since(start))
-	return nil
+	return moved, nil
 }
 
 // finalFlush flushes everything written (Close, after the flusher stopped).

@@ -51,6 +51,7 @@ type Metrics struct {
 	Gathers                      int64         // sync rounds that waited for released writers to return
 	GatherMisses                 int64         // of those, the ones whose wait ended unfilled
 	GatherTime                   time.Duration // the flusher's time in those waits
+	OwnRounds                    int64         // sync rounds a lone writer ran itself (lone.go)
 	// CorruptRecords are the corrupt records reads found since Open
 	// (each counted once); Quarantined the records in the quarantine
 	// now, found by this run or an earlier one (get_verify.go).
@@ -72,6 +73,7 @@ type metrics struct {
 	appends, appendBytes, writeErrors, rolls, pendingFull, waitAbandoned atomic.Int64
 	groups, groupWaiters, dirSyncs, flushedBytes, flushes                atomic.Int64
 	dispatchErrors, segmentsDeleted, gathers, gatherMisses, gatherNanos  atomic.Int64
+	ownRounds                                                            atomic.Int64
 	writeOuts, handOffFree                                               atomic.Int64
 	corruptRecords                                                       atomic.Int64
 	scrubBytes, scrubSegments, scrubCorrupt                              atomic.Int64
@@ -136,6 +138,7 @@ func (s *Store) Metrics() Metrics {
 		Gathers:          m.gathers.Load(),
 		GatherMisses:     m.gatherMisses.Load(),
 		GatherTime:       time.Duration(m.gatherNanos.Load()),
+		OwnRounds:        m.ownRounds.Load(),
 		CorruptRecords:   m.corruptRecords.Load(),
 		Quarantined:      s.quarantine().len(),
 		Broken:           s.Err() != nil,

@@ -199,8 +199,16 @@ type FlushOptions struct {
 	MaxPending int
 	// Timeout (sync) is how long Append waits for durability before it
 	// returns ErrFlushTimeout (the record is written and may yet become
-	// durable). Default 5s.
+	// durable). Default 5s. A lone writer that runs its own round
+	// (lone.go) waits for its own fsync however long it takes; Timeout
+	// bounds the waits of appends queued for the flusher.
 	Timeout time.Duration
+	// NoOwnRound (sync) hands every sync append's fsync to the flusher,
+	// so that Timeout bounds every wait, a lone writer's too, at the cost
+	// of two goroutine hand-offs per fsync for that writer (lone.go). The
+	// broker sets it: RocketMQ answers FLUSH_DISK_TIMEOUT after
+	// syncFlushTimeout while a disk hangs, to one producer as to many.
+	NoOwnRound bool
 	// Interval (async) is how often the flusher looks at the dirty bytes.
 	// Default 500ms (RocketMQ's flushIntervalCommitLog).
 	Interval time.Duration
@@ -418,8 +426,8 @@ func (o Options) String() string {
 	fmt.Fprintf(&b, "storage.Options{Dir: %q, FS: %T, Backend: %s, SegmentSize: %d, Preallocate: %t, MaxMessageSize: %d, ",
 		o.Dir, o.FS, o.backendName(), o.SegmentSize, o.Preallocate, o.MaxMessageSize)
 	f := o.Flush
-	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxGather: %v, MaxPending: %d, Timeout: %v, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
-		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxGather, f.MaxPending, f.Timeout, f.Interval, f.DirtyPages, f.FullInterval)
+	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxGather: %v, MaxPending: %d, Timeout: %v, NoOwnRound: %t, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
+		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxGather, f.MaxPending, f.Timeout, f.NoOwnRound, f.Interval, f.DirtyPages, f.FullInterval)
 	fmt.Fprintf(&b, "AckBuffered: %t, ConsumeQueueEntries: %d, ConsumeQueueMaxOpenFiles: %d, CheckpointInterval: %v, ",
 		o.AckBuffered, o.ConsumeQueueEntries, o.ConsumeQueueMaxOpenFiles, o.CheckpointInterval)
 	r := o.Retention

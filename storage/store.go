@@ -97,8 +97,14 @@ type Store struct {
 	callbacks atomic.Pointer[[]func(topic string, queueID int32, queueOffset int64)]
 	onHanded  atomic.Pointer[[]func(handed int64)]
 
-	pendingN  atomic.Int64 // len(mu.pending), for the flusher's gatherer
-	flushKick chan struct{}
+	pendingN atomic.Int64 // len(mu.pending), for the flusher's gatherer
+	// lone: the last flush round released one waiter and found none
+	// queued behind it (lone.go). ownWaiters and ownDispatch are the
+	// scratch of a lone writer's own round (under flushMu, dispatchMu).
+	lone        atomic.Bool
+	ownWaiters  []*waiter
+	ownDispatch []dispatchReq
+	flushKick   chan struct{}
 	// flushWanted asks the flusher for a round with no waiter queued
 	// (a replicated append under the sync policy).
 	flushWanted  atomic.Bool
