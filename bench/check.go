@@ -93,6 +93,7 @@ func Check(base, cur *ExperimentResult, opts CheckOptions) *CheckReport {
 		}
 		rep.compare(cc.Label, "mb_ratio", true, bc.Ratios.MB, cc.Ratios.MB)
 		rep.compare(cc.Label, "p99_vs_fsync", false, bc.Ratios.P99VsFsync, cc.Ratios.P99VsFsync)
+		rep.compare(cc.Label, "p50_vs_disk", false, bc.Ratios.P50VsDisk, cc.Ratios.P50VsDisk)
 	}
 	for _, bc := range base.Cells {
 		if cur.Cell(bc.Label) == nil {

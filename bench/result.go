@@ -107,6 +107,10 @@ type Ratios struct {
 	// P99VsFsync (sync cells) is the append p99 over the probe's lone
 	// fdatasync p99. Lower is better.
 	P99VsFsync *Spread `json:"p99_vs_fsync,omitempty"`
+	// P50VsDisk (sync cells) is the append p50 over the reference's
+	// write+fdatasync p50: what the engine adds to one durable write (a
+	// lone writer's hand-offs, encoding, indexing). Lower is better.
+	P50VsDisk *Spread `json:"p50_vs_disk,omitempty"`
 }
 
 func summarizeCell(runs []*StorageResult) CellSummary {

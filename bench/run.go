@@ -309,18 +309,21 @@ func (r *runner) finish() {
 		if r.res.Probe != nil && r.res.Probe.Error == "" && cr.Flush == "sync" {
 			probe = r.res.Probe.Runs
 		}
-		cr.Ratios = roundRatios(cr.Runs, refRuns, probe)
+		cr.Ratios = roundRatios(cr.Runs, refRuns, probe, cr.Flush == "sync")
 	}
 }
 
 // roundRatios pairs the i-th cell run with the i-th reference and probe
 // run (they ran in the same round). A cell that ran fewer rounds than the
 // references pairs from the first.
-func roundRatios(runs []*StorageResult, refs []*DiskResult, probe []Latency) Ratios {
-	var mb, p99 []float64
+func roundRatios(runs []*StorageResult, refs []*DiskResult, probe []Latency, sync bool) Ratios {
+	var mb, p99, p50 []float64
 	for i, s := range runs {
 		if i < len(refs) && refs[i].MBPerSec > 0 {
 			mb = append(mb, s.LogMBPerSec/refs[i].MBPerSec)
+		}
+		if sync && i < len(refs) && refs[i].LatencyUs.P50 > 0 {
+			p50 = append(p50, float64(s.LatencyUs.P50)/float64(refs[i].LatencyUs.P50))
 		}
 		if i < len(probe) && probe[i].P99 > 0 {
 			p99 = append(p99, float64(s.LatencyUs.P99)/float64(probe[i].P99))
@@ -334,6 +337,10 @@ func roundRatios(runs []*StorageResult, refs []*DiskResult, probe []Latency) Rat
 	if len(p99) > 0 {
 		s := SpreadOf(p99)
 		rt.P99VsFsync = &s
+	}
+	if len(p50) > 0 {
+		s := SpreadOf(p50)
+		rt.P50VsDisk = &s
 	}
 	return rt
 }

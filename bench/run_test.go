@@ -161,6 +161,8 @@ func TestRunRoundsRatiosAndSkips(t *testing.T) {
 	// Sync: p99 1000·n over probe 500·n is 2 in every round.
 	s := res.Cell("pwrite/sync/900B/w64")
 	require.InDelta(t, 2, s.Ratios.P99VsFsync.Median, 1e-9)
+	require.InDelta(t, 1.5, s.Ratios.P50VsDisk.Median, 1e-9, "p50 300 µs over the write+fdatasync's 200")
+	require.Nil(t, a.Ratios.P50VsDisk, "only sync cells are held against the disk's p50")
 	require.InDelta(t, 64*2.0/2, s.Ratios.MB.Median, 1e-9) // 128k msgs/s × 1000 B = 128 MB/s over 2
 	require.Equal(t, 64.0, s.Summary.AvgBatch.Median)
 	require.Equal(t, 3, res.Probe.P99Us.N)

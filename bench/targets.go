@@ -42,6 +42,7 @@ type TargetResult struct {
 var targetMetrics = map[string]func(c *CellResult) (float64, bool){
 	"mb_ratio":          func(c *CellResult) (float64, bool) { return spreadMedian(c.Ratios.MB) },
 	"p99_vs_fsync":      func(c *CellResult) (float64, bool) { return spreadMedian(c.Ratios.P99VsFsync) },
+	"p50_vs_disk":       func(c *CellResult) (float64, bool) { return spreadMedian(c.Ratios.P50VsDisk) },
 	"avg_batch":         func(c *CellResult) (float64, bool) { return c.Summary.AvgBatch.Median, true },
 	"msgs_per_sec":      func(c *CellResult) (float64, bool) { return c.Summary.MsgsPerSec.Median, true },
 	"mb_per_sec":        func(c *CellResult) (float64, bool) { return c.Summary.MBPerSec.Median, true },
