@@ -57,6 +57,14 @@ type Segment interface {
 	Close() error
 }
 
+// MappedReader is implemented by a segment whose ReadAt copies from a
+// mapping, with no system call: a reader then gains nothing by reading a
+// span around the records it wants (storage's readRecords) and only copies
+// more.
+type MappedReader interface {
+	ReadsMapped() bool
+}
+
 // Stats are a segment's I/O counters, added up by the CommitLog.
 type Stats struct {
 	BytesWritten int64 // bytes handed to the OS or the disk

@@ -253,6 +253,9 @@ func (s *mmapSegment) Append(p []byte) error {
 	return nil
 }
 
+// ReadsMapped: reads are copies from the mapping (MappedReader).
+func (s *mmapSegment) ReadsMapped() bool { return true }
+
 func (s *mmapSegment) ReadAt(p []byte, off int64) (int, error) {
 	s.mapping.RLock()
 	defer s.mapping.RUnlock()
