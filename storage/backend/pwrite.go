@@ -35,15 +35,8 @@ import (
 //     loads first, then fdatasyncs, and reports w durable: anything
 //     appended meanwhile waits for the next Flush. A failure of either
 //     step is sticky.
-//   - ReadAt serves [onFile, Written) from the buffer and the rest from
-//     the file, so readers see every byte below Written at once. Where
-//     the file system maps files (vfs.ReadMapper: the OS), the file's
-//     bytes are copied from a read-only shared mapping of the segment,
-//     made at the first such read, instead of a pread a call: a backlog
-//     drain reads one record of each queue at a time, and its preads
-//     were a third of its CPU. A page the file no longer backs (cut under
-//     the mapping by something else) fails the read instead of crashing
-//     the process. Close unmaps it.
+//   - ReadAt serves [onFile, Written) from the buffer and the rest with
+//     pread, so readers see every byte below Written at once.
 //   - Errors. An append that writes (write-through, spill, large append)
 //     fails with the write's error and leaves Written alone; bytes it
 //     copied past Written are garbage that later appends overwrite. Bytes

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -46,11 +44,6 @@ type pwriteSegment struct {
 	bufMu sync.RWMutex
 	buf   []byte // holds the file bytes [base, written); nil before the first Append, once full, after Close
 	base  int64
-	// rmap is a read-only mapping of the segment's range (vfs.ReadMapper),
-	// made at the first read below onFile; reads copy from it under bufMu
-	// shared, Close unmaps it under bufMu. mapTried: made, or refused.
-	rmap     []byte
-	mapTried bool
 
 	// flush serialises Flush calls and holds the sticky error.
 	flush struct {
@@ -244,22 +237,6 @@ func (s *pwriteSegment) ReadAt(p []byte, off int64) (int, error) {
 		lo := max(off, d)
 		copy(p[lo-off:], s.buf[lo-s.base:end-s.base])
 	}
-	if off < d && s.rmap == nil && !s.mapTried {
-		s.bufMu.RUnlock()
-		s.mapForRead()
-		return s.ReadAt(p, off)
-	}
-	if off < d && s.rmap != nil {
-		// Bytes below onFile are in the file (and in the page cache the
-		// mapping shows) and never written again.
-		want := min(end, d) - off
-		err := copyMapped(p[:want], s.rmap[off:off+want])
-		s.bufMu.RUnlock()
-		if err != nil {
-			return 0, fmt.Errorf("backend: pwrite read %s at %d through its mapping: %w", s.path, off, err)
-		}
-		return len(p), eof
-	}
 	s.bufMu.RUnlock()
 	if off < d {
 		// Bytes below onFile are in the file and never written again (but
@@ -363,54 +340,6 @@ func (s *pwriteSegment) Close() error {
 	}
 	s.bufMu.Lock()
 	s.buf = nil
-	if s.rmap != nil {
-		err = errors.Join(err, s.f.(vfs.ReadMapper).Unmap(s.rmap))
-		s.rmap = nil
-	}
 	s.bufMu.Unlock()
 	return errors.Join(err, s.f.Close())
-}
-
-// ReadsMapped (backend.MappedReader) says whether reads below the written
-// buffer copy from a mapping: once mapped, or before the first such read
-// when the file can be mapped.
-func (s *pwriteSegment) ReadsMapped() bool {
-	s.bufMu.RLock()
-	defer s.bufMu.RUnlock()
-	if s.mapTried {
-		return s.rmap != nil
-	}
-	_, ok := s.f.(vfs.ReadMapper)
-	return ok
-}
-
-// mapForRead maps the segment's range read-only for ReadAt, once; a file
-// that cannot be mapped is read with pread.
-func (s *pwriteSegment) mapForRead() {
-	s.bufMu.Lock()
-	defer s.bufMu.Unlock()
-	if s.mapTried || s.closed.Load() {
-		s.mapTried = true
-		return
-	}
-	s.mapTried = true
-	if m, ok := s.f.(vfs.ReadMapper); ok && s.capacity <= math.MaxInt {
-		if b, err := m.MapRead(int(s.capacity)); err == nil {
-			s.rmap = b
-		}
-	}
-}
-
-// copyMapped copies src, part of a file mapping, into dst. A page the file
-// no longer backs (the file was cut under the mapping by something else)
-// is an error, not a crash.
-func copyMapped(dst, src []byte) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("fault reading a mapped file: %v", r)
-		}
-	}()
-	copy(dst, src)
-	return nil
 }

@@ -193,17 +193,6 @@ func (f *osFile) Map(size int) ([]byte, error) {
 	return b, nil
 }
 
-func (f *osFile) MapRead(size int) ([]byte, error) {
-	if size <= 0 {
-		return nil, fmt.Errorf("vfs: map %s: size %d must be positive", f.name, size)
-	}
-	b, err := unix.Mmap(f.fd, 0, size, unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, &fs.PathError{Op: "mmap", Path: f.name, Err: err}
-	}
-	return b, nil
-}
-
 func (f *osFile) Unmap(b []byte) error {
 	if err := unix.Munmap(b); err != nil {
 		return &fs.PathError{Op: "munmap", Path: f.name, Err: err}

@@ -84,18 +84,6 @@ type Mapper interface {
 	Unmap(b []byte) error
 }
 
-// ReadMapper is implemented by files that can be memory-mapped read-only
-// beyond their current end (the pwrite backend reads below its written
-// offset through such a mapping instead of a pread a record). Touching a
-// page past the file's end faults: readers stay below what the file holds.
-type ReadMapper interface {
-	// MapRead maps the first size bytes of the file's address range,
-	// shared and read-only, whatever the file's length.
-	MapRead(size int) ([]byte, error)
-	// Unmap releases the mapping returned by MapRead.
-	Unmap(b []byte) error
-}
-
 // MapSyncer is implemented by Mappers that can make part of a mapping
 // durable. The mmap backend prefers it to File.Sync: it flushes only the
 // range it names (msync(MS_SYNC) on Linux, which also commits the metadata
