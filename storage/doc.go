@@ -25,7 +25,8 @@
 //   - With FlushSync an Append returns only once its record is durable.
 //     The flusher goroutine does group commit (see flush.go): waiters are
 //     released by the fsync that covers them, a lone writer waits for no
-//     timer, and an fsync failure is terminal: the store is broken
+//     timer (and runs its own round, without a hand-off, unless
+//     Flush.NoOwnRound: lone.go), and an fsync failure is terminal: the store is broken
 //     (Err), every waiting and later Append fails with ErrBroken wrapping
 //     the cause, and nothing is acknowledged as durable again.
 //   - A write, allocate or create error refuses the append, writes

@@ -166,8 +166,10 @@ func TestNoOwnRoundTimesOut(t *testing.T) {
 	opts.Flush.Timeout = 50 * time.Millisecond
 	s := mustOpen(t, opts)
 	testutil.CleanupClose(t, "store", s.Close)
-	t.Cleanup(func() { close(h.release) }) // runs before Close
-	for range 20 { // a lone writer, seen as one by the flusher
+	// Registered after Close's cleanup, so it runs before it.
+	t.Cleanup(func() { close(h.release) })
+	// A lone writer, seen as one by the flusher.
+	for range 20 {
 		if _, err := s.Append(context.Background(), testMessage("T", 0, 10)); err != nil {
 			t.Fatal(err)
 		}
