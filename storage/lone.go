@@ -8,9 +8,9 @@ package storage
 // by a whole group. With one closed-loop writer there is nothing to group,
 // and each hand-off that finds the other CPU idle wakes an idle thread
 // (a futex wake; about 10 µs on the 2-vCPU VM of PERFORMANCE.md, 7% of a
-// write+fdatasync there). So when the last round released a single
-// waiter with nobody queued behind it, and the append's own waiter is the
-// only one queued, the appender runs the round itself (flushing,
+// write+fdatasync there). So when the last two rounds each released a
+// single waiter with nobody queued behind it, and the append's own waiter
+// is the only one queued, the appender runs the round itself (flushing,
 // releasing its own waiter) and, when no OnDispatch callback is
 // registered and no record is held for a retry, indexes what became
 // durable, as the dispatcher would. Any other writer that arrives

@@ -102,6 +102,7 @@ type Store struct {
 	// queued behind it (lone.go). ownWaiters and ownDispatch are the
 	// scratch of a lone writer's own round (under flushMu, dispatchMu).
 	lone        atomic.Bool
+	loneRun     int // consecutive lone rounds, up to 2 (under flushMu)
 	ownWaiters  []*waiter
 	ownDispatch []dispatchReq
 	flushKick   chan struct{}
