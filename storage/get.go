@@ -258,7 +258,13 @@ func (s *Store) readRecords(gen int64, res *GetResult, topic string, queueID int
 			if p.PhysOffset < end || !s.sameSegment(start, next-1) {
 				break
 			}
-			if p.PhysOffset != end && (!spans || p.PhysOffset-end > spanGap || next-start > spanMax) {
+			gap := p.PhysOffset != end
+			if gap && (!spans || p.PhysOffset-end > spanGap) {
+				break
+			}
+			// A group with a gap is read through the scratch buffer: it
+			// must fit it. A gapless one is read straight into dst.
+			if (gap || useful != end-start) && next-start > spanMax {
 				break
 			}
 			end, useful = next, useful+int64(p.Size)
