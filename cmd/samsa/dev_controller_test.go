@@ -86,7 +86,12 @@ func TestDevControllerFailsOver(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	send("after")
-	if n := slave.Store().MaxQueueOffset("fo", 0); n != 2 {
-		t.Fatalf("the new master's queue holds %d messages, want 2", n)
+	// The store indexes a record just after it acknowledges it: wait for
+	// the index, not for a moment.
+	for n := slave.Store().MaxQueueOffset("fo", 0); n != 2; n = slave.Store().MaxQueueOffset("fo", 0) {
+		if n > 2 || time.Now().After(deadline.Add(120*time.Second)) {
+			t.Fatalf("the new master's queue holds %d messages, want 2", n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
