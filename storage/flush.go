@@ -109,11 +109,10 @@ func (s *Store) flushRoundLocked(spare *[]*waiter, g *gatherer, kickNow bool) (m
 	// round releases it, and an own round then would fsync for one while
 	// the rest queue behind it (64 writers ran 5-53 own rounds a 3 s run).
 	if len(batch) == 1 && s.pendingN.Load() == 0 {
-		s.loneRun = min(s.loneRun+1, 2)
+		s.loneRun.Store(min(s.loneRun.Load()+1, 2))
 	} else {
-		s.loneRun = 0
+		s.loneRun.Store(0)
 	}
-	s.lone.Store(s.loneRun == 2)
 	if len(batch) == 0 {
 		*spare = batch
 		return moved // a failed flush broke the store: nobody to tell but Err

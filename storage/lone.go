@@ -31,7 +31,7 @@ package storage
 // then waits on its waiter as usual: it is released, or was taken by a
 // round already under way.
 func (s *Store) ownRound() bool {
-	if s.opts.Flush.NoOwnRound || s.opts.Flush.MinInterval > 0 || !s.lone.Load() || s.pendingN.Load() != 1 || !s.flushMu.TryLock() {
+	if s.opts.Flush.NoOwnRound || s.opts.Flush.MinInterval > 0 || s.loneRun.Load() != 2 || s.pendingN.Load() != 1 || !s.flushMu.TryLock() {
 		return false
 	}
 	moved := s.flushRoundLocked(&s.ownWaiters, nil, false)

@@ -98,11 +98,12 @@ type Store struct {
 	onHanded  atomic.Pointer[[]func(handed int64)]
 
 	pendingN atomic.Int64 // len(mu.pending), for the flusher's gatherer
-	// lone: the last flush round released one waiter and found none
-	// queued behind it (lone.go). ownWaiters and ownDispatch are the
-	// scratch of a lone writer's own round (under flushMu, dispatchMu).
-	lone        atomic.Bool
-	loneRun     int // consecutive lone rounds, up to 2 (under flushMu)
+	// loneRun counts the consecutive flush rounds, up to 2, that released
+	// one waiter and found none queued behind it: at 2, a lone writer runs
+	// its own rounds (lone.go). Stored under flushMu. ownWaiters and
+	// ownDispatch are the scratch of an own round (under flushMu,
+	// dispatchMu).
+	loneRun     atomic.Int32
 	ownWaiters  []*waiter
 	ownDispatch []dispatchReq
 	flushKick   chan struct{}
