@@ -35,6 +35,16 @@ var (
 // large frame and sends little costs little. A clean EOF before the first
 // byte is io.EOF; a frame cut short is io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, maxFrame int, buf []byte) ([]byte, error) {
+	return ReadFrameWhole(r, maxFrame, buf, growChunk)
+}
+
+// ReadFrameWhole is ReadFrame for a peer trusted with whole bytes: a frame
+// of up to whole bytes that does not fit buf is read into one buffer of its
+// length, allocated at once; a larger one grows as ReadFrame's do. A client
+// reading its broker's answers uses it: a pull's answer a little over
+// ReadFrame's first chunk (64 pulled 1 KiB messages) cost it two
+// allocations and a copy, twice the frame's bytes.
+func ReadFrameWhole(r io.Reader, maxFrame int, buf []byte, whole int) ([]byte, error) {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
 	}
@@ -59,7 +69,7 @@ func ReadFrame(r io.Reader, maxFrame int, buf []byte) ([]byte, error) {
 		}
 		return frame, nil
 	}
-	return ReadFrameGrow(r, n)
+	return readFrameGrow(r, n, max(whole, growChunk))
 }
 
 // FrameLength reads a frame's 4-byte total length field and checks it:
@@ -83,8 +93,11 @@ const growChunk = 64 << 10
 // read and checked. It never holds more than twice what has arrived plus
 // growChunk: the buffer starts at min(n, growChunk) and doubles (capped at
 // n) only when full, so memory follows the bytes the peer actually sent.
-func ReadFrameGrow(r io.Reader, n int) ([]byte, error) {
-	frame := make([]byte, 0, min(n, growChunk))
+func ReadFrameGrow(r io.Reader, n int) ([]byte, error) { return readFrameGrow(r, n, growChunk) }
+
+// readFrameGrow is ReadFrameGrow with a first allocation of min(n, first).
+func readFrameGrow(r io.Reader, n, first int) ([]byte, error) {
+	frame := make([]byte, 0, min(n, first))
 	for len(frame) < n {
 		if len(frame) == cap(frame) {
 			next := make([]byte, len(frame), min(n, 2*cap(frame)))

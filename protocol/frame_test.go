@@ -83,3 +83,27 @@ func TestFrameErrors(t *testing.T) {
 		t.Fatalf("empty stream: %v", err)
 	}
 }
+
+// TestReadFrameWhole: a frame up to whole bytes is read into one buffer of
+// its length; ReadFrame grows one larger than its first chunk.
+func TestReadFrameWhole(t *testing.T) {
+	c := &Command{Code: 11, Body: bytes.Repeat([]byte("x"), 100<<10)}
+	raw, err := AppendCommand(nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame, err := ReadFrameWhole(bytes.NewReader(raw), 0, nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frame) != len(raw)-4 || cap(frame) != len(frame) {
+		t.Fatalf("frame of %d bytes (cap %d), want %d in a buffer of its length", len(frame), cap(frame), len(raw)-4)
+	}
+	grown, err := ReadFrame(bytes.NewReader(raw), 0, nil)
+	if err != nil || !bytes.Equal(grown, frame) {
+		t.Fatalf("ReadFrame: %v, same bytes %v", err, bytes.Equal(grown, frame))
+	}
+	if _, err := ReadFrameWhole(bytes.NewReader(raw[:len(raw)-1]), 0, nil, 1<<20); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a cut frame: %v, want io.ErrUnexpectedEOF", err)
+	}
+}

@@ -249,6 +249,11 @@ func (c *conn) writeLoop() {
 // readLoop is the connection's reader goroutine: it owns the socket's read
 // side, hands responses to their calls and requests to OnRequest, and
 // fails the connection on the first read or decode error.
+// wholeFrame is the largest answer the reader allocates whole, at its
+// announced length, before its bytes arrive: the client trusts the broker
+// it dialled that far.
+const wholeFrame = 4 << 20
+
 func (c *conn) readLoop() {
 	defer c.cl.wg.Done()
 	br := bufio.NewReaderSize(c.nc, 64<<10)
@@ -257,7 +262,7 @@ func (c *conn) readLoop() {
 	// no allocation for its frame.
 	buf := make([]byte, 0, 4<<10)
 	for {
-		frame, err := protocol.ReadFrame(br, c.cl.opts.MaxFrame, buf)
+		frame, err := protocol.ReadFrameWhole(br, c.cl.opts.MaxFrame, buf, wholeFrame)
 		if err != nil {
 			if !c.dead() {
 				c.fail(fmt.Errorf("%w: read from %s: %v", ErrConnection, c.addr, err))
