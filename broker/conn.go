@@ -16,6 +16,7 @@ import (
 
 	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage"
 )
 
 // outFrame is one frame queued for the writer: cmd's header and either
@@ -24,6 +25,9 @@ import (
 type outFrame struct {
 	cmd   *protocol.Command
 	parts [][]byte
+	// buf, when set, is the pooled buffer parts lie in: the writer
+	// releases it once the frame is written.
+	buf storage.ReadBuffer
 }
 
 func (f outFrame) bodyLen() int {
@@ -353,6 +357,9 @@ func (c *conn) writeLoop() {
 			wb := bufs // WriteTo consumes its receiver
 			n, err := wb.WriteTo(c.nc)
 			c.b.stats.bytesWritten.Add(n)
+			for _, f := range batch {
+				f.buf.Release() // written (or never to be): nothing reads it now
+			}
 			if err != nil {
 				c.close("write failed: " + err.Error())
 				return

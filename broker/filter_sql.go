@@ -121,7 +121,9 @@ func (b *Broker) sqlFilterOf(req *protocol.Command, sub Subscription, fromReques
 func (b *Broker) getMessages(pc *pullCtx, maxMsgs, maxBytes int) (storage.GetResult, error) {
 	h := pc.h
 	if pc.sql == nil {
-		return b.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes, pc.filter.fn())
+		// pooled: pullOnce hands the buffer to the answer's frame, and the
+		// writer releases it once sent
+		return b.store.GetMessagesPooled(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes, pc.filter.fn())
 	}
 	return b.filterSQL(pc.sql, h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes)
 }

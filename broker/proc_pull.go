@@ -181,10 +181,14 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 	rh := protocol.PullMessageResponseHeader{SuggestWhichBrokerID: b.suggestBroker(h.ConsumerGroup, &res),
 		NextBeginOffset: res.NextOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
 	code := b.slaveOutOfRange(pullCode(res.Status, h.QueueOffset), h, &rh)
+	if code != protocol.Success {
+		res.Buffer.Release() // answered without the records
+	}
 	if holding && code == protocol.PullNotFound {
 		return outFrame{}, true
 	}
 	if holding && sqlReadToTheEnd(pc, &res) {
+		res.Buffer.Release()
 		return outFrame{}, true
 	}
 	resp := respond(req, code, res.Status.String(), rh.Encode())
@@ -200,7 +204,7 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 	if res.Whole == nil { // filtered by SQL92: the records kept, each where it lies
 		parts = res.Records
 	}
-	return outFrame{cmd: resp, parts: parts}, false
+	return outFrame{cmd: resp, parts: parts, buf: res.Buffer}, false
 }
 
 // pullCode maps a store status to RocketMQ's pull response code.

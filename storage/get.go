@@ -124,12 +124,29 @@ func (s *Store) EarliestStoreTime(topic string, queueID int32) (int64, error) {
 // taken an index entry from before the cut and the log's bytes from after.
 func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
 	tagFilter func(tagsCode int64) bool) (GetResult, error) {
+	return s.getMessagesRetry(false, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
+}
+
+// GetMessagesPooled is GetMessages reading the records into a buffer
+// from the store's pool (readbuf.go) instead of a new one: the caller
+// hands it back with res.Buffer.Release once nothing reads Records or
+// Whole any more, or leaves it to the garbage collector. The broker's
+// pull does, after its writer has sent the answer: a backlog drain
+// allocated the bytes it read once more, and the collector ran for them.
+func (s *Store) GetMessagesPooled(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
+	tagFilter func(tagsCode int64) bool) (GetResult, error) {
+	return s.getMessagesRetry(true, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
+}
+
+func (s *Store) getMessagesRetry(pooled bool, topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
+	tagFilter func(tagsCode int64) bool) (GetResult, error) {
 	for try := 0; ; try++ {
 		gen := s.cuts.Load()
-		res, err := s.getMessages(gen, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
+		res, err := s.getMessages(gen, pooled, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
 		if gen%2 == 0 && s.cuts.Load() == gen && !errors.Is(err, errCutDuringRead) {
 			return res, err
 		}
+		res.Buffer.Release()
 		if try == 3 {
 			return GetResult{Status: OffsetFoundNull, NextOffset: offset}, errCutDuringRead
 		}
@@ -140,7 +157,7 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs i
 var errCutDuringRead = errors.New("storage: the log was cut during the read; read again")
 
 // getMessages is GetMessages, for reads that began at cut generation gen.
-func (s *Store) getMessages(gen int64, topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
+func (s *Store) getMessages(gen int64, pooled bool, topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
 	tagFilter func(tagsCode int64) bool) (GetResult, error) {
 	q := s.queue(topic, queueID)
 	minOff, maxOff := q.MinOffset(), q.MaxOffset()
@@ -219,7 +236,7 @@ scan:
 		return res, nil
 	}
 	s.adviseBacklogRead(topic, queueID, picked[0].PhysOffset)
-	if err := s.readRecords(gen, &res, topic, queueID, picked, offsets, bytes); err != nil {
+	if err := s.readRecords(gen, pooled, &res, topic, queueID, picked, offsets, bytes); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -243,8 +260,20 @@ var spanBufs = sync.Pool{New: func() any { b := make([]byte, spanMax); return &b
 // readRecords reads the picked records into one buffer, one ReadAt per run
 // of adjacent records (or per span, above), and checks each before it
 // joins the result.
-func (s *Store) readRecords(gen int64, res *GetResult, topic string, queueID int32, picked []consumequeue.Entry, offsets []int64, total int) error {
-	buf := make([]byte, total)
+func (s *Store) readRecords(gen int64, pooled bool, res *GetResult, topic string, queueID int32, picked []consumequeue.Entry, offsets []int64, total int) (err error) {
+	var buf []byte
+	if pooled {
+		res.Buffer = getReadBuffer(total)
+		buf = res.Buffer.bytes(total)
+	} else {
+		buf = make([]byte, total)
+	}
+	defer func() {
+		if len(res.Records) == 0 { // nothing lies in it
+			res.Buffer.Release()
+			res.Buffer = ReadBuffer{}
+		}
+	}()
 	res.Records = make([][]byte, 0, len(picked))
 	res.QueueOffsets = make([]int64, 0, len(picked))
 	spans := !s.readsMapped(picked[0].PhysOffset)

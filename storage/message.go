@@ -114,4 +114,8 @@ type GetResult struct {
 	// buffer they are slices of), for writers that send them as one
 	// piece; nil when there are none.
 	Whole []byte
+	// Buffer is the pooled buffer Records and Whole lie in, from
+	// GetMessagesPooled (zero otherwise): Release it once they are not
+	// read any more.
+	Buffer ReadBuffer
 }
