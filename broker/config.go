@@ -81,6 +81,11 @@ type Config struct {
 	// least recently used idle one closed. 0 takes the store's default,
 	// 1024 (storage.Options.ConsumeQueueMaxOpenFiles).
 	MaxOpenConsumeQueueFiles int
+	// ReadBlockCacheMB (readBlockCacheMB): MiB of the store's read block
+	// cache, which serves the pulls of queues that interleave in the
+	// CommitLog from one read of each stretch (storage.Options.ReadCacheSize).
+	// 0 takes the store's default, 64; -1 turns it off.
+	ReadBlockCacheMB int
 	// FileReservedTime (fileReservedTime, hours): segments older are
 	// deleted. Default 72; 0 keeps everything.
 	FileReservedTime int
@@ -476,6 +481,9 @@ func (c *Config) Validate() error {
 	c.validateACL(bad)
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
 		bad("defaultTopicQueueNums %d out of [1, 1024]", c.DefaultTopicQueueNums)
+	}
+	if c.ReadBlockCacheMB < -1 || c.ReadBlockCacheMB > 1<<20 {
+		bad("readBlockCacheMB %d out of [-1, %d]", c.ReadBlockCacheMB, 1<<20)
 	}
 	if c.MaxOpenConsumeQueueFiles < 0 {
 		bad("maxOpenConsumeQueueFiles %d is negative", c.MaxOpenConsumeQueueFiles)

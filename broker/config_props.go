@@ -130,6 +130,7 @@ var properties = []property{
 	intProp("defaultTopicQueueNums", func(c *Config) *int { return &c.DefaultTopicQueueNums }),
 	int64Prop("mappedFileSizeCommitLog", func(c *Config) *int64 { return &c.MappedFileSizeCommitLog }, "mapedFileSizeCommitLog"),
 	intProp("maxOpenConsumeQueueFiles", func(c *Config) *int { return &c.MaxOpenConsumeQueueFiles }),
+	intProp("readBlockCacheMB", func(c *Config) *int { return &c.ReadBlockCacheMB }),
 	intProp("fileReservedTime", func(c *Config) *int { return &c.FileReservedTime }),
 	intProp("diskMaxUsedSpaceRatio", func(c *Config) *int { return &c.DiskMaxUsedSpaceRatio }),
 	msProp("flushIntervalCommitLog", func(c *Config) *time.Duration { return &c.FlushIntervalCommitLog }),

@@ -299,7 +299,7 @@ func (s *Store) readRecords(gen int64, pooled bool, res *GetResult, topic string
 			end, useful = next, useful+int64(p.Size)
 			j++
 		}
-		err := s.readGroup(buf[off:off+int(useful)], picked[i:j], start, end)
+		err := s.readGroup(gen, buf[off:off+int(useful)], picked[i:j], start, end)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) && len(res.Records) > 0 {
 				res.NextOffset = offsets[i]
@@ -340,10 +340,16 @@ func (s *Store) readRecords(gen int64, pooled bool, res *GetResult, topic string
 
 // readGroup reads the records of group, which lie in [start, end) of one
 // segment, into dst (exactly their bytes, in order): straight into dst
-// when they are adjacent, else through a span read.
-func (s *Store) readGroup(dst []byte, group []consumequeue.Entry, start, end int64) error {
+// when they are adjacent, else through the read block cache or a span
+// read.
+func (s *Store) readGroup(gen int64, dst []byte, group []consumequeue.Entry, start, end int64) error {
 	if int64(len(dst)) == end-start {
 		return s.readInto(dst, start)
+	}
+	if s.rc.covers(s, start, end) {
+		if ok, err := s.rc.readGroup(s, dst, group, gen); ok || err != nil {
+			return err
+		}
 	}
 	bp := spanBufs.Get().(*[]byte)
 	defer spanBufs.Put(bp)

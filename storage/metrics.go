@@ -66,6 +66,9 @@ type Metrics struct {
 	// The scrubber's (scrub.go): bytes and sealed segments it re-read,
 	// and the distinct bad records it found (see ScrubStatus).
 	ScrubBytes, ScrubSegments, ScrubCorrupt int64
+	// ReadCacheHits and ReadCacheMisses count the read block cache's
+	// blocks found and read (blockcache.go).
+	ReadCacheHits, ReadCacheMisses int64
 }
 
 // metrics are the live counters behind Metrics.
@@ -148,6 +151,8 @@ func (s *Store) Metrics() Metrics {
 		ScrubBytes:       m.scrubBytes.Load(),
 		ScrubSegments:    m.scrubSegments.Load(),
 		ScrubCorrupt:     m.scrubCorrupt.Load(),
+		ReadCacheHits:    s.rc.hitCount(),
+		ReadCacheMisses:  s.rc.missCount(),
 	}
 	if out.SyncGroups > 0 {
 		out.AvgGroup = float64(m.groupWaiters.Load()) / float64(out.SyncGroups)

@@ -127,6 +127,12 @@ type Options struct {
 	// descriptors; lower costs an open (and a sync) each time a queue
 	// outside the hot set is touched.
 	ConsumeQueueMaxOpenFiles int
+	// ReadCacheSize is the bytes of the read block cache (blockcache.go),
+	// which serves pulls whose records lie among other queues' records:
+	// one read of a stretch of the log for every queue's pull over it.
+	// Default DefaultReadCacheSize (64 MiB), allocated as reads need it;
+	// negative turns it off (each pull then reads its own span).
+	ReadCacheSize int64
 	// CheckpointInterval is how often the ConsumeQueues are flushed and
 	// the checkpoint written. Default 1s (RocketMQ's
 	// flushIntervalConsumeQueue). Recovery after a crash scans from the
@@ -276,6 +282,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.MaxMessageSize == 0 {
 		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.ReadCacheSize == 0 {
+		o.ReadCacheSize = DefaultReadCacheSize
 	}
 	if o.ConsumeQueueMaxOpenFiles == 0 {
 		o.ConsumeQueueMaxOpenFiles = consumequeue.DefaultMaxOpenFiles
@@ -428,8 +437,8 @@ func (o Options) String() string {
 	f := o.Flush
 	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxGather: %v, MaxPending: %d, Timeout: %v, NoOwnRound: %t, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
 		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxGather, f.MaxPending, f.Timeout, f.NoOwnRound, f.Interval, f.DirtyPages, f.FullInterval)
-	fmt.Fprintf(&b, "AckBuffered: %t, ConsumeQueueEntries: %d, ConsumeQueueMaxOpenFiles: %d, CheckpointInterval: %v, ",
-		o.AckBuffered, o.ConsumeQueueEntries, o.ConsumeQueueMaxOpenFiles, o.CheckpointInterval)
+	fmt.Fprintf(&b, "AckBuffered: %t, ConsumeQueueEntries: %d, ConsumeQueueMaxOpenFiles: %d, ReadCacheSize: %d, CheckpointInterval: %v, ",
+		o.AckBuffered, o.ConsumeQueueEntries, o.ConsumeQueueMaxOpenFiles, o.ReadCacheSize, o.CheckpointInterval)
 	r := o.Retention
 	fmt.Fprintf(&b, "Retention: {MaxAge: %v, DiskRatio: %g, CheckInterval: %v}, ", r.MaxAge, r.DiskRatio, r.CheckInterval)
 	fmt.Fprintf(&b, "Scrub: {BytesPerSecond: %d, Interval: %v}, ", o.Scrub.BytesPerSecond, o.Scrub.Interval)

@@ -138,7 +138,8 @@ type Store struct {
 		seen []dispatchSample
 	}
 	m  metrics
-	ra readAhead // readahead.go
+	ra readAhead   // readahead.go
+	rc *blockCache // blockcache.go; nil: off
 
 	scrub scrubState // scrub.go
 }
@@ -190,6 +191,7 @@ func Open(opts Options) (*Store, error) {
 	s.waiters.New = func() any { return newWaiter() }
 	s.bufs.New = func() any { return new(encodeBuf) }
 	s.m.init()
+	s.rc = newBlockCache(opts.ReadCacheSize)
 	if err := s.open(); err != nil {
 		_ = s.closeFiles()
 		return nil, err
