@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,19 @@ func TestPipelinedPullsKeepTheirRecords(t *testing.T) {
 				}
 			}
 		}
+	}
+	// The queues interleave: their pulls shared the read block cache's
+	// blocks, and the broker says so.
+	m := b.store.Metrics()
+	if m.ReadCacheMisses == 0 || m.ReadCacheHits == 0 {
+		t.Fatalf("read cache: %d hits, %d misses; want both", m.ReadCacheHits, m.ReadCacheMisses)
+	}
+	st := textStats(t, b)
+	if st["store_read_cache_hits"] != fmt.Sprint(m.ReadCacheHits) || st["store_read_cache_misses"] != fmt.Sprint(m.ReadCacheMisses) {
+		t.Errorf("stats: store_read_cache_hits %q misses %q, want %d and %d",
+			st["store_read_cache_hits"], st["store_read_cache_misses"], m.ReadCacheHits, m.ReadCacheMisses)
+	}
+	if !strings.Contains(scrape(t, b), "samsa_store_read_cache_misses_total ") {
+		t.Error("/metrics lacks samsa_store_read_cache_misses_total")
 	}
 }

@@ -204,6 +204,8 @@ func (b *Broker) storeStats() []statLine {
 		{"store_fsyncs", m.Fsyncs},
 		{"store_corrupt_records", m.CorruptRecords},
 		{"store_quarantined", m.Quarantined},
+		{"store_read_cache_hits", m.ReadCacheHits},
+		{"store_read_cache_misses", m.ReadCacheMisses},
 		{"store_avg_batch", fmt.Sprintf("%.2f", m.AvgBatch)},
 		{"store_flushes", m.Flushes},
 		{"store_flush_p50_us", m.FlushP50.Microseconds()},

@@ -102,6 +102,12 @@ func (t *backlogTarget) Driver() loadgen.Driver { return t.w }
 
 func (t *backlogTarget) StoreDir() string { return t.w.dev.Dir }
 
+// ReadCache implements backlog.ReadCacheCounter.
+func (t *backlogTarget) ReadCache() (hits, misses int64) {
+	m := t.w.dev.Broker.Store().Metrics()
+	return m.ReadCacheHits, m.ReadCacheMisses
+}
+
 func (t *backlogTarget) Describe() string {
 	o := t.w.dev.Broker.Store().Options()
 	c := t.w.dev.Broker.Config()

@@ -202,6 +202,12 @@ type Target interface {
 	Close() error
 }
 
+// ReadCacheCounter is a Target whose store counts its read block cache's
+// blocks found and read (storage.Metrics ReadCacheHits, ReadCacheMisses).
+type ReadCacheCounter interface {
+	ReadCache() (hits, misses int64)
+}
+
 // Options are a run's plumbing.
 type Options struct {
 	Quick bool

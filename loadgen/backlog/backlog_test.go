@@ -22,7 +22,10 @@ type fakeTarget struct {
 	dir    string
 	filled atomic.Int64
 	closed atomic.Bool
+	reads  atomic.Int64 // read cache counts: each call reads a block more
 }
+
+func (t *fakeTarget) ReadCache() (hits, misses int64) { n := t.reads.Add(8); return 7 * n, n }
 
 func (t *fakeTarget) Driver() loadgen.Driver { return fakeDriver{t} }
 func (t *fakeTarget) StoreDir() string       { return t.dir }
@@ -109,6 +112,9 @@ func TestRunExperimentFake(t *testing.T) {
 	require.Contains(t, md, "posix_fadvise(DONTNEED)")
 	require.Contains(t, md, "| warm |")
 	require.Contains(t, md, "Cold over warm drain")
+	require.EqualValues(t, 8, r.ReadCacheMisses, "the counts over the drain: the second reading less the first")
+	require.EqualValues(t, 56, r.ReadCacheHits)
+	require.Contains(t, md, "Read block cache (storage/blockcache.go) during the drains: repeat 1 8 block reads for 8 blocks of backlog (1.00 each), 56 hits; warm 8 block reads")
 }
 
 func TestShippedExperimentLoads(t *testing.T) {

@@ -35,6 +35,7 @@ func (r *Result) Markdown() string {
 				r.Median.DrainMBps/w.DrainMBps, r.Median.DrainMBps, w.DrainMBps)
 		}
 	}
+	writeReadCache(&b, r)
 	yes := map[bool]string{true: "yes", false: "**no**"}
 	fmt.Fprintf(&b, "\n| target | measured (median) | met |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| drain ≥ %.2f× raw sequential read | %.2f× (%.1f ÷ %.1f MB/s) | %s |\n",
@@ -52,3 +53,32 @@ func dropMethod(m string) string {
 	}
 	return m
 }
+
+// writeReadCache says how the store's read block cache served the drains,
+// when it counted: blocks read against the backlog's blocks (once each is
+// the cache holding every queue's stretch until all have read it).
+func writeReadCache(b *strings.Builder, r *Result) {
+	runs := append([]Run(nil), r.Runs...)
+	names := make([]string, 0, len(runs)+1)
+	for i := range runs {
+		names = append(names, fmt.Sprintf("repeat %d", i+1))
+	}
+	if r.Warm != nil {
+		runs, names = append(runs, *r.Warm), append(names, "warm")
+	}
+	var parts []string
+	for i, run := range runs {
+		if run.ReadCacheHits+run.ReadCacheMisses == 0 {
+			continue
+		}
+		blocks := (run.BacklogBytes + readCacheBlock - 1) / readCacheBlock
+		parts = append(parts, fmt.Sprintf("%s %d block reads for %d blocks of backlog (%.2f each), %d hits",
+			names[i], run.ReadCacheMisses, blocks, float64(run.ReadCacheMisses)/float64(max(blocks, 1)), run.ReadCacheHits))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(b, "\nRead block cache (storage/blockcache.go) during the drains: %s.\n", strings.Join(parts, "; "))
+	}
+}
+
+// readCacheBlock is the read block cache's block (storage.readBlockSize).
+const readCacheBlock = 256 << 10

@@ -52,6 +52,11 @@ type Run struct {
 	SendDuring loadgen.Percentiles `json:"send_during_us"`
 	SendErrors int64               `json:"send_errors"`
 	P99Ratio   float64             `json:"p99_ratio"`
+	// ReadCacheHits and ReadCacheMisses are the store's read block cache
+	// counts over the drain (blocks found, blocks read), when the target
+	// counts them.
+	ReadCacheHits   int64 `json:"read_cache_hits,omitempty"`
+	ReadCacheMisses int64 `json:"read_cache_misses,omitempty"`
 }
 
 // Result is what a backlog-drain run writes under results/.
@@ -174,6 +179,11 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	}
 	st.before.SetMeasuring(false)
 
+	rc, counts := t.(ReadCacheCounter)
+	var hits0, misses0 int64
+	if counts {
+		hits0, misses0 = rc.ReadCache()
+	}
 	var received, bodyBytes atomic.Int64
 	handler := func(p []byte) { received.Add(1); bodyBytes.Add(int64(len(p))) }
 	st.during.SetMeasuring(true)
@@ -212,6 +222,10 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	}
 	el := time.Since(t0)
 	st.during.SetMeasuring(false)
+	if counts {
+		h, m := rc.ReadCache()
+		r.ReadCacheHits, r.ReadCacheMisses = h-hits0, m-misses0
+	}
 	r.DrainSeconds = el.Seconds()
 	r.Received = received.Load()
 	r.DrainMBps = float64(r.BacklogBytes) / 1e6 / el.Seconds()
