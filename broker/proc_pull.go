@@ -182,13 +182,13 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 		NextBeginOffset: res.NextOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
 	code := b.slaveOutOfRange(pullCode(res.Status, h.QueueOffset), h, &rh)
 	if code != protocol.Success {
-		res.Buffer.Release() // answered without the records
+		res.Release() // answered without the records
 	}
 	if holding && code == protocol.PullNotFound {
 		return outFrame{}, true
 	}
 	if holding && sqlReadToTheEnd(pc, &res) {
-		res.Buffer.Release()
+		res.Release()
 		return outFrame{}, true
 	}
 	resp := respond(req, code, res.Status.String(), rh.Encode())

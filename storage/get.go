@@ -146,7 +146,7 @@ func (s *Store) getMessagesRetry(pooled bool, topic string, queueID int32, offse
 		if gen%2 == 0 && s.cuts.Load() == gen && !errors.Is(err, errCutDuringRead) {
 			return res, err
 		}
-		res.Buffer.Release()
+		res.Release()
 		if try == 3 {
 			return GetResult{Status: OffsetFoundNull, NextOffset: offset}, errCutDuringRead
 		}
@@ -260,7 +260,7 @@ var spanBufs = sync.Pool{New: func() any { b := make([]byte, spanMax); return &b
 // readRecords reads the picked records into one buffer, one ReadAt per run
 // of adjacent records (or per span, above), and checks each before it
 // joins the result.
-func (s *Store) readRecords(gen int64, pooled bool, res *GetResult, topic string, queueID int32, picked []consumequeue.Entry, offsets []int64, total int) (err error) {
+func (s *Store) readRecords(gen int64, pooled bool, res *GetResult, topic string, queueID int32, picked []consumequeue.Entry, offsets []int64, total int) error {
 	var buf []byte
 	if pooled {
 		res.Buffer = getReadBuffer(total)
@@ -270,8 +270,7 @@ func (s *Store) readRecords(gen int64, pooled bool, res *GetResult, topic string
 	}
 	defer func() {
 		if len(res.Records) == 0 { // nothing lies in it
-			res.Buffer.Release()
-			res.Buffer = ReadBuffer{}
+			res.Release()
 		}
 	}()
 	res.Records = make([][]byte, 0, len(picked))

@@ -115,7 +115,7 @@ type GetResult struct {
 	// piece; nil when there are none.
 	Whole []byte
 	// Buffer is the pooled buffer Records and Whole lie in, from
-	// GetMessagesPooled (zero otherwise): Release it once they are not
-	// read any more.
+	// GetMessagesPooled (zero otherwise): GetResult.Release hands it back
+	// once they are not read any more.
 	Buffer ReadBuffer
 }

@@ -60,3 +60,12 @@ func (b ReadBuffer) Release() {
 		readBuffers[c].Put(b.p)
 	}
 }
+
+// Release hands r's pooled buffer back (GetMessagesPooled) and forgets
+// what lay in it: Records, QueueOffsets and Whole become nil, so a later
+// read finds nothing rather than another pull's bytes. Calling it again,
+// or on a result that holds no pooled buffer, only clears those fields.
+func (r *GetResult) Release() {
+	r.Buffer.Release()
+	r.Buffer, r.Records, r.QueueOffsets, r.Whole = ReadBuffer{}, nil, nil, nil
+}

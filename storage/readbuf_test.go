@@ -58,7 +58,11 @@ func TestGetMessagesPooled(t *testing.T) {
 			if !bytes.Equal(got.Whole, want.Whole) || !bytes.Equal(bytes.Join(got.Records, nil), want.Whole) {
 				t.Fatalf("queue %d round %d: pooled records differ from GetMessages'", q, round)
 			}
-			got.Buffer.Release()
+			got.Release()
+			if got.Buffer.p != nil || got.Records != nil || got.Whole != nil {
+				t.Fatal("Release left the buffer or the records in the result")
+			}
+			got.Release() // again: nothing is handed back twice
 		}
 	}
 	none, err := s.GetMessagesPooled("T", 0, 64, 32, 0, nil)
