@@ -246,14 +246,14 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// readLoop is the connection's reader goroutine: it owns the socket's read
-// side, hands responses to their calls and requests to OnRequest, and
-// fails the connection on the first read or decode error.
 // wholeFrame is the largest answer the reader allocates whole, at its
 // announced length, before its bytes arrive: the client trusts the broker
 // it dialled that far.
 const wholeFrame = 4 << 20
 
+// readLoop is the connection's reader goroutine: it owns the socket's read
+// side, hands responses to their calls and requests to OnRequest, and
+// fails the connection on the first read or decode error.
 func (c *conn) readLoop() {
 	defer c.cl.wg.Done()
 	br := bufio.NewReaderSize(c.nc, 64<<10)
