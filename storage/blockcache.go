@@ -1,9 +1,6 @@
 package storage
 
 import (
-	"errors"
-	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 
@@ -149,7 +146,7 @@ func (c *blockCache) get(s *Store, start, gen int64) (*readBlock, error) {
 		c.index[start] = b
 		c.mu.Unlock()
 		c.misses.Add(1)
-		n, err := s.readBlockInto(b.data, start)
+		n, err := s.readLogAt(b.data, start, true)
 		b.ok, b.n = err == nil, n
 		if err != nil {
 			c.mu.Lock()
@@ -206,27 +203,4 @@ func (c *blockCache) missCount() int64 {
 		return 0
 	}
 	return c.misses.Load()
-}
-
-// readBlockInto is readInto for a cache block: a read that meets the end
-// of the segment's file after some bytes returns those (a sealed segment's
-// file may end before the segment does).
-func (s *Store) readBlockInto(b []byte, phys int64) (int, error) {
-	s.segs.RLock()
-	defer s.segs.RUnlock()
-	if phys < 0 || phys+int64(len(b)) > s.written.Load() {
-		return 0, fmt.Errorf("%w: [%d, %d) past the written offset %d", ErrNotFound, phys, phys+int64(len(b)), s.written.Load())
-	}
-	g := s.segmentAtLocked(phys)
-	if g == nil || phys+int64(len(b)) > g.end(s.segSize) {
-		return 0, fmt.Errorf("%w: block at %d (min offset %d)", ErrNotFound, phys, s.minOffsetLocked())
-	}
-	n, err := g.seg.ReadAt(b, phys-g.base)
-	if errors.Is(err, io.EOF) && n > 0 {
-		return n, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("storage: read %d bytes at %d of %s: %w", len(b), phys-g.base, g.path, err)
-	}
-	return n, nil
 }

@@ -3,8 +3,8 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
-	"sync"
 
 	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/consumequeue"
@@ -30,22 +30,35 @@ func (s *Store) ReadAt(physOffset int64, size int32) ([]byte, error) {
 
 // readInto fills b with the log's bytes at phys (within one segment).
 func (s *Store) readInto(b []byte, phys int64) error {
+	_, err := s.readLogAt(b, phys, false)
+	return err
+}
+
+// readLogAt reads the log's bytes at phys (within one segment) into b and
+// returns how many it read: all of b, or with short set (a read block
+// cache's block, blockcache.go) fewer when the segment's file ends first
+// (a sealed segment's file may end before the segment does).
+func (s *Store) readLogAt(b []byte, phys int64, short bool) (int, error) {
 	s.segs.RLock() // written is checked under it: a cut lowers it under the write lock
 	defer s.segs.RUnlock()
 	if phys < 0 || phys+int64(len(b)) > s.written.Load() {
-		return fmt.Errorf("%w: [%d, %d) past the written offset %d", ErrNotFound, phys, phys+int64(len(b)), s.written.Load())
+		return 0, fmt.Errorf("%w: [%d, %d) past the written offset %d", ErrNotFound, phys, phys+int64(len(b)), s.written.Load())
 	}
 	g := s.segmentAtLocked(phys)
 	if g == nil {
-		return fmt.Errorf("%w: offset %d (min offset %d)", ErrNotFound, phys, s.minOffsetLocked())
+		return 0, fmt.Errorf("%w: offset %d (min offset %d)", ErrNotFound, phys, s.minOffsetLocked())
 	}
 	if phys+int64(len(b)) > g.end(s.segSize) {
-		return fmt.Errorf("%w: [%d, %d) crosses the end of segment %s", ErrNotFound, phys, phys+int64(len(b)), g.path)
+		return 0, fmt.Errorf("%w: [%d, %d) crosses the end of segment %s", ErrNotFound, phys, phys+int64(len(b)), g.path)
 	}
-	if _, err := g.seg.ReadAt(b, phys-g.base); err != nil {
-		return fmt.Errorf("storage: read %d bytes at %d of %s: %w", len(b), phys-g.base, g.path, err)
+	n, err := g.seg.ReadAt(b, phys-g.base)
+	if short && n > 0 && errors.Is(err, io.EOF) {
+		return n, nil
 	}
-	return nil
+	if err != nil {
+		return 0, fmt.Errorf("storage: read %d bytes at %d of %s: %w", len(b), phys-g.base, g.path, err)
+	}
+	return n, nil
 }
 
 func (s *Store) minOffsetLocked() int64 {
@@ -129,8 +142,8 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs i
 
 // GetMessagesPooled is GetMessages reading the records into a buffer
 // from the store's pool (readbuf.go) instead of a new one: the caller
-// hands it back with res.Buffer.Release once nothing reads Records or
-// Whole any more, or leaves it to the garbage collector. The broker's
+// hands it back with res.Release once nothing reads Records or Whole any
+// more, or leaves it to the garbage collector. The broker's
 // pull does, after its writer has sent the answer: a backlog drain
 // allocated the bytes it read once more, and the collector ran for them.
 func (s *Store) GetMessagesPooled(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
@@ -249,13 +262,12 @@ scan:
 // pread of a span up to spanMax bytes into a scratch buffer, then a copy
 // of each record): a system call costs about as much as copying 16 KiB
 // here. Segments read from a mapping (backend.MappedReader) read record by
-// record, as a span would only copy more.
+// record, as a span would only copy more. The scratch buffer comes from
+// the pooled read buffers (readbuf.go).
 const (
 	spanGap = 16 << 10
 	spanMax = 1 << 20
 )
-
-var spanBufs = sync.Pool{New: func() any { b := make([]byte, spanMax); return &b }}
 
 // readRecords reads the picked records into one buffer, one ReadAt per run
 // of adjacent records (or per span, above), and checks each before it
@@ -350,9 +362,9 @@ func (s *Store) readGroup(gen int64, dst []byte, group []consumequeue.Entry, sta
 			return err
 		}
 	}
-	bp := spanBufs.Get().(*[]byte)
-	defer spanBufs.Put(bp)
-	span := (*bp)[:end-start]
+	sb := getReadBuffer(int(end - start))
+	defer sb.Release()
+	span := sb.bytes(int(end - start))
 	if err := s.readInto(span, start); err != nil {
 		return err
 	}
