@@ -27,6 +27,7 @@ var benchSubs = []struct {
 	run         func(args []string) error
 }{
 	{"disk", "disk --dir DIR --block BYTES --duration D --fsync every|interval|none --writers N [--json FILE] | disk --read [--read-size BYTES --block BYTES --read-method auto|odirect|fadvise]", benchDisk},
+	{"loopback", "loopback [--conns N --chunk BYTES --bytes BYTES --json FILE]: the loopback TCP ceiling (bytes moved between two ends in one process, nothing else)", benchLoopback},
 	{"storage", "storage --backend B --flush sync|async|none --size BYTES --writers N --duration D --dir DIR [--json FILE] [engine options]", benchStorage},
 	{"run", "run EXPERIMENT_FILE [--quick] [--dir DIR] [--out results/]", benchRun},
 	{"report", "report RESULT... [--out PERFORMANCE.md] [--svg-dir DIR]", benchReport},
@@ -212,6 +213,31 @@ func benchDiskRead(o bench.DiskReadOptions, jsonPath string) error {
 		fmt.Printf("  %s\n", res.MethodNote)
 	}
 	fmt.Printf("  %s\n", m)
+	return writeJSONFile(jsonPath, res)
+}
+
+// benchLoopback is bench loopback.
+func benchLoopback(args []string) error {
+	fs := flag.NewFlagSet("bench loopback", flag.ContinueOnError)
+	var o bench.LoopbackOptions
+	var chunk, total int64 = 64 << 10, 1 << 30
+	var jsonPath string
+	fs.IntVar(&o.Conns, "conns", 1, "TCP connections carrying the bytes at once")
+	fs.Var(bytesFlag{&chunk}, "chunk", "bytes per write")
+	fs.Var(bytesFlag{&total}, "bytes", "bytes all connections carry together")
+	fs.StringVar(&jsonPath, "json", "", "write the result as JSON here")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	o.Chunk, o.Bytes = int(chunk), total
+	ctx, cancel := signalContext()
+	defer cancel()
+	res, err := bench.RunLoopback(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("loopback conns=%d chunk=%d\n  %.1f MB/s over 127.0.0.1 (%d bytes in %.2fs)\n",
+		res.Options.Conns, res.Options.Chunk, res.MBPerSec, res.Bytes, res.MeasuredSeconds)
 	return writeJSONFile(jsonPath, res)
 }
 

@@ -36,12 +36,29 @@ func (r *Result) Markdown() string {
 		}
 	}
 	writeReadCache(&b, r)
+	writeLoopback(&b, r)
 	yes := map[bool]string{true: "yes", false: "**no**"}
 	fmt.Fprintf(&b, "\n| target | measured (median) | met |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| drain ≥ %.2f× raw sequential read | %.2f× (%.1f ÷ %.1f MB/s) | %s |\n",
 		r.DrainTarget, r.Median.DrainRatio, r.Median.DrainMBps, r.Median.ReadMBps, yes[r.DrainMet])
 	fmt.Fprintf(&b, "| send p99 during the drain ≤ %.2f× before | %.2f× | %s |\n", r.P99Target, r.MedianP99Ratio, yes[r.P99Met])
 	return b.String()
+}
+
+// writeLoopback holds the drain against what loopback TCP alone carries
+// on this machine (bench loopback), when the run measured it.
+func writeLoopback(b *strings.Builder, r *Result) {
+	m := r.Median
+	if m.LoopbackMBps <= 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nLoopback ceiling: %d TCP connections on 127.0.0.1 moving bytes and doing nothing else (`samsa bench loopback --conns %d`, right after the raw read) carried %.1f MB/s; the drain reached %.2f× of it.",
+		r.Settings.Consumers, r.Settings.Consumers, m.LoopbackMBps, m.LoopbackRatio)
+	if need := r.DrainTarget * m.ReadMBps; need > m.LoopbackMBps {
+		fmt.Fprintf(b, " The drain target, %.2f× the raw read (%.1f MB/s), is %.2f× what loopback TCP alone carries here: no consumer that receives the backlog over TCP on this machine can reach it, before the broker reads the log or anyone frames and decodes a message.",
+			r.DrainTarget, need, need/m.LoopbackMBps)
+	}
+	b.WriteString("\n")
 }
 
 func dropMethod(m string) string {

@@ -46,6 +46,12 @@ type Run struct {
 	ReadMBps   float64 `json:"read_mb_per_sec"`
 	ReadMethod string  `json:"read_method"`
 	DrainRatio float64 `json:"drain_ratio"`
+	// LoopbackMBps is bench.RunLoopback's with one connection a consumer,
+	// right after the raw read: what loopback TCP alone carries here, a
+	// ceiling for any drain through TCP consumers; LoopbackRatio is
+	// DrainMBps over it.
+	LoopbackMBps  float64 `json:"loopback_mb_per_sec,omitempty"`
+	LoopbackRatio float64 `json:"loopback_ratio,omitempty"`
 	// SendBefore and SendDuring are the steady producers' send latency
 	// (µs, from the intended send time) before and during the drain.
 	SendBefore loadgen.Percentiles `json:"send_before_us"`
@@ -97,8 +103,8 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 		if err != nil {
 			return nil, fmt.Errorf("backlog: repeat %d: %w", i+1, err)
 		}
-		progressf(opts.Progress, "   drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f\n",
-			r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, r.ReadMBps, r.ReadMethod, r.DrainRatio,
+		progressf(opts.Progress, "   drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; loopback TCP %.1f MB/s: ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f\n",
+			r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, r.ReadMBps, r.ReadMethod, r.DrainRatio, r.LoopbackMBps, r.LoopbackRatio,
 			float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.P99Ratio)
 		res.Runs = append(res.Runs, r)
 	}
@@ -254,6 +260,14 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	r.ReadMBps, r.ReadMethod = rd.MBPerSec, rd.Method
 	if r.ReadMBps > 0 {
 		r.DrainRatio = r.DrainMBps / r.ReadMBps
+	}
+	lb, err := bench.RunLoopback(ctx, bench.LoopbackOptions{Conns: s.Consumers, Bytes: min(s.BacklogBytes, 1<<30)})
+	if err != nil {
+		return r, fmt.Errorf("loopback ceiling: %w", err)
+	}
+	r.LoopbackMBps = lb.MBPerSec
+	if r.LoopbackMBps > 0 {
+		r.LoopbackRatio = r.DrainMBps / r.LoopbackMBps
 	}
 	return r, nil
 }
