@@ -86,6 +86,11 @@ type Config struct {
 	// CommitLog from one read of each stretch (storage.Options.ReadCacheSize).
 	// 0 takes the store's default, 64; -1 turns it off.
 	ReadBlockCacheMB int
+	// DirectColdReads (directColdReads): the read block cache reads a
+	// stretch of the log that is not in the page cache with O_DIRECT, so
+	// a backlog drain does not fill the page cache with bytes read once
+	// (storage.Options.DirectColdReads; pwrite backend). Default off.
+	DirectColdReads bool
 	// FileReservedTime (fileReservedTime, hours): segments older are
 	// deleted. Default 72; 0 keeps everything.
 	FileReservedTime int

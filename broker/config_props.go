@@ -131,6 +131,7 @@ var properties = []property{
 	int64Prop("mappedFileSizeCommitLog", func(c *Config) *int64 { return &c.MappedFileSizeCommitLog }, "mapedFileSizeCommitLog"),
 	intProp("maxOpenConsumeQueueFiles", func(c *Config) *int { return &c.MaxOpenConsumeQueueFiles }),
 	intProp("readBlockCacheMB", func(c *Config) *int { return &c.ReadBlockCacheMB }),
+	boolProp("directColdReads", func(c *Config) *bool { return &c.DirectColdReads }),
 	intProp("fileReservedTime", func(c *Config) *int { return &c.FileReservedTime }),
 	intProp("diskMaxUsedSpaceRatio", func(c *Config) *int { return &c.DiskMaxUsedSpaceRatio }),
 	msProp("flushIntervalCommitLog", func(c *Config) *time.Duration { return &c.FlushIntervalCommitLog }),

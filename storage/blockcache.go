@@ -1,9 +1,12 @@
 package storage
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
+	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/consumequeue"
 )
 
@@ -55,7 +58,10 @@ type blockCache struct {
 	max    int
 	hand   int
 
-	hits, misses atomic.Int64
+	hits, misses, direct atomic.Int64
+	// ahead carries read-ahead requests (kickAhead) to
+	// runBlockReadAhead; nil without Options.DirectColdReads.
+	ahead chan blockReq
 }
 
 // newBlockCache returns a cache of size bytes, or nil (no cache) when
@@ -134,31 +140,18 @@ func (c *blockCache) get(s *Store, start, gen int64) (*readBlock, error) {
 			b.mu.RUnlock() // being read, failed, or taken for another block
 			continue
 		}
-		b := c.victimLocked()
+		b := c.claimLocked(start, gen)
+		c.mu.Unlock()
 		if b == nil {
-			c.mu.Unlock()
 			return nil, nil
 		}
-		if c.index[b.start] == b {
-			delete(c.index, b.start)
-		}
-		b.start, b.gen, b.ok = start, gen, false
-		c.index[start] = b
-		c.mu.Unlock()
-		c.misses.Add(1)
-		n, err := s.readLogAt(b.data, start, true)
-		b.ok, b.n = err == nil, n
+		direct, err := c.load(s, b)
 		if err != nil {
-			c.mu.Lock()
-			if c.index[start] == b {
-				delete(c.index, start)
-			}
-			c.mu.Unlock()
-			b.mu.Unlock()
 			return nil, err
 		}
-		b.used.Store(true)
-		b.mu.Unlock()
+		if direct {
+			c.kickAhead(s, start, gen)
+		}
 		b.mu.RLock()
 		if b.ok && b.start == start && b.gen == gen {
 			return b, nil
@@ -168,12 +161,103 @@ func (c *blockCache) get(s *Store, start, gen int64) (*readBlock, error) {
 	return nil, nil
 }
 
+// claimLocked takes a block for start (c.mu held): indexed, not yet
+// read, write-locked; nil when none is free.
+func (c *blockCache) claimLocked(start, gen int64) *readBlock {
+	b := c.victimLocked()
+	if b == nil {
+		return nil
+	}
+	if c.index[b.start] == b {
+		delete(c.index, b.start)
+	}
+	b.start, b.gen, b.ok = start, gen, false
+	c.index[start] = b
+	return b
+}
+
+// load reads the claimed block b and unlocks it; a block that failed
+// leaves the index. direct says the read went around the page cache.
+func (c *blockCache) load(s *Store, b *readBlock) (direct bool, err error) {
+	c.misses.Add(1)
+	n, direct, err := c.read(s, b.data, b.start)
+	b.ok, b.n = err == nil, n
+	if err != nil {
+		c.mu.Lock()
+		if c.index[b.start] == b {
+			delete(c.index, b.start)
+		}
+		c.mu.Unlock()
+	}
+	b.used.Store(err == nil)
+	b.mu.Unlock()
+	return direct, err
+}
+
+// Read-ahead of direct reads. A miss read with O_DIRECT waits for the
+// disk, and nothing else reads ahead of it (the kernel's read-ahead and
+// the store's hints fill the page cache, which direct reads go around):
+// so after such a miss the next readAheadBlocks blocks are read into the
+// cache by the store's read-ahead goroutine (runBlockReadAhead), while
+// the pull that missed goes on. A request that finds the queue full, the
+// block cached or no longer below the handed offset is dropped.
+const readAheadBlocks = 4
+
+// blockReq asks for the block at start, read in cut generation gen.
+type blockReq struct{ start, gen int64 }
+
+// kickAhead queues the blocks after start (never waits).
+func (c *blockCache) kickAhead(s *Store, start, gen int64) {
+	if c.ahead == nil {
+		return
+	}
+	for k := int64(1); k <= readAheadBlocks; k++ {
+		select {
+		case c.ahead <- blockReq{start + k*readBlockSize, gen}:
+		default:
+			return
+		}
+	}
+}
+
+// prefetch reads the block r asks for unless it is cached or no longer
+// one the cache may hold.
+func (c *blockCache) prefetch(s *Store, r blockReq) {
+	if s.cuts.Load() != r.gen || !c.covers(s, r.start, r.start+readBlockSize) {
+		return
+	}
+	c.mu.Lock()
+	if b := c.index[r.start]; b != nil && b.gen == r.gen {
+		c.mu.Unlock()
+		return
+	}
+	b := c.claimLocked(r.start, r.gen)
+	c.mu.Unlock()
+	if b != nil {
+		_, _ = c.load(s, b) // a read that fails leaves no block: the pull that wants it reads it and sees the error
+	}
+}
+
+// runBlockReadAhead serves the cache's read-ahead requests until Close
+// closes stop.background.
+func (s *Store) runBlockReadAhead() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop.background:
+			return
+		case r := <-s.rc.ahead:
+			s.rc.prefetch(s, r)
+		}
+	}
+}
+
 // victimLocked returns a block write-locked for reuse: a new one while the
 // cache is not full, else the first the clock finds unused since its last
 // pass and not being read; nil when none is free.
 func (c *blockCache) victimLocked() *readBlock {
 	if len(c.blocks) < c.max {
-		b := &readBlock{data: make([]byte, readBlockSize), start: -1}
+		b := &readBlock{data: backend.AlignedBlock(readBlockSize), start: -1}
 		b.mu.Lock()
 		c.blocks = append(c.blocks, b)
 		return b
@@ -189,6 +273,57 @@ func (c *blockCache) victimLocked() *readBlock {
 		}
 	}
 	return nil
+}
+
+// read reads the block at start into data: with Options.DirectColdReads
+// around the page cache when its bytes are not all there, else (or when
+// the segment cannot) as every read does.
+func (c *blockCache) read(s *Store, data []byte, start int64) (n int, direct bool, err error) {
+	if s.opts.DirectColdReads {
+		n, direct, err := s.readColdAt(data, start)
+		if err == nil {
+			if direct {
+				c.direct.Add(1)
+			}
+			return n, direct, nil
+		}
+		if !errors.Is(err, backend.ErrNoColdRead) {
+			return 0, false, err
+		}
+	}
+	n, err = s.readLogAt(data, start, true)
+	return n, false, err
+}
+
+// readColdAt is readLogAt through the segment's ColdReader: whole blocks
+// in one segment, every byte in the file; backend.ErrNoColdRead when not.
+func (s *Store) readColdAt(b []byte, phys int64) (int, bool, error) {
+	s.segs.RLock() // written is checked under it: a cut lowers it under the write lock
+	defer s.segs.RUnlock()
+	end := phys + int64(len(b))
+	if phys < 0 || end > s.handed.Load() {
+		return 0, false, backend.ErrNoColdRead
+	}
+	g := s.segmentAtLocked(phys)
+	if g == nil || end > g.end(s.segSize) {
+		return 0, false, backend.ErrNoColdRead
+	}
+	cr, ok := g.seg.(backend.ColdReader)
+	if !ok {
+		return 0, false, backend.ErrNoColdRead
+	}
+	n, direct, err := cr.ReadCold(b, phys-g.base)
+	if err != nil && !errors.Is(err, backend.ErrNoColdRead) {
+		err = fmt.Errorf("storage: read %d bytes at %d of %s: %w", len(b), phys-g.base, g.path, err)
+	}
+	return n, direct, err
+}
+
+func (c *blockCache) directCount() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.direct.Load()
 }
 
 func (c *blockCache) hitCount() int64 {

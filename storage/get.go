@@ -248,7 +248,9 @@ scan:
 	if len(picked) == 0 {
 		return res, nil
 	}
-	s.adviseBacklogRead(topic, queueID, picked[0].PhysOffset)
+	if !s.coldReadsCached(picked) {
+		s.adviseBacklogRead(topic, queueID, picked[0].PhysOffset)
+	}
 	if err := s.readRecords(gen, pooled, &res, topic, queueID, picked, offsets, bytes); err != nil {
 		return res, err
 	}

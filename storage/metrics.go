@@ -69,6 +69,9 @@ type Metrics struct {
 	// ReadCacheHits and ReadCacheMisses count the read block cache's
 	// blocks found and read (blockcache.go).
 	ReadCacheHits, ReadCacheMisses int64
+	// ReadCacheDirect counts the misses read with O_DIRECT
+	// (Options.DirectColdReads).
+	ReadCacheDirect int64
 }
 
 // metrics are the live counters behind Metrics.
@@ -153,6 +156,7 @@ func (s *Store) Metrics() Metrics {
 		ScrubCorrupt:     m.scrubCorrupt.Load(),
 		ReadCacheHits:    s.rc.hitCount(),
 		ReadCacheMisses:  s.rc.missCount(),
+		ReadCacheDirect:  s.rc.directCount(),
 	}
 	if out.SyncGroups > 0 {
 		out.AvgGroup = float64(m.groupWaiters.Load()) / float64(out.SyncGroups)

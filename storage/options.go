@@ -133,6 +133,13 @@ type Options struct {
 	// Default DefaultReadCacheSize (64 MiB), allocated as reads need it;
 	// negative turns it off (each pull then reads its own span).
 	ReadCacheSize int64
+	// DirectColdReads: a read block cache miss (blockcache.go) whose bytes
+	// are not all in the page cache is read from the disk with O_DIRECT
+	// (backend.ColdReader: pwrite segments on OS files), so a backlog
+	// drain does not fill the page cache with bytes read once, and the
+	// backlog read-ahead hints (readahead.go), which would, are off.
+	// Bytes in the page cache are read from it as before.
+	DirectColdReads bool
 	// CheckpointInterval is how often the ConsumeQueues are flushed and
 	// the checkpoint written. Default 1s (RocketMQ's
 	// flushIntervalConsumeQueue). Recovery after a crash scans from the
@@ -437,8 +444,8 @@ func (o Options) String() string {
 	f := o.Flush
 	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxGather: %v, MaxPending: %d, Timeout: %v, NoOwnRound: %t, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
 		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxGather, f.MaxPending, f.Timeout, f.NoOwnRound, f.Interval, f.DirtyPages, f.FullInterval)
-	fmt.Fprintf(&b, "AckBuffered: %t, ConsumeQueueEntries: %d, ConsumeQueueMaxOpenFiles: %d, ReadCacheSize: %d, CheckpointInterval: %v, ",
-		o.AckBuffered, o.ConsumeQueueEntries, o.ConsumeQueueMaxOpenFiles, o.ReadCacheSize, o.CheckpointInterval)
+	fmt.Fprintf(&b, "AckBuffered: %t, ConsumeQueueEntries: %d, ConsumeQueueMaxOpenFiles: %d, ReadCacheSize: %d, DirectColdReads: %t, CheckpointInterval: %v, ",
+		o.AckBuffered, o.ConsumeQueueEntries, o.ConsumeQueueMaxOpenFiles, o.ReadCacheSize, o.DirectColdReads, o.CheckpointInterval)
 	r := o.Retention
 	fmt.Fprintf(&b, "Retention: {MaxAge: %v, DiskRatio: %g, CheckInterval: %v}, ", r.MaxAge, r.DiskRatio, r.CheckInterval)
 	fmt.Fprintf(&b, "Scrub: {BytesPerSecond: %d, Interval: %v}, ", o.Scrub.BytesPerSecond, o.Scrub.Interval)

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/samsamq/samsa/storage/backend"
+	"github.com/samsamq/samsa/storage/consumequeue"
 )
 
 // Backlog read-ahead. A consumer reading far behind the tail (a backlog no
@@ -78,4 +79,14 @@ func (s *Store) adviseBacklogRead(topic string, qid int32, phys int64) {
 		}
 		from = upTo
 	}
+}
+
+// coldReadsCached says whether a read of picked goes through the read
+// block cache with Options.DirectColdReads: its records are not adjacent
+// (a span read, which the cache serves) and the cache reads misses around
+// the page cache. Such a read gets no read-ahead hint, which would fill
+// the page cache with the backlog the cache reads directly.
+func (s *Store) coldReadsCached(picked []consumequeue.Entry) bool {
+	return s.opts.DirectColdReads && s.rc != nil && len(picked) > 1 &&
+		picked[1].PhysOffset != picked[0].PhysOffset+int64(picked[0].Size)
 }

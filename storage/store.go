@@ -192,6 +192,9 @@ func Open(opts Options) (*Store, error) {
 	s.bufs.New = func() any { return new(encodeBuf) }
 	s.m.init()
 	s.rc = newBlockCache(opts.ReadCacheSize)
+	if s.rc != nil && opts.DirectColdReads {
+		s.rc.ahead = make(chan blockReq, 4*readAheadBlocks)
+	}
 	if err := s.open(); err != nil {
 		_ = s.closeFiles()
 		return nil, err
@@ -230,6 +233,10 @@ func (s *Store) start() {
 	go s.runFlusher()
 	go s.runDispatcher()
 	go s.runBackground()
+	if s.rc != nil && s.rc.ahead != nil {
+		s.wg.Add(1)
+		go s.runBlockReadAhead()
+	}
 }
 
 // Close stops appends, flushes everything, writes a clean checkpoint and

@@ -42,7 +42,9 @@ func (c backlogRun) run(ctx context.Context) error {
 	}
 	m := bench.CollectMachine(dir)
 	res, err := backlog.RunExperiment(ctx, e, backlog.Options{Quick: c.quick, DiskDir: dir, Progress: os.Stdout,
-		NewTarget: func(ctx context.Context, flush string) (backlog.Target, error) { return newBacklogTarget(dir, flush) }})
+		NewTarget: func(ctx context.Context, to backlog.TargetOptions) (backlog.Target, error) {
+			return newBacklogTarget(dir, to)
+		}})
 	if err != nil {
 		return err
 	}
@@ -73,9 +75,9 @@ type backlogTarget struct {
 	w *withCluster
 }
 
-func newBacklogTarget(parent, flush string) (*backlogTarget, error) {
-	cfg := broker.Config{FlushDiskType: broker.AsyncFlush, DiskMaxUsedSpaceRatio: backlogDiskRatio}
-	if flush == "sync" {
+func newBacklogTarget(parent string, to backlog.TargetOptions) (*backlogTarget, error) {
+	cfg := broker.Config{FlushDiskType: broker.AsyncFlush, DiskMaxUsedSpaceRatio: backlogDiskRatio, DirectColdReads: to.DirectColdReads}
+	if to.Flush == "sync" {
 		cfg.FlushDiskType = broker.SyncFlush
 	}
 	dir, err := os.MkdirTemp(parent, "backlog-")
@@ -103,9 +105,9 @@ func (t *backlogTarget) Driver() loadgen.Driver { return t.w }
 func (t *backlogTarget) StoreDir() string { return t.w.dev.Dir }
 
 // ReadCache implements backlog.ReadCacheCounter.
-func (t *backlogTarget) ReadCache() (hits, misses int64) {
+func (t *backlogTarget) ReadCache() (hits, misses, direct int64) {
 	m := t.w.dev.Broker.Store().Metrics()
-	return m.ReadCacheHits, m.ReadCacheMisses
+	return m.ReadCacheHits, m.ReadCacheMisses, m.ReadCacheDirect
 }
 
 func (t *backlogTarget) Describe() string {

@@ -25,7 +25,9 @@ func TestBacklogSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := backlog.RunExperiment(ctx, e, backlog.Options{DiskDir: dir,
-		NewTarget: func(_ context.Context, flush string) (backlog.Target, error) { return newBacklogTarget(dir, flush) }})
+		NewTarget: func(_ context.Context, to backlog.TargetOptions) (backlog.Target, error) {
+			return newBacklogTarget(dir, to)
+		}})
 	require.NoError(t, err)
 	r := res.Runs[0]
 	require.Positive(t, r.BacklogMsgs)

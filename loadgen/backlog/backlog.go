@@ -91,6 +91,9 @@ type Settings struct {
 	// cold drain's shortfall splits into the disk's share and the rest
 	// (CPU, the consumers).
 	WarmReference bool `json:"warm_reference,omitempty"`
+	// DirectColdReads runs the broker with directColdReads: the read
+	// block cache reads what is not in the page cache with O_DIRECT.
+	DirectColdReads bool `json:"direct_cold_reads,omitempty"`
 }
 
 func (s *Settings) ensureDefaults() {
@@ -183,6 +186,14 @@ func (e *Experiment) Settings(quick bool) (Settings, error) {
 	return s, s.validate()
 }
 
+// TargetOptions are what a repeat asks of its cluster.
+type TargetOptions struct {
+	Flush string // "async" or "sync"
+	// DirectColdReads: the broker reads the backlog around the page cache
+	// (storage.Options.DirectColdReads).
+	DirectColdReads bool
+}
+
 // Target is the cluster a repeat fills and drains.
 type Target interface {
 	// Driver is the loadgen driver the steady producers and the
@@ -203,16 +214,17 @@ type Target interface {
 }
 
 // ReadCacheCounter is a Target whose store counts its read block cache's
-// blocks found and read (storage.Metrics ReadCacheHits, ReadCacheMisses).
+// blocks found and read, and the reads made with O_DIRECT
+// (storage.Metrics ReadCacheHits, ReadCacheMisses, ReadCacheDirect).
 type ReadCacheCounter interface {
-	ReadCache() (hits, misses int64)
+	ReadCache() (hits, misses, direct int64)
 }
 
 // Options are a run's plumbing.
 type Options struct {
 	Quick bool
-	// NewTarget starts a fresh cluster per repeat with the flush policy.
-	NewTarget func(ctx context.Context, flush string) (Target, error)
+	// NewTarget starts a fresh cluster per repeat as its options ask.
+	NewTarget func(ctx context.Context, to TargetOptions) (Target, error)
 	// DiskDir is where the raw read reference reads: the store's disk.
 	DiskDir  string
 	Progress io.Writer

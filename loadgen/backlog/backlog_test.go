@@ -25,7 +25,10 @@ type fakeTarget struct {
 	reads  atomic.Int64 // read cache counts: each call reads a block more
 }
 
-func (t *fakeTarget) ReadCache() (hits, misses int64) { n := t.reads.Add(8); return 7 * n, n }
+func (t *fakeTarget) ReadCache() (hits, misses, direct int64) {
+	n := t.reads.Add(8)
+	return 7 * n, n, 0
+}
 
 func (t *fakeTarget) Driver() loadgen.Driver { return fakeDriver{t} }
 func (t *fakeTarget) StoreDir() string       { return t.dir }
@@ -86,8 +89,8 @@ func TestRunExperimentFake(t *testing.T) {
 			DrainTimeout: bench.Duration(30 * time.Second), SteadyRate: 200, WarmReference: true}}
 	var targets []*fakeTarget
 	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(),
-		NewTarget: func(_ context.Context, flush string) (Target, error) {
-			require.Equal(t, "async", flush)
+		NewTarget: func(_ context.Context, to TargetOptions) (Target, error) {
+			require.Equal(t, TargetOptions{Flush: "async"}, to)
 			ft := &fakeTarget{dir: t.TempDir()}
 			targets = append(targets, ft)
 			return ft, nil

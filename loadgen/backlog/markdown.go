@@ -89,8 +89,12 @@ func writeReadCache(b *strings.Builder, r *Result) {
 			continue
 		}
 		blocks := (run.BacklogBytes + readCacheBlock - 1) / readCacheBlock
-		parts = append(parts, fmt.Sprintf("%s %d block reads for %d blocks of backlog (%.2f each), %d hits",
-			names[i], run.ReadCacheMisses, blocks, float64(run.ReadCacheMisses)/float64(max(blocks, 1)), run.ReadCacheHits))
+		direct := ""
+		if run.ReadCacheDirect > 0 {
+			direct = fmt.Sprintf(" (%d with O_DIRECT)", run.ReadCacheDirect)
+		}
+		parts = append(parts, fmt.Sprintf("%s %d block reads%s for %d blocks of backlog (%.2f each), %d hits",
+			names[i], run.ReadCacheMisses, direct, blocks, float64(run.ReadCacheMisses)/float64(max(blocks, 1)), run.ReadCacheHits))
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(b, "\nRead block cache (storage/blockcache.go) during the drains: %s.\n", strings.Join(parts, "; "))

@@ -63,6 +63,9 @@ type Run struct {
 	// counts them.
 	ReadCacheHits   int64 `json:"read_cache_hits,omitempty"`
 	ReadCacheMisses int64 `json:"read_cache_misses,omitempty"`
+	// ReadCacheDirect: the block reads made with O_DIRECT
+	// (Settings.DirectColdReads).
+	ReadCacheDirect int64 `json:"read_cache_direct,omitempty"`
 }
 
 // Result is what a backlog-drain run writes under results/.
@@ -135,7 +138,7 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 }
 
 func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
-	t, err := opts.NewTarget(ctx, s.Flush)
+	t, err := opts.NewTarget(ctx, TargetOptions{Flush: s.Flush, DirectColdReads: s.DirectColdReads})
 	if err != nil {
 		return r, err
 	}
@@ -186,9 +189,9 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	st.before.SetMeasuring(false)
 
 	rc, counts := t.(ReadCacheCounter)
-	var hits0, misses0 int64
+	var hits0, misses0, direct0 int64
 	if counts {
-		hits0, misses0 = rc.ReadCache()
+		hits0, misses0, direct0 = rc.ReadCache()
 	}
 	var received, bodyBytes atomic.Int64
 	handler := func(p []byte) { received.Add(1); bodyBytes.Add(int64(len(p))) }
@@ -229,8 +232,8 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	el := time.Since(t0)
 	st.during.SetMeasuring(false)
 	if counts {
-		h, m := rc.ReadCache()
-		r.ReadCacheHits, r.ReadCacheMisses = h-hits0, m-misses0
+		h, m, d := rc.ReadCache()
+		r.ReadCacheHits, r.ReadCacheMisses, r.ReadCacheDirect = h-hits0, m-misses0, d-direct0
 	}
 	r.DrainSeconds = el.Seconds()
 	r.Received = received.Load()

@@ -52,6 +52,8 @@ type pwriteSegment struct {
 		err     error
 	}
 	c segCounters
+	// direct is the O_DIRECT descriptor of cold reads (coldread.go).
+	direct directFile
 }
 
 func newPwriteSegment(f vfs.File, cfg Config, opts PwriteOptions, written, reserved int64) *pwriteSegment {
@@ -341,5 +343,5 @@ func (s *pwriteSegment) Close() error {
 	s.bufMu.Lock()
 	s.buf = nil
 	s.bufMu.Unlock()
-	return errors.Join(err, s.f.Close())
+	return errors.Join(err, s.direct.close(), s.f.Close())
 }
