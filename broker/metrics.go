@@ -75,6 +75,7 @@ var (
 	mSkips       = desc("samsa_broker_pull_corrupt_skips_total", "Pulls answered PULL_OFFSET_MOVED past a corrupt record (one per consumer group and record).", prometheus.CounterValue)
 	mCorrupt     = desc("samsa_store_corrupt_records_total", "Corrupt records reads found since the store opened (each counted once; none is served).", prometheus.CounterValue)
 	mRCHits      = desc("samsa_store_read_cache_hits_total", "Pull reads of a CommitLog block found in the read block cache (readBlockCacheMB).", prometheus.CounterValue)
+	mRCDirect    = desc("samsa_store_read_cache_direct_total", "Read block cache misses read around the page cache with O_DIRECT (directColdReads).", prometheus.CounterValue)
 	mRCMisses    = desc("samsa_store_read_cache_misses_total", "CommitLog blocks read into the read block cache; many per block of the log means the cache is too small for how far apart its consumers read.", prometheus.CounterValue)
 	mQuarantined = desc("samsa_store_quarantined_records", "Corrupt records in the store's quarantine, found by this run or an earlier one.", prometheus.GaugeValue)
 	mReadOnly    = desc("samsa_store_read_only", "1 while the store refuses appends for lack of space (it leaves that state by itself).", prometheus.GaugeValue)
@@ -95,7 +96,7 @@ var (
 		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mWrittenOff, mDurableOff, mDispOff, mMinOff, mDiskRatio, mBuildInfo, mGroupOff, mGroupLag,
 		mAnswered, mSendLat, mPullLat,
-		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined, mRCHits, mRCMisses,
+		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined, mRCHits, mRCMisses, mRCDirect,
 		mReadOnly, mHeldIdx, mDispErrs, mFlushLat, mRefused, mIdleCloses, mFrameTO}
 )
 
@@ -185,6 +186,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mQuarantined, int64(m.Quarantined))
 	emit(mRCHits, m.ReadCacheHits)
 	emit(mRCMisses, m.ReadCacheMisses)
+	emit(mRCDirect, m.ReadCacheDirect)
 	readOnly := int64(0)
 	if m.ReadOnly {
 		readOnly = 1

@@ -206,6 +206,7 @@ func (b *Broker) storeStats() []statLine {
 		{"store_quarantined", m.Quarantined},
 		{"store_read_cache_hits", m.ReadCacheHits},
 		{"store_read_cache_misses", m.ReadCacheMisses},
+		{"store_read_cache_direct", m.ReadCacheDirect},
 		{"store_avg_batch", fmt.Sprintf("%.2f", m.AvgBatch)},
 		{"store_flushes", m.Flushes},
 		{"store_flush_p50_us", m.FlushP50.Microseconds()},
