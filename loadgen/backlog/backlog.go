@@ -91,6 +91,12 @@ type Settings struct {
 	// cold drain's shortfall splits into the disk's share and the rest
 	// (CPU, the consumers).
 	WarmReference bool `json:"warm_reference,omitempty"`
+	// PaceMBps, if set, paces the consumers together to this many MB
+	// (10^6 B) of message bodies a second from the drain's start, where
+	// they would otherwise drain at full speed: how fast a backlog can
+	// drain while the producers' p99 stays within the target. The drain
+	// target does not apply to a paced run.
+	PaceMBps float64 `json:"pace_mb_per_sec,omitempty"`
 	// DirectColdReads runs the broker with directColdReads: the read
 	// block cache reads what is not in the page cache with O_DIRECT.
 	DirectColdReads bool `json:"direct_cold_reads,omitempty"`
@@ -143,6 +149,9 @@ func (s *Settings) validate() error {
 	}
 	if s.Before <= 0 || s.DrainTimeout <= 0 || s.Repeats < 1 {
 		errs = append(errs, fmt.Errorf("before and drain_timeout (> 0), repeats %d (>= 1)", s.Repeats))
+	}
+	if s.PaceMBps < 0 {
+		errs = append(errs, fmt.Errorf("pace_mb_per_sec %g: want 0 (full speed) or more", s.PaceMBps))
 	}
 	if s.ReadSize < 1<<20 {
 		errs = append(errs, fmt.Errorf("read_size %d: want at least 1 MiB", s.ReadSize))

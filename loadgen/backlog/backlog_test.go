@@ -123,6 +123,30 @@ func TestRunExperimentFake(t *testing.T) {
 	require.Contains(t, md, "Read block cache (storage/blockcache.go) during the drains: repeat 1 8 block reads for 8 blocks of backlog (1.00 each), 56 hits; warm 8 block reads")
 }
 
+// TestRunExperimentPaced: paced consumers take at least the time their
+// pace gives the backlog's bodies, the target the options ask for reaches
+// NewTarget, and the drain target is marked as not applying.
+func TestRunExperimentPaced(t *testing.T) {
+	e := &Experiment{Name: "backlog-paced", Kind: Kind, DrainTarget: 0.8, P99Target: 2,
+		Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: bench.Duration(200 * time.Millisecond),
+			DrainTimeout: bench.Duration(30 * time.Second), SteadyRate: 200, PaceMBps: 8, DirectColdReads: true}}
+	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(),
+		NewTarget: func(_ context.Context, to TargetOptions) (Target, error) {
+			require.Equal(t, TargetOptions{Flush: "async", DirectColdReads: true}, to)
+			return &fakeTarget{dir: t.TempDir()}, nil
+		}})
+	require.NoError(t, err)
+	r := res.Runs[0]
+	require.Equal(t, r.BacklogMsgs, r.Received)
+	require.GreaterOrEqual(t, r.DrainSeconds, float64(2048*1024)/8e6*0.99, "2 MiB of bodies at 8 MB/s")
+	require.True(t, res.DrainNA)
+	md := res.Markdown()
+	require.Contains(t, md, "not applicable (paced)")
+	require.Contains(t, md, "paced together at 8 MB/s of message bodies, the broker reading what the page cache lacks with O_DIRECT")
+	_, err = (&Experiment{Name: "x", Kind: Kind, Base: Settings{BacklogBytes: 2 << 20, PaceMBps: -1}}).Settings(false)
+	require.ErrorContains(t, err, "pace_mb_per_sec -1")
+}
+
 func TestShippedExperimentLoads(t *testing.T) {
 	e, err := LoadExperiment("../../experiments/backlog-drain.json")
 	require.NoError(t, err)

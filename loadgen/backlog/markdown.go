@@ -16,8 +16,8 @@ func (r *Result) Markdown() string {
 	var b strings.Builder
 	r.Heading(&b)
 	s := r.Settings
-	fmt.Fprintf(&b, "Run %s; MB = 10⁶ B; %s flush; backlog of %d MiB of %d B messages over %d queues, drained by %d pull consumers; steady producers %g msg/s on another topic (open loop: send latency from the intended send time); page cache dropped with %s; raw read = `bench disk --read` (%s) on the same disk right after.\n\n",
-		r.Start.Format("2006-01-02 15:04 UTC"), s.Flush, s.BacklogBytes>>20, s.MessageSize, s.Queues, s.Consumers, s.SteadyRate,
+	fmt.Fprintf(&b, "Run %s; MB = 10⁶ B; %s flush; backlog of %d MiB of %d B messages over %d queues, drained by %d pull consumers%s; steady producers %g msg/s on another topic (open loop: send latency from the intended send time); page cache dropped with %s; raw read = `bench disk --read` (%s) on the same disk right after.\n\n",
+		r.Start.Format("2006-01-02 15:04 UTC"), s.Flush, s.BacklogBytes>>20, s.MessageSize, s.Queues, s.Consumers, paceNote(s), s.SteadyRate,
 		dropMethod(r.Median.Drop.Method), r.Median.ReadMethod)
 	b.WriteString("| repeat | backlog MiB | resident after drop MiB | drain s | drain MB/s | raw read MB/s | drain ÷ read | send p99 before ms | send p99 during ms | during ÷ before | resident after drain MiB | send errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, run := range r.Runs {
@@ -39,8 +39,13 @@ func (r *Result) Markdown() string {
 	writeLoopback(&b, r)
 	yes := map[bool]string{true: "yes", false: "**no**"}
 	fmt.Fprintf(&b, "\n| target | measured (median) | met |\n|---|---|---|\n")
-	fmt.Fprintf(&b, "| drain ≥ %.2f× raw sequential read | %.2f× (%.1f ÷ %.1f MB/s) | %s |\n",
-		r.DrainTarget, r.Median.DrainRatio, r.Median.DrainMBps, r.Median.ReadMBps, yes[r.DrainMet])
+	if r.DrainNA {
+		fmt.Fprintf(&b, "| drain ≥ %.2f× raw sequential read | %.2f× (%.1f ÷ %.1f MB/s), consumers paced at %g MB/s of bodies | not applicable (paced) |\n",
+			r.DrainTarget, r.Median.DrainRatio, r.Median.DrainMBps, r.Median.ReadMBps, s.PaceMBps)
+	} else {
+		fmt.Fprintf(&b, "| drain ≥ %.2f× raw sequential read | %.2f× (%.1f ÷ %.1f MB/s) | %s |\n",
+			r.DrainTarget, r.Median.DrainRatio, r.Median.DrainMBps, r.Median.ReadMBps, yes[r.DrainMet])
+	}
 	fmt.Fprintf(&b, "| send p99 during the drain ≤ %.2f× before | %.2f× | %s |\n", r.P99Target, r.MedianP99Ratio, yes[r.P99Met])
 	return b.String()
 }
@@ -59,6 +64,20 @@ func writeLoopback(b *strings.Builder, r *Result) {
 			r.DrainTarget, need, need/m.LoopbackMBps)
 	}
 	b.WriteString("\n")
+}
+
+// paceNote says how fast the consumers drained.
+func paceNote(s Settings) string {
+	var parts []string
+	if s.PaceMBps > 0 {
+		parts = append(parts, fmt.Sprintf(" paced together at %g MB/s of message bodies", s.PaceMBps))
+	} else {
+		parts = append(parts, " at full speed")
+	}
+	if s.DirectColdReads {
+		parts = append(parts, ", the broker reading what the page cache lacks with O_DIRECT (directColdReads)")
+	}
+	return strings.Join(parts, "")
 }
 
 func dropMethod(m string) string {

@@ -82,7 +82,10 @@ type Result struct {
 	Warm           *Run    `json:"warm,omitempty"`
 	MedianP99Ratio float64 `json:"median_p99_ratio"`
 	DrainMet       bool    `json:"drain_met"`
-	P99Met         bool    `json:"p99_met"`
+	// DrainNA: the consumers were paced (Settings.PaceMBps), so the
+	// drain target does not apply.
+	DrainNA bool `json:"drain_not_applicable,omitempty"`
+	P99Met  bool `json:"p99_met"`
 }
 
 // RunExperiment runs the repeats.
@@ -133,6 +136,7 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 	sort.Float64s(p99s)
 	res.MedianP99Ratio = p99s[(len(p99s)-1)/2]
 	res.DrainMet = res.Median.DrainRatio >= res.DrainTarget
+	res.DrainNA = s.PaceMBps > 0
 	res.P99Met = res.MedianP99Ratio > 0 && res.MedianP99Ratio <= res.P99Target
 	return res, nil
 }
@@ -194,7 +198,16 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 		hits0, misses0, direct0 = rc.ReadCache()
 	}
 	var received, bodyBytes atomic.Int64
-	handler := func(p []byte) { received.Add(1); bodyBytes.Add(int64(len(p))) }
+	handler := func(p []byte) {
+		received.Add(1)
+		n := bodyBytes.Add(int64(len(p)))
+		if s.PaceMBps > 0 { // a consumer waits until its bytes are due
+			due := time.Duration(float64(n) / (s.PaceMBps * 1e6) * float64(time.Second))
+			if w := due - time.Since(t0); w > 0 {
+				time.Sleep(min(w, time.Second))
+			}
+		}
+	}
 	st.during.SetMeasuring(true)
 	t0 = time.Now()
 	var consumers []loadgen.Consumer
