@@ -25,20 +25,8 @@ func TestReadCacheServesInterleavedQueues(t *testing.T) {
 	opts := testOptions(vfs.Default, "pwrite", FlushAsync)
 	opts.Dir = t.TempDir()
 	opts.SegmentSize = 4 << 20
-	s := mustOpen(t, opts)
-	ctx := context.Background()
 	const queues, per = 8, 1000
-	for i := range per {
-		for q := int32(0); q < queues; q++ {
-			if _, err := s.Append(ctx, testMessage("T", q, 700+(i*37+int(q)*11)%900)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	waitDispatched(t, s)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeInterleaved(t, opts, queues, per, func(i int, q int32) int { return 700 + (i*37+int(q)*11)%900 })
 	off := opts
 	off.ReadCacheSize = -1
 	plain := mustOpen(t, off)
@@ -73,7 +61,7 @@ func TestReadCacheServesInterleavedQueues(t *testing.T) {
 	if err := plain.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = mustOpen(t, opts)
+	s := mustOpen(t, opts)
 	defer s.Close()
 	for k := 0; k < per/64+1; k++ {
 		for q := int32(0); q < queues; q++ {
@@ -91,6 +79,26 @@ func TestReadCacheServesInterleavedQueues(t *testing.T) {
 		t.Fatalf("read cache: %d hits, %d misses; want the queues to share blocks", m.ReadCacheHits, m.ReadCacheMisses)
 	}
 	t.Logf("read cache: %d hits, %d misses", m.ReadCacheHits, m.ReadCacheMisses)
+}
+
+// writeInterleaved writes per records to each of queues queues of topic
+// T, one to each queue in turn (record i of queue q has a body of size(i,
+// q) bytes), into a store opened with opts, and closes it.
+func writeInterleaved(t *testing.T, opts Options, queues, per int, size func(i int, q int32) int) {
+	t.Helper()
+	s := mustOpen(t, opts)
+	ctx := context.Background()
+	for i := range per {
+		for q := int32(0); q < int32(queues); q++ {
+			if _, err := s.Append(ctx, testMessage("T", q, size(i, q))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitDispatched(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestReadCacheConcurrent: readers of eight interleaved queues at once,

@@ -23,20 +23,8 @@ func TestDirectColdReads(t *testing.T) {
 	opts := testOptions(vfs.Default, "pwrite", FlushAsync)
 	opts.Dir = t.TempDir()
 	opts.SegmentSize = 4 << 20
-	s := mustOpen(t, opts)
-	ctx := context.Background()
 	const queues, per = 8, 1200
-	for i := range per {
-		for q := int32(0); q < queues; q++ {
-			if _, err := s.Append(ctx, testMessage("T", q, 600+(i*41+int(q)*13)%800)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	waitDispatched(t, s)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeInterleaved(t, opts, queues, per, func(i int, q int32) int { return 600 + (i*41+int(q)*13)%800 })
 	plainOpts := opts
 	plainOpts.ReadCacheSize = -1
 	plain := mustOpen(t, plainOpts)
@@ -68,8 +56,9 @@ func TestDirectColdReads(t *testing.T) {
 		_ = f.Close()
 	}
 	opts.DirectColdReads = true
-	s = mustOpen(t, opts)
+	s := mustOpen(t, opts)
 	defer s.Close()
+	ctx := context.Background()
 	// A tail written after the open: dirty in the page cache, read from it.
 	for q := int32(0); q < queues; q++ {
 		for i := 0; i < 40; i++ {
