@@ -142,6 +142,7 @@ func TestRunExperimentPaced(t *testing.T) {
 	require.True(t, res.DrainNA)
 	md := res.Markdown()
 	require.Contains(t, md, "not applicable (paced)")
+	require.NotContains(t, md, "no consumer that receives the backlog over TCP", "the drain target does not apply to a paced run")
 	require.Contains(t, md, "paced together at 8 MB/s of message bodies, the broker reading what the page cache lacks with O_DIRECT")
 	_, err = (&Experiment{Name: "x", Kind: Kind, Base: Settings{BacklogBytes: 2 << 20, PaceMBps: -1}}).Settings(false)
 	require.ErrorContains(t, err, "pace_mb_per_sec -1")
