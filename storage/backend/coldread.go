@@ -57,8 +57,9 @@ func AlignedBlock(n int) []byte {
 	return b[off : off+n : off+n]
 }
 
-// noColdRead: the kernel or the file system refused cachestat or
-// O_DIRECT once; the process stops trying.
+// noColdRead: the kernel or the file system refused cachestat or an
+// O_DIRECT read once; the process stops trying. (A segment whose O_DIRECT
+// descriptor would not open reads through the page cache alone.)
 var noColdRead atomic.Bool
 
 // directFile is a segment's second descriptor, opened with O_DIRECT for
@@ -141,7 +142,8 @@ func readCold(f vfs.File, d *directFile, p []byte, off, inFile int64) (int, bool
 	dfd, err := d.get(fd)
 	if err != nil {
 		if err != errSegmentClosed {
-			noColdRead.Store(true)
+			// This segment reads through the page cache from now on; a
+			// refusal that may pass (EMFILE) does not stop the others.
 			err = ErrNoColdRead
 		}
 		return 0, false, err
