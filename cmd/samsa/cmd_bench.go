@@ -226,13 +226,20 @@ func benchLoopback(args []string) error {
 	fs.Var(bytesFlag{&chunk}, "chunk", "bytes per write")
 	fs.Var(bytesFlag{&total}, "bytes", "bytes all connections carry together")
 	fs.StringVar(&jsonPath, "json", "", "write the result as JSON here")
+	var prof profileFlags
+	prof.register(fs)
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
 	o.Chunk, o.Bytes = int(chunk), total
+	stop, err := prof.start()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	res, err := bench.RunLoopback(ctx, o)
+	stop()
 	if err != nil {
 		return err
 	}
