@@ -91,13 +91,14 @@ func RunLoopback(ctx context.Context, opts LoopbackOptions) (*LoopbackResult, er
 			_ = c.Close()
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { // a cancelled run unblocks every read and write
+	closeAll := func() { // unblocks every read and write
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range conns {
 			_ = c.Close()
 		}
-	})
+	}
+	stop := context.AfterFunc(ctx, closeAll) // a cancelled run
 	defer stop()
 	wg.Add(1)
 	go func() { // the senders
@@ -106,11 +107,7 @@ func RunLoopback(ctx context.Context, opts LoopbackOptions) (*LoopbackResult, er
 			c, err := ln.Accept()
 			if err != nil {
 				errs <- fmt.Errorf("accept: %w", err)
-				mu.Lock()
-				for _, c := range conns { // the dialled ends would wait for bytes forever
-					_ = c.Close()
-				}
-				mu.Unlock()
+				closeAll() // the dialled ends would wait for bytes forever
 				return
 			}
 			track(c)

@@ -295,18 +295,15 @@ func (c *blockCache) read(s *Store, data []byte, start int64) (n int, direct boo
 	return n, false, err
 }
 
-// readColdAt is readLogAt through the segment's ColdReader: whole blocks
-// in one segment, every byte in the file; backend.ErrNoColdRead when not.
+// readColdAt is readLogAt through the segment's ColdReader (which
+// checks that every byte is in the file); backend.ErrNoColdRead when the
+// segment has none.
 func (s *Store) readColdAt(b []byte, phys int64) (int, bool, error) {
 	s.segs.RLock() // written is checked under it: a cut lowers it under the write lock
 	defer s.segs.RUnlock()
-	end := phys + int64(len(b))
-	if phys < 0 || end > s.handed.Load() {
-		return 0, false, backend.ErrNoColdRead
-	}
-	g := s.segmentAtLocked(phys)
-	if g == nil || end > g.end(s.segSize) {
-		return 0, false, backend.ErrNoColdRead
+	g, err := s.segmentSpanLocked(phys, len(b))
+	if err != nil {
+		return 0, false, err
 	}
 	cr, ok := g.seg.(backend.ColdReader)
 	if !ok {

@@ -41,15 +41,9 @@ func (s *Store) readInto(b []byte, phys int64) error {
 func (s *Store) readLogAt(b []byte, phys int64, short bool) (int, error) {
 	s.segs.RLock() // written is checked under it: a cut lowers it under the write lock
 	defer s.segs.RUnlock()
-	if phys < 0 || phys+int64(len(b)) > s.written.Load() {
-		return 0, fmt.Errorf("%w: [%d, %d) past the written offset %d", ErrNotFound, phys, phys+int64(len(b)), s.written.Load())
-	}
-	g := s.segmentAtLocked(phys)
-	if g == nil {
-		return 0, fmt.Errorf("%w: offset %d (min offset %d)", ErrNotFound, phys, s.minOffsetLocked())
-	}
-	if phys+int64(len(b)) > g.end(s.segSize) {
-		return 0, fmt.Errorf("%w: [%d, %d) crosses the end of segment %s", ErrNotFound, phys, phys+int64(len(b)), g.path)
+	g, err := s.segmentSpanLocked(phys, len(b))
+	if err != nil {
+		return 0, err
 	}
 	n, err := g.seg.ReadAt(b, phys-g.base)
 	if short && n > 0 && errors.Is(err, io.EOF) {
@@ -59,6 +53,23 @@ func (s *Store) readLogAt(b []byte, phys int64, short bool) (int, error) {
 		return 0, fmt.Errorf("storage: read %d bytes at %d of %s: %w", len(b), phys-g.base, g.path, err)
 	}
 	return n, nil
+}
+
+// segmentSpanLocked returns the segment that holds the log's n bytes at
+// phys, all of them written (segs read-locked), or an ErrNotFound.
+func (s *Store) segmentSpanLocked(phys int64, n int) (*segment, error) {
+	end := phys + int64(n)
+	if phys < 0 || end > s.written.Load() {
+		return nil, fmt.Errorf("%w: [%d, %d) past the written offset %d", ErrNotFound, phys, end, s.written.Load())
+	}
+	g := s.segmentAtLocked(phys)
+	if g == nil {
+		return nil, fmt.Errorf("%w: offset %d (min offset %d)", ErrNotFound, phys, s.minOffsetLocked())
+	}
+	if end > g.end(s.segSize) {
+		return nil, fmt.Errorf("%w: [%d, %d) crosses the end of segment %s", ErrNotFound, phys, end, g.path)
+	}
+	return g, nil
 }
 
 func (s *Store) minOffsetLocked() int64 {

@@ -68,16 +68,14 @@ func writeLoopback(b *strings.Builder, r *Result) {
 
 // paceNote says how fast the consumers drained.
 func paceNote(s Settings) string {
-	var parts []string
+	note := " at full speed"
 	if s.PaceMBps > 0 {
-		parts = append(parts, fmt.Sprintf(" paced together at %g MB/s of message bodies", s.PaceMBps))
-	} else {
-		parts = append(parts, " at full speed")
+		note = fmt.Sprintf(" paced together at %g MB/s of message bodies", s.PaceMBps)
 	}
 	if s.DirectColdReads {
-		parts = append(parts, ", the broker reading what the page cache lacks with O_DIRECT (directColdReads)")
+		note += ", the broker reading what the page cache lacks with O_DIRECT (directColdReads)"
 	}
-	return strings.Join(parts, "")
+	return note
 }
 
 func dropMethod(m string) string {
