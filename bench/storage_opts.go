@@ -47,6 +47,9 @@ type StorageOptions struct {
 	// AckBuffered acknowledges from the backend's user-space buffer
 	// (storage Options.AckBuffered: durability "memory"); default false.
 	AckBuffered bool
+	// Stage keeps segment buffers in stage files (storage Options.Stage);
+	// default false.
+	Stage bool
 }
 
 // EnsureDefaults fills the bench's own zero fields (not the engine's).
@@ -107,9 +110,13 @@ func (o *StorageOptions) Validate() error {
 // String is the bench's side of the configuration, on one line; the
 // result's StoreConfig has the engine's Options.String().
 func (o StorageOptions) String() string {
-	return fmt.Sprintf("backend=%s flush=%s size=%d writers=%d queues=%d duration=%s warmup=%s segment_size=%d preallocate=%t max_batch_bytes=%d min_interval=%s max_gather=%s max_pending=%d interval=%s dirty_pages=%d ack_buffered=%t",
+	stage := ""
+	if o.Stage { // only when set: the gate keys results by this line
+		stage = " stage=true"
+	}
+	return fmt.Sprintf("backend=%s flush=%s size=%d writers=%d queues=%d duration=%s warmup=%s segment_size=%d preallocate=%t max_batch_bytes=%d min_interval=%s max_gather=%s max_pending=%d interval=%s dirty_pages=%d ack_buffered=%t%s",
 		o.Backend, o.Flush, o.Size, o.Writers, o.Queues, o.Duration, o.Warmup,
-		o.SegmentSize, o.Preallocate, o.MaxBatchBytes, o.MinInterval, o.MaxGather, o.MaxPending, o.Interval, o.DirtyPages, o.AckBuffered)
+		o.SegmentSize, o.Preallocate, o.MaxBatchBytes, o.MinInterval, o.MaxGather, o.MaxPending, o.Interval, o.DirtyPages, o.AckBuffered, stage)
 }
 
 // StorageResult is one storage run. Counters cover the measured window.

@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/samsamq/samsa/storage/backend"
 	"io/fs"
 	"path/filepath"
 
-	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/record"
 )
 
@@ -295,7 +295,7 @@ func (s *Store) rollLocked() error {
 			return err
 		}
 	}
-	if old != nil && !s.ho.inAppend {
+	if old != nil && (!s.ho.inAppend || s.staged) {
 		// The log stays a prefix on file: every byte of the old segment
 		// (its blank included) reaches the kernel before any byte of the
 		// new one can (pwrite writes a lone writer's append through).
@@ -303,6 +303,14 @@ func (s *Store) rollLocked() error {
 			s.dropSegment(ng)
 			s.m.writeErrors.Add(1)
 			return s.breakWith(fmt.Errorf("write out %s before rolling: %w", old.path, err))
+		}
+	}
+	if sl, ok := segSealer(old); ok {
+		// Its buffer (and stage) go: every byte is in the file now.
+		if err := sl.Seal(); err != nil {
+			s.dropSegment(ng)
+			s.m.writeErrors.Add(1)
+			return s.breakWith(fmt.Errorf("seal %s before rolling: %w", old.path, err))
 		}
 	}
 	// The flusher syncs the directory before it reports any byte of ng
@@ -343,10 +351,19 @@ func (s *Store) sealLocked(g *segment) error {
 	return nil
 }
 
+// segSealer is g's backend.Sealer, if g is a segment that has one.
+func segSealer(g *segment) (backend.Sealer, bool) {
+	if g == nil {
+		return nil, false
+	}
+	sl, ok := g.seg.(backend.Sealer)
+	return sl, ok
+}
+
 // createSegment creates the segment file starting at base.
 func (s *Store) createSegment(base int64) (*segment, error) {
 	path := s.segmentPath(base)
-	sg, err := s.be.Create(backend.Config{FS: s.fs, Path: path, Capacity: s.segSize, Preallocate: s.opts.Preallocate})
+	sg, err := s.be.Create(s.segConfig(path, 0))
 	if err != nil {
 		s.m.writeErrors.Add(1)
 		// A backend that failed after making the file (preallocate, map,

@@ -115,6 +115,16 @@ type Options struct {
 	// most on the O_DIRECT backends, whose hand-over is a device write;
 	// mmap ignores it (its buffer is the page cache); sync flush ignores it.
 	AckBuffered bool
+	// Stage (async and none flush, a backend.Stager: pwrite) keeps each
+	// segment's write buffer in a shared mapping of a stage file under
+	// Dir/stage (backend/stage.go): an append is in the kernel once it is
+	// copied, so it is acknowledged with no write call and no wait for
+	// one, at the same durability (process-crash); the segment file still
+	// gets its bytes one buffer at a time. Open replays the stages a
+	// process crash left; a stage made before a reboot is dropped (its
+	// bytes were never synced). Needs a file system that names its boot
+	// (vfs.Booter) and maps files; ignored with AckBuffered or sync flush.
+	Stage bool
 	// ConsumeQueueEntries is the entries per ConsumeQueue file. Default
 	// 300,000 (6 MB files, RocketMQ's).
 	ConsumeQueueEntries int

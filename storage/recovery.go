@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/consumequeue"
 	"github.com/samsamq/samsa/storage/record"
 	"github.com/samsamq/samsa/storage/vfs"
@@ -80,6 +79,10 @@ func (s *Store) recover() (err error) {
 	if err := s.removeStaleTemp(); err != nil {
 		return err
 	}
+	replayed, err := s.replayStages()
+	if err != nil {
+		return err
+	}
 	cq, err := consumequeue.OpenTable(consumequeue.Options{
 		FS: s.fs, Dir: filepath.Join(s.dir, "consumequeue"), EntriesPerFile: s.opts.ConsumeQueueEntries, Logger: s.log,
 		MaxOpenFiles: s.cqMaxOpenFiles(),
@@ -92,7 +95,7 @@ func (s *Store) recover() (err error) {
 	if err != nil {
 		return err
 	}
-	clean := haveCk && ck.clean && !abort
+	clean := haveCk && ck.clean && !abort && !replayed
 	var end, durable int64
 	if clean {
 		var ok bool
@@ -194,7 +197,7 @@ func (s *Store) openClean(files []segmentFile, ck checkpoint) (end int64, ok boo
 // openSegment opens a segment file with the backend and appends it to the
 // list (the last one opened is the active segment).
 func (s *Store) openSegment(f segmentFile, written int64, sealed bool, sc segScan) error {
-	sg, err := s.be.Open(backend.Config{FS: s.fs, Path: f.path, Capacity: s.segSize, Written: written, Preallocate: s.opts.Preallocate})
+	sg, err := s.be.Open(s.segConfig(f.path, written))
 	if err != nil {
 		return fmt.Errorf("storage: open segment: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/record"
 	"github.com/samsamq/samsa/storage/vfs"
 )
@@ -223,7 +222,7 @@ func (s *Store) cutSegments(list []*segment, i int, off int64) error {
 // reopenSegment opens the segment file at base with written bytes.
 func (s *Store) reopenSegment(base, written int64) (*segment, error) {
 	path := s.segmentPath(base)
-	sg, err := s.be.Open(backend.Config{FS: s.fs, Path: path, Capacity: s.segSize, Written: written, Preallocate: s.opts.Preallocate})
+	sg, err := s.be.Open(s.segConfig(path, written))
 	if err != nil {
 		return nil, fmt.Errorf("open segment %s: %w", path, err)
 	}

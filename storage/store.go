@@ -28,7 +28,8 @@ type Store struct {
 	dir     string
 	clDir   string
 	policy  FlushPolicy
-	maxRec  int // largest record (or batch) a segment takes
+	maxRec  int  // largest record (or batch) a segment takes
+	staged  bool // segments keep their buffer in a stage (stage.go)
 
 	lock io.Closer // Dir/LOCK
 	cq   *consumequeue.Table
@@ -179,7 +180,12 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.maxRec = int(min(opts.SegmentSize-blankReserve, 1<<31-1))
 	s.ho.cond.L = &s.ho.mu
-	s.ho.inAppend = appendsReachKernel(opts.backendBaseName())
+	var stageWhy string
+	s.staged, stageWhy = stageUse(opts, be)
+	if stageWhy != "" {
+		s.log.Warn("storage: Stage asked for but not used", "why", stageWhy)
+	}
+	s.ho.inAppend = appendsReachKernel(opts.backendBaseName()) || s.staged
 	s.ho.buffered = opts.Durability() == DurabilityMemory
 	s.stop.flusher = make(chan struct{})
 	s.stop.dispatcher = make(chan struct{})
@@ -206,7 +212,11 @@ func Open(opts Options) (*Store, error) {
 
 // open makes the directories, takes the lock and recovers.
 func (s *Store) open() error {
-	for _, d := range []string{s.dir, s.clDir} {
+	dirs := []string{s.dir, s.clDir}
+	if s.staged {
+		dirs = append(dirs, filepath.Join(s.dir, stageDirName))
+	}
+	for _, d := range dirs {
 		if err := s.fs.MkdirAll(d); err != nil {
 			return fmt.Errorf("storage: mkdir %s: %w", d, err)
 		}

@@ -94,6 +94,27 @@ type Config struct {
 	// Preallocate reserves the whole segment with fallocate at create
 	// (odirect always does).
 	Preallocate bool
+	// StagePath, if set, is where a Stager backend keeps the segment's
+	// write buffer in a shared mapping (stage.go): appended bytes are
+	// then in the kernel at once. The FS must be a vfs.Booter whose files
+	// are vfs.Mappers. The caller replays (ReplayStage) any stage file a
+	// crash left there before it reads or opens the segment.
+	StagePath string
+}
+
+// Sealer is implemented by segments that hold memory (or a stage) for
+// appends: Seal says no byte is appended again, so the segment writes out
+// what it holds and lets it go. The CommitLog seals a segment when it
+// rolls past it (a sealed segment's blank does not fill the file, so the
+// segment cannot tell by itself).
+type Sealer interface {
+	Seal() error
+}
+
+// Stager is implemented by backends that can stage appends
+// (Config.StagePath).
+type Stager interface {
+	Stages() bool
 }
 
 // Backend creates and opens segments of one kind.

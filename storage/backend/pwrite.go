@@ -139,6 +139,10 @@ type pwriteBackend struct{ opts PwriteOptions }
 
 func (pwriteBackend) Name() string { return "pwrite" }
 
+// Stages: a pwrite segment keeps its buffer in a stage when asked
+// (Config.StagePath, stage.go).
+func (pwriteBackend) Stages() bool { return true }
+
 func (b pwriteBackend) Create(cfg Config) (Segment, error) {
 	if err := checkSegmentConfig("pwrite", cfg, false); err != nil {
 		return nil, err

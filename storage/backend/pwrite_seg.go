@@ -13,11 +13,16 @@ import (
 
 // pwriteSegment is the pwrite backend's segment (see pwrite.go).
 type pwriteSegment struct {
-	f        vfs.File
-	path     string
-	capacity int64
-	bufSize  int // the buffer's size once allocated
-	closed   atomic.Bool
+	f    vfs.File
+	fs   vfs.FS
+	path string
+	// stagePath: keep the buffer in a stage there (stage.go); stage is
+	// it once the buffer exists (under io and bufMu exclusively, like buf).
+	stagePath string
+	stage     *stage
+	capacity  int64
+	bufSize   int // the buffer's size once allocated
+	closed    atomic.Bool
 
 	// written is the tail; every byte below onFile is in the file (onFile
 	// may run ahead of written while a write-through append finishes);
@@ -57,7 +62,7 @@ type pwriteSegment struct {
 }
 
 func newPwriteSegment(f vfs.File, cfg Config, opts PwriteOptions, written, reserved int64) *pwriteSegment {
-	s := &pwriteSegment{f: f, path: cfg.Path, capacity: cfg.Capacity, reserved: reserved}
+	s := &pwriteSegment{f: f, fs: cfg.FS, path: cfg.Path, stagePath: cfg.StagePath, capacity: cfg.Capacity, reserved: reserved}
 	s.bufSize = int(min(int64(opts.BufferSize), cfg.Capacity-written))
 	s.written.Store(written)
 	s.onFile.Store(written)
@@ -99,6 +104,9 @@ func (s *pwriteSegment) Append(p []byte) error {
 		return s.writeLarge(p, w)
 	}
 	copy(s.buf[w-s.base:], p)
+	if s.stage != nil {
+		s.stage.hdr.written.Store(end)
+	}
 	if through {
 		s.io.Lock()
 		err := s.writeOutLocked(end)
@@ -148,13 +156,33 @@ func (s *pwriteSegment) restartBuffer(w int64) error {
 			return err
 		}
 	}
+	if s.buf == nil && s.stagePath != "" {
+		st, err := openStage(s.fs, s.stagePath, s.bufSize, w)
+		if err != nil {
+			return err
+		}
+		s.bufMu.Lock()
+		s.stage, s.buf, s.base = st, st.buf(), w
+		s.bufMu.Unlock()
+		return nil
+	}
 	s.bufMu.Lock()
 	if s.buf == nil {
 		s.buf = make([]byte, s.bufSize)
 	}
 	s.base = w
 	s.bufMu.Unlock()
+	s.restage(w)
 	return nil
+}
+
+// restage moves the stage's header to a buffer that starts (and ends) at
+// w, every byte below w being in the file (io held).
+func (s *pwriteSegment) restage(w int64) {
+	if s.stage != nil {
+		s.stage.hdr.base.Store(w)
+		s.stage.hdr.written.Store(w)
+	}
 }
 
 // writeLarge writes p, longer than the whole buffer, straight to the file
@@ -170,8 +198,11 @@ func (s *pwriteSegment) writeLarge(p []byte, w int64) error {
 	s.bufMu.Lock()
 	s.base = end
 	s.bufMu.Unlock()
+	s.restage(end)
 	if end == s.capacity {
-		s.releaseLocked()
+		if err := s.releaseLocked(); err != nil {
+			return err
+		}
 	}
 	s.written.Store(end)
 	return nil
@@ -189,7 +220,7 @@ func (s *pwriteSegment) writeOutLocked(to int64) error {
 	}
 	s.onFile.Store(to)
 	if to == s.capacity {
-		s.releaseLocked()
+		return s.releaseLocked()
 	}
 	return nil
 }
@@ -209,12 +240,37 @@ func (s *pwriteSegment) writeLocked(p []byte, off int64) error {
 	return nil
 }
 
+// Seal writes out the buffer and drops it (and its stage): nothing is
+// appended again (backend.Sealer). Reads then come from the file.
+func (s *pwriteSegment) Seal() error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	if s.closed.Load() {
+		return errSegmentClosed
+	}
+	s.io.Lock()
+	defer s.io.Unlock()
+	if err := s.writeOutLocked(s.written.Load()); err != nil {
+		return err
+	}
+	if s.buf == nil {
+		return nil
+	}
+	return s.releaseLocked()
+}
+
 // releaseLocked drops the buffer of a full segment (io held): nothing is
 // appended again and every byte is read from the file.
-func (s *pwriteSegment) releaseLocked() {
+func (s *pwriteSegment) releaseLocked() error {
 	s.bufMu.Lock()
 	s.buf = nil
+	st := s.stage
+	s.stage = nil
 	s.bufMu.Unlock()
+	if st != nil {
+		return st.close(s.fs, true)
+	}
+	return nil
 }
 
 func (s *pwriteSegment) ReadAt(p []byte, off int64) (int, error) {
@@ -342,6 +398,14 @@ func (s *pwriteSegment) Close() error {
 	}
 	s.bufMu.Lock()
 	s.buf = nil
+	st := s.stage
+	s.stage = nil
 	s.bufMu.Unlock()
-	return errors.Join(err, s.direct.close(), s.f.Close())
+	var stErr error
+	if st != nil {
+		// Kept if the file may lack some of its bytes: the next Open
+		// replays it (ReplayStage).
+		stErr = st.close(s.fs, err == nil && s.flush.err == nil)
+	}
+	return errors.Join(err, stErr, s.direct.close(), s.f.Close())
 }

@@ -44,6 +44,7 @@ type MemFS struct {
 		capacity int64
 		used     int64
 		locks    map[*memNode]bool
+		boot     string // BootID (boot.go)
 	}
 }
 
@@ -58,6 +59,7 @@ func NewMem() *MemFS {
 	m.mu.root = newDirNode()
 	m.mu.capacity = DefaultMemCapacity
 	m.mu.locks = map[*memNode]bool{}
+	m.mu.boot = newMemBoot()
 	return m
 }
 

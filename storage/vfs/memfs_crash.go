@@ -46,6 +46,7 @@ func (m *MemFS) ProcessCrashClone() *MemFS {
 	c := NewMem()
 	c.mu.capacity = m.mu.capacity
 	c.mu.used = m.mu.used
+	c.mu.boot = m.mu.boot // the kernel lives on
 	c.mu.root = processNode(m.mu.root, map[*memNode]*memNode{})
 	return c
 }

@@ -109,6 +109,9 @@ func (f *FS) Stat(name string) (int64, error)              { return f.inner.Stat
 func (f *FS) Lock(name string) (io.Closer, error)          { return f.inner.Lock(name) }
 func (f *FS) DiskUsage(dir string) (uint64, uint64, error) { return f.inner.DiskUsage(dir) }
 
+// BootID is the inner file system's (vfs.Booter).
+func (f *FS) BootID() (string, error) { return vfs.InnerBootID(f.inner) }
+
 // SyncDir syncs the directory through the inner FS, counted.
 func (f *FS) SyncDir(dir string) error {
 	f.dirSyncs.Add(1)

@@ -254,3 +254,7 @@ func (f *FS) List(dir string) ([]string, error)            { return f.inner.List
 func (f *FS) Stat(name string) (int64, error)              { return f.inner.Stat(name) }
 func (f *FS) Lock(name string) (io.Closer, error)          { return f.inner.Lock(name) }
 func (f *FS) DiskUsage(dir string) (uint64, uint64, error) { return f.inner.DiskUsage(dir) }
+
+// BootID is the inner file system's (vfs.Booter), or an error if it names
+// none.
+func (f *FS) BootID() (string, error) { return vfs.InnerBootID(f.inner) }

@@ -1,0 +1,94 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/samsamq/samsa/storage/backend"
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// Stages (Options.Stage, backend/stage.go): a staging store keeps each
+// writable segment's write buffer in a shared mapping of a file under
+// Dir/stage, named as the segment. Appends are in the kernel once copied,
+// as mmap's are (ho.inAppend), so there is no hand-over. Recovery replays
+// every stage before it lists the log (whatever Options say now: the last
+// run may have staged) and treats a replay as an unclean stop.
+//
+//	Dir/stage/<segment name>   a header page and the segment's buffer
+
+// stageDirName is the stages' directory under Dir.
+const stageDirName = "stage"
+
+// stageUse says whether o and be stage appends, and if not, why (empty
+// when o does not ask).
+func stageUse(o Options, be backend.Backend) (ok bool, why string) {
+	if !o.Stage {
+		return false, ""
+	}
+	switch {
+	case o.Flush.Policy == FlushSync:
+		return false, "sync flush waits for the fsync anyway"
+	case o.AckBuffered:
+		return false, "AckBuffered acknowledges from the user-space buffer"
+	}
+	if st, is := be.(backend.Stager); !is || !st.Stages() {
+		return false, fmt.Sprintf("the %s backend has no stage", be.Name())
+	}
+	if _, ok, err := vfs.BootID(o.FS); !ok {
+		return false, fmt.Sprintf("the file system names no boot (%v)", err)
+	}
+	return true, ""
+}
+
+// segConfig is the backend configuration of the segment file at path
+// holding written bytes (0 for Create).
+func (s *Store) segConfig(path string, written int64) backend.Config {
+	c := backend.Config{FS: s.fs, Path: path, Capacity: s.segSize, Written: written, Preallocate: s.opts.Preallocate}
+	if s.staged {
+		c.StagePath = filepath.Join(s.dir, stageDirName, filepath.Base(path))
+	}
+	return c
+}
+
+// replayStages writes what the stages a crash left hold into their
+// segment files and removes them (backend.ReplayStage); it says whether
+// any bytes were replayed. A stage of another boot, or whose segment is
+// gone, is removed with a log line saying so.
+func (s *Store) replayStages() (bool, error) {
+	dir := filepath.Join(s.dir, stageDirName)
+	names, err := s.fs.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("storage: list %s: %w", dir, err)
+	}
+	replayed := false
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if _, ok := parseSegmentName(n); !ok {
+			s.log.Warn("storage: ignoring a file that is not a stage", "dir", dir, "name", n)
+			continue
+		}
+		r, err := backend.ReplayStage(s.fs, p, filepath.Join(s.clDir, n), s.segSize)
+		if err != nil {
+			return false, fmt.Errorf("storage: replay stage: %w", err)
+		}
+		if r.Replayed {
+			replayed = true
+			s.log.Info("storage: replayed a stage a crash left (bytes the kernel held)", "segment", n,
+				"from", r.From, "to", r.To)
+			continue
+		}
+		s.log.Warn("storage: dropped a stage without replaying it", "segment", n, "from", r.From, "to", r.To, "why", r.Why)
+	}
+	if len(names) > 0 {
+		if err := s.fs.SyncDir(dir); err != nil {
+			return false, fmt.Errorf("storage: sync dir %s: %w", dir, err)
+		}
+	}
+	return replayed, nil
+}

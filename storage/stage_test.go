@@ -1,0 +1,151 @@
+package storage
+
+import (
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// stageOptions: pwrite, async flush with no flush but by hand, staged.
+func stageOptions(mem *vfs.MemFS) Options {
+	opts := testOptions(mem, "pwrite", FlushAsync)
+	opts.Flush.Interval = time.Hour
+	opts.Stage = true
+	return opts
+}
+
+// TestStageSurvivesProcessCrash: a staged store acknowledges appends
+// whose bytes are only in its stage (the segment file lacks them); after a
+// process crash Open replays the stage and every acknowledged record is
+// there, across segment rolls.
+func TestStageSurvivesProcessCrash(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := stageOptions(mem)
+	s := mustOpen(t, opts)
+	if !s.staged || !s.ho.inAppend {
+		t.Fatal("the store does not stage")
+	}
+	appendN(t, s, "S", 0, 60, 200) // 8 KiB segments: a few rolls
+	waitDispatched(t, s)
+	if s.HandedOffset() != s.WrittenOffset() {
+		t.Fatalf("handed %d, written %d: a staged append is in the kernel once written", s.HandedOffset(), s.WrittenOffset())
+	}
+	names, err := mem.List(filepath.Join(opts.Dir, stageDirName))
+	if err != nil || len(names) != 1 {
+		t.Fatalf("stages %v (%v), want the active segment's", names, err)
+	}
+	img := mem.ProcessCrashClone() // nothing appends meanwhile
+	s.Close()
+
+	var logs syncBuffer
+	opts.FS = img
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s2 := mustOpen(t, opts)
+	defer s2.Close()
+	if got := s2.MaxQueueOffset("S", 0); got != 60 {
+		t.Fatalf("queue ends at %d after the crash, want 60\n%s", got, logs.String())
+	}
+	res, err := s2.GetMessages("S", 0, 0, 60, 0, nil)
+	if err != nil || len(res.Records) != 60 {
+		t.Fatalf("%d records readable, %v", len(res.Records), err)
+	}
+	if !strings.Contains(logs.String(), "replayed a stage") {
+		t.Fatalf("no replay logged:\n%s", logs.String())
+	}
+	appendN(t, s2, "S", 0, 5, 200) // and it goes on
+	waitDispatched(t, s2)
+	if got := s2.MaxQueueOffset("S", 0); got != 65 {
+		t.Fatalf("queue ends at %d, want 65", got)
+	}
+}
+
+// TestStageDroppedAfterPowerLoss: a stage is never synced, so after a
+// power loss (a new boot) Open drops it and recovery finds what the
+// segment files had synced.
+func TestStageDroppedAfterPowerLoss(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := stageOptions(mem)
+	s := mustOpen(t, opts)
+	appendN(t, s, "P", 0, 5, 200)
+	if err := s.flushTo(s.WrittenOffset()); err != nil { // five durable
+		t.Fatal(err)
+	}
+	appendN(t, s, "P", 0, 7, 200) // in the stage only
+	waitDispatched(t, s)
+	// The stage's name and bytes survive (as the kernel may have written
+	// them back), so only its boot tells it from a process crash's.
+	stage := filepath.Join(opts.Dir, stageDirName, "00000000000000000000")
+	f, err := mem.Open(stage, vfs.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := mem.SyncDir(filepath.Dir(stage)); err != nil {
+		t.Fatal(err)
+	}
+	img := mem.CrashClone(nil)
+	s.Close()
+
+	var logs syncBuffer
+	opts.FS = img
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s2 := mustOpen(t, opts)
+	defer s2.Close()
+	if got := s2.MaxQueueOffset("P", 0); got != 5 {
+		t.Fatalf("queue ends at %d after the power loss, want 5", got)
+	}
+	if !strings.Contains(logs.String(), "dropped a stage") || !strings.Contains(logs.String(), "another boot") {
+		t.Fatalf("the dropped stage is not logged:\n%s", logs.String())
+	}
+}
+
+// TestStageCleanClose: Close writes every stage out and removes it; the
+// next Open finds a clean store.
+func TestStageCleanClose(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := stageOptions(mem)
+	s := mustOpen(t, opts)
+	appendN(t, s, "C", 0, 30, 200)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := mem.List(filepath.Join(opts.Dir, stageDirName)); len(names) != 0 {
+		t.Fatalf("Close left stages %v", names)
+	}
+	s2 := mustOpen(t, opts)
+	defer s2.Close()
+	if got := s2.MaxQueueOffset("C", 0); got != 30 {
+		t.Fatalf("queue ends at %d, want 30", got)
+	}
+}
+
+// TestStageNotUsed: Stage with sync flush (or without a Stager backend)
+// says so in the log and the store works as without it.
+func TestStageNotUsed(t *testing.T) {
+	for _, c := range []struct {
+		be     string
+		policy FlushPolicy
+		why    string
+	}{{"pwrite", FlushSync, "sync flush"}, {"odirect", FlushAsync, "no stage"}} {
+		var logs syncBuffer
+		opts := testOptions(vfs.NewMem(), c.be, c.policy)
+		opts.Stage = true
+		opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		s, err := Open(opts)
+		if err != nil {
+			t.Skipf("%s: %v", c.be, err) // odirect may be unavailable on MemFS
+		}
+		if s.staged || !strings.Contains(logs.String(), c.why) {
+			t.Errorf("%s/%s: staged %t, log:\n%s", c.be, c.policy, s.staged, logs.String())
+		}
+		appendN(t, s, "N", 0, 3, 200)
+		s.Close()
+	}
+}
