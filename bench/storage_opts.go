@@ -47,9 +47,9 @@ type StorageOptions struct {
 	// AckBuffered acknowledges from the backend's user-space buffer
 	// (storage Options.AckBuffered: durability "memory"); default false.
 	AckBuffered bool
-	// Stage keeps segment buffers in stage files (storage Options.Stage);
-	// default false.
-	Stage bool
+	// NoStage turns the engine's stages off (storage Options.NoStage):
+	// async appends are then handed to the kernel by write calls.
+	NoStage bool
 }
 
 // EnsureDefaults fills the bench's own zero fields (not the engine's).
@@ -111,8 +111,8 @@ func (o *StorageOptions) Validate() error {
 // result's StoreConfig has the engine's Options.String().
 func (o StorageOptions) String() string {
 	stage := ""
-	if o.Stage { // only when set: the gate keys results by this line
-		stage = " stage=true"
+	if o.NoStage { // only when set: the gate keys results by this line
+		stage = " no_stage=true"
 	}
 	return fmt.Sprintf("backend=%s flush=%s size=%d writers=%d queues=%d duration=%s warmup=%s segment_size=%d preallocate=%t max_batch_bytes=%d min_interval=%s max_gather=%s max_pending=%d interval=%s dirty_pages=%d ack_buffered=%t%s",
 		o.Backend, o.Flush, o.Size, o.Writers, o.Queues, o.Duration, o.Warmup,

@@ -37,7 +37,7 @@ func (o StorageOptions) storeOptions(dir string) (storage.Options, error) {
 			MaxGather: o.MaxGather, MaxPending: o.MaxPending, Interval: o.Interval, DirtyPages: o.DirtyPages},
 		Retention:   storage.RetentionOptions{MaxAge: -1, DiskRatio: -1},
 		AckBuffered: o.AckBuffered,
-		Stage:       o.Stage,
+		NoStage:     o.NoStage,
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	so.EnsureDefaults()

@@ -209,6 +209,7 @@ func (b *Broker) storeOptions() storage.Options {
 	o.ConsumeQueueMaxOpenFiles = c.MaxOpenConsumeQueueFiles
 	o.ReadCacheSize = int64(c.ReadBlockCacheMB) << 20 // -1: off
 	o.DirectColdReads = c.DirectColdReads
+	o.NoStage = !c.StageAppends
 	o.MessageIndex = storage.MessageIndexOptions{Disabled: !c.MessageIndexEnable, MaxHashSlots: c.MaxHashSlotNum, MaxEntries: c.MaxIndexNum}
 	o.Flush.Policy = storage.FlushAsync
 	if c.FlushDiskType == SyncFlush {

@@ -91,6 +91,14 @@ type Config struct {
 	// a backlog drain does not fill the page cache with bytes read once
 	// (storage.Options.DirectColdReads; pwrite backend). Default off.
 	DirectColdReads bool
+	// StageAppends (stageAppends, ours): under ASYNC_FLUSH with the pwrite
+	// backend, keep each CommitLog segment's write buffer in a shared
+	// mapping of a stage file (storePathRootDir/stage), so a send is
+	// answered once its message is copied there, in the kernel, with no
+	// write call (storage Options.NoStage, inverted). Same durability: a
+	// process crash loses nothing acknowledged (the next start replays
+	// the stages). Default true.
+	StageAppends bool
 	// FileReservedTime (fileReservedTime, hours): segments older are
 	// deleted. Default 72; 0 keeps everything.
 	FileReservedTime int
@@ -379,6 +387,7 @@ func (c *Config) EnsureDefaults() {
 	c.boolDefault("longPollingEnable", &c.LongPollingEnable, true)
 	c.boolDefault("textProtocolEnable", &c.TextProtocolEnable, true)
 	c.boolDefault("messageIndexEnable", &c.MessageIndexEnable, true)
+	c.boolDefault("stageAppends", &c.StageAppends, true)
 	setInt(&c.DefaultTopicQueueNums, DefaultTopicQueues)
 	setInt64(&c.MappedFileSizeCommitLog, DefaultSegmentSize)
 	if c.FileReservedTime == 0 && !c.setFlags["fileReservedTime"] {

@@ -12,8 +12,8 @@ import (
 )
 
 // confCycle runs appenders and a reader on s until the machine crashes:
-// at a file-operation count drawn now (not on mmap, whose appends write
-// through a mapping, not through operations), or once a drawn number of
+// at a file-operation count drawn now (not on mmap or a stage, whose
+// appends write through a mapping, not through operations), or once a drawn number of
 // appends are acknowledged, or when the appenders are done.
 //
 // An append is acknowledged when Append returned no error before the
@@ -27,7 +27,7 @@ func confCycle(t *testing.T, s *Store, cfs *crashFS, led *confLedger, be string,
 	level := led.level
 	writers := 1 + rng.Intn(3)
 	target := int64(rng.Intn(24))
-	byOps := be != "mmap" && rng.Intn(2) == 0
+	byOps := !s.ho.inAppend && rng.Intn(2) == 0
 	if byOps {
 		cfs.arm(1 + rng.Int63n(100))
 	}
@@ -87,10 +87,11 @@ func confCycle(t *testing.T, s *Store, cfs *crashFS, led *confLedger, be string,
 	cfs.disarm()
 }
 
-// confCrash crashes the machine now. On mmap it holds the append lock, so
-// no copy into a mapping is in flight while the image is taken.
+// confCrash crashes the machine now. Where appends copy into a mapping
+// (mmap, a stage) it holds the append lock, so no copy is in flight while
+// the image is taken.
 func confCrash(s *Store, cfs *crashFS, be string) {
-	if be == "mmap" {
+	if s.ho.inAppend {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 	}

@@ -62,6 +62,7 @@ type confCell struct {
 	backend string
 	policy  FlushPolicy
 	ack     bool // Options.AckBuffered
+	noStage bool // Options.NoStage (pwrite's stages are the default)
 	crashes confCrashes
 }
 
@@ -90,7 +91,11 @@ func (c confCell) String() string {
 	if c.ack {
 		ack = "buffered"
 	}
-	return fmt.Sprintf("backend=%s/flush=%s/ack=%s/crash=%s", c.backend, c.policy, ack, confCrashNames[c.crashes])
+	stage := ""
+	if c.noStage {
+		stage = "/stage=off"
+	}
+	return fmt.Sprintf("backend=%s/flush=%s/ack=%s%s/crash=%s", c.backend, c.policy, ack, stage, confCrashNames[c.crashes])
 }
 
 func TestConformance(t *testing.T) {
@@ -99,7 +104,11 @@ func TestConformance(t *testing.T) {
 		for _, p := range []FlushPolicy{FlushSync, FlushAsync, FlushNone} {
 			for _, ack := range []bool{false, true} {
 				for _, m := range []confCrashes{onlyProcess, onlyPower, mixedCrashes} {
-					cells = append(cells, confCell{be, p, ack, m})
+					cells = append(cells, confCell{backend: be, policy: p, ack: ack, crashes: m})
+					if be == "pwrite" && p != FlushSync && !ack {
+						// Staged by default: the hand-over by write calls too.
+						cells = append(cells, confCell{backend: be, policy: p, ack: ack, noStage: true, crashes: m})
+					}
 				}
 			}
 		}
@@ -157,7 +166,7 @@ func runConformance(t *testing.T, c confCell, seed int64, points int) {
 			mode := c.crashes.draw(rng)
 			cfs := newCrashFSMode(mem, rng.Int63(), mode)
 			opts := crashOptions(t, cfs, c.backend, segSize, cqEntries, c.policy, rng)
-			opts.AckBuffered = c.ack
+			opts.AckBuffered, opts.NoStage = c.ack, c.noStage
 			where := fmt.Sprintf("%s seed %d lineage %d cycle %d", c, seed, st.lineages, cy)
 			led.scanImage(mem, opts) // the image the last crash left, before Open changes it
 			if rng.Intn(8) == 0 {

@@ -140,6 +140,10 @@ func (c *crashFS) Stat(name string) (n int64, err error) {
 
 func (c *crashFS) Lock(name string) (io.Closer, error) { return c.mem.Lock(name) }
 
+// BootID is the machine's (vfs.Booter): a process crash keeps it, a power
+// loss changes it (the clone's).
+func (c *crashFS) BootID() (string, error) { return c.mem.BootID() }
+
 func (c *crashFS) DiskUsage(dir string) (t, f uint64, err error) {
 	err = c.op(func() (err error) { t, f, err = c.mem.DiskUsage(dir); return })
 	return

@@ -3,6 +3,8 @@ package storage
 import (
 	"fmt"
 	"time"
+
+	"github.com/samsamq/samsa/storage/backend"
 )
 
 // Durability names what an acknowledged append survives. Every (backend,
@@ -91,6 +93,13 @@ func (o Options) DurabilityNote() string {
 func ackName(o Options) string {
 	if o.AckBuffered {
 		return "ack-buffered"
+	}
+	be := o.SegmentBackend
+	if be == nil {
+		be, _ = backend.Get(o.Backend)
+	}
+	if be != nil && stageUse(o, be) {
+		return "ack-in-kernel via a stage"
 	}
 	return "ack-in-kernel"
 }

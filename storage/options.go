@@ -115,16 +115,19 @@ type Options struct {
 	// most on the O_DIRECT backends, whose hand-over is a device write;
 	// mmap ignores it (its buffer is the page cache); sync flush ignores it.
 	AckBuffered bool
-	// Stage (async and none flush, a backend.Stager: pwrite) keeps each
-	// segment's write buffer in a shared mapping of a stage file under
-	// Dir/stage (backend/stage.go): an append is in the kernel once it is
-	// copied, so it is acknowledged with no write call and no wait for
-	// one, at the same durability (process-crash); the segment file still
-	// gets its bytes one buffer at a time. Open replays the stages a
-	// process crash left; a stage made before a reboot is dropped (its
-	// bytes were never synced). Needs a file system that names its boot
-	// (vfs.Booter) and maps files; ignored with AckBuffered or sync flush.
-	Stage bool
+	// NoStage turns stages off. By default, with async and none flush
+	// and a backend.Stager (pwrite), each segment's write buffer is a
+	// shared mapping of a stage file under Dir/stage (backend/stage.go):
+	// an append is in the kernel once it is copied, so it is acknowledged
+	// with no write call and no wait for one, at the same durability
+	// (process-crash); the segment file still gets its bytes one buffer at
+	// a time. Open replays the stages a process crash left (whatever the
+	// Options say now); a stage made before a reboot is dropped (its bytes
+	// were never synced). Stages need a file system that names its boot
+	// (vfs.Booter) and maps files; sync flush, AckBuffered and the other
+	// backends do without. Without a stage, appends are handed to the
+	// kernel by write calls, batched under load (handoff.go).
+	NoStage bool
 	// ConsumeQueueEntries is the entries per ConsumeQueue file. Default
 	// 300,000 (6 MB files, RocketMQ's).
 	ConsumeQueueEntries int
@@ -454,8 +457,8 @@ func (o Options) String() string {
 	f := o.Flush
 	fmt.Fprintf(&b, "Flush: {Policy: %s, MaxBatchBytes: %d, MinInterval: %v, MaxGather: %v, MaxPending: %d, Timeout: %v, NoOwnRound: %t, Interval: %v, DirtyPages: %d, FullInterval: %v}, ",
 		f.Policy, f.MaxBatchBytes, f.MinInterval, f.MaxGather, f.MaxPending, f.Timeout, f.NoOwnRound, f.Interval, f.DirtyPages, f.FullInterval)
-	fmt.Fprintf(&b, "AckBuffered: %t, ConsumeQueueEntries: %d, ConsumeQueueMaxOpenFiles: %d, ReadCacheSize: %d, DirectColdReads: %t, CheckpointInterval: %v, ",
-		o.AckBuffered, o.ConsumeQueueEntries, o.ConsumeQueueMaxOpenFiles, o.ReadCacheSize, o.DirectColdReads, o.CheckpointInterval)
+	fmt.Fprintf(&b, "AckBuffered: %t, NoStage: %t, ConsumeQueueEntries: %d, ConsumeQueueMaxOpenFiles: %d, ReadCacheSize: %d, DirectColdReads: %t, CheckpointInterval: %v, ",
+		o.AckBuffered, o.NoStage, o.ConsumeQueueEntries, o.ConsumeQueueMaxOpenFiles, o.ReadCacheSize, o.DirectColdReads, o.CheckpointInterval)
 	r := o.Retention
 	fmt.Fprintf(&b, "Retention: {MaxAge: %v, DiskRatio: %g, CheckInterval: %v}, ", r.MaxAge, r.DiskRatio, r.CheckInterval)
 	fmt.Fprintf(&b, "Scrub: {BytesPerSecond: %d, Interval: %v}, ", o.Scrub.BytesPerSecond, o.Scrub.Interval)

@@ -22,25 +22,16 @@ import (
 // stageDirName is the stages' directory under Dir.
 const stageDirName = "stage"
 
-// stageUse says whether o and be stage appends, and if not, why (empty
-// when o does not ask).
-func stageUse(o Options, be backend.Backend) (ok bool, why string) {
-	if !o.Stage {
-		return false, ""
-	}
-	switch {
-	case o.Flush.Policy == FlushSync:
-		return false, "sync flush waits for the fsync anyway"
-	case o.AckBuffered:
-		return false, "AckBuffered acknowledges from the user-space buffer"
+// stageUse says whether o and be stage appends (see Options.NoStage).
+func stageUse(o Options, be backend.Backend) bool {
+	if o.NoStage || o.Flush.Policy == FlushSync || o.AckBuffered {
+		return false
 	}
 	if st, is := be.(backend.Stager); !is || !st.Stages() {
-		return false, fmt.Sprintf("the %s backend has no stage", be.Name())
+		return false
 	}
-	if _, ok, err := vfs.BootID(o.FS); !ok {
-		return false, fmt.Sprintf("the file system names no boot (%v)", err)
-	}
-	return true, ""
+	_, ok, _ := vfs.BootID(o.FS)
+	return ok
 }
 
 // segConfig is the backend configuration of the segment file at path

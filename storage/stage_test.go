@@ -10,11 +10,11 @@ import (
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
-// stageOptions: pwrite, async flush with no flush but by hand, staged.
+// stageOptions: pwrite, async flush with no flush but by hand (staged by
+// default).
 func stageOptions(mem *vfs.MemFS) Options {
 	opts := testOptions(mem, "pwrite", FlushAsync)
 	opts.Flush.Interval = time.Hour
-	opts.Stage = true
 	return opts
 }
 
@@ -126,26 +126,41 @@ func TestStageCleanClose(t *testing.T) {
 	}
 }
 
-// TestStageNotUsed: Stage with sync flush (or without a Stager backend)
-// says so in the log and the store works as without it.
-func TestStageNotUsed(t *testing.T) {
+// TestStageWhere: stages are the default of pwrite with async and none
+// flush; sync flush, AckBuffered, NoStage, the other backends and a file
+// system that names no boot do without (appends are then handed over by
+// write calls), and the durability line says which.
+func TestStageWhere(t *testing.T) {
 	for _, c := range []struct {
-		be     string
-		policy FlushPolicy
-		why    string
-	}{{"pwrite", FlushSync, "sync flush"}, {"odirect", FlushAsync, "no stage"}} {
-		var logs syncBuffer
-		opts := testOptions(vfs.NewMem(), c.be, c.policy)
-		opts.Stage = true
-		opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		s, err := Open(opts)
-		if err != nil {
-			t.Skipf("%s: %v", c.be, err) // odirect may be unavailable on MemFS
-		}
-		if s.staged || !strings.Contains(logs.String(), c.why) {
-			t.Errorf("%s/%s: staged %t, log:\n%s", c.be, c.policy, s.staged, logs.String())
+		be      string
+		policy  FlushPolicy
+		ack, no bool
+		fs      vfs.FS
+		want    bool
+	}{
+		{"pwrite", FlushAsync, false, false, vfs.NewMem(), true},
+		{"pwrite", FlushNone, false, false, vfs.NewMem(), true},
+		{"pwrite", FlushSync, false, false, vfs.NewMem(), false},
+		{"pwrite", FlushAsync, true, false, vfs.NewMem(), false},
+		{"pwrite", FlushAsync, false, true, vfs.NewMem(), false},
+		{"mmap", FlushAsync, false, false, vfs.NewMem(), false},
+		{"pwrite", FlushAsync, false, false, noBootFS{vfs.NewMem()}, false},
+	} {
+		opts := testOptions(c.fs, c.be, c.policy)
+		opts.AckBuffered, opts.NoStage = c.ack, c.no
+		s := mustOpen(t, opts)
+		note := opts.DurabilityNote()
+		if s.staged != c.want || strings.Contains(note, "via a stage") != c.want {
+			t.Errorf("%s/%s ack-buffered %t no-stage %t %T: staged %t, want %t (%s)", c.be, c.policy, c.ack, c.no, c.fs, s.staged, c.want, note)
 		}
 		appendN(t, s, "N", 0, 3, 200)
-		s.Close()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
+
+// noBootFS hides its MemFS's BootID.
+type noBootFS struct{ *vfs.MemFS }
+
+func (noBootFS) BootID() {} // not a vfs.Booter

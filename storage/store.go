@@ -180,11 +180,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.maxRec = int(min(opts.SegmentSize-blankReserve, 1<<31-1))
 	s.ho.cond.L = &s.ho.mu
-	var stageWhy string
-	s.staged, stageWhy = stageUse(opts, be)
-	if stageWhy != "" {
-		s.log.Warn("storage: Stage asked for but not used", "why", stageWhy)
-	}
+	s.staged = stageUse(opts, be)
 	s.ho.inAppend = appendsReachKernel(opts.backendBaseName()) || s.staged
 	s.ho.buffered = opts.Durability() == DurabilityMemory
 	s.stop.flusher = make(chan struct{})

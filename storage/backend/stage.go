@@ -155,7 +155,7 @@ func replayStage(fsys vfs.FS, stagePath, segPath string, capacity int64, r *Stag
 	if err != nil {
 		return "", fmt.Errorf("backend: open stage: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	size, err := f.Size()
 	if err != nil {
 		return "", fmt.Errorf("backend: stage %s: %w", stagePath, err)
