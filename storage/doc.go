@@ -15,13 +15,15 @@
 //     (durability.go): power-loss with FlushSync; process-crash by
 //     default with FlushAsync and FlushNone: Append returns only once
 //     its bytes are in the kernel (page cache, or the device for
-//     O_DIRECT), written out by the appender itself, batched under load
-//     (handoff.go); memory with Options.AckBuffered. A record is indexed
+//     O_DIRECT): for pwrite copied into its stage, a shared mapping of
+//     a file that Open replays after a crash (stage.go); for mmap copied
+//     into the mapping; else written out by the appender itself, batched
+//     under load (handoff.go); memory with Options.AckBuffered. A record is indexed
 //     for readers only once it reaches that level, so no reader sees a
 //     record that a crash the level covers takes back.
 //   - The log reaches the file as a prefix: no byte of a segment is
 //     handed to the kernel before every byte before it in the log is (a
-//     roll writes out the old segment first).
+//     roll writes out the old segment first, its stage too).
 //   - With FlushSync an Append returns only once its record is durable.
 //     The flusher goroutine does group commit (see flush.go): waiters are
 //     released by the fsync that covers them, a lone writer waits for no

@@ -113,6 +113,24 @@ func Repair(opts RepairOptions) (RepairReport, error) {
 		return r, err
 	}
 	defer a.close()
+	if stages, err := stageNames(a.fs, a.dir); err != nil {
+		return r, fmt.Errorf("storage: list stages: %w", err)
+	} else if len(stages) > 0 {
+		// Bytes a process crash left in the kernel: the log's before
+		// any cut is looked for (Open would replay them first too).
+		if opts.DryRun {
+			r.act("would replay %d stage files a crash left (%s) into their segments, those made in this boot", len(stages), strings.Join(stages, ", "))
+		} else {
+			if _, err := replayStageDir(a.fs, a.dir, a.segSize, opts.Logger); err != nil {
+				return r, err
+			}
+			r.act("replayed %d stage files a crash left (%s) into their segments, those made in this boot", len(stages), strings.Join(stages, ", "))
+			a.files, a.others = nil, nil
+			if err := a.read(a.segSize); err != nil {
+				return r, err
+			}
+		}
+	}
 	if a.haveCk && a.ck.segSize != a.segSize {
 		return r, fmt.Errorf("storage: %s was made with segment size %d, not %d: not repairable that way", a.dir, a.ck.segSize, a.segSize)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/samsamq/samsa/storage/backend"
@@ -49,8 +50,24 @@ func (s *Store) segConfig(path string, written int64) backend.Config {
 // any bytes were replayed. A stage of another boot, or whose segment is
 // gone, is removed with a log line saying so.
 func (s *Store) replayStages() (bool, error) {
-	dir := filepath.Join(s.dir, stageDirName)
-	names, err := s.fs.List(dir)
+	return replayStageDir(s.fs, s.dir, s.segSize, s.log)
+}
+
+// stageNames lists the stage files under the store in dir.
+func stageNames(fsys vfs.FS, dir string) ([]string, error) {
+	names, err := fsys.List(filepath.Join(dir, stageDirName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return names, err
+}
+
+// replayStageDir is replayStages for the store in dir (Open's, and
+// Repair's before it looks for a cut).
+func replayStageDir(fsys vfs.FS, storeDir string, segSize int64, log *slog.Logger) (bool, error) {
+	dir := filepath.Join(storeDir, stageDirName)
+	clDir := filepath.Join(storeDir, "commitlog")
+	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -61,23 +78,23 @@ func (s *Store) replayStages() (bool, error) {
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		if _, ok := parseSegmentName(n); !ok {
-			s.log.Warn("storage: ignoring a file that is not a stage", "dir", dir, "name", n)
+			log.Warn("storage: ignoring a file that is not a stage", "dir", dir, "name", n)
 			continue
 		}
-		r, err := backend.ReplayStage(s.fs, p, filepath.Join(s.clDir, n), s.segSize)
+		r, err := backend.ReplayStage(fsys, p, filepath.Join(clDir, n), segSize)
 		if err != nil {
 			return false, fmt.Errorf("storage: replay stage: %w", err)
 		}
 		if r.Replayed {
 			replayed = true
-			s.log.Info("storage: replayed a stage a crash left (bytes the kernel held)", "segment", n,
+			log.Info("storage: replayed a stage a crash left (bytes the kernel held)", "segment", n,
 				"from", r.From, "to", r.To)
 			continue
 		}
-		s.log.Warn("storage: dropped a stage without replaying it", "segment", n, "from", r.From, "to", r.To, "why", r.Why)
+		log.Warn("storage: dropped a stage without replaying it", "segment", n, "from", r.From, "to", r.To, "why", r.Why)
 	}
 	if len(names) > 0 {
-		if err := s.fs.SyncDir(dir); err != nil {
+		if err := fsys.SyncDir(dir); err != nil {
 			return false, fmt.Errorf("storage: sync dir %s: %w", dir, err)
 		}
 	}

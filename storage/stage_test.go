@@ -164,3 +164,41 @@ func TestStageWhere(t *testing.T) {
 type noBootFS struct{ *vfs.MemFS }
 
 func (noBootFS) BootID() {} // not a vfs.Booter
+
+// TestStageVerifyAndRepair: store verify notes the stages a crash left;
+// store repair replays them before it looks for a cut, so it cuts nothing
+// the kernel held.
+func TestStageVerifyAndRepair(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := stageOptions(mem)
+	s := mustOpen(t, opts)
+	appendN(t, s, "R", 0, 10, 200)
+	waitDispatched(t, s)
+	img := mem.ProcessCrashClone()
+	s.Close()
+
+	vr, err := Verify(VerifyOptions{FS: img, Dir: opts.Dir, SegmentSize: opts.SegmentSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noted := false
+	for _, p := range vr.Problems {
+		noted = noted || strings.Contains(p.What, "stage files a crash left")
+	}
+	if !noted {
+		t.Fatalf("verify does not note the stage: %+v", vr.Problems)
+	}
+	rr, err := Repair(RepairOptions{FS: img, Dir: opts.Dir, SegmentSize: opts.SegmentSize, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(rr.Actions, "\n"), "replayed 1 stage") || len(rr.Lost.Files) != 0 {
+		t.Fatalf("repair: %+v", rr)
+	}
+	opts.FS = img
+	s2 := mustOpen(t, opts)
+	defer s2.Close()
+	if got := s2.MaxQueueOffset("R", 0); got != 10 {
+		t.Fatalf("queue ends at %d after repair, want 10", got)
+	}
+}

@@ -187,6 +187,10 @@ func Verify(opts VerifyOptions) (VerifyReport, error) {
 		r.add(SevNote, filepath.Join(at.dir, lostFoundDir), -1,
 			"%d directories of bytes recovery or repair cut off the log (newest %s; each manifest.json says what it holds): remove them once checked", len(lf), lf[len(lf)-1])
 	}
+	if st, err := stageNames(at.fs, at.dir); err == nil && len(st) > 0 {
+		r.add(SevNote, filepath.Join(at.dir, stageDirName), -1,
+			"%d stage files a crash left (%s): their segments' last bytes are there, not yet in the log; the next Open or repair replays those made in this boot", len(st), strings.Join(st, ", "))
+	}
 	v := &verifier{at: at, r: &r, logQueues: map[queueKey]*logQueue{}}
 	if err := v.checkLog(); err != nil {
 		return r, err

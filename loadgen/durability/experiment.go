@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -60,6 +61,9 @@ type CellSpec struct {
 	Backend     string `json:"backend"`
 	Flush       string `json:"flush"`
 	AckBuffered bool   `json:"ack_buffered,omitempty"`
+	// Props are broker.conf key=value settings of this cell alone, after
+	// the base's (stageAppends=false, say).
+	Props []string `json:"props,omitempty"`
 	// Role is the master's brokerRole in a replication experiment
 	// (Options.Role); PauseSlave its Options.PauseSlave.
 	Role       string   `json:"role,omitempty"`
@@ -183,5 +187,5 @@ func (c Cell) Options(binary, dir string, seed uint64) Options {
 		Backend: c.Backend, Flush: c.Flush, AckBuffered: c.AckBuffered,
 		SegmentSize: s.SegmentSize, Producers: s.Producers, Queues: s.Queues, BodySize: s.BodySize,
 		Kills: s.Kills, NoTermCycle: s.NoTermCycle, MinUp: time.Duration(s.MinUp), MaxUp: time.Duration(s.MaxUp),
-		RecoveryTimeout: time.Duration(s.RecoveryTimeout), Props: s.Props, Seed: seed}
+		RecoveryTimeout: time.Duration(s.RecoveryTimeout), Props: append(slices.Clip(s.Props), c.Props...), Seed: seed}
 }

@@ -11,8 +11,8 @@ import (
 )
 
 // TestShippedExperimentLoads keeps experiments/durability-kill.json
-// loadable: 4 backends × 2 flush policies and the control, 50 kills, 3
-// with --quick.
+// loadable: 4 backends × 2 flush policies, pwrite/async without its
+// stage (a cell's own props) and the control, 50 kills, 3 with --quick.
 func TestShippedExperimentLoads(t *testing.T) {
 	e, err := LoadExperiment(filepath.Join("..", "..", "experiments", "durability-kill.json"))
 	require.NoError(t, err)
@@ -20,8 +20,9 @@ func TestShippedExperimentLoads(t *testing.T) {
 	require.NoError(t, err)
 	quick, err := e.Expand(true)
 	require.NoError(t, err)
-	require.Len(t, full, 9)
-	require.True(t, full[8].AckBuffered && full[8].ExpectLoss, "the last cell is the AckBuffered control")
+	require.Len(t, full, 10)
+	require.True(t, full[9].AckBuffered && full[9].ExpectLoss, "the last cell is the AckBuffered control")
+	require.Equal(t, []string{"stageAppends=false"}, full[8].Options("samsa", "", 1).Props, "a cell's props reach the broker")
 	require.Equal(t, "pwrite/async", full[0].Label)
 	require.Equal(t, 50, full[0].Settings.Kills)
 	require.Equal(t, 3, quick[0].Settings.Kills)

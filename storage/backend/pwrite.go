@@ -59,10 +59,14 @@ import (
 //     full segments, open for reads, hold none.
 //
 // Durability: bytes appended but not yet written out are lost if the
-// process dies, not only if the machine does. The CommitLog calls WriteOut
-// before it acknowledges an append (its default, durability
-// "process-crash"); only with its AckBuffered option (RocketMQ's
-// transientStorePoolEnable) does it acknowledge bytes still in the buffer.
+// process dies, not only if the machine does, unless the buffer is a stage
+// (Config.StagePath, stage.go): a shared mapping of a file, so that the
+// buffered bytes are in the kernel and a replay puts them in the segment
+// file after a process crash. The CommitLog stages under async and none
+// flush (its default, durability "process-crash"); without a stage it
+// calls WriteOut before it acknowledges an append; only with its
+// AckBuffered option (RocketMQ's transientStorePoolEnable) does it
+// acknowledge bytes still in a heap buffer.
 //
 // Locks, in order: io (serialises file writes: spills, write-through,
 // Flush's write-out; owns base changes), then bufMu (readers of buffer
