@@ -45,6 +45,13 @@ type dispatchReq struct {
 	qoff    int64
 	phys    int64
 	tags    int64
+	// For the key index (keyindex.go), taken from the message at append:
+	// its store time and key hashes, nkeys of them in keys; nkeys -1: not
+	// taken (more than fit, a replicated record, the index off), so the
+	// dispatcher reads the record back from the log.
+	ts    int64
+	nkeys int8
+	keys  [inlineKeys]uint32
 }
 
 // Append writes one record. With FlushSync it returns once the record is
@@ -231,7 +238,11 @@ func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w 
 		s.mu.dispatch = append(s.mu.dispatch, dispatchReq{
 			topic: m.Topic, qid: m.QueueID, size: res[i].Size, indexed: indexed(m.SysFlag),
 			qoff: res[i].QueueOffset, phys: res[i].PhysicalOffset, tags: m.TagsCode,
+			ts: now, nkeys: -1,
 		})
+		if s.kidx != nil {
+			s.takeKeysLocked(&s.mu.dispatch[len(s.mu.dispatch)-1], m)
+		}
 	}
 	if w != nil {
 		s.pendLocked(w, end)

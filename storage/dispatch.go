@@ -73,6 +73,7 @@ func (s *Store) dispatchRoundLocked(spare *[]dispatchReq) {
 			s.dispatchOne(r, cbs) // indexes it, or holds it for a retry
 		}
 		s.dispatchOK.Store(s.dispatchFloor(r.phys + int64(r.size)))
+		s.putTaken(r)
 		*r = dispatchReq{}
 	}
 	s.dispatchOK.Store(s.dispatchFloor(upTo))

@@ -77,6 +77,12 @@ type keyIndex struct {
 	hashes []uint32
 	rec    record.Record
 	failed bool // the last catch-up failed (logged once until it succeeds)
+	// readBack counts the records indexed by reading them back from the
+	// log (catch-up, and records whose keys their append did not take).
+	readBack atomic.Int64
+	// stalled: a putTaken of this round failed; the rest of the round
+	// leaves the index to indexKeys (reset there).
+	stalled bool
 	// flushFull: a checkpoint's index flush failed for lack of space and
 	// said so once.
 	flushFull atomic.Bool
@@ -113,12 +119,59 @@ func (s *Store) openKeyIndex(end int64) error {
 	return nil
 }
 
+// inlineKeys is the most key hashes a dispatchReq carries; a message with
+// more is read back from the log.
+const inlineKeys = 4
+
+// takeKeysLocked puts m's key hashes in r (append lock held): the
+// dispatcher then indexes r without reading it back from the log
+// (putTaken). A rolled-back transaction's record has none, as
+// indexRecord has it.
+func (s *Store) takeKeysLocked(r *dispatchReq, m *Message) {
+	if record.TransactionType(m.SysFlag) == record.TransactionRollback {
+		r.nkeys = 0
+		return
+	}
+	s.mu.keys = appendKeyHashes(s.mu.keys[:0], m.Topic, m.Properties)
+	if len(s.mu.keys) <= inlineKeys {
+		r.nkeys = int8(copy(r.keys[:], s.mu.keys))
+	}
+}
+
+// putTaken indexes the dispatched record r: from the keys its append
+// took, once the index ends right where r starts (what lies before it
+// and is no dispatched record, a segment's closing blank, is read from
+// the log first); a record whose keys were not taken is read back. A
+// failure leaves the index's End where it was: indexKeys, after the
+// round, catches up from there and logs it. The dispatcher's.
+func (s *Store) putTaken(r *dispatchReq) {
+	k := s.kidx
+	if k == nil || k.failed || k.stalled {
+		return
+	}
+	if k.x.End() < r.phys && s.indexKeysTo(r.phys) != nil {
+		k.stalled = true
+		return
+	}
+	if k.x.End() != r.phys {
+		return // past it already
+	}
+	var err error
+	if r.nkeys < 0 {
+		err = s.indexKeysTo(r.phys + int64(r.size))
+	} else {
+		err = k.x.Put(r.phys, r.phys+int64(r.size), r.ts, r.keys[:r.nkeys])
+	}
+	k.stalled = err != nil
+}
+
 // indexKeys is the dispatcher's hook: index the records below upTo. A
 // failure (a full disk) is logged once and retried by the next round.
 func (s *Store) indexKeys(upTo int64) {
 	if s.kidx == nil {
 		return
 	}
+	s.kidx.stalled = false
 	err := s.indexKeysTo(upTo)
 	switch {
 	case err != nil && !s.kidx.failed:
@@ -176,6 +229,7 @@ func (s *Store) indexKeysTo(upTo int64) error {
 			if err := s.indexRecord(pos, b[:size]); err != nil {
 				return err
 			}
+			k.readBack.Add(1)
 			pos += int64(size)
 			b = b[size:]
 		}

@@ -377,3 +377,36 @@ func TestKeyIndexWriteErrors(t *testing.T) {
 	defer s.Close()
 	checkKeyIndex(t, s, "after a crash with the index checkpoint failing")
 }
+
+// TestKeyIndexTakesKeysAtAppend: the dispatcher indexes a record from the
+// keys its append took, without reading it back from the log; only a
+// record with more keys than a dispatch request holds (and the blank
+// closing a segment) is read back. Both are found by key.
+func TestKeyIndexTakesKeysAtAppend(t *testing.T) {
+	opts := keyOptions(vfs.NewMem())
+	opts.MessageIndex.MaxEntries = 1000
+	s := mustOpen(t, opts)
+	defer s.Close()
+	var one, many []int64
+	for i := range 40 {
+		if i%10 == 9 {
+			many = append(many, appendOK(t, s, keyedMessage("M", "k1 k2 k3 k4 k5", fmt.Sprintf("V%d", i), 200)).PhysicalOffset)
+			continue
+		}
+		one = append(one, appendOK(t, s, keyedMessage("M", "solo", fmt.Sprintf("V%d", i), 200)).PhysicalOffset)
+	}
+	waitKeyIndexed(t, s)
+	if got := queryPhys(t, s, "M", "solo", 100, 0, 1<<62); len(got) != len(one) {
+		t.Fatalf("key solo: %d records, want %d", len(got), len(one))
+	}
+	if got := queryPhys(t, s, "M", "k5", 100, 0, 1<<62); len(got) != len(many) {
+		t.Fatalf("key k5: %d records, want %d", len(got), len(many))
+	}
+	if got := queryPhys(t, s, "M", "V13", 100, 0, 1<<62); len(got) != 1 || got[0] != one[12] {
+		t.Fatalf("uniq key V13: %v want %d", got, one[12])
+	}
+	rolls := int64(s.Metrics().Rolls)
+	if rb := s.kidx.readBack.Load(); rb > int64(len(many))+2*rolls+2 {
+		t.Fatalf("%d records read back from the log (%d with 6 keys, %d rolls): the appends' keys were not used", rb, len(many), rolls)
+	}
+}

@@ -209,7 +209,7 @@ func (s *Store) appendReplicatedLocked(from int64, data []byte, recs []replRec, 
 		r := &recs[i]
 		s.mu.dispatch = append(s.mu.dispatch, dispatchReq{
 			topic: s.internLocked(r.topic), qid: r.qid, size: r.size, indexed: r.indexed,
-			qoff: r.qoff, phys: from + int64(r.pos), tags: r.tags,
+			qoff: r.qoff, phys: from + int64(r.pos), tags: r.tags, nkeys: -1,
 		})
 	}
 	s.m.appends.Add(int64(len(recs)))

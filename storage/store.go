@@ -85,6 +85,7 @@ type Store struct {
 		poisoned bool     // a write into active failed: seal it before the next append
 		counters map[queueKey]*int64
 		topics   map[string]string // topic names of replicated records, interned
+		keys     []uint32          // takeKeysLocked's scratch
 		lastTs   int64             // newest store timestamp handed out
 		pending  []*waiter         // sync appends waiting for durability, in offset order
 		dispatch []dispatchReq     // written records not yet indexed, in offset order
