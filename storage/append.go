@@ -229,7 +229,7 @@ func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w 
 	end = phys + int64(len(buf))
 	s.written.Store(end)
 	if s.ho.inAppend {
-		s.storeHanded(end)
+		s.storeHandedLocked(end)
 	}
 	s.mu.lastTs = now
 	g.lastTs.Store(now)

@@ -181,6 +181,18 @@ func (s *Store) writeOut() error {
 	return nil
 }
 
+// storeHandedLocked is storeHanded where appends reach the kernel in
+// Append (ho.inAppend: only appends, under the append lock, move handed):
+// w is past handed, so a plain store does.
+func (s *Store) storeHandedLocked(w int64) {
+	s.handed.Store(w)
+	if p := s.onHanded.Load(); p != nil {
+		for _, fn := range *p {
+			fn(w)
+		}
+	}
+}
+
 // storeHanded raises handed to w (never lowers it) and runs the OnHanded
 // callbacks if it did.
 func (s *Store) storeHanded(w int64) {

@@ -149,18 +149,30 @@ func (s *Store) putTaken(r *dispatchReq) {
 	if k == nil || k.failed || k.stalled {
 		return
 	}
-	if k.x.End() < r.phys && s.indexKeysTo(r.phys) != nil {
-		k.stalled = true
-		return
+	end := r.phys + int64(r.size)
+	if r.nkeys >= 0 {
+		ok, err := k.x.PutNext(r.phys, end, r.ts, r.keys[:r.nkeys])
+		if ok || err != nil {
+			k.stalled = err != nil
+			return
+		}
+	}
+	// Not taken, or the index does not end where r starts: read what lies
+	// before r (a blank), and r itself if its keys were not taken.
+	if k.x.End() < r.phys {
+		if err := s.indexKeysTo(r.phys); err != nil {
+			k.stalled = true
+			return
+		}
 	}
 	if k.x.End() != r.phys {
 		return // past it already
 	}
 	var err error
 	if r.nkeys < 0 {
-		err = s.indexKeysTo(r.phys + int64(r.size))
+		err = s.indexKeysTo(end)
 	} else {
-		err = k.x.Put(r.phys, r.phys+int64(r.size), r.ts, r.keys[:r.nkeys])
+		_, err = k.x.PutNext(r.phys, end, r.ts, r.keys[:r.nkeys])
 	}
 	k.stalled = err != nil
 }

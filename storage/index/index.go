@@ -237,13 +237,27 @@ func (x *Index) LastUpdate() (ts, phys int64) {
 // per key; see Hash). A record below End is already indexed: a no-op. A
 // record with no hashes still moves End. On an error nothing changed.
 func (x *Index) Put(phys, end, ts int64, hashes []uint32) error {
+	_, err := x.put(phys, end, ts, hashes, false)
+	return err
+}
+
+// PutNext is Put of the record that starts where the index ends (End):
+// it puts nothing and says false if phys is not End.
+func (x *Index) PutNext(phys, end, ts int64, hashes []uint32) (bool, error) {
+	return x.put(phys, end, ts, hashes, true)
+}
+
+func (x *Index) put(phys, end, ts int64, hashes []uint32, next bool) (bool, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.mu.closed {
-		return ErrClosed
+		return false, ErrClosed
+	}
+	if next && phys != x.mu.end {
+		return false, nil
 	}
 	if phys < x.mu.end {
-		return nil
+		return true, nil
 	}
 	if len(hashes) > 0 {
 		if len(hashes) > x.opts.MaxEntries {
@@ -251,11 +265,11 @@ func (x *Index) Put(phys, end, ts int64, hashes []uint32) error {
 		}
 		a, err := x.activeLocked(len(hashes), phys, ts)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if len(a.pend) >= writeChunk {
 			if err := a.writePending(); err != nil && len(a.pend) >= maxPending {
-				return err
+				return true, err
 			}
 		}
 		for _, h := range hashes {
@@ -263,7 +277,7 @@ func (x *Index) Put(phys, end, ts int64, hashes []uint32) error {
 		}
 	}
 	x.mu.end, x.mu.endTs = end, max(x.mu.endTs, ts)
-	return nil
+	return true, nil
 }
 
 // activeLocked returns the file the next n entries go to, rolling to a
