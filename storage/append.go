@@ -41,17 +41,17 @@ type dispatchReq struct {
 	topic   string
 	qid     int32
 	size    int32
-	indexed bool
 	qoff    int64
 	phys    int64
 	tags    int64
+	indexed bool
 	// For the key index (keyindex.go), taken from the message at append:
 	// its store time and key hashes, nkeys of them in keys; nkeys -1: not
 	// taken (more than fit, a replicated record, the index off), so the
 	// dispatcher reads the record back from the log.
-	ts    int64
 	nkeys int8
 	keys  [inlineKeys]uint32
+	ts    int64
 }
 
 // Append writes one record. With FlushSync it returns once the record is

@@ -83,6 +83,12 @@ type keyIndex struct {
 	// stalled: a putTaken of this round failed; the rest of the round
 	// leaves the index to indexKeys (reset there).
 	stalled bool
+	// run: keyless taken records putTaken has not put yet, [from, end)
+	// with the latest store time ts; put as one (putRun) before any other
+	// record and at the round's end.
+	run struct {
+		from, end, ts int64
+	}
 	// flushFull: a checkpoint's index flush failed for lack of space and
 	// said so once.
 	flushFull atomic.Bool
@@ -150,6 +156,17 @@ func (s *Store) putTaken(r *dispatchReq) {
 		return
 	}
 	end := r.phys + int64(r.size)
+	if r.nkeys == 0 && k.run.end > k.run.from && k.run.end == r.phys {
+		k.run.end, k.run.ts = end, max(k.run.ts, r.ts) // one more keyless record in the run
+		return
+	}
+	if s.putRun(); k.stalled {
+		return
+	}
+	if r.nkeys == 0 {
+		k.run.from, k.run.end, k.run.ts = r.phys, end, r.ts
+		return
+	}
 	if r.nkeys >= 0 {
 		ok, err := k.x.PutNext(r.phys, end, r.ts, r.keys[:r.nkeys])
 		if ok || err != nil {
@@ -177,12 +194,31 @@ func (s *Store) putTaken(r *dispatchReq) {
 	k.stalled = err != nil
 }
 
+// putRun puts the run of keyless records putTaken gathered, if any, as
+// one entry-less Put (if the index ends where it starts; otherwise
+// indexKeys reads them).
+func (s *Store) putRun() {
+	k := s.kidx
+	if k.run.end <= k.run.from {
+		return
+	}
+	from, end, ts := k.run.from, k.run.end, k.run.ts
+	k.run.from, k.run.end = 0, 0
+	if _, err := k.x.PutNext(from, end, ts, nil); err != nil {
+		k.stalled = true
+	}
+}
+
 // indexKeys is the dispatcher's hook: index the records below upTo. A
 // failure (a full disk) is logged once and retried by the next round.
 func (s *Store) indexKeys(upTo int64) {
 	if s.kidx == nil {
 		return
 	}
+	if !s.kidx.stalled && !s.kidx.failed {
+		s.putRun()
+	}
+	s.kidx.run.from, s.kidx.run.end = 0, 0
 	s.kidx.stalled = false
 	err := s.indexKeysTo(upTo)
 	switch {

@@ -105,7 +105,7 @@ func (s *pwriteSegment) Append(p []byte) error {
 	}
 	copy(s.buf[w-s.base:], p)
 	if s.stage != nil {
-		s.stage.hdr.written.Store(end)
+		s.stage.hdr.written = end
 	}
 	if through {
 		s.io.Lock()
@@ -180,8 +180,7 @@ func (s *pwriteSegment) restartBuffer(w int64) error {
 // w, every byte below w being in the file (io held).
 func (s *pwriteSegment) restage(w int64) {
 	if s.stage != nil {
-		s.stage.hdr.base.Store(w)
-		s.stage.hdr.written.Store(w)
+		s.stage.hdr.base, s.stage.hdr.written = w, w
 	}
 }
 

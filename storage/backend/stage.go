@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/samsamq/samsa/storage/vfs"
@@ -53,10 +52,13 @@ type stage struct {
 }
 
 // stageHdr overlays the header's base and written (8-byte aligned: a
-// mapping starts on a page).
+// mapping starts on a page). Plain stores: one writer in this process (the
+// segment's appender, or a write-out under its lock), no reader but a
+// later process's ReplayStage, and the kernel holds every store that
+// executed before the process died, aligned 8-byte ones whole.
 type stageHdr struct {
 	magic         [8]byte
-	base, written atomic.Int64
+	base, written int64
 }
 
 // openStage creates the stage file for a buffer of size bytes starting at
@@ -87,8 +89,7 @@ func openStage(fsys vfs.FS, path string, size int, base int64) (*stage, error) {
 	st.hdr = (*stageHdr)(unsafe.Pointer(&st.m[0]))
 	st.m[24] = byte(len(boot))
 	copy(st.m[25:], boot)
-	st.hdr.base.Store(base)
-	st.hdr.written.Store(base)
+	st.hdr.base, st.hdr.written = base, base
 	copy(st.hdr.magic[:], stageMagic)
 	return st, nil
 }
