@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -185,10 +184,7 @@ func TestPowerLossCutReportsAcknowledgedRecords(t *testing.T) {
 	crashed := mem.CrashClone(nil) // every unsynced byte of the log lost
 	s.Close()
 
-	var logs syncBuffer
-	opts.FS = crashed
-	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	s2 := mustOpen(t, opts)
+	s2, logs := reopenLogged(t, opts, crashed)
 	defer s2.Close()
 	if got := s2.MaxQueueOffset("P", 0); got != 5 {
 		t.Fatalf("queue ends at %d after the power loss, want 5", got)

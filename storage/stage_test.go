@@ -10,6 +10,16 @@ import (
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
+// reopenLogged opens a store with opts on fsys (a crash's image), its log
+// kept for the test.
+func reopenLogged(t *testing.T, opts Options, fsys vfs.FS) (*Store, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	opts.FS = fsys
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	return mustOpen(t, opts), logs
+}
+
 // stageOptions: pwrite, async flush with no flush but by hand (staged by
 // default).
 func stageOptions(mem *vfs.MemFS) Options {
@@ -41,10 +51,7 @@ func TestStageSurvivesProcessCrash(t *testing.T) {
 	img := mem.ProcessCrashClone() // nothing appends meanwhile
 	s.Close()
 
-	var logs syncBuffer
-	opts.FS = img
-	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	s2 := mustOpen(t, opts)
+	s2, logs := reopenLogged(t, opts, img)
 	defer s2.Close()
 	if got := s2.MaxQueueOffset("S", 0); got != 60 {
 		t.Fatalf("queue ends at %d after the crash, want 60\n%s", got, logs.String())
@@ -93,10 +100,7 @@ func TestStageDroppedAfterPowerLoss(t *testing.T) {
 	img := mem.CrashClone(nil)
 	s.Close()
 
-	var logs syncBuffer
-	opts.FS = img
-	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	s2 := mustOpen(t, opts)
+	s2, logs := reopenLogged(t, opts, img)
 	defer s2.Close()
 	if got := s2.MaxQueueOffset("P", 0); got != 5 {
 		t.Fatalf("queue ends at %d after the power loss, want 5", got)
