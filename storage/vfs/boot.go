@@ -3,9 +3,6 @@ package vfs
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
-	"sync"
 	"sync/atomic"
 )
 
@@ -37,25 +34,6 @@ func InnerBootID(inner FS) (string, error) {
 		return "", errors.New("vfs: the file system names no boot")
 	}
 	return b.BootID()
-}
-
-var osBoot struct {
-	once sync.Once
-	id   string
-	err  error
-}
-
-// BootID is the kernel's boot_id (a random UUID made at each boot).
-func (osFS) BootID() (string, error) {
-	osBoot.once.Do(func() {
-		b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-		if err != nil {
-			osBoot.err = fmt.Errorf("vfs: boot id: %w", err)
-			return
-		}
-		osBoot.id = strings.TrimSpace(string(b))
-	})
-	return osBoot.id, osBoot.err
 }
 
 // memBoots numbers MemFS boots: each NewMem and each CrashClone is a new
