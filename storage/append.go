@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/samsamq/samsa/storage/backend"
 	"io/fs"
 	"path/filepath"
 
+	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/record"
 )
 

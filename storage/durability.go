@@ -94,11 +94,7 @@ func ackName(o Options) string {
 	if o.AckBuffered {
 		return "ack-buffered"
 	}
-	be := o.SegmentBackend
-	if be == nil {
-		be, _ = backend.Get(o.Backend)
-	}
-	if be != nil && stageUse(o, be) {
+	if be := o.segmentBackend(); be != nil && stageUse(o, be) {
 		return "ack-in-kernel via a stage"
 	}
 	return "ack-in-kernel"
@@ -108,6 +104,16 @@ func ackName(o Options) string {
 // in the kernel (mmap: a copy into a shared mapping is a copy into the page
 // cache), so that there is no user-space buffer to lose.
 func appendsReachKernel(backendName string) bool { return backendName == "mmap" }
+
+// segmentBackend is the backend segments are made with (nil if o names
+// none that is registered).
+func (o Options) segmentBackend() backend.Backend {
+	if o.SegmentBackend != nil {
+		return o.SegmentBackend
+	}
+	be, _ := backend.Get(o.Backend)
+	return be
+}
 
 // backendBaseName is the backend's registered name.
 func (o Options) backendBaseName() string {

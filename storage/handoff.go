@@ -186,6 +186,11 @@ func (s *Store) writeOut() error {
 // w is past handed, so a plain store does.
 func (s *Store) storeHandedLocked(w int64) {
 	s.handed.Store(w)
+	s.runOnHanded(w)
+}
+
+// runOnHanded runs the OnHanded callbacks for a new handed offset w.
+func (s *Store) runOnHanded(w int64) {
 	if p := s.onHanded.Load(); p != nil {
 		for _, fn := range *p {
 			fn(w)
@@ -205,11 +210,7 @@ func (s *Store) storeHanded(w int64) {
 			break
 		}
 	}
-	if p := s.onHanded.Load(); p != nil {
-		for _, fn := range *p {
-			fn(w)
-		}
-	}
+	s.runOnHanded(w)
 }
 
 // HandedOffset is the CommitLog offset below which every byte is in the

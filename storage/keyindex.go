@@ -167,28 +167,22 @@ func (s *Store) putTaken(r *dispatchReq) {
 		k.run.from, k.run.end, k.run.ts = r.phys, end, r.ts
 		return
 	}
-	if r.nkeys >= 0 {
-		ok, err := k.x.PutNext(r.phys, end, r.ts, r.keys[:r.nkeys])
-		if ok || err != nil {
+	if r.nkeys > 0 {
+		if ok, err := k.x.PutNext(r.phys, end, r.ts, r.keys[:r.nkeys]); ok || err != nil {
 			k.stalled = err != nil
 			return
 		}
 	}
-	// Not taken, or the index does not end where r starts: read what lies
-	// before r (a blank), and r itself if its keys were not taken.
-	if k.x.End() < r.phys {
-		if err := s.indexKeysTo(r.phys); err != nil {
-			k.stalled = true
-			return
-		}
-	}
-	if k.x.End() != r.phys {
-		return // past it already
-	}
-	var err error
-	if r.nkeys < 0 {
+	// The index does not end where r starts, or r's keys were not taken:
+	// read from the log what lies before r (a segment's closing blank),
+	// then put r's keys or read r itself. Each is a no-op for what the
+	// index already has.
+	err := s.indexKeysTo(r.phys)
+	switch {
+	case err != nil:
+	case r.nkeys < 0:
 		err = s.indexKeysTo(end)
-	} else {
+	default:
 		_, err = k.x.PutNext(r.phys, end, r.ts, r.keys[:r.nkeys])
 	}
 	k.stalled = err != nil

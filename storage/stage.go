@@ -11,7 +11,8 @@ import (
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
-// Stages (Options.Stage, backend/stage.go): a staging store keeps each
+// Stages (backend/stage.go; the default, Options.NoStage turns them off):
+// a staging store keeps each
 // writable segment's write buffer in a shared mapping of a file under
 // Dir/stage, named as the segment. Appends are in the kernel once copied,
 // as mmap's are (ho.inAppend), so there is no hand-over. Recovery replays
@@ -67,10 +68,7 @@ func stageNames(fsys vfs.FS, dir string) ([]string, error) {
 func replayStageDir(fsys vfs.FS, storeDir string, segSize int64, log *slog.Logger) (bool, error) {
 	dir := filepath.Join(storeDir, stageDirName)
 	clDir := filepath.Join(storeDir, "commitlog")
-	names, err := fsys.List(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
+	names, err := stageNames(fsys, storeDir)
 	if err != nil {
 		return false, fmt.Errorf("storage: list %s: %w", dir, err)
 	}

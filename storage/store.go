@@ -161,10 +161,7 @@ func Open(opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	be := opts.SegmentBackend
-	if be == nil {
-		be, _ = backend.Get(opts.Backend)
-	}
+	be := opts.segmentBackend()
 	s := &Store{
 		opts:         opts,
 		fs:           opts.FS,

@@ -156,18 +156,18 @@ func (s *pwriteSegment) restartBuffer(w int64) error {
 			return err
 		}
 	}
+	var st *stage
 	if s.buf == nil && s.stagePath != "" {
-		st, err := openStage(s.fs, s.stagePath, s.bufSize, w)
-		if err != nil {
+		var err error
+		if st, err = openStage(s.fs, s.stagePath, s.bufSize, w); err != nil {
 			return err
 		}
-		s.bufMu.Lock()
-		s.stage, s.buf, s.base = st, st.buf(), w
-		s.bufMu.Unlock()
-		return nil
 	}
 	s.bufMu.Lock()
-	if s.buf == nil {
+	switch {
+	case st != nil:
+		s.stage, s.buf = st, st.buf()
+	case s.buf == nil:
 		s.buf = make([]byte, s.bufSize)
 	}
 	s.base = w
@@ -252,24 +252,26 @@ func (s *pwriteSegment) Seal() error {
 	if err := s.writeOutLocked(s.written.Load()); err != nil {
 		return err
 	}
-	if s.buf == nil {
-		return nil
-	}
 	return s.releaseLocked()
 }
 
 // releaseLocked drops the buffer of a full segment (io held): nothing is
 // appended again and every byte is read from the file.
 func (s *pwriteSegment) releaseLocked() error {
-	s.bufMu.Lock()
-	s.buf = nil
-	st := s.stage
-	s.stage = nil
-	s.bufMu.Unlock()
-	if st != nil {
+	if st := s.dropBufferLocked(); st != nil {
 		return st.close(s.fs, true)
 	}
 	return nil
+}
+
+// dropBufferLocked drops the buffer (io held) and returns its stage, if
+// any, for the caller to close.
+func (s *pwriteSegment) dropBufferLocked() *stage {
+	s.bufMu.Lock()
+	defer s.bufMu.Unlock()
+	st := s.stage
+	s.buf, s.stage = nil, nil
+	return st
 }
 
 func (s *pwriteSegment) ReadAt(p []byte, off int64) (int, error) {
@@ -395,13 +397,8 @@ func (s *pwriteSegment) Close() error {
 	if s.flush.err == nil && s.buf != nil {
 		err = s.writeOutLocked(s.written.Load())
 	}
-	s.bufMu.Lock()
-	s.buf = nil
-	st := s.stage
-	s.stage = nil
-	s.bufMu.Unlock()
 	var stErr error
-	if st != nil {
+	if st := s.dropBufferLocked(); st != nil {
 		// Kept if the file may lack some of its bytes: the next Open
 		// replays it (ReplayStage).
 		stErr = st.close(s.fs, err == nil && s.flush.err == nil)
