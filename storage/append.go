@@ -232,8 +232,14 @@ func (s *Store) appendLocked(buf []byte, msgs []*Message, res []AppendResult, w 
 		s.storeHandedLocked(end)
 	}
 	s.mu.lastTs = now
-	g.lastTs.Store(now)
-	g.hasRecords.Store(true)
+	// Stored only when they change (an atomic store is a full fence):
+	// the clock moves once a millisecond, not once an append.
+	if g.lastTs.Load() != now {
+		g.lastTs.Store(now)
+	}
+	if !g.hasRecords.Load() {
+		g.hasRecords.Store(true)
+	}
 	for i, m := range msgs {
 		s.mu.dispatch = append(s.mu.dispatch, dispatchReq{
 			topic: m.Topic, qid: m.QueueID, size: res[i].Size, indexed: indexed(m.SysFlag),

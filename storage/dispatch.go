@@ -72,10 +72,11 @@ func (s *Store) dispatchRoundLocked(spare *[]dispatchReq) {
 		if r.indexed {
 			s.dispatchOne(r, cbs) // indexes it, or holds it for a retry
 		}
-		s.dispatchOK.Store(s.dispatchFloor(r.phys + int64(r.size)))
 		s.putTaken(r)
 		*r = dispatchReq{}
 	}
+	// Once a round: the checkpoint, its only reader that matters, may
+	// see the round's start meanwhile, which is below what it indexed.
 	s.dispatchOK.Store(s.dispatchFloor(upTo))
 	s.dispatched.Store(upTo)
 	s.indexKeys(upTo) // the message key index (keyindex.go)

@@ -14,6 +14,7 @@ import (
 	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/consumequeue"
 	"github.com/samsamq/samsa/storage/vfs"
+	"golang.org/x/sys/cpu"
 )
 
 // Store is an open message store: one CommitLog, its ConsumeQueues, and
@@ -35,6 +36,17 @@ type Store struct {
 	cq   *consumequeue.Table
 	kidx *keyIndex // the message key index (keyindex.go); nil when disabled
 
+	// fenced: Append refuses (fence.go); AppendReplicated goes on.
+	fenced atomic.Bool
+	ho     handOver
+
+	// The offsets below sit on cache lines of their own, by writer: the
+	// appender stores written (and handed, when its append puts the bytes
+	// in the kernel) on every append while the dispatcher, on another
+	// CPU, stores dispatched and dispatchOK every round; sharing a line
+	// with each other or with fields read on every append (ho's flags,
+	// fenced) made each side's stores miss in the other's cache.
+	_ cpu.CacheLinePad
 	// written is the CommitLog offset up to which records are appended
 	// and readable; durable up to which they are fsynced. Both only grow
 	// (but a cut, replica_cut.go, sets every offset here to the cut, under
@@ -42,19 +54,19 @@ type Store struct {
 	// goroutine at a time (written under mu, durable by the flusher) and
 	// loaded by anyone.
 	written atomic.Int64
-	durable atomic.Int64
 	// handed: every byte below it is in the kernel (handoff.go); stored
-	// by the hand-over's writer, the appender (mmap) or a flush.
+	// by the hand-over's writer, the appender (mmap, a stage) or a flush.
 	// durable <= handed <= written once a flush moves durable.
-	handed atomic.Int64
-	ho     handOver
+	handed  atomic.Int64
+	_       cpu.CacheLinePad
+	durable atomic.Int64
+	_       cpu.CacheLinePad
 	// dispatched: every record below it has its ConsumeQueue entry
 	// appended or is held for a retry. dispatchOK stops at the first
 	// held record (dispatch_retry.go).
 	dispatched atomic.Int64
 	dispatchOK atomic.Int64
-	// fenced: Append refuses (fence.go); AppendReplicated goes on.
-	fenced atomic.Bool
+	_          cpu.CacheLinePad
 	// carry: written records the dispatcher took but could not index yet
 	// (past the visible limit), in log order; the dispatcher's alone.
 	carry []dispatchReq
