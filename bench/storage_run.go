@@ -131,7 +131,8 @@ func driveStore(ctx context.Context, st *storage.Store, opts StorageOptions) (*S
 				m.BornTimestamp = t0.UnixMilli()
 				if _, err := st.Append(ctx, m); err != nil {
 					errCount.Add(1)
-					firstErr.CompareAndSwap(nil, &err)
+					keep := err // &err here would move every append's err to the heap
+					firstErr.CompareAndSwap(nil, &keep)
 					if st.Err() != nil || errors.Is(err, storage.ErrClosed) {
 						return // broken for good: every later append fails the same
 					}
