@@ -55,8 +55,14 @@ func (s *Store) dispatchRoundLocked(spare *[]dispatchReq) {
 	s.mu.Unlock()
 	// Read after written: a limit is always a record boundary at or below it.
 	upTo := min(s.visibleLimit(), written)
-	all := append(s.carry, fresh...)
-	*spare = fresh[:0]
+	// Records not yet visible from earlier rounds go first; with none
+	// (the usual case) the round works in fresh itself, copying nothing.
+	carried := len(s.carry) > 0
+	all := fresh
+	if carried {
+		all = append(s.carry, fresh...)
+		clear(fresh)
+	}
 	n := 0
 	for n < len(all) && all[n].phys+int64(all[n].size) <= upTo {
 		n++
@@ -81,9 +87,15 @@ func (s *Store) dispatchRoundLocked(spare *[]dispatchReq) {
 	s.dispatched.Store(upTo)
 	s.indexKeys(upTo) // the message key index (keyindex.go)
 	// Keep the records not yet visible, in order, for the next round.
-	m := copy(all, all[n:])
-	clear(all[m:])
-	s.carry = all[:m]
+	if carried { // all is the carry's array
+		m := copy(all, all[n:])
+		clear(all[m:])
+		s.carry = all[:m]
+	} else {
+		s.carry = append(s.carry, all[n:]...)
+		clear(all[n:])
+	}
+	*spare = fresh[:0]
 }
 
 // index appends r's ConsumeQueue entry.
