@@ -91,6 +91,20 @@ type segFile struct {
 	openMu     sync.Mutex
 	gone       bool
 	prev, next *segFile
+
+	// sealing counts the file's background sync after it was sealed
+	// (startSeal); forget waits for it before it closes the descriptor.
+	sealing sync.WaitGroup
+}
+
+// sealJob is the background sync of a sealed file (startSeal).
+type sealJob struct {
+	f    *segFile
+	done chan struct{} // closed when the sync has ended
+	// err: the file could not be opened (no descriptor free), so nothing
+	// was synced and nothing lost: finishSeal syncs it. Set before done
+	// is closed. A failed sync is the queue's sticky error instead.
+	err error
 }
 
 // newSegFile is a file of q starting at queue offset start, not open.
@@ -199,6 +213,9 @@ type Queue struct {
 	// late is a sticky fsync error met while closing an idle file
 	// (failLate); usableLocked and Flush report it.
 	late atomic.Pointer[error]
+	// seal is the newest sealed file's sync, in flight or ended, until
+	// finishSeal has seen it through (nil then).
+	seal atomic.Pointer[sealJob]
 }
 
 func newQueue(sh *shared, topic string, qid int32) *Queue {

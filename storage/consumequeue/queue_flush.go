@@ -17,6 +17,9 @@ import (
 func (q *Queue) Flush() error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
+	// A sealed file's sync may still run (startSeal): its failure must
+	// be known before this Flush can say every entry is durable.
+	q.waitSeal()
 	q.structMu.RLock()
 	defer q.structMu.RUnlock()
 
@@ -159,6 +162,7 @@ func (q *Queue) MarkUnsynced() {
 func (q *Queue) close() error {
 	q.appendMu.Lock()
 	defer q.appendMu.Unlock()
+	q.waitSeal() // its failure is reported below (lateErr)
 	q.retainMu.Lock()
 	defer q.retainMu.Unlock()
 	q.flushMu.Lock()

@@ -7,7 +7,8 @@ import (
 )
 
 // openQueue opens the queue in q.dir (which exists) and recovers it: every
-// file but the last must be whole; the queue ends at the first entry that is
+// file but the last two must be whole (the newest sealed file is synced in
+// the background, startSeal); the queue ends at the first entry that is
 // zero, torn or out of order, and what follows is removed durably.
 func openQueue(sh *shared, topic string, qid int32) (q *Queue, err error) {
 	q = newQueue(sh, topic, qid)
@@ -69,9 +70,10 @@ func (q *Queue) recoverFiles() error {
 		if err != nil {
 			return fmt.Errorf("consumequeue: %s: size of %s: %w", q, f.path, err)
 		}
-		if i < len(q.mu.files)-1 && size == fileBytes {
-			// Sealed: synced before its successor was created. Check its
-			// last entry only.
+		if i < len(q.mu.files)-2 && size == fileBytes {
+			// Sealed, and synced before the file after its successor was
+			// created (finishSeal). Check its last entry only; the newest
+			// sealed file is read whole, as the last one is.
 			var one [1]Entry
 			if err := q.readFile(f, f.start+q.sh.perFile-1, one[:]); err != nil {
 				return err
