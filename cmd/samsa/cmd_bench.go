@@ -32,6 +32,7 @@ var benchSubs = []struct {
 	{"run", "run EXPERIMENT_FILE [--quick] [--dir DIR] [--out results/]", benchRun},
 	{"report", "report RESULT... [--out PERFORMANCE.md] [--svg-dir DIR]", benchReport},
 	{"check", "check --baseline FILE [--tolerance 0.15] [--strict] RESULT", benchCheck},
+	{"ab", "ab --a BINARY --b BINARY [--rounds 8] [--metric msgs_per_sec] [--dir DIR] [--json FILE] -- SUBCOMMAND [FLAGS]: two binaries in alternated A-B-B-A rounds of one measuring subcommand (e.g. -- storage --backend pwrite --flush async --size 1024 --writers 1 --duration 3s --dir .benchdata/ab), the median of the rounds' B/A", benchAB},
 }
 
 func runBench(args []string) error {
@@ -507,4 +508,29 @@ func benchCheck(args []string) error {
 		return fmt.Errorf("%d regressions beyond %.0f%%", n, 100*o.Tolerance)
 	}
 	return nil
+}
+
+func benchAB(args []string) error {
+	fs := flag.NewFlagSet("bench ab", flag.ContinueOnError)
+	var o bench.ABOptions
+	var jsonPath string
+	fs.StringVar(&o.A, "a", "", "the binary measured against (required)")
+	fs.StringVar(&o.B, "b", "", "the binary measured (required): ratios are B/A")
+	fs.IntVar(&o.Rounds, "rounds", 8, "rounds; each runs both binaries, A first in odd rounds, B first in even ones")
+	fs.StringVar(&o.Metric, "metric", "msgs_per_sec", "the numeric field of the subcommand's JSON result compared")
+	fs.StringVar(&o.Dir, "dir", "", "keep each run's JSON result here (default: a temporary directory, removed)")
+	fs.StringVar(&jsonPath, "json", "", "write the rounds and their spread as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.Args = fs.Args() // flag stops at "--" and leaves what follows
+	o.Log = os.Stdout
+	ctx, cancel := signalContext()
+	defer cancel()
+	res, err := bench.RunAB(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.Summary())
+	return writeJSONFile(jsonPath, res)
 }
