@@ -26,10 +26,12 @@
 // Append buffers entries in memory (visible to readers at once) and writes
 // them to the file with WriteAt in blocks; Flush writes what is buffered and
 // syncs every dirty file. Nothing is promised durable before Flush returns.
-// Before a queue moves to a new file the full one is synced, and every new
-// file or directory has its parent directory synced, so after a crash every
-// file but the last is whole. Recovery (OpenTable) scans the last file (and
-// any file that is not whole) and ends the queue at the first entry that is
+// When a queue moves to a new file the full one is synced in the
+// background (the dispatcher does not wait for it), and before the queue
+// moves on again that sync must have ended; every new file or directory has
+// its parent directory synced. So after a crash every file but the last two
+// is whole. Recovery (OpenTable) scans the last two files (and any file
+// that is not whole) and ends the queue at the first entry that is
 // zero, torn (a partial entry at the end of the file), or breaks the ordering
 // above; the bytes after it are truncated away and the files after it removed,
 // durably, so they cannot resurrect. The CommitLog is the source of truth: the
