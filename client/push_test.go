@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -186,36 +188,51 @@ func TestPushConsumerRetriesFailures(t *testing.T) {
 	}
 }
 
-// waitGroupSplit waits (with a deadline) until the members own disjoint,
-// non-empty shares of topic's total queues: the group's rebalances after
-// its members joined are done. A test that sends before then sees queues
-// move between members, and messages handled again, that no membership
-// change it made explains.
+// waitGroupSplit waits (with a deadline) until each member owns exactly
+// the share of topic's total queues its allocation strategy gives it for
+// the whole group: the group's rebalances after its members joined are
+// done. A test that sends before then sees queues move between members,
+// and messages handled again, that no membership change it made
+// explains. Disjoint, non-empty shares are not enough: members that read
+// the member list from a broker not yet told of every heartbeat compute
+// shares from different lists, which can happen to be disjoint and move
+// again at the next rebalance.
 func waitGroupSplit(t *testing.T, topic string, total int, members ...*PushConsumer) {
 	t.Helper()
+	ids := make([]string, 0, len(members))
+	for _, m := range members {
+		ids = append(ids, m.ClientID())
+	}
+	sort.Strings(ids)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		owned, seen, ok := 0, map[MessageQueue]bool{}, true
+		owned := map[*PushConsumer][]MessageQueue{}
+		var all []MessageQueue
 		for _, m := range members {
-			n := 0
 			for _, q := range m.Queues() {
-				if q.Topic != topic {
-					continue
+				if q.Topic == topic {
+					owned[m] = append(owned[m], q)
+					all = append(all, q)
 				}
-				if seen[q] {
-					ok = false
-				}
-				seen[q] = true
-				n++
 			}
-			ok = ok && n > 0
-			owned += n
 		}
-		if ok && owned == total {
+		SortQueues(all)
+		ok := len(all) == total && len(slices.Compact(slices.Clone(all))) == total
+		for _, m := range members {
+			if !ok {
+				break
+			}
+			want := m.Options().Allocate.Allocate(m.ClientID(), ids, all)
+			got := owned[m]
+			SortQueues(want)
+			SortQueues(got)
+			ok = len(got) > 0 && slices.Equal(got, want)
+		}
+		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the group never split %s's %d queues between its %d members (%d owned)", topic, total, len(members), owned)
+			t.Fatalf("the group never split %s's %d queues between its %d members as allocated (%d owned)", topic, total, len(members), len(all))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
