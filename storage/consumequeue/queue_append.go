@@ -327,19 +327,27 @@ func (q *Queue) startSeal(f *segFile) {
 	go func() {
 		defer close(j.done)
 		defer f.sealing.Done()
-		fd, err := q.acquire(f)
-		if err != nil {
-			j.err = err
-			return
-		}
-		err = fd.Sync()
-		q.release(f)
-		if err != nil {
-			q.failLate(syncError{fmt.Errorf("consumequeue: %s: sync %s: %w", q, f.path, err)})
-			return
-		}
-		f.dirty.Store(false) // nothing writes a full file
+		j.err = q.syncSealed(f)
 	}()
+}
+
+// syncSealed syncs the sealed file f. It returns the error of an open
+// that failed (nothing synced and nothing lost: the caller tries again);
+// a failed sync sticks (failLate), so it returns nil and the queue's
+// error says it from then on.
+func (q *Queue) syncSealed(f *segFile) error {
+	fd, err := q.acquire(f)
+	if err != nil {
+		return err
+	}
+	err = fd.Sync()
+	q.release(f)
+	if err != nil {
+		q.failLate(syncError{fmt.Errorf("consumequeue: %s: sync %s: %w", q, f.path, err)})
+		return nil
+	}
+	f.dirty.Store(false) // nothing writes a full file
+	return nil
 }
 
 // waitSeal waits for the newest sealed file's sync, if one runs.
@@ -356,16 +364,8 @@ func (q *Queue) finishSeal() error {
 	if j := q.seal.Load(); j != nil {
 		<-j.done
 		if j.err != nil && q.lateErr() == nil && q.hasFile(j.f) {
-			fd, err := q.acquire(j.f)
-			if err != nil {
+			if err := q.syncSealed(j.f); err != nil {
 				return err // still no descriptor: the next addFile tries again
-			}
-			err = fd.Sync()
-			q.release(j.f)
-			if err != nil {
-				q.failLate(syncError{fmt.Errorf("consumequeue: %s: sync %s: %w", q, j.f.path, err)})
-			} else {
-				j.f.dirty.Store(false)
 			}
 		}
 		q.seal.CompareAndSwap(j, nil)
