@@ -183,7 +183,7 @@ func (s *Store) writeOut() error {
 
 // storeHandedLocked is storeHanded where appends reach the kernel in
 // Append (ho.inAppend: only appends, under the append lock, move handed):
-// w is past handed, so a plain store does.
+// w is past handed, so a store does, with no compare-and-swap loop.
 func (s *Store) storeHandedLocked(w int64) {
 	s.handed.Store(w)
 	s.runOnHanded(w)

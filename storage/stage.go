@@ -12,10 +12,10 @@ import (
 )
 
 // Stages (backend/stage.go; the default, Options.NoStage turns them off):
-// a staging store keeps each
-// writable segment's write buffer in a shared mapping of a file under
-// Dir/stage, named as the segment. Appends are in the kernel once copied,
-// as mmap's are (ho.inAppend), so there is no hand-over. Recovery replays
+// a staging store keeps each writable segment's write buffer in a shared
+// mapping of a file under Dir/stage, named as the segment. Appends are in
+// the kernel once copied, as mmap's are (ho.inAppend), so there is no
+// hand-over. Recovery replays
 // every stage before it lists the log (whatever Options say now: the last
 // run may have staged) and treats a replay as an unclean stop.
 //

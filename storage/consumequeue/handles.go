@@ -171,7 +171,9 @@ func (h *handles) adopt(sf *segFile, f vfs.File) {
 // closed); a later acquire returns ErrClosed. Nothing may hold sf: callers
 // exclude its readers and writers. It waits for an eviction of sf under way.
 func (h *handles) forget(sf *segFile) error {
-	sf.sealing.Wait() // before openMu: the sync may be opening the file
+	if j := sf.seal.Load(); j != nil {
+		<-j.done // before openMu: the sync may be opening the file
+	}
 	sf.openMu.Lock()
 	defer sf.openMu.Unlock()
 	h.mu.Lock()

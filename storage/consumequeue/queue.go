@@ -92,9 +92,9 @@ type segFile struct {
 	gone       bool
 	prev, next *segFile
 
-	// sealing counts the file's background sync after it was sealed
-	// (startSeal); forget waits for it before it closes the descriptor.
-	sealing sync.WaitGroup
+	// seal is the file's background sync once it was sealed (startSeal);
+	// forget waits for it before it closes the descriptor.
+	seal atomic.Pointer[sealJob]
 }
 
 // sealJob is the background sync of a sealed file (startSeal).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/samsamq/samsa/storage/vfs"
 )
@@ -299,35 +300,35 @@ func (q *Queue) sealAndCreate(last *segFile, start int64) error {
 	}
 	sf := q.newSegFile(start, path)
 	q.sh.h.adopt(sf, f)
+	var j *sealJob
 	if last != nil {
-		last.sealing.Add(1) // before anyone can see it sealed (and forget it)
+		j = &sealJob{f: last, done: make(chan struct{})}
+		last.seal.Store(j) // before anyone can see it sealed (and forget it)
 	}
 	q.mu.Lock()
 	q.mu.files = append(q.mu.files, sf)
 	q.mu.bufStart = start
 	q.mu.dirDirty = true // the file's name: synced by the next Flush
 	q.mu.Unlock()
-	if last != nil {
-		q.startSeal(last)
+	if j != nil {
+		q.startSeal(j)
 	}
 	return nil
 }
 
-// startSeal syncs the sealed file f in a goroutine of its own, so the
+// startSeal syncs j's sealed file in a goroutine of its own, so the
 // dispatcher goes on indexing meanwhile: with the log being written, a
 // file's fdatasync waits for the file system's journal, which took 0.1 to
 // 0.3 s here at 700k appends a second, and every queue's entries waited
-// behind it. A Flush may be syncing f too, or have cleared dirty before
-// its own sync finished: f is synced regardless (once per file). A failed
-// sync sticks (failLate), as a Flush's would. Callers hold appendMu and
-// have counted the sync in f.sealing.
-func (q *Queue) startSeal(f *segFile) {
-	j := &sealJob{f: f, done: make(chan struct{})}
+// behind it. A Flush may be syncing the file too, or have cleared dirty
+// before its own sync finished: it is synced regardless (once per file).
+// A failed sync sticks (failLate), as a Flush's would. Callers hold
+// appendMu and have made j the file's seal.
+func (q *Queue) startSeal(j *sealJob) {
 	q.seal.Store(j)
 	go func() {
 		defer close(j.done)
-		defer f.sealing.Done()
-		j.err = q.syncSealed(f)
+		j.err = q.syncSealed(j.f)
 	}()
 }
 
@@ -401,10 +402,5 @@ func (q *Queue) writeBufLocked() error {
 func (q *Queue) hasFile(f *segFile) bool {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
-	for i := len(q.mu.files) - 1; i >= 0; i-- {
-		if q.mu.files[i] == f {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(q.mu.files, f)
 }
