@@ -15,7 +15,7 @@ import (
 	"github.com/samsamq/samsa/ha"
 )
 
-// Controller mode (enableControllerMode, issue #14): the fail-over
+// Controller mode (enableControllerMode): the fail-over
 // controller, not brokerRole, says which replica of the group is master.
 // The broker registers with the controller at start (with the controller
 // epoch of the highest epoch in its epoch file), then heartbeats every brokerHeartbeatInterval;
@@ -111,6 +111,9 @@ type ctlMode struct {
 		// masterSilent: the controller's last word on how long ago the
 		// master's heartbeat reached it (controller.Result.MasterSilent).
 		masterSilent time.Duration
+		// masterFailed: why becoming master failed (controller.Heartbeat's
+		// MasterFailed), "" otherwise.
+		masterFailed string
 	}
 	// caughtUp: when each sync-state member (or candidate) was last seen
 	// holding the whole log; linkedOnce: the slaves seen linked since this

@@ -71,9 +71,10 @@ func (c *ctlMode) round() {
 	)
 	if !registered {
 		res, err = c.cli.RegisterBroker(ctx, controller.RegisterBroker{Group: c.group, ID: c.b.cfg.BrokerID,
-			Addr: c.b.Addr(), Epoch: c.registerEpoch(), FenceTimeout: c.b.cfg.ControllerHeartBeatTimeout})
+			Addr: c.b.Addr(), Epoch: c.registerEpoch(), FenceTimeout: c.b.cfg.ControllerHeartBeatTimeout, Pos: c.position()})
 	} else {
-		res, err = c.cli.Heartbeat(ctx, controller.Heartbeat{Group: c.group, ID: c.b.cfg.BrokerID, Epoch: epoch})
+		res, err = c.cli.Heartbeat(ctx, controller.Heartbeat{Group: c.group, ID: c.b.cfg.BrokerID, Epoch: epoch,
+			Pos: c.position(), MasterFailed: c.masterFailed()})
 	}
 	switch {
 	case err == nil:
@@ -94,6 +95,48 @@ func (c *ctlMode) round() {
 	if c.master.Load() != nil {
 		c.keepSyncSet()
 	}
+}
+
+// position is where this broker's log stands, for the controller's
+// elections: the epoch of the last epoch-file entry that holds data, the
+// log's end, and, as master, what the whole sync-state set holds.
+func (c *ctlMode) position() controller.Position {
+	p := controller.Position{End: c.b.store.WrittenOffset()}
+	for _, e := range slices.Backward(c.epochs.Entries()) {
+		if e.Start < p.End {
+			p.Epoch = e.Epoch
+			break
+		}
+	}
+	if m := c.master.Load(); m != nil {
+		p.Confirmed = c.confirmed(m)
+	}
+	return p
+}
+
+// confirmed is the offset every member of the sync-state set holds, as
+// this master sees it: the lowest acknowledgement among the linked
+// members, its handed offset when it is alone. The controller elects no
+// replica whose log ends below it (the group acknowledged it).
+func (c *ctlMode) confirmed(m *ha.Master) int64 {
+	c.mu.Lock()
+	set := slices.Clone(c.mu.syncSet)
+	c.mu.Unlock()
+	conf := c.b.store.HandedOffset()
+	for _, s := range m.Slaves() {
+		if s.BrokerID != c.b.cfg.BrokerID && slices.Contains(set, s.BrokerID) {
+			conf = min(conf, s.AckOffset)
+		}
+	}
+	return conf
+}
+
+// masterFailed is why this broker, named master, could not take up the
+// role ("" when it did, or is not named).
+func (c *ctlMode) masterFailed() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.masterFailed
 }
 
 // registerEpoch is the highest master epoch the broker has seen: the last
@@ -209,12 +252,18 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 		m, err = c.b.newHAMaster(c.epochs, haEpoch)
 	}
 	if err != nil {
-		// Retried at the next heartbeat; no writes meanwhile.
+		// Retried at the next heartbeat; no writes meanwhile. The
+		// heartbeats say why, so that the controller elects another
+		// replica once its election timeout passes.
 		c.noteErr("broker: cannot become master", err)
+		c.mu.Lock()
+		c.mu.masterFailed = err.Error()
+		c.mu.Unlock()
 		return
 	}
 	c.mu.Lock()
 	c.mu.role, c.mu.epoch, c.mu.masterID, c.mu.masterAddr = controller.RoleMaster, r.MasterEpoch, r.MasterID, r.MasterAddr
+	c.mu.masterFailed = ""
 	c.mu.Unlock()
 	c.stateVersion.Store(r.MasterEpoch)
 	clear(c.caughtUp)
@@ -238,6 +287,7 @@ func (c *ctlMode) becomeSlave(r controller.Result) {
 	c.stopSlave()
 	c.mu.Lock()
 	c.mu.role, c.mu.epoch, c.mu.masterID, c.mu.masterAddr = controller.RoleSlave, r.MasterEpoch, r.MasterID, r.MasterAddr
+	c.mu.masterFailed = ""
 	c.mu.Unlock()
 	c.stateVersion.Store(r.MasterEpoch)
 	c.b.log.Warn("broker: the controller made this broker a slave", "master", r.MasterID, "masterAddr", r.MasterAddr,
@@ -257,6 +307,7 @@ func (c *ctlMode) becomeNone(r controller.Result) {
 	c.stopWriting()
 	c.mu.Lock()
 	c.mu.role, c.mu.epoch, c.mu.masterID, c.mu.masterAddr = controller.RoleNone, r.MasterEpoch, controller.NoMaster, ""
+	c.mu.masterFailed = ""
 	c.mu.Unlock()
 	c.stateVersion.Store(r.MasterEpoch)
 	c.b.log.Warn("broker: the controller names no master for this group: no writes", "epoch", r.MasterEpoch, "note", r.Note)

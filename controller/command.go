@@ -43,6 +43,10 @@ type RegisterBroker struct {
 	// could still take writes when another is elected. Not used by the
 	// State.
 	FenceTimeout time.Duration `json:",omitempty"`
+	// Pos is where the broker's log stands as it starts: the election
+	// ranks replicas by it (a restarted replica may have lost an unsynced
+	// tail).
+	Pos Position `json:",omitempty"`
 }
 
 // Heartbeat says replica ID is alive. Epoch is the master epoch it works
@@ -52,6 +56,14 @@ type Heartbeat struct {
 	Group Group
 	ID    int64
 	Epoch int64
+	// Pos is where the broker's log stands now (see Position).
+	Pos Position `json:",omitempty"`
+	// MasterFailed, from a broker the controller named master: why it
+	// could not take up the role (its replication port would not bind,
+	// its store would not open). Such a heartbeat renews no lease: the
+	// group elects another master once the election timeout passes, and
+	// the broker is not electable for one election timeout after it.
+	MasterFailed string `json:",omitempty"`
 }
 
 // AlterSyncStateSet is the master's request to shrink or expand the
@@ -75,6 +87,13 @@ type ElectMaster struct {
 	Group       Group
 	Alive       []int64
 	MasterEpoch int64
+	// Positions are the alive replicas' last reported positions, as the
+	// leader knew them when it made the command.
+	Positions map[int64]Position `json:",omitempty"`
+	// Unclean: the operator's explicit choice (samsa controller elect
+	// --unclean) to elect the most up-to-date alive replica even when it
+	// lacks acknowledged messages or is outside the sync-state set.
+	Unclean bool `json:",omitempty"`
 	// At is the instant Alive was computed; informational only.
 	At time.Time
 }
@@ -83,3 +102,44 @@ func (RegisterBroker) command()    {}
 func (Heartbeat) command()         {}
 func (AlterSyncStateSet) command() {}
 func (ElectMaster) command()       {}
+
+// Position is where a replica's CommitLog stands, as the replica reports
+// it. Elections rank replicas by (Epoch, End), Raft's "most up-to-date
+// log": a later epoch wins, then a longer log.
+type Position struct {
+	// Epoch is the replication epoch of the log's last entry (the master
+	// term that wrote its tail; 0 for a log with no epoch history).
+	Epoch uint64 `json:",omitempty"`
+	// End is where the log ends (its written offset).
+	End int64 `json:",omitempty"`
+	// Confirmed, from a master: the offset every member of its sync-state
+	// set holds (the lowest acknowledgement among them, its own log end
+	// when it is alone): what the group acknowledged as replicated. The
+	// master's heartbeat is replicated, so the controller keeps the
+	// highest (State: acked) and elects no replica whose log ends below
+	// it. 0 from a slave.
+	Confirmed int64 `json:",omitempty"`
+}
+
+// Compare orders positions by (Epoch, End): -1 when p is behind q, +1
+// when ahead, 0 when level.
+func (p Position) Compare(q Position) int {
+	switch {
+	case p.Epoch != q.Epoch:
+		return cmpInt(p.Epoch < q.Epoch)
+	case p.End != q.End:
+		return cmpInt(p.End < q.End)
+	}
+	return 0
+}
+
+func cmpInt(less bool) int {
+	if less {
+		return -1
+	}
+	return 1
+}
+
+func (p Position) String() string {
+	return fmt.Sprintf("%d@%d", p.End, p.Epoch)
+}

@@ -1,5 +1,5 @@
-// Package controller is the fail-over controller's state machine (issue
-// #14): per broker group it keeps the registered replicas, the master, the
+// Package controller is the fail-over controller's state machine: per
+// broker group it keeps the registered replicas, the master, the
 // master epoch and the sync-state set, and elects a new master from the
 // sync-state set when the master's heartbeats stop. It follows the facts of
 // RocketMQ 5's controller (docs/en/controller/design.md in apache/rocketmq)
@@ -23,20 +23,29 @@
 //
 // # Commands
 //
-//   - RegisterBroker{Group, ID, Addr, Epoch}: the first replica of a group
-//     that never had a master becomes master at epoch Epoch+1 (1 for a new
-//     broker; above any epoch in its epoch file) with the set {it};
-//     later ones join as slaves; a known id updates its address. A group
-//     that lost its master takes none from a registration: only ElectMaster
-//     elects, so a fresh, empty replica cannot become master by registering.
-//   - Heartbeat{Group, ID, Epoch}: records liveness at now; the Result tells
-//     the broker its role. The master's is replicated (its lease renewal).
+//   - RegisterBroker{Group, ID, Addr, Epoch, Pos}: the first replica of a
+//     group that never had a master becomes master at epoch Epoch+1 (1 for
+//     a new broker; above any epoch in its epoch file) with the set {it};
+//     later ones join as slaves; a known id updates its address. A broker
+//     registers at every start, so the master registering again restarted:
+//     it may have lost an unsynced tail a slave holds, and it is master no
+//     longer (the epoch rises, the set is kept) until the next election
+//     ranks it with the others. A group that lost its master takes none
+//     from a registration: only ElectMaster elects, so a fresh, empty
+//     replica cannot become master by registering.
+//   - Heartbeat{Group, ID, Epoch, Pos, MasterFailed}: records liveness and
+//     the reported Position at now; the Result tells the broker its role.
+//     The master's is replicated (its lease renewal) and raises acked, the
+//     offset below which the group acknowledged everything, to its
+//     Pos.Confirmed. A master that could not take up its role says why in
+//     MasterFailed: no lease, and it is not electable for a while.
 //   - AlterSyncStateSet{Group, From, MasterEpoch, NewSet, SyncSetEpoch}: the
 //     master shrinks or expands the set. Refused (nothing changes) unless
 //     From is the master, MasterEpoch the current epoch (ErrFenced below it),
 //     SyncSetEpoch the current set epoch (ErrStaleSyncEpoch), and NewSet
 //     holds the master and only registered ids, each once.
-//   - ElectMaster{Group, Alive, MasterEpoch}: elects by the rule below.
+//   - ElectMaster{Group, Alive, MasterEpoch, Positions, Unclean}: elects by
+//     the rule below.
 //
 // Any command whose sender reports an epoch older than the group's gets a
 // Result with Fenced set and the master to follow: "you are a slave of
@@ -49,23 +58,33 @@
 // Tick(now) returns an ElectMaster for each group whose master has sent no
 // heartbeat for more than Config.ElectionTimeout (a heartbeat exactly the
 // timeout old still counts), or which lost its master and has an electable
-// replica alive again. Applying it:
+// replica alive again. Applying it (elect.go):
 //
 //  1. The old master, if alive, stays (a manual election changes nothing).
-//  2. Else the alive member of the sync-state set with the lowest broker id
-//     becomes master; the epoch rises by one; the set becomes {new master}
-//     and its epoch rises; the new master expands it as slaves catch up.
-//  3. Else, with Config.UncleanElection (default off), the alive registered
-//     replica with the lowest id becomes master as in 2, and the Result says
-//     Unclean: messages acknowledged by the old master may be lost.
+//  2. Else the alive members of the sync-state set are ranked by their
+//     reported Position, (epoch of the log's tail, log end): Raft's most
+//     up-to-date log, Kafka's clean leader election. The best (ties to the
+//     lowest id) becomes master if its log reaches acked; the epoch rises
+//     by one; the set becomes {new master} and its epoch rises; the new
+//     master expands it as slaves catch up. A master elected that never
+//     took up its role (dead when elected, or unable) leaves the sets
+//     before it electable: it took no writes.
+//  3. Else, with Config.UncleanElection or an operator's ElectMaster with
+//     Unclean (samsa controller elect --unclean), the most up-to-date
+//     alive replica becomes master as in 2 and the Result says Unclean:
+//     messages the group acknowledged may be lost; acked drops to its end.
 //  4. Else the group has no master: the epoch rises (fencing the old master
 //     if it returns) and the set is kept, so that a member of it coming back
-//     is elected by the next Tick.
+//     is elected by the next Tick. Machine.Pending says why.
 //
-// RocketMQ's DefaultElectPolicy also prefers the old master, then ranks the
-// candidates by (epoch, max offset, election priority); every member of the
-// sync-state set holds every acknowledged message, so taking the lowest id
-// is as safe and needs no offsets in the heartbeats.
+// Positions are not replicated state: the leader puts the alive replicas'
+// last reports in the command. Why ranking matters although every member
+// of the set received every acknowledged message: under async flush a
+// member that crashed with its machine lost what it had not synced. Such
+// a replica restarts and registers; when every alive candidate registered
+// since the master was last heard (the group went down whole), Tick waits
+// up to Config.RecoveryWait for the missing members of the set before it
+// elects, so that the one holding the most can return first.
 //
 // # Determinism, and what Raft will replicate
 //

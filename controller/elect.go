@@ -5,24 +5,33 @@ import (
 	"slices"
 )
 
-// The election rule, applied to ElectMaster.Alive (the replicas alive when
-// the command was made):
+// The election rule, applied to ElectMaster (Alive: the replicas alive
+// when the command was made; Positions: where their logs stood):
 //
 //  1. The old master, if it is alive (and so in the sync-state set, which
 //     always holds it), stays: nothing changes.
-//  2. Otherwise the alive member of the sync-state set with the lowest
-//     broker id becomes master: the epoch rises by one and the sync-state
-//     set becomes {new master} (its epoch rises too); the master grows it
-//     again with AlterSyncStateSet as slaves catch up.
-//  3. No alive member: with Config.UncleanElection, the alive registered
-//     replica with the lowest id becomes master as in 2 and the result
-//     carries Unclean. Without it the group has no master: if it had one,
-//     the epoch rises (fencing the old master should it return) and the
-//     sync-state set is kept, so a member that comes back can be elected.
+//  2. Otherwise the candidates are the alive members of the sync-state
+//     set (and of the sets before it while the master named since never
+//     took up its role: groupState.taken), ranked by Position (epoch of the log's tail, then log end;
+//     Raft's most up-to-date log), ties to the lowest id. The best becomes
+//     master if its log reaches what the group acknowledged (acked: the
+//     highest Confirmed its masters renewed their lease with):
+//     the epoch rises by one and the sync-state set becomes {new master}
+//     (its epoch rises too); the master grows it again with
+//     AlterSyncStateSet as slaves catch up.
+//  3. No candidate, or the best lacks acknowledged messages (every alive
+//     member came back from a power loss): with Config.UncleanElection or
+//     the command's Unclean (the operator's), the most up-to-date alive
+//     replica, in the set or not, becomes master as in 2 and the result
+//     carries Unclean; acked drops to its log end. Otherwise the group has
+//     no master: if it had one, the epoch rises (fencing the old master
+//     should it return) and the sync-state set is kept, so a member that
+//     comes back can be elected.
 //
-// RocketMQ's DefaultElectPolicy also ranks candidates by (epoch, max offset,
-// election priority); every member of the sync-state set has every
-// acknowledged message, so the lowest id is as safe and is deterministic.
+// A candidate that lost a tail the others hold never wins while one of
+// them is alive; Machine.Tick holds the election back (Config.RecoveryWait)
+// while every alive candidate restarted since the master was last heard,
+// so that the members that hold the most can come back first.
 func (s *State) elect(c ElectMaster) (Result, error) {
 	gs, ok := s.groups[c.Group]
 	if !ok {
@@ -32,71 +41,120 @@ func (s *State) elect(c ElectMaster) (Result, error) {
 		return s.describe(c.Group, gs), fmt.Errorf("%w: elect %s made at epoch %d, the group is at %d: nothing changed",
 			ErrStaleElection, c.Group, c.MasterEpoch, gs.masterEpoch)
 	}
-	alive := map[int64]bool{}
 	for _, id := range c.Alive {
 		if _, ok := gs.replicas[id]; !ok {
 			return s.describe(c.Group, gs), fmt.Errorf("%w: elect %s: alive broker %d is not registered", ErrUnknownBroker, c.Group, id)
 		}
-		alive[id] = true
 	}
-	if gs.master != NoMaster && alive[gs.master] {
+	d := s.decide(gs, c)
+	switch {
+	case d.stays:
 		r := s.describe(c.Group, gs)
 		r.Note = fmt.Sprintf("master %d is alive: nothing changed", gs.master)
 		return r, nil
-	}
-	candidates := func(set map[int64]bool) []int64 {
-		var ids []int64
-		for id := range set {
-			if alive[id] {
-				ids = append(ids, id)
-			}
-		}
-		slices.Sort(ids)
-		return ids
-	}
-	inSync := candidates(gs.syncSet)
-	unclean := false
-	if len(inSync) == 0 && s.cfg.UncleanElection {
-		all := map[int64]bool{}
-		for id := range gs.replicas {
-			all[id] = true
-		}
-		inSync = candidates(all)
-		unclean = len(inSync) > 0
-	}
-	if len(inSync) == 0 {
-		if gs.master == NoMaster {
-			r := s.describe(c.Group, gs)
-			r.Note = "no alive replica in the sync-state set: still no master"
-			return r, nil
-		}
+	case d.master == NoMaster && gs.master == NoMaster:
+		r := s.describe(c.Group, gs)
+		r.Note = d.why + ": still no master"
+		return r, nil
+	case d.master == NoMaster:
 		old := gs.master
 		gs.master = NoMaster
 		gs.masterEpoch++
 		s.check(c.Group, gs)
 		r := s.describe(c.Group, gs)
 		r.Changed, r.MasterChanged = true, true
-		r.Note = fmt.Sprintf("master %d is dead and no replica of the sync-state set is alive: no master, writes stop", old)
+		r.Note = fmt.Sprintf("master %d is dead and %s: no master, writes stop", old, d.why)
 		return r, nil
 	}
-	newMaster := inSync[0]
 	old := gs.master
-	gs.master = newMaster
+	if gs.taken || gs.formerSet == nil {
+		gs.formerSet = map[int64]bool{}
+	}
+	for id := range gs.syncSet {
+		gs.formerSet[id] = true
+	}
+	gs.taken = false
+	gs.master = d.master
 	gs.masterEpoch++
-	gs.syncSet = map[int64]bool{newMaster: true}
+	gs.syncSet = map[int64]bool{d.master: true}
 	gs.syncSetEpoch++
+	if d.unclean {
+		gs.acked = c.Positions[d.master].End
+	}
 	s.check(c.Group, gs)
 	r := s.describe(c.Group, gs)
-	r.Changed, r.MasterChanged, r.Unclean = true, true, unclean
+	r.Changed, r.MasterChanged, r.Unclean = true, true, d.unclean
 	if old == NoMaster {
-		r.Note = fmt.Sprintf("broker %d elected", newMaster)
+		r.Note = fmt.Sprintf("broker %d elected", d.master)
 	} else {
-		r.Note = fmt.Sprintf("master %d is dead: broker %d elected", old, newMaster)
+		r.Note = fmt.Sprintf("master %d is dead: broker %d elected", old, d.master)
 	}
-	if unclean {
-		r.Note += " outside the sync-state set (unclean election: acknowledged messages may be lost)"
+	if p, ok := c.Positions[d.master]; ok {
+		r.Note += " at " + p.String()
+	}
+	if d.unclean {
+		r.Note += " (unclean election: " + d.why + "; acknowledged messages may be lost)"
 	}
 	return r, nil
+}
+
+// decision is what the election rule makes of a command: the old master
+// stays, a new master (unclean or not), or none (why says why).
+type decision struct {
+	stays   bool
+	master  int64
+	unclean bool
+	why     string
+	// behind: the best candidate lacks acknowledged messages (an unclean
+	// election could still elect it).
+	behind bool
+}
+
+// decide applies the election rule to c without changing anything. Pure:
+// Machine.Tick uses it to hold back commands that would change nothing.
+func (s *State) decide(gs *groupState, c ElectMaster) decision {
+	alive := make(map[int64]bool, len(c.Alive))
+	for _, id := range c.Alive {
+		alive[id] = true
+	}
+	if gs.master != NoMaster && alive[gs.master] {
+		return decision{stays: true, master: gs.master}
+	}
+	rank := func(inSet bool) []int64 {
+		var ids []int64
+		for _, id := range c.Alive {
+			if _, ok := gs.replicas[id]; ok && (!inSet || gs.electable(id)) {
+				ids = append(ids, id)
+			}
+		}
+		slices.SortFunc(ids, func(a, b int64) int {
+			if d := c.Positions[b].Compare(c.Positions[a]); d != 0 {
+				return d
+			}
+			return cmpInt(a < b)
+		})
+		return ids
+	}
+	acked := gs.acked
+	unclean := s.cfg.UncleanElection || c.Unclean
+	inSync := rank(true)
+	var why string
+	switch {
+	case len(inSync) == 0:
+		why = "no replica of the sync-state set is alive"
+	case c.Positions[inSync[0]].End < acked:
+		best := inSync[0]
+		why = fmt.Sprintf("every alive replica of the sync-state set lacks acknowledged messages (best: broker %d at %s, acknowledged up to %d)",
+			best, c.Positions[best], acked)
+	default:
+		return decision{master: inSync[0]}
+	}
+	if unclean {
+		if all := rank(false); len(all) > 0 {
+			return decision{master: all[0], unclean: true, why: why}
+		}
+	}
+	return decision{master: NoMaster, why: why, behind: len(inSync) > 0}
 }
 
 // check asserts what must never be (STYLE point 17). A failure is a bug in
@@ -116,6 +174,11 @@ func (s *State) check(g Group, gs *groupState) {
 	for id := range gs.syncSet {
 		if _, ok := gs.replicas[id]; !ok {
 			panic(fmt.Sprintf("controller: %s: sync-state member %d is not registered", g, id))
+		}
+	}
+	for id := range gs.formerSet {
+		if _, ok := gs.replicas[id]; !ok {
+			panic(fmt.Sprintf("controller: %s: former sync-state member %d is not registered", g, id))
 		}
 	}
 }

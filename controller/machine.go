@@ -17,6 +17,8 @@ type Machine struct {
 	// leading is when this replica last began to lead (Lead); zero in a
 	// machine that is not told (tests, a lone machine).
 	leading time.Time
+	// pending: why Tick last left a group without a master (Pending).
+	pending map[Group]string
 }
 
 // New returns an empty machine.
@@ -26,7 +28,7 @@ func New(cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Machine{cfg: cfg, state: st, live: newLiveness()}, nil
+	return &Machine{cfg: cfg, state: st, live: newLiveness(), pending: map[Group]string{}}, nil
 }
 
 // Config returns the configuration in force.
@@ -52,12 +54,21 @@ func (m *Machine) Apply(cmd Command, now time.Time) (Result, error) {
 		r, err := m.state.Apply(c)
 		if err == nil {
 			m.live.beat(c.Group, c.ID, now)
+			m.live.report(c.Group, c.ID, c.Pos)
+			m.live.restarted(c.Group, c.ID, now)
+			if r.MasterChanged && r.MasterID == c.ID {
+				m.live.heardMaster(c.Group, now)
+			}
 		}
 		return r, err
 	case ElectMaster:
 		r, err := m.state.Apply(c)
 		if err == nil && r.MasterChanged && r.MasterID != NoMaster {
 			m.live.beat(c.Group, r.MasterID, now)
+			m.live.heardMaster(c.Group, now)
+		}
+		if err == nil && r.MasterID != NoMaster {
+			delete(m.pending, c.Group)
 		}
 		return r, err
 	}
@@ -69,7 +80,7 @@ func (m *Machine) Apply(cmd Command, now time.Time) (Result, error) {
 // controller answers it only once it is committed (package raftctl).
 func (m *Machine) NamesMaster(c Heartbeat) bool {
 	gs, ok := m.state.groups[c.Group]
-	return ok && gs.master != NoMaster && gs.master == c.ID
+	return ok && gs.master != NoMaster && gs.master == c.ID && c.MasterFailed == ""
 }
 
 // Lead tells the machine that this replica leads from now on, every entry
@@ -86,6 +97,9 @@ func (m *Machine) Lead(now time.Time) {
 		if gs.master != NoMaster {
 			m.live.heardOnce(g, gs.master, now)
 		}
+		if _, ok := m.live.masterHeard[g]; !ok {
+			m.live.heardMaster(g, now)
+		}
 	}
 }
 
@@ -97,6 +111,7 @@ func (m *Machine) Restored(now time.Time) {
 		if gs.master != NoMaster {
 			m.live.beat(g, gs.master, now)
 		}
+		m.live.heardMaster(g, now)
 	}
 }
 
@@ -112,7 +127,20 @@ func (m *Machine) heartbeat(c Heartbeat, now time.Time) (Result, error) {
 	if c.Epoch < 0 || c.Epoch > gs.masterEpoch {
 		return r, fmt.Errorf("%w: heartbeat %s from broker %d reports epoch %d, the group's is %d", ErrBadCommand, c.Group, c.ID, c.Epoch, gs.masterEpoch)
 	}
-	m.live.beat(c.Group, c.ID, now)
+	m.live.report(c.Group, c.ID, c.Pos)
+	switch {
+	case gs.master == c.ID && c.MasterFailed != "":
+		// Named master but it could not take up the role: no lease, and
+		// not electable for a while (Machine.Elect).
+		setIn(m.live.unable, c.Group, c.ID, now)
+	case gs.master == c.ID:
+		delete(m.live.unable[c.Group], c.ID) // it took up the role after all
+		m.live.beat(c.Group, c.ID, now)
+		m.live.heardMaster(c.Group, now)
+		m.state.renew(c)
+	default:
+		m.live.beat(c.Group, c.ID, now)
+	}
 	gs.roleOf(&r, c.ID, c.Epoch)
 	if gs.master != NoMaster && gs.master != c.ID {
 		r.MasterSilent = -1
@@ -130,7 +158,9 @@ func (m *Machine) Alive(g Group, id int64, now time.Time) bool {
 }
 
 // Elect makes the ElectMaster command for g at now: Alive lists, sorted, the
-// registered replicas alive at now. Applying it is what Raft replicates.
+// registered replicas electable at now (alive, and not unable to take up
+// the master role within the election timeout), Positions where they
+// reported their logs stood. Applying it is what Raft replicates.
 func (m *Machine) Elect(g Group, now time.Time) ElectMaster {
 	c := ElectMaster{Group: g, At: now}
 	gs, ok := m.state.groups[g]
@@ -139,12 +169,27 @@ func (m *Machine) Elect(g Group, now time.Time) ElectMaster {
 	}
 	c.MasterEpoch = gs.masterEpoch
 	for id := range gs.replicas {
-		if m.Alive(g, id, now) {
+		if m.electable(g, id, now) {
 			c.Alive = append(c.Alive, id)
+			if p := m.live.Position(g, id); p != (Position{}) {
+				if c.Positions == nil {
+					c.Positions = map[int64]Position{}
+				}
+				c.Positions[id] = p
+			}
 		}
 	}
 	slices.Sort(c.Alive)
 	return c
+}
+
+// electable: id is alive at now and has not said, within the election
+// timeout, that it could not take up the master role.
+func (m *Machine) electable(g Group, id int64, now time.Time) bool {
+	if t, ok := m.live.unable[g][id]; ok && now.Sub(t) <= m.cfg.ElectionTimeout {
+		return false
+	}
+	return m.Alive(g, id, now)
 }
 
 // Tick returns, in group order, an ElectMaster command for every group that
@@ -152,7 +197,12 @@ func (m *Machine) Elect(g Group, now time.Time) ElectMaster {
 // timeout, or it has lost its master and an electable replica (in the
 // sync-state set, or any with UncleanElection) is alive again. Within one
 // election timeout of Lead, a group with a silent master waits until an
-// electable replica is alive. The caller applies (or proposes) them.
+// electable replica is alive. It holds a command back (and says why in
+// Pending) while it would change nothing, and for up to
+// Config.RecoveryWait while every alive candidate restarted since the
+// master was last heard and a member of the sync-state set is not back:
+// the group went down whole, and the member that holds the most may be
+// the last to return. The caller applies (or proposes) them.
 func (m *Machine) Tick(now time.Time) []ElectMaster {
 	var out []ElectMaster
 	settling := now.Sub(m.leading) < m.cfg.ElectionTimeout
@@ -161,23 +211,73 @@ func (m *Machine) Tick(now time.Time) []ElectMaster {
 		need := false
 		switch {
 		case gs.master != NoMaster:
-			need = !m.Alive(g, gs.master, now) && (!settling || m.electableAlive(g, gs, now))
+			need = !m.electable(g, gs.master, now) && (!settling || m.electableAlive(g, gs, now))
 		case gs.masterEpoch > 0:
 			need = m.electableAlive(g, gs, now)
 		}
-		if need {
-			out = append(out, m.Elect(g, now))
+		if !need {
+			delete(m.pending, g)
+			continue
 		}
+		c := m.Elect(g, now)
+		d := m.state.decide(gs, c)
+		if until, missing, ok := m.recovering(g, gs, c, now); ok && !d.stays {
+			m.pending[g] = fmt.Sprintf("waiting until %s for sync-state members %s: every alive candidate restarted since the master was last heard",
+				until.UTC().Format(time.RFC3339Nano), formatIDs(missing))
+			continue
+		}
+		delete(m.pending, g)
+		if d.master == NoMaster && d.behind {
+			m.pending[g] = d.why + "; only an unclean election (samsa controller elect --unclean) can elect one now"
+		}
+		if d.master == NoMaster && gs.master == NoMaster {
+			continue // would change nothing
+		}
+		out = append(out, c)
 	}
 	return out
 }
+
+// recovering reports whether the election c for g must wait for more of
+// the sync-state set (see Tick), with until when and whom it waits for.
+func (m *Machine) recovering(g Group, gs *groupState, c ElectMaster, now time.Time) (until time.Time, missing []int64, wait bool) {
+	alive := map[int64]bool{}
+	for _, id := range c.Alive {
+		alive[id] = true
+	}
+	heard := m.live.masterHeard[g]
+	var first time.Time
+	for _, id := range sortedIDs(gs.syncSet) {
+		if !alive[id] || id == gs.master && !gs.taken {
+			missing = append(missing, id)
+			continue
+		}
+		at, ok := m.live.registered[g][id]
+		if !ok || !at.After(heard) {
+			return time.Time{}, nil, false // up since the master was heard: holds all it acknowledged
+		}
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	if len(missing) == 0 || first.IsZero() {
+		return time.Time{}, nil, false
+	}
+	until = first.Add(m.cfg.RecoveryWait)
+	return until, missing, now.Before(until)
+}
+
+// Pending says why Tick left group g without a master at its last call
+// ("" when it did not): it waits for members to return, or only an
+// unclean election could elect one. Local to this replica, like liveness.
+func (m *Machine) Pending(g Group) string { return m.pending[g] }
 
 // electableAlive: a replica of g that an election may pick (in the
 // sync-state set, or any with UncleanElection), other than the master, is
 // alive at now.
 func (m *Machine) electableAlive(g Group, gs *groupState, now time.Time) bool {
 	for id := range gs.replicas {
-		if id != gs.master && (gs.syncSet[id] || m.cfg.UncleanElection) && m.Alive(g, id, now) {
+		if id != gs.master && (gs.electable(id) || m.cfg.UncleanElection) && m.electable(g, id, now) {
 			return true
 		}
 	}

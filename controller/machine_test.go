@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -28,7 +29,7 @@ func TestConfig(t *testing.T) {
 	if c.ElectionTimeout != DefaultElectionTimeout || c.Validate() != nil {
 		t.Fatalf("defaults: %v, %v", c, c.Validate())
 	}
-	if got := c.String(); got != "electionTimeout=3s unclean=false" {
+	if got := c.String(); got != "electionTimeout=3s unclean=false recoveryWait=6s" {
 		t.Fatalf("String = %q", got)
 	}
 	if _, err := New(Config{ElectionTimeout: -time.Second}); err == nil || !strings.Contains(err.Error(), "ElectionTimeout") {
@@ -161,19 +162,48 @@ func runRandom(t *testing.T, seed uint64, cfg Config) {
 		masters[g], brokerEpoch[g] = map[int64]int64{}, map[int64]int64{}
 	}
 	apply := func(cmd Command, now time.Time) {
-		var before Result
+		var (
+			before   Result
+			eligible []int64 // who may be elected cleanly
+			acked    int64
+		)
 		if e, ok := cmd.(ElectMaster); ok {
 			before, _ = m.State().Show(e.Group)
-		}
-		r, err := m.Apply(cmd, now)
-		if _, ok := cmd.(ElectMaster); ok && err == nil && r.MasterChanged && r.MasterID != NoMaster && before.MasterEpoch > 0 {
-			// Never a master from outside the sync-state set, unless unclean
-			// and said so.
-			if !slices.Contains(before.SyncSet, r.MasterID) && (!r.Unclean || !cfg.UncleanElection) {
-				t.Fatalf("seed %d: %s elected %d outside %v (unclean=%v)", seed, r.Group, r.MasterID, before.SyncSet, r.Unclean)
+			if gs := m.State().groups[e.Group]; gs != nil {
+				for id := range gs.replicas {
+					if gs.electable(id) {
+						eligible = append(eligible, id)
+					}
+				}
+				acked = gs.acked
 			}
 		}
-		if _, hb := cmd.(Heartbeat); !hb {
+		r, err := m.Apply(cmd, now)
+		if e, ok := cmd.(ElectMaster); ok && err == nil && r.MasterChanged && r.MasterID != NoMaster && before.MasterEpoch > 0 {
+			// Never a master from outside the sync-state set (or the sets
+			// before it while no master took up its role), nor one below
+			// what the group acknowledged, nor one behind another alive
+			// eligible replica, unless unclean and said so.
+			if !r.Unclean {
+				if !slices.Contains(eligible, r.MasterID) {
+					t.Fatalf("seed %d: %s elected %d outside %v", seed, r.Group, r.MasterID, eligible)
+				}
+				if p := e.Positions[r.MasterID]; p.End < acked {
+					t.Fatalf("seed %d: %s elected %d at %v below acknowledged %d", seed, r.Group, r.MasterID, p, acked)
+				}
+				for _, id := range e.Alive {
+					if slices.Contains(eligible, id) && e.Positions[id].Compare(e.Positions[r.MasterID]) > 0 {
+						t.Fatalf("seed %d: %s elected %d at %v, %d is alive at %v", seed, r.Group, r.MasterID,
+							e.Positions[r.MasterID], id, e.Positions[id])
+					}
+				}
+			} else if !cfg.UncleanElection && !e.Unclean {
+				t.Fatalf("seed %d: %s elected %d unclean, not allowed", seed, r.Group, r.MasterID)
+			}
+		}
+		if hb, ok := cmd.(Heartbeat); ok {
+			log = append(log, entry{hb, ""}) // a renewal: its answer is the machine's, not the state's
+		} else {
 			log = append(log, entry{cmd, fmt.Sprint(r, err)})
 		}
 		if err != nil {
@@ -200,7 +230,15 @@ func runRandom(t *testing.T, seed uint64, cfg Config) {
 		case op < 2:
 			apply(RegisterBroker{Group: g, ID: id, Addr: fmt.Sprintf("127.0.0.1:%d", 10000+id), Epoch: brokerEpoch[g][id]}, now)
 		case op < 7:
-			r, err := m.Apply(Heartbeat{Group: g, ID: id, Epoch: brokerEpoch[g][id]}, now)
+			end := int64(rng.IntN(1000))
+			hb := Heartbeat{Group: g, ID: id, Epoch: brokerEpoch[g][id], Pos: Position{Epoch: uint64(rng.IntN(3)), End: end}}
+			if m.NamesMaster(hb) {
+				hb.Pos.Confirmed = end - int64(rng.IntN(100))
+				apply(hb, now) // replicated: the master's renewal
+				brokerEpoch[g][id] = lastEpoch[g]
+				continue
+			}
+			r, err := m.Apply(hb, now)
 			if err == nil {
 				brokerEpoch[g][id] = r.MasterEpoch
 			}
@@ -225,6 +263,10 @@ func runRandom(t *testing.T, seed uint64, cfg Config) {
 	// Replay on a follower: a bare State, no liveness, no clock.
 	follower, _ := NewState(cfg)
 	for i, e := range log {
+		if hb, ok := e.cmd.(Heartbeat); ok {
+			follower.renew(hb)
+			continue
+		}
 		r, err := follower.Apply(e.cmd)
 		if got := fmt.Sprint(r, err); got != e.out {
 			t.Fatalf("seed %d: entry %d %#v:\nleader:   %s\nfollower: %s", seed, i, e.cmd, e.out, got)
@@ -236,6 +278,11 @@ func runRandom(t *testing.T, seed uint64, cfg Config) {
 		if a.String() != b.String() {
 			t.Fatalf("seed %d: %s differs:\nleader:   %s\nfollower: %s", seed, g, a, b)
 		}
+	}
+	a, _ := m.State().MarshalSnapshot()
+	b, _ := follower.MarshalSnapshot()
+	if !bytes.Equal(a, b) {
+		t.Fatalf("seed %d: snapshots differ:\nleader:   %s\nfollower: %s", seed, a, b)
 	}
 	t.Logf("seed %d: %d replicated commands, epochs %v", seed, len(log), lastEpoch)
 	if len(log) == 0 {

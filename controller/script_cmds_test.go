@@ -46,20 +46,25 @@ func (s *scriptRunner) run(line string) []string {
 			cfg.ElectionTimeout, _ = time.ParseDuration(v)
 		}
 		cfg.UncleanElection = kv["unclean"] == "true"
+		if v, ok := kv["wait"]; ok {
+			cfg.RecoveryWait, _ = time.ParseDuration(v)
+		}
 		s.m = s.newMachine(cfg)
 		return []string{"config " + s.m.Config().String()}
 	case "register":
 		if len(pos) != 3 {
 			return []string{"script error: register G ID ADDR"}
 		}
-		return res(s.m.Apply(RegisterBroker{Group: g, ID: atoi(pos[1]), Addr: pos[2], Epoch: atoi(kv["epoch"])}, s.now))
+		return res(s.m.Apply(RegisterBroker{Group: g, ID: atoi(pos[1]), Addr: pos[2], Epoch: atoi(kv["epoch"]),
+			Pos: parsePos(kv["pos"], kv["confirmed"])}, s.now))
 	case "heartbeat":
 		if len(pos) != 2 {
 			return []string{"script error: heartbeat G ID[,ID...]"}
 		}
 		var out []string
 		for _, id := range parseIDs(pos[1]) {
-			r, err := s.m.Apply(Heartbeat{Group: g, ID: id, Epoch: atoi(kv["epoch"])}, s.now)
+			r, err := s.m.Apply(Heartbeat{Group: g, ID: id, Epoch: atoi(kv["epoch"]),
+				Pos: parsePos(kv["pos"], kv["confirmed"]), MasterFailed: kv["failed"]}, s.now)
 			for _, l := range res(r, err) {
 				out = append(out, fmt.Sprintf("broker %d: %s", id, l))
 			}
@@ -70,6 +75,7 @@ func (s *scriptRunner) run(line string) []string {
 			NewSet: parseIDs(kv["set"]), SyncSetEpoch: atoi(kv["setEpoch"])}, s.now))
 	case "elect":
 		c := s.m.Elect(g, s.now)
+		c.Unclean = kv["unclean"] == "true"
 		return append([]string{describeElect(c)}, res(s.m.Apply(c, s.now))...)
 	case "tick":
 		var out []string
@@ -79,6 +85,11 @@ func (s *scriptRunner) run(line string) []string {
 		}
 		if out == nil {
 			out = []string{"no election needed"}
+		}
+		for _, g := range s.m.State().Groups() {
+			if p := s.m.Pending(g); p != "" {
+				out = append(out, fmt.Sprintf("pending %s: %s", g, p))
+			}
 		}
 		return out
 	case "forget":
@@ -105,8 +116,11 @@ func (s *scriptRunner) run(line string) []string {
 				if at, ok := s.m.Liveness().LastHeartbeat(g, id); ok {
 					last = at.Sub(s.base).String()
 				}
-				out = append(out, fmt.Sprintf("  %d %s last=%s alive=%v", id, s.m.State().Replicas(g)[id],
-					last, s.m.Alive(g, id, s.now)))
+				line := fmt.Sprintf("  %d %s last=%s alive=%v", id, s.m.State().Replicas(g)[id], last, s.m.Alive(g, id, s.now))
+				if p := s.m.Liveness().Position(g, id); p != (Position{}) {
+					line += " pos=" + p.String()
+				}
+				out = append(out, line)
 			}
 		}
 		return out
@@ -115,7 +129,31 @@ func (s *scriptRunner) run(line string) []string {
 }
 
 func describeElect(c ElectMaster) string {
-	return fmt.Sprintf("elect %s alive=%s", c.Group, formatIDs(c.Alive))
+	out := fmt.Sprintf("elect %s alive=%s", c.Group, formatIDs(c.Alive))
+	for _, id := range c.Alive {
+		if p, ok := c.Positions[id]; ok {
+			out += fmt.Sprintf(" %d:%s", id, p)
+		}
+	}
+	if c.Unclean {
+		out += " unclean"
+	}
+	return out
+}
+
+// parsePos parses END@EPOCH (EPOCH defaults to 1) and a confirmed offset.
+func parsePos(s, confirmed string) Position {
+	var p Position
+	if s != "" {
+		end, epoch, _ := strings.Cut(s, "@")
+		p.End = atoi(end)
+		p.Epoch = 1
+		if epoch != "" {
+			p.Epoch = uint64(atoi(epoch))
+		}
+	}
+	p.Confirmed = atoi(confirmed)
+	return p
 }
 
 func keysOf(m map[int64]string) map[int64]bool {

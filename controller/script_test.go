@@ -19,11 +19,11 @@ import (
 // separated by blank lines. `go test ./controller -run TestScripts -rewrite`
 // writes the actual output in place; review it as a diff. Commands:
 //
-//	config timeout=3s unclean=false         new empty machine (the default is timeout=3s)
-//	register G ID ADDR [epoch=N] [t=D]
-//	heartbeat G ID[,ID...] [epoch=N] [t=D]
+//	config timeout=3s unclean=false [wait=D] new empty machine (the default is timeout=3s)
+//	register G ID ADDR [epoch=N] [pos=END@EPOCH] [t=D]
+//	heartbeat G ID[,ID...] [epoch=N] [pos=END@EPOCH] [confirmed=N] [failed=WHY] [t=D]
 //	alter G from=ID epoch=N set=ID,... setEpoch=N
-//	elect G [t=D]                           ElectMaster from the liveness at t
+//	elect G [unclean=true] [t=D]            ElectMaster from the liveness at t
 //	tick t=D                                apply every ElectMaster that Tick returns
 //	show [G]
 //	forget                                  empty the liveness (another replica's view)

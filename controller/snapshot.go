@@ -46,6 +46,9 @@ type snapshotGroup struct {
 	MasterEpoch  int64             `json:"masterEpoch"`
 	SyncSet      []int64           `json:"syncSet"`
 	SyncSetEpoch int64             `json:"syncSetEpoch"`
+	Acked        int64             `json:"acked,omitempty"`
+	Taken        bool              `json:"taken,omitempty"`
+	FormerSet    []int64           `json:"formerSet,omitempty"`
 }
 
 type snapshotReplica struct {
@@ -62,7 +65,7 @@ func (s *State) MarshalSnapshot() ([]byte, error) {
 		gs := s.groups[g]
 		sg := snapshotGroup{Cluster: g.Cluster, Broker: g.Broker, Master: gs.master,
 			MasterEpoch: gs.masterEpoch, SyncSet: sortedIDs(gs.syncSet), SyncSetEpoch: gs.syncSetEpoch,
-			Replicas: []snapshotReplica{}}
+			Acked: gs.acked, Taken: gs.taken, FormerSet: sortedIDs(gs.formerSet), Replicas: []snapshotReplica{}}
 		ids := slices.Sorted(maps.Keys(gs.replicas))
 		for _, id := range ids {
 			sg.Replicas = append(sg.Replicas, snapshotReplica{ID: id, Addr: gs.replicas[id]})
@@ -143,7 +146,11 @@ func (sg snapshotGroup) validate(g Group) (*groupState, error) {
 		return nil, err
 	}
 	gs := &groupState{replicas: map[int64]string{}, master: sg.Master, masterEpoch: sg.MasterEpoch,
-		syncSet: map[int64]bool{}, syncSetEpoch: sg.SyncSetEpoch}
+		syncSet: map[int64]bool{}, syncSetEpoch: sg.SyncSetEpoch, acked: sg.Acked}
+	if sg.Acked < 0 {
+		return nil, fmt.Errorf("acked %d < 0", sg.Acked)
+	}
+	gs.taken = sg.Taken
 	for _, r := range sg.Replicas {
 		if r.ID < 0 || r.Addr == "" {
 			return nil, fmt.Errorf("replica id=%d addr=%q: id >= 0 and addr set", r.ID, r.Addr)
@@ -161,6 +168,15 @@ func (sg snapshotGroup) validate(g Group) (*groupState, error) {
 			return nil, fmt.Errorf("sync-state member %d twice", id)
 		}
 		gs.syncSet[id] = true
+	}
+	for _, id := range sg.FormerSet {
+		if _, ok := gs.replicas[id]; !ok {
+			return nil, fmt.Errorf("former sync-state member %d is not registered", id)
+		}
+		if gs.formerSet == nil {
+			gs.formerSet = map[int64]bool{}
+		}
+		gs.formerSet[id] = true
 	}
 	if gs.masterEpoch < 0 || gs.syncSetEpoch < 0 {
 		return nil, fmt.Errorf("negative epoch (master %d, set %d)", gs.masterEpoch, gs.syncSetEpoch)

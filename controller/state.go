@@ -26,6 +26,24 @@ type groupState struct {
 	masterEpoch  int64            // 0 until the first master; +1 at every master change
 	syncSet      map[int64]bool
 	syncSetEpoch int64 // +1 at every change of syncSet
+	// acked is the highest Confirmed a master of the group renewed its
+	// lease with (at the group's epoch): the group acknowledged every
+	// byte below it, so no replica whose log ends below it is elected
+	// cleanly. Dropped to the new master's log end by an unclean election.
+	acked int64
+	// taken: the master took up its role (it renewed its lease at its
+	// epoch, or changed the set). Until then it has taken no writes, so
+	// the members of formerSet (the sync-state sets before the elections
+	// that named masters which never took up the role) still hold every
+	// acknowledged message and stay electable: a master elected dead, or
+	// unable to serve, does not leave the group with no electable replica.
+	taken     bool
+	formerSet map[int64]bool
+}
+
+// electable: id may be elected cleanly (see groupState.taken).
+func (gs *groupState) electable(id int64) bool {
+	return gs.syncSet[id] || (!gs.taken && gs.formerSet[id])
 }
 
 // State is the replicated part of the controller: what Raft will replicate
@@ -178,21 +196,47 @@ func (s *State) register(c RegisterBroker) (Result, error) {
 	// Its epoch is one above any the broker reports, so that the epochs in
 	// the broker's epoch file (ha) never go back, e.g. after replication
 	// without a controller.
-	if gs.masterEpoch == 0 && gs.master == NoMaster {
+	restarted := false
+	switch {
+	case gs.masterEpoch == 0 && gs.master == NoMaster:
 		gs.master = c.ID
 		gs.masterEpoch = c.Epoch + 1
 		gs.syncSet = map[int64]bool{c.ID: true}
 		gs.syncSetEpoch++
 		r.Changed, r.MasterChanged = true, true
+	case known && gs.master == c.ID:
+		// The master restarted (a broker registers at every start): it
+		// may have lost an unsynced tail that a slave holds, so it is
+		// master no longer; the next election ranks it with the others.
+		// The epoch rises as for a dead master, and the set is kept.
+		gs.master = NoMaster
+		gs.masterEpoch++
+		r.Changed, r.MasterChanged, restarted = true, true, true
 	}
 	s.check(c.Group, gs)
 	out := s.describe(c.Group, gs)
 	out.Changed, out.MasterChanged = r.Changed, r.MasterChanged
-	if known && old != c.Addr {
+	switch {
+	case restarted:
+		out.Note = fmt.Sprintf("master %d registered again (restarted): no master until the next election ranks the replicas", c.ID)
+	case known && old != c.Addr:
 		out.Note = fmt.Sprintf("broker %d moved from %s to %s", c.ID, old, c.Addr)
 	}
 	gs.roleOf(&out, c.ID, c.Epoch)
 	return out, nil
+}
+
+// renew applies a master's replicated heartbeat (its lease renewal) to the
+// state: the Confirmed it reports at the group's epoch raises acked.
+// Machine calls it for a heartbeat from the group's master; every
+// controller replica applies the same renewals in the same order.
+func (s *State) renew(c Heartbeat) {
+	gs, ok := s.groups[c.Group]
+	if !ok || gs.master != c.ID || c.Epoch != gs.masterEpoch || c.MasterFailed != "" {
+		return
+	}
+	gs.taken = true
+	gs.acked = max(gs.acked, c.Pos.Confirmed)
 }
 
 func (s *State) alter(c AlterSyncStateSet) (Result, error) {
@@ -244,6 +288,7 @@ func (s *State) alter(c AlterSyncStateSet) (Result, error) {
 	}
 	gs.syncSet = next
 	gs.syncSetEpoch++
+	gs.taken = true
 	s.check(c.Group, gs)
 	out := s.describe(c.Group, gs)
 	out.Changed, out.Role = true, RoleMaster

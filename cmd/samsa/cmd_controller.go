@@ -151,7 +151,7 @@ func runController(args []string) error {
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		_, _ = fmt.Fprintf(fs.Output(), `usage: samsa controller [flags]
-       samsa controller show|elect --controller ADDRS --cluster C --broker B
+       samsa controller show|elect --controller ADDRS --cluster C --broker B [--unclean]
        samsa controller status --controller ADDRS
 
 Runs one replica of the fail-over controller: Raft between the replicas
@@ -193,6 +193,8 @@ func runControllerAdmin(verb string, args []string) error {
 	addrs := fs.String("controller", "127.0.0.1:9878", "controller replicas' addresses (--listen), comma-separated")
 	cluster := fs.String("cluster", "", "broker cluster name (show, elect)")
 	brokerName := fs.String("broker", "", "broker name (show, elect)")
+	unclean := fs.Bool("unclean", false, "elect: the most up-to-date alive replica even when it lacks acknowledged messages "+
+		"(they are lost); only when the controller says no clean election is possible")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after")
 	ak := fs.String("access-key", "", "sign requests with this admin account (controller run with -acl)")
 	sk := fs.String("secret-key", "", "the account's secret key")
@@ -219,6 +221,9 @@ func runControllerAdmin(verb string, args []string) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	g := controller.Group{Cluster: *cluster, Broker: *brokerName}
+	if *unclean && verb != "elect" {
+		return fmt.Errorf("controller %s: --unclean goes with elect", verb)
+	}
 	switch verb {
 	case "status":
 		var out []any
@@ -232,14 +237,14 @@ func runControllerAdmin(verb string, args []string) error {
 		}
 		return enc.Encode(out)
 	case "show":
-		r, reps, err := cl.Show(ctx, g)
+		rep, err := cl.ShowPositions(ctx, g)
 		if err != nil {
 			return err
 		}
-		fmt.Println(r.String())
-		return enc.Encode(map[string]any{"result": r, "replicas": reps})
+		fmt.Println(rep.Result.String())
+		return enc.Encode(map[string]any{"result": rep.Result, "replicas": rep.Replicas, "positions": rep.Positions})
 	default: // elect
-		r, err := cl.ElectMaster(ctx, g)
+		r, err := cl.ElectMaster(ctx, g, *unclean)
 		if err != nil {
 			return err
 		}

@@ -158,10 +158,18 @@ func (c *Client) Show(ctx context.Context, g controller.Group) (controller.Resul
 }
 
 // ElectMaster asks the leader to elect a master for g now from its
-// liveness (admin). An alive master stays.
-func (c *Client) ElectMaster(ctx context.Context, g controller.Group) (controller.Result, error) {
-	rep, err := c.call(ctx, protocol.ControllerElectMaster, g)
+// liveness (admin). An alive master stays. unclean is the operator's
+// explicit choice to elect the most up-to-date alive replica even when it
+// lacks messages the group acknowledged (they are lost).
+func (c *Client) ElectMaster(ctx context.Context, g controller.Group, unclean bool) (controller.Result, error) {
+	rep, err := c.call(ctx, protocol.ControllerElectMaster, raftctl.ElectRequest{Group: g, Unclean: unclean})
 	return rep.Result, err
+}
+
+// ShowPositions is Show with where each replica last reported its log
+// stood.
+func (c *Client) ShowPositions(ctx context.Context, g controller.Group) (raftctl.Reply, error) {
+	return c.call(ctx, protocol.ControllerGetReplicaInfo, g)
 }
 
 // Metadata asks the replica at addr (not necessarily the leader) who it

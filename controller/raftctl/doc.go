@@ -1,4 +1,4 @@
-// Package raftctl is the replicated fail-over controller (issue #14): a
+// Package raftctl is the replicated fail-over controller: a
 // controller replica (Node) is hashicorp/raft replicating a
 // controller.Machine, plus a TCP server for brokers and tools. Three
 // replicas (or one, for `samsa dev`) form a controller; they run standalone

@@ -28,9 +28,10 @@ func (s *server) handle(req *protocol.Command) *protocol.Command {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ApplyTimeout)
 	defer cancel()
 	var (
-		r        controller.Result
-		replicas map[int64]string
-		err      error
+		r         controller.Result
+		replicas  map[int64]string
+		positions map[int64]controller.Position
+		err       error
 	)
 	switch req.Code {
 	case protocol.ControllerGetMetadataInfo:
@@ -59,14 +60,17 @@ func (s *server) handle(req *protocol.Command) *protocol.Command {
 			return badBody(req, err)
 		}
 		r, replicas, err = s.n.Show(ctx, g)
+		if err == nil {
+			positions = s.n.Positions(g)
+		}
 	case protocol.ControllerElectMaster:
-		var g controller.Group
-		if err := strictJSON(req.Body, &g); err != nil {
+		var e ElectRequest
+		if err := strictJSON(req.Body, &e); err != nil {
 			return badBody(req, err)
 		}
-		r, err = s.n.Elect(ctx, g)
+		r, err = s.n.Elect(ctx, e.Group, e.Unclean)
 	}
-	return s.answer(req, r, replicas, err)
+	return s.answer(req, Reply{Result: r, Replicas: replicas, Positions: positions}, err)
 }
 
 func badBody(req *protocol.Command, err error) *protocol.Command {
@@ -76,8 +80,8 @@ func badBody(req *protocol.Command, err error) *protocol.Command {
 // answer carries the Result in every answer, a refusal included (a
 // fenced broker needs the master to follow), with the error's code and
 // text; CONTROLLER_NOT_LEADER also names the leader in the header.
-func (s *server) answer(req *protocol.Command, r controller.Result, replicas map[int64]string, err error) *protocol.Command {
-	body, merr := protocol.MarshalBody(Reply{Result: r, Replicas: replicas})
+func (s *server) answer(req *protocol.Command, rep Reply, err error) *protocol.Command {
+	body, merr := protocol.MarshalBody(rep)
 	if merr != nil {
 		return protocol.NewResponse(req, protocol.SystemError, merr.Error())
 	}

@@ -92,7 +92,9 @@ func (n *Node) Heartbeat(ctx context.Context, c controller.Heartbeat) (controlle
 
 // Elect proposes an election for g now from the leader's liveness (admin;
 // the tick loop does the same for dead masters). An alive master stays.
-func (n *Node) Elect(ctx context.Context, g controller.Group) (controller.Result, error) {
+// unclean is the operator's choice to elect the most up-to-date alive
+// replica even when it lacks acknowledged messages.
+func (n *Node) Elect(ctx context.Context, g controller.Group, unclean bool) (controller.Result, error) {
 	if err := n.waitReady(ctx); err != nil {
 		return controller.Result{Group: g, MasterID: controller.NoMaster}, err
 	}
@@ -102,6 +104,7 @@ func (n *Node) Elect(ctx context.Context, g controller.Group) (controller.Result
 		return controller.Result{Group: g, MasterID: controller.NoMaster}, err
 	}
 	cmd := n.fsm.mu.m.Elect(g, n.opts.Now())
+	cmd.Unclean = unclean
 	n.fsm.mu.Unlock()
 	return n.propose(ctx, cmd)
 }
@@ -114,7 +117,24 @@ func (n *Node) Show(ctx context.Context, g controller.Group) (controller.Result,
 	n.fsm.mu.Lock()
 	defer n.fsm.mu.Unlock()
 	r, err := n.fsm.mu.m.State().Show(g)
+	if r.Note == "" {
+		r.Note = n.fsm.mu.m.Pending(g) // why the group has no master, if it waits
+	}
 	return r, n.fsm.mu.m.State().Replicas(g), err
+}
+
+// Positions is where g's replicas last reported their logs stood, as this
+// replica heard them (the leader hears every broker).
+func (n *Node) Positions(g controller.Group) map[int64]controller.Position {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	out := map[int64]controller.Position{}
+	for id := range n.fsm.mu.m.State().Replicas(g) {
+		if p := n.fsm.mu.m.Liveness().Position(g, id); p != (controller.Position{}) {
+			out[id] = p
+		}
+	}
+	return out
 }
 
 // LocalShow describes g from this replica's own state, leader or not

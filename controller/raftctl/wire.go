@@ -36,6 +36,17 @@ type Reply struct {
 	Result controller.Result `json:"result"`
 	// Replicas (GetReplicaInfo only): the group's replicas, id → address.
 	Replicas map[int64]string `json:"replicas,omitempty"`
+	// Positions (GetReplicaInfo only): where each replica last reported
+	// its log stood, as the leader heard it.
+	Positions map[int64]controller.Position `json:"positions,omitempty"`
+}
+
+// ElectRequest is the body of CONTROLLER_ELECT_MASTER: the group, and
+// whether the operator chooses an unclean election (the most up-to-date
+// alive replica even when it lacks acknowledged messages).
+type ElectRequest struct {
+	controller.Group
+	Unclean bool `json:",omitempty"`
 }
 
 // Metadata is the body of an answer to CONTROLLER_GET_METADATA_INFO.
