@@ -61,7 +61,7 @@ func TestTruncateToCloseError(t *testing.T) {
 			}
 			off := last.PhysicalOffset
 			name := filepath.Base(s.segmentPath(off / s.segSize * s.segSize))
-			efs.AddRule(errorfs.Rule{Op: errorfs.OpClose, Path: name})
+			efs.AddRule(errorfs.Rule{Op: errorfs.OpClose, Path: filepath.Join(filepath.Base(s.clDir), name)}) // not its copy in lost+found
 			err := s.TruncateTo(off)
 			if !errors.Is(err, ErrBroken) || !errors.Is(err, errorfs.ErrInjected) {
 				t.Fatalf("TruncateTo with a failing close of %s: %v, want ErrBroken wrapping the close error", name, err)

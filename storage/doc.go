@@ -82,7 +82,7 @@
 //	Dir/commitlog/<20-digit base>  segments; records as in package record
 //	Dir/consumequeue/<topic>/<q>/  package consumequeue
 //	Dir/index/                     the message key index: package index (keyindex.go)
-//	Dir/lost+found/<UTC time>/     what recovery or Repair cut off the log, with
+//	Dir/lost+found/<UTC time>/     what recovery, Repair or TruncateTo cut off the log, with
 //	                               manifest.json (lostfound.go); never read back
 //
 // A segment's records are followed by a blank record (record.MagicBlank)

@@ -72,6 +72,10 @@ type Metrics struct {
 	// ReadCacheDirect counts the misses read with O_DIRECT
 	// (Options.DirectColdReads).
 	ReadCacheDirect int64
+	// CutRecords and CutBytes count what TruncateTo cut from the log since
+	// Open (a replica following a new master); every byte is kept in
+	// lost+found.
+	CutRecords, CutBytes int64
 }
 
 // metrics are the live counters behind Metrics.
@@ -83,6 +87,7 @@ type metrics struct {
 	writeOuts, handOffFree                                               atomic.Int64
 	corruptRecords                                                       atomic.Int64
 	scrubBytes, scrubSegments, scrubCorrupt                              atomic.Int64
+	cutRecords, cutBytes                                                 atomic.Int64
 
 	// quarantine is the read path's list of corrupt records
 	// (quarantine.go); like the counters, Open makes it with the Store.
@@ -154,6 +159,8 @@ func (s *Store) Metrics() Metrics {
 		ScrubBytes:       m.scrubBytes.Load(),
 		ScrubSegments:    m.scrubSegments.Load(),
 		ScrubCorrupt:     m.scrubCorrupt.Load(),
+		CutRecords:       m.cutRecords.Load(),
+		CutBytes:         m.cutBytes.Load(),
 		ReadCacheHits:    s.rc.hitCount(),
 		ReadCacheMisses:  s.rc.missCount(),
 		ReadCacheDirect:  s.rc.directCount(),

@@ -84,8 +84,10 @@ func (s *Store) exclusive(fn func() error) error {
 // (GetMessages, ReadLog) stay safe: they may get errors or nothing, never
 // a record from the other side of the cut as if it were in place. off not
 // a record boundary: an error, nothing changed. Sync waiters (FlushTo)
-// above off are released with an error. The cut bytes are not kept
-// (unlike recovery's lost+found): a Warn line says what went.
+// above off are released with an error. The cut bytes are kept, as
+// recovery's are, in Dir/lost+found/<time>/ (copied and synced before
+// anything changes; Metrics' CutRecords and CutBytes count them), and a
+// Warn line says what went and where.
 //
 // An error once the files are being changed breaks the store (ErrBroken);
 // the next Open recovers as from a crash.
@@ -111,12 +113,18 @@ func (s *Store) truncateLocked(off int64) error {
 	if err := s.checkBoundary(g, off, w); err != nil {
 		return err
 	}
+	// 0. What goes is kept first: a diverged tail may hold acknowledged
+	// messages (lost+found; nothing is changed if this fails).
+	lf, kept, err := s.keepCutLocked(list, i, off, w, fmt.Sprintf("TruncateTo: a replica cut its log from %d to %d to follow its master", w, off))
+	if err != nil {
+		return fmt.Errorf("storage: truncate to %d: keep the cut bytes: %w", off, err)
+	}
 	// 1. The checkpoint stops claiming anything at or past off.
 	if err := s.writeCheckpointLocked(false, off); err != nil {
 		return fmt.Errorf("storage: truncate to %d: %w", off, err)
 	}
-	s.log.Warn("storage: truncating the commit log (TruncateTo)", "from", off, "to", w, "bytes", w-off,
-		"segmentsRemoved", len(list)-1-i)
+	s.log.Warn("storage: truncating the commit log (TruncateTo); the cut bytes are in lost+found", "from", off, "to", w, "bytes", w-off,
+		"segmentsRemoved", len(list)-1-i, "lostFound", lf, "records", kept.Records)
 	// 2. The ConsumeQueues.
 	if _, err := s.dropEntriesFrom(off, "storage: TruncateTo dropped indexed records past the cut"); err != nil {
 		return s.breakWith(fmt.Errorf("truncate to %d: %w", off, err))
