@@ -141,6 +141,16 @@ func (c *cluster) start(n *node, listen string) error {
 	return nil
 }
 
+// startEach restarts ns in order, each listening before the next starts.
+func (c *cluster) startEach(ns []*node) error {
+	for _, n := range ns {
+		if err := c.start(n, n.addr); err != nil {
+			return fmt.Errorf("restart %s: %w", n.name, err)
+		}
+	}
+	return nil
+}
+
 // startAll starts the controllers, the name server and the brokers.
 func (c *cluster) startAll() error {
 	for _, n := range c.ctls {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -16,7 +17,8 @@ type CycleResult struct {
 	UpMs float64   `json:"up_ms"` // load before the fault
 	// RecoveryMs is the time from the fault to the first acknowledgement
 	// by a broker other than the master it took away (for a fault that
-	// leaves the master: by any broker): the RTO.
+	// leaves the master: by any broker): the RTO. For crash-group-tail-loss,
+	// from the first broker's return to the first acknowledgement.
 	RecoveryMs float64 `json:"recovery_ms"`
 	// GapMs is the longest time without an acknowledgement from the
 	// fault until the cluster settled again.
@@ -39,6 +41,9 @@ type CycleResult struct {
 	// SettleMs is the time from the fault until the cluster was whole
 	// again (what was killed restarted and back in the sync-state set).
 	SettleMs float64 `json:"settle_ms"`
+	// TailCutBytes (crash-group-tail-loss) is how much of the damaged
+	// replica's CommitLog tail the simulated power loss took.
+	TailCutBytes int64 `json:"tail_cut_bytes,omitempty"`
 }
 
 // cycle runs one fault: waits a seeded up time, finds the master (and the
@@ -107,6 +112,41 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 		c.lookupErrs.Store(0)
 		c.cutBroker(m, true)
 		defer c.cutBroker(m, false)
+	case CrashGroup:
+		s := (m + 1 + r.rng.IntN(replicas-1)) % replicas
+		cy.Target = "every broker; " + c.brokers[s].name + " lost its tail"
+		for _, b := range c.brokers {
+			if err = c.kill(b); err != nil {
+				break
+			}
+		}
+		// The RTO runs from the last kill: acknowledgements of sends in
+		// flight until then are not a recovery.
+		mark, t = r.ld.mark(), time.Now()
+		cy.At = t.UTC()
+		if err == nil {
+			cy.TailCutBytes, err = loseTail(filepath.Join(c.dir, c.brokers[s].name), r.rng)
+		}
+		// The group stays down past the election timeout (the controller
+		// takes the master for dead), then the damaged replica returns
+		// first, the others a seeded moment later: it must not be
+		// elected for being back first.
+		if err == nil {
+			err = sleep(ctx, time.Until(t.Add(hold)))
+		}
+		if err == nil {
+			err = c.startEach([]*node{c.brokers[s]})
+		}
+		// Its RTO runs from there: the group's downtime is the harness's.
+		t = time.Now()
+		if err == nil {
+			err = sleep(ctx, time.Duration(r.rng.Int64N(int64(o.ElectionTimeout/2)+1)))
+		}
+		for i, b := range c.brokers {
+			if i != s && err == nil {
+				err = c.startEach([]*node{b})
+			}
+		}
 	default:
 		return cy, fmt.Errorf("unknown fault %q", fault)
 	}
@@ -147,11 +187,8 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 			return cy, err
 		}
 	}
-	for _, nd := range restart {
-		listen := nd.addr
-		if err := c.start(nd, listen); err != nil {
-			return cy, fmt.Errorf("restart %s: %w", nd.name, err)
-		}
+	if err := c.startEach(restart); err != nil {
+		return cy, err
 	}
 	if _, err := r.awaitSettled(ctx, o.RecoveryTimeout); err != nil {
 		return cy, err

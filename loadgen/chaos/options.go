@@ -18,6 +18,12 @@ const (
 	KillMasterAndLeader = "kill-master-leader"     // both at once (apache/rocketmq#7689's scenario)
 	PauseMaster         = "pause-master"           // SIGSTOP the master for 2 election timeouts, then SIGCONT
 	PartitionMaster     = "partition-master"       // cut the master's controller links for 2 election timeouts
+	// CrashGroup SIGKILLs every broker under load at once, cuts a seeded
+	// slave's unsynced CommitLog tail as its power loss would (loseTail),
+	// and restarts them, that slave first: the controller must elect a
+	// replica that kept every acknowledged message, and no replica may cut
+	// its good copy to match a damaged one.
+	CrashGroup = "crash-group-tail-loss"
 )
 
 // AllFaults lists every fault kind.
@@ -32,11 +38,12 @@ const (
 // advertises brokerIP1:haListenPort, with no separate advertised HA
 // address to put a proxy behind, so its slaves keep their link until they
 // follow the new master.
-var AllFaults = []string{KillMaster, KillSlave, KillLeader, KillMasterAndLeader, PauseMaster, PartitionMaster}
+var AllFaults = []string{KillMaster, KillSlave, KillLeader, KillMasterAndLeader, PauseMaster, PartitionMaster, CrashGroup}
 
 // takesMaster says whether a fault takes the master away: its RTO is
 // measured to the first acknowledgement by another broker. The others
-// are judged by the longest gap between acknowledgements.
+// are judged by the longest gap between acknowledgements; CrashGroup's
+// RTO runs to the first acknowledgement by any broker (they all restart).
 func takesMaster(f string) bool {
 	return f == KillMaster || f == KillMasterAndLeader || f == PauseMaster || f == PartitionMaster
 }

@@ -128,8 +128,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			return nil, fmt.Errorf("cycle %d (%s): %w", i+1, order[i%len(order)], err)
 		}
 		res.Cycles = append(res.Cycles, cy)
-		progressf(o.Progress, "  cycle %d: %s %s: recovered in %.0f ms, longest send gap %.0f ms from +%.0f ms, settled in %.0f ms, %d not acknowledged, %d failed (harness: late %.0f ms, GC CPU %.0f ms)\n",
-			cy.Cycle, cy.Fault, cy.Target, cy.RecoveryMs, cy.GapMs, cy.GapAtMs, cy.SettleMs, cy.NotAcked, cy.SendErrors, cy.HarnessLateMs, cy.HarnessGCMs)
+		cut := ""
+		if cy.TailCutBytes > 0 {
+			cut = fmt.Sprintf(" (%d bytes of its tail)", cy.TailCutBytes)
+		}
+		progressf(o.Progress, "  cycle %d: %s %s%s: recovered in %.0f ms, longest send gap %.0f ms from +%.0f ms, settled in %.0f ms, %d not acknowledged, %d failed (harness: late %.0f ms, GC CPU %.0f ms)\n",
+			cy.Cycle, cy.Fault, cy.Target, cut, cy.RecoveryMs, cy.GapMs, cy.GapAtMs, cy.SettleMs, cy.NotAcked, cy.SendErrors, cy.HarnessLateMs, cy.HarnessGCMs)
 	}
 	// The last state runs a while too, then the load stops.
 	if err := sleep(ctx, o.MinUp); err != nil {
