@@ -76,6 +76,9 @@ type Metrics struct {
 	// Open (a replica following a new master); every byte is kept in
 	// lost+found.
 	CutRecords, CutBytes int64
+	// RepairedBytes counts the bytes RepairRange wrote back from a healthy
+	// copy since Open.
+	RepairedBytes int64
 }
 
 // metrics are the live counters behind Metrics.
@@ -87,7 +90,7 @@ type metrics struct {
 	writeOuts, handOffFree                                               atomic.Int64
 	corruptRecords                                                       atomic.Int64
 	scrubBytes, scrubSegments, scrubCorrupt                              atomic.Int64
-	cutRecords, cutBytes                                                 atomic.Int64
+	cutRecords, cutBytes, repairedBytes                                  atomic.Int64
 
 	// quarantine is the read path's list of corrupt records
 	// (quarantine.go); like the counters, Open makes it with the Store.
@@ -161,6 +164,7 @@ func (s *Store) Metrics() Metrics {
 		ScrubCorrupt:     m.scrubCorrupt.Load(),
 		CutRecords:       m.cutRecords.Load(),
 		CutBytes:         m.cutBytes.Load(),
+		RepairedBytes:    m.repairedBytes.Load(),
 		ReadCacheHits:    s.rc.hitCount(),
 		ReadCacheMisses:  s.rc.missCount(),
 		ReadCacheDirect:  s.rc.directCount(),
