@@ -29,8 +29,9 @@ func groupRes(group string) Resource { return Resource{Name: group, Group: true,
 // DELETE_TOPIC_IN_BROKER, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
 // DELETE_SUBSCRIPTIONGROUP) and, beyond RocketMQ, the codes that dump every
 // topic's or group's configuration or offsets (what a slave copies from its
-// master), the broker's configuration (GET_BROKER_CONFIG), and the name
-// server's broker-only and write codes.
+// master), the broker's configuration (GET_BROKER_CONFIG), the raw log
+// (GetCommitLogRange, a replica's repair), and the name server's
+// broker-only and write codes.
 func AdminCode(code int16) bool {
 	switch code {
 	case protocol.UpdateAndCreateTopic, protocol.UpdateAndCreateTopicList, protocol.UpdateBrokerConfig,
@@ -39,7 +40,7 @@ func AdminCode(code int16) bool {
 		protocol.GetAllDelayOffset, protocol.GetTimerCheckPoint, protocol.GetBrokerConfig,
 		protocol.PutKVConfig, protocol.DeleteKVConfig, protocol.RegisterBroker, protocol.UnregisterBroker,
 		protocol.BrokerHeartbeat, protocol.QueryDataVersion, protocol.DeleteTopicInNamesrv,
-		protocol.RegisterTopicInNamesrv:
+		protocol.RegisterTopicInNamesrv, protocol.GetCommitLogRange:
 		return true
 	}
 	return false

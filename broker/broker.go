@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/samsamq/samsa/broker/repair"
 	"github.com/samsamq/samsa/ha"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
@@ -81,6 +82,7 @@ type Broker struct {
 	}
 	ctl      *ctlMode   // controller mode (controller_mode.go); nil without
 	metaSync *slaveSync // nil on a master
+	repair   *repair.Repairer
 	txn      *txnState  // the open half messages (txn.go); nil on a slave
 	acl      *brokerACL // access control (acl.go); nil with aclEnable=false
 
@@ -179,6 +181,9 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.openSchedule(); err != nil {
 		return nil, closeStoreAfter(st, err)
 	}
+	if err := b.openRepair(); err != nil {
+		return nil, closeStoreAfter(st, err)
+	}
 	b.procs = b.processors()
 	opened = true
 	return b, nil
@@ -274,6 +279,7 @@ func (b *Broker) Start() error {
 	b.goLoop(b.offsetFlushLoop)
 	b.goLoop(b.clientScanLoop)
 	b.goLoop(b.rateSampleLoop)
+	b.goLoop(func() { b.repair.Run(b.stop) })
 	if b.metaSync != nil {
 		b.goLoop(b.metaSync.run)
 	}

@@ -9,6 +9,9 @@ import (
 
 // A pull that starts at a corrupt record.
 //
+// First the broker tries to repair it from a peer replica (package
+// broker/repair; see corruptAnswer). When none can supply it:
+//
 // The store serves no record that fails its checks: a pull over one gets
 // the records before it (SUCCESS, nextBeginOffset at the corrupt one), and
 // a pull starting at it gets a *storage.CorruptRecordError. That pull is
@@ -23,9 +26,22 @@ import (
 // Each such answer is counted (stats.corruptSkips): a consumer group
 // skipped a message it will never get.
 
-// corruptAnswer answers a pull that starts at the corrupt record ce.
+// corruptAnswer answers a pull that starts at the corrupt record ce. While
+// the repairer may still fetch a healthy copy from a peer replica
+// (repair.Repairer.Pending) the pull is not moved past it: it gets
+// PULL_RETRY_IMMEDIATELY at the same offset (both clients pull again from
+// nextBeginOffset), and the repairer is woken. Only a record no peer
+// could supply is skipped.
 func (b *Broker) corruptAnswer(pc *pullCtx, res storage.GetResult, ce *storage.CorruptRecordError) outFrame {
 	h := pc.h
+	if b.repair.Pending(ce.PhysOffset) {
+		b.repair.Kick()
+		b.stats.corruptWaits.Add(1)
+		rh := protocol.PullMessageResponseHeader{NextBeginOffset: ce.QueueOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
+		remark := fmt.Sprintf("CORRUPT_RECORD: topic %s queue %d queue offset %d physical offset %d is corrupt here; "+
+			"being repaired from a peer replica, pull again", ce.Topic, ce.QueueID, ce.QueueOffset, ce.PhysOffset)
+		return outFrame{cmd: respond(pc.req, protocol.PullRetryImmediately, remark, rh.Encode())}
+	}
 	next := ce.QueueOffset + 1
 	rh := protocol.PullMessageResponseHeader{NextBeginOffset: next, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
 	remark := fmt.Sprintf("CORRUPT_RECORD: topic %s queue %d queue offset %d physical offset %d is corrupt and not served; moved to %d (%v)",

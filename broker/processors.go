@@ -43,5 +43,6 @@ func (b *Broker) processors() map[int16]processor {
 		protocol.GetBrokerRuntimeInfo:             b.processGetBrokerRuntimeInfo,      // admin_runtime.go
 		protocol.InvokeBrokerToResetOffset:        b.processInvokeBrokerToResetOffset, // admin_reset_offset.go
 		protocol.GetConsumeStats:                  b.processGetConsumeStats,           // admin_consume_stats.go
+		protocol.GetCommitLogRange:                b.processGetCommitLogRange,         // proc_log_range.go
 	}
 }

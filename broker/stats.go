@@ -43,6 +43,7 @@ type stats struct {
 	expiredTotal      atomic.Int64 // held pulls answered on deadline
 	heldRefused       atomic.Int64 // pulls answered at once, maxHeldPulls being held
 	corruptSkips      atomic.Int64 // pulls moved past a corrupt record (proc_pull_corrupt.go)
+	corruptWaits      atomic.Int64 // pulls told to retry while a corrupt record is repaired
 	configSetAside    atomic.Int64 // config files (or copies of them) set aside at load (jsonfile_load.go)
 
 	topics sync.Map // topic → *topicCounters

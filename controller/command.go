@@ -119,6 +119,10 @@ type Position struct {
 	// highest (State: acked) and elects no replica whose log ends below
 	// it. 0 from a slave.
 	Confirmed int64 `json:",omitempty"`
+	// Damaged counts the ranges of the log the replica knows bad (a read
+	// or its scrubber found them) and has not yet repaired from a peer: it
+	// may lack acknowledged messages there, so it is not elected cleanly.
+	Damaged int `json:",omitempty"`
 }
 
 // Compare orders positions by (Epoch, End): -1 when p is behind q, +1
@@ -141,5 +145,8 @@ func cmpInt(less bool) int {
 }
 
 func (p Position) String() string {
+	if p.Damaged > 0 {
+		return fmt.Sprintf("%d@%d(damaged:%d)", p.End, p.Epoch, p.Damaged)
+	}
 	return fmt.Sprintf("%d@%d", p.End, p.Epoch)
 }

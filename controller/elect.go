@@ -12,10 +12,11 @@ import (
 //     always holds it), stays: nothing changes.
 //  2. Otherwise the candidates are the alive members of the sync-state
 //     set (and of the sets before it while the master named since never
-//     took up its role: groupState.taken), ranked by Position (epoch of the log's tail, then log end;
-//     Raft's most up-to-date log), ties to the lowest id. The best becomes
-//     master if its log reaches what the group acknowledged (acked: the
-//     highest Confirmed its masters renewed their lease with):
+//     took up its role: groupState.taken) that report no damaged records
+//     left unrepaired, ranked by Position (epoch of the log's tail, then
+//     log end; Raft's most up-to-date log), ties to the lowest id. The
+//     best becomes master if its log reaches what the group acknowledged
+//     (acked: the highest Confirmed its masters renewed their lease with):
 //     the epoch rises by one and the sync-state set becomes {new master}
 //     (its epoch rises too); the master grows it again with
 //     AlterSyncStateSet as slaves catch up.
@@ -138,8 +139,18 @@ func (s *State) decide(gs *groupState, c ElectMaster) decision {
 	acked := gs.acked
 	unclean := s.cfg.UncleanElection || c.Unclean
 	inSync := rank(true)
+	var damaged []int64
+	inSync = slices.DeleteFunc(inSync, func(id int64) bool {
+		if c.Positions[id].Damaged > 0 {
+			damaged = append(damaged, id)
+			return true
+		}
+		return false
+	})
 	var why string
 	switch {
+	case len(inSync) == 0 && len(damaged) > 0:
+		why = fmt.Sprintf("every alive replica of the sync-state set has damaged records not yet repaired (%s)", formatIDs(damaged))
 	case len(inSync) == 0:
 		why = "no replica of the sync-state set is alive"
 	case c.Positions[inSync[0]].End < acked:
@@ -154,7 +165,7 @@ func (s *State) decide(gs *groupState, c ElectMaster) decision {
 			return decision{master: all[0], unclean: true, why: why}
 		}
 	}
-	return decision{master: NoMaster, why: why, behind: len(inSync) > 0}
+	return decision{master: NoMaster, why: why, behind: len(inSync) > 0 || len(damaged) > 0}
 }
 
 // check asserts what must never be (STYLE point 17). A failure is a bug in

@@ -1,0 +1,87 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/storage"
+)
+
+type fakeStore struct {
+	mu       sync.Mutex
+	damaged  []storage.DamagedRange
+	repaired map[int64][]byte
+}
+
+func (f *fakeStore) Damaged() []storage.DamagedRange {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]storage.DamagedRange(nil), f.damaged...)
+}
+
+func (f *fakeStore) RepairRange(from int64, data []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if data[0] == 'x' {
+		return errors.New("bad copy")
+	}
+	for i, d := range f.damaged {
+		if d.From == from {
+			f.damaged = append(f.damaged[:i], f.damaged[i+1:]...)
+			f.repaired[from] = data
+			return nil
+		}
+	}
+	return errors.New("not damaged")
+}
+
+// TestRound: each damaged range is fetched from the first peer that gives
+// a good copy of the right length; a bad copy or a failing peer moves on
+// to the next; a range no peer supplies stays pending until it has failed
+// MaxAttempts rounds over GiveUpAfter, then reads may pass it.
+func TestRound(t *testing.T) {
+	st := &fakeStore{repaired: map[int64][]byte{},
+		damaged: []storage.DamagedRange{{From: 100, To: 110}, {From: 200, To: 204}, {From: 300, To: 305}}}
+	fetch := func(_ context.Context, addr string, from, to int64) ([]byte, error) {
+		switch {
+		case addr == "down":
+			return nil, errors.New("connection refused")
+		case from == 300:
+			return nil, errors.New("not held here")
+		case addr == "liar":
+			return []byte("xxxxxxxxxxxx")[:to-from], nil
+		case from == 200:
+			return []byte("abc"), nil // a record boundary elsewhere: wrong length
+		}
+		return make([]byte, to-from), nil
+	}
+	r, err := New(Config{Store: st, Peers: func() []string { return []string{"down", "liar", "good"} }, Fetch: fetch,
+		MaxAttempts: 2, GiveUpAfter: time.Nanosecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Round(); n != 1 || st.repaired[100] == nil {
+		t.Fatalf("first round repaired %d (%v), want [100, 110)", n, st.repaired)
+	}
+	if !r.Pending(201) || !r.Pending(302) || r.Pending(150) {
+		t.Fatalf("pending: 201 %v, 302 %v, 150 %v", r.Pending(201), r.Pending(302), r.Pending(150))
+	}
+	r.Round()
+	if r.Pending(201) || r.Pending(302) {
+		t.Fatal("ranges no peer supplies are still pending after MaxAttempts rounds")
+	}
+	if st := r.Status(); st.Damaged != 2 || st.Unrepairable != 2 || st.Repaired != 1 || st.LastErr == "" {
+		t.Fatalf("status %+v", st)
+	}
+	// No peer: nothing to wait for.
+	r2, _ := New(Config{Store: &fakeStore{damaged: []storage.DamagedRange{{From: 1, To: 2}}}, Peers: func() []string { return nil },
+		Fetch: fetch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if r2.Pending(1) {
+		t.Fatal("pending with no peer to ask")
+	}
+}

@@ -1,0 +1,98 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+)
+
+// TestDamagedRecordRepairedFromPeer: a record damaged at rest in a sealed
+// segment, first on the slave, then on the master, is never served
+// damaged and never skipped: the pull at it is told to retry while the
+// broker fetches the record from its peer replica (GetCommitLogRange) and
+// writes it back, then it is served intact.
+func TestDamagedRecordRepairedFromPeer(t *testing.T) {
+	const topic, n = "rp", 40
+	c := newCtlCluster(t, time.Hour)
+	c.start(1)
+	m := c.waitMaster(-1)
+	s := c.start(2)
+	c.waitSyncSet(2)
+	rc := dialRaw(t, m.Addr())
+	if r := rc.call(createTopicReq(topic, 1)); r.Code != protocol.Success {
+		t.Fatalf("create topic: %s", r)
+	}
+	body := strings.Repeat("y", 40<<10) // 40 records: past the first 1 MiB segment
+	for i := range n {
+		if r := rc.call(sendReq(topic, 0, []byte(fmt.Sprintf("%02d-%s", i, body)), nil)); r.Code != protocol.Success {
+			t.Fatalf("send %d: %s", i, r)
+		}
+	}
+	r := rc.call(pullReq("g", topic, 0, 0, 32, 0, "*"))
+	recs := decodeRecords(t, r.Body)
+	if r.Code != protocol.Success || len(recs) < 5 {
+		t.Fatalf("pull: %s, %d records", r, len(recs))
+	}
+	segSize := int64(m.cfg.MappedFileSizeCommitLog)
+	if recs[4].PhysOffset >= segSize || m.store.WrittenOffset() <= segSize {
+		t.Fatalf("record 4 at %d is not in a sealed segment (log ends at %d)", recs[4].PhysOffset, m.store.WrittenOffset())
+	}
+	for i, b := range []*Broker{s, m} { // the slave's damage first, then the master's
+		victim := int64(2 + i)
+		phys := recs[victim].PhysOffset
+		waitLong(t, func() bool { return b.store.DurableOffset() >= segSize }, "the first segment durable")
+		flipStoredByte(t, b, phys+200)
+		bc := dialRaw(t, b.Addr())
+		retries := 0
+		waitLong(t, func() bool {
+			r := bc.call(pullReq("g", topic, 0, victim, 1, 0, "*"))
+			switch r.Code {
+			case protocol.PullRetryImmediately:
+				retries++
+				return false
+			case protocol.Success:
+				got := decodeRecords(t, r.Body)
+				if len(got) != 1 || got[0].QueueOffset != victim || !bytes.HasPrefix(got[0].Body, []byte(fmt.Sprintf("%02d-", victim))) {
+					t.Fatalf("broker %d served %+v at %d", b.cfg.BrokerID, got, victim)
+				}
+				return true
+			}
+			t.Fatalf("broker %d: pull at the damaged record: %s", b.cfg.BrokerID, r)
+			return false
+		}, fmt.Sprintf("broker %d to serve the repaired record", b.cfg.BrokerID))
+		if retries == 0 {
+			t.Fatalf("broker %d served record %d at once: the damage was not seen", b.cfg.BrokerID, victim)
+		}
+		if mt := b.store.Metrics(); mt.RepairedBytes == 0 || len(b.store.Damaged()) != 0 || b.stats.corruptSkips.Load() != 0 {
+			t.Fatalf("broker %d: repaired %d bytes, damaged %v, %d pulls moved past", b.cfg.BrokerID, mt.RepairedBytes,
+				b.store.Damaged(), b.stats.corruptSkips.Load())
+		}
+	}
+}
+
+// flipStoredByte flips one byte of b's CommitLog at physical offset at,
+// in its segment file, behind the store's back (damage at rest).
+func flipStoredByte(t *testing.T, b *Broker, at int64) {
+	t.Helper()
+	segSize := int64(b.cfg.MappedFileSizeCommitLog)
+	seg := filepath.Join(b.cfg.StorePathRootDir, "commitlog", fmt.Sprintf("%020d", at/segSize*segSize))
+	f, err := os.OpenFile(seg, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1)
+	if _, err := f.ReadAt(buf, at%segSize); err != nil {
+		t.Fatal(err)
+	}
+	buf[0] ^= 0x20
+	if _, err := f.WriteAt(buf, at%segSize); err != nil {
+		t.Fatal(err)
+	}
+}
