@@ -112,7 +112,9 @@ func newCluster(o *Options) (*cluster, error) {
 			"-dir", filepath.Join(dir, name), "-listen", "127.0.0.1", "-port", strconv.Itoa(port), "-admin", "off", "-log-level", "info",
 			"-D", "brokerName=" + durability.BrokerName, "-D", "brokerId=" + strconv.Itoa(b+1),
 			"-D", "brokerRole=SYNC_MASTER", "-D", "inSyncReplicas=2", "-D", "haListenPort=" + strconv.Itoa(ha),
-			"-D", "mappedFileSizeCommitLog=67108864",
+			// 16 MiB segments: a few seconds of load seal one, so that
+			// damage-slave-kill-master finds a sealed segment to damage.
+			"-D", "mappedFileSizeCommitLog=16777216",
 			// Retention off (0): it must not delete what the run reads back; the
 			// default deletes the oldest segments above 75% disk use (a
 			// shared machine's disk got there in a run, and 466,601

@@ -44,6 +44,9 @@ type CycleResult struct {
 	// TailCutBytes (crash-group-tail-loss) is how much of the damaged
 	// replica's CommitLog tail the simulated power loss took.
 	TailCutBytes int64 `json:"tail_cut_bytes,omitempty"`
+	// DamagedAt (damage-slave-kill-master) is the CommitLog offset of the
+	// record whose byte was flipped.
+	DamagedAt int64 `json:"damaged_at,omitempty"`
 }
 
 // cycle runs one fault: waits a seeded up time, finds the master (and the
@@ -112,6 +115,26 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 		c.lookupErrs.Store(0)
 		c.cutBroker(m, true)
 		defer c.cutBroker(m, false)
+	case DamageSlave:
+		s := (m + 1 + r.rng.IntN(replicas-1)) % replicas
+		cy.Target = master.name + "; " + c.brokers[s].name + " damaged"
+		restart = []*node{master}
+		var at int64
+		deadline := time.Now().Add(o.RecoveryTimeout)
+		for at, err = -1, nil; at < 0 && err == nil && time.Now().Before(deadline); {
+			if at, err = damageSealed(filepath.Join(c.dir, c.brokers[s].name), r.rng); at < 0 && err == nil {
+				err = sleep(ctx, 200*time.Millisecond) // no sealed segment yet: the load fills one
+			}
+		}
+		if err == nil && at < 0 {
+			err = fmt.Errorf("%s has no sealed segment to damage after %v", c.brokers[s].name, o.RecoveryTimeout)
+		}
+		cy.DamagedAt = at
+		mark, t = r.ld.mark(), time.Now()
+		cy.At = t.UTC()
+		if err == nil {
+			err = c.kill(master)
+		}
 	case CrashGroup:
 		s := (m + 1 + r.rng.IntN(replicas-1)) % replicas
 		cy.Target = "every broker; " + c.brokers[s].name + " lost its tail"

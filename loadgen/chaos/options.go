@@ -24,6 +24,12 @@ const (
 	// replica that kept every acknowledged message, and no replica may cut
 	// its good copy to match a damaged one.
 	CrashGroup = "crash-group-tail-loss"
+	// DamageSlave flips a byte of a seeded record in a seeded slave's
+	// newest sealed segment (damage at rest), then SIGKILLs the master:
+	// whichever replica is elected, no acknowledged message is lost and
+	// nothing corrupt is served (a damaged record is fetched from a peer
+	// replica that holds it intact: package broker/repair).
+	DamageSlave = "damage-slave-kill-master"
 )
 
 // AllFaults lists every fault kind.
@@ -38,14 +44,14 @@ const (
 // advertises brokerIP1:haListenPort, with no separate advertised HA
 // address to put a proxy behind, so its slaves keep their link until they
 // follow the new master.
-var AllFaults = []string{KillMaster, KillSlave, KillLeader, KillMasterAndLeader, PauseMaster, PartitionMaster, CrashGroup}
+var AllFaults = []string{KillMaster, KillSlave, KillLeader, KillMasterAndLeader, PauseMaster, PartitionMaster, CrashGroup, DamageSlave}
 
 // takesMaster says whether a fault takes the master away: its RTO is
 // measured to the first acknowledgement by another broker. The others
 // are judged by the longest gap between acknowledgements; CrashGroup's
 // RTO runs to the first acknowledgement by any broker (they all restart).
 func takesMaster(f string) bool {
-	return f == KillMaster || f == KillMasterAndLeader || f == PauseMaster || f == PartitionMaster
+	return f == KillMaster || f == KillMasterAndLeader || f == PauseMaster || f == PartitionMaster || f == DamageSlave
 }
 
 // Options configure Run. Zero values take the defaults named.

@@ -110,3 +110,65 @@ func checkpointDurable(path string) (int64, error) {
 	}
 	return int64(binary.BigEndian.Uint64(b[20:28])), nil
 }
+
+// damageSealed flips one byte inside a seeded record of a broker's newest
+// sealed CommitLog segment (damage at rest, as a bad sector or a stray
+// write does), behind the running broker's back. It returns the record's
+// offset in the log, or -1 when the log has no sealed segment yet.
+func damageSealed(storeDir string, rng *rand.Rand) (int64, error) {
+	clDir := filepath.Join(storeDir, "commitlog")
+	ents, err := os.ReadDir(clDir)
+	if err != nil {
+		return -1, err
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() && len(e.Name()) == 20 {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) < 2 {
+		return -1, nil
+	}
+	slices.Sort(names)
+	name := names[len(names)-2]
+	base, err := strconv.ParseInt(name, 10, 64)
+	if err != nil {
+		return -1, fmt.Errorf("segment name %s: %w", name, err)
+	}
+	path := filepath.Join(clDir, name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return -1, err
+	}
+	// Walk the records (total size, big-endian, first) up to the blank
+	// filler (its magic differs: a record's size is followed by the
+	// message magic).
+	var starts []int64
+	for p := int64(0); p+8 <= int64(len(data)); {
+		size := int64(binary.BigEndian.Uint32(data[p:]))
+		if size < 120 || p+size > int64(len(data)) || binary.BigEndian.Uint32(data[p+4:]) != recordMagic {
+			break
+		}
+		starts = append(starts, p)
+		p += size
+	}
+	if len(starts) == 0 {
+		return -1, nil
+	}
+	at := starts[rng.IntN(len(starts))]
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer func() { _ = f.Close() }()
+	b := []byte{data[at+100] ^ 0x20}
+	if _, err := f.WriteAt(b, at+100); err != nil {
+		return -1, err
+	}
+	return base + at, nil
+}
+
+// recordMagic is a message record's magic code as it lies on disk
+// (package storage/record's MagicMessage, -626843481, big-endian).
+const recordMagic = uint32(0xDAA320A7)

@@ -282,7 +282,7 @@ func (r queueReader) readQueue(ctx context.Context, q int) (n int64, short strin
 	}
 	// Each pull advances at least one offset or ends the queue: at most
 	// end pulls, plus a few failed tries.
-	off, fails := int64(0), 0
+	off, fails, waits := int64(0), 0, 0
 	for pulls := int64(0); (end < 0 || off < end) && pulls <= max(end, 0)+10; pulls++ {
 		res, err := r.c.Pull(ctx, mq, off, client.PullOptions{MaxMessages: 1024, BrokerAddr: r.addr})
 		if err != nil {
@@ -301,6 +301,15 @@ func (r queueReader) readQueue(ctx context.Context, q int) (n int64, short strin
 		if off >= end {
 			break
 		}
+		if res.Status == client.PullNoMatchedMessage && res.NextOffset == off && waits < maxRepairWaits && ctx.Err() == nil {
+			// The broker holds the queue at a damaged record while it
+			// fetches a healthy copy from a peer (PULL_RETRY_IMMEDIATELY):
+			// pull the same offset again, a bounded number of times.
+			waits++
+			pulls--
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
 		if res.Status != client.PullFound || res.NextOffset <= off {
 			return n, fmt.Sprintf("queue %d: read-back stopped at offset %d of %d (%v, next %d)", q, off, end, res.Status, res.NextOffset), nil
 		}
@@ -308,6 +317,10 @@ func (r queueReader) readQueue(ctx context.Context, q int) (n int64, short strin
 	}
 	return n, "", nil
 }
+
+// maxRepairWaits bounds the pulls a queue's read-back repeats at an offset
+// the broker holds for a repair (50 ms apart: 30 s in all).
+const maxRepairWaits = 600
 
 // physOf is the CommitLog offset an offset message id names (its last
 // 16 hex digits: RocketMQ's store host, then the offset), -1 if it
