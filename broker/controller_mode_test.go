@@ -120,6 +120,12 @@ func (l *lockedLog) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 func (l *lockedLog) contains(s string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -73,6 +73,11 @@ var (
 	mSegments    = desc("samsa_store_segments", "CommitLog segments on disk.", prometheus.GaugeValue)
 	mBroken      = desc("samsa_store_broken", "1 once the store refused further writes after a failed write or fsync.", prometheus.GaugeValue)
 	mSkips       = desc("samsa_broker_pull_corrupt_skips_total", "Pulls answered PULL_OFFSET_MOVED past a corrupt record (one per consumer group and record).", prometheus.CounterValue)
+	mWaits       = desc("samsa_broker_pull_corrupt_waits_total", "Pulls told to retry at a corrupt record while it is repaired from a peer replica.", prometheus.CounterValue)
+	mReadErrs    = desc("samsa_broker_pull_read_errors_total", "Pulls answered SYSTEM_ERROR because the store could not read (a missing or truncated segment file?).", prometheus.CounterValue)
+	mDamaged     = desc("samsa_store_damaged_ranges", "Log ranges known damaged and not yet repaired from a peer (such a replica is not elected).", prometheus.GaugeValue)
+	mRepaired    = desc("samsa_store_repaired_bytes_total", "Bytes of damaged records written back from a peer replica's copy.", prometheus.CounterValue)
+	mCutRecs     = desc("samsa_store_cut_records_total", "Records a replica cut from its log to follow a new master (kept in lost+found).", prometheus.CounterValue)
 	mCorrupt     = desc("samsa_store_corrupt_records_total", "Corrupt records reads found since the store opened (each counted once; none is served).", prometheus.CounterValue)
 	mRCHits      = desc("samsa_store_read_cache_hits_total", "Pull reads of a CommitLog block found in the read block cache (readBlockCacheMB).", prometheus.CounterValue)
 	mRCDirect    = desc("samsa_store_read_cache_direct_total", "Read block cache misses read around the page cache with O_DIRECT (directColdReads).", prometheus.CounterValue)
@@ -96,6 +101,7 @@ var (
 		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mWrittenOff, mDurableOff, mDispOff, mMinOff, mDiskRatio, mBuildInfo, mGroupOff, mGroupLag,
 		mAnswered, mSendLat, mPullLat,
+		mWaits, mReadErrs, mDamaged, mRepaired, mCutRecs,
 		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined, mRCHits, mRCMisses, mRCDirect,
 		mReadOnly, mHeldIdx, mDispErrs, mFlushLat, mRefused, mIdleCloses, mFrameTO}
 )
@@ -139,6 +145,8 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mWoken, s.wokenTotal.Load())
 	emit(mExpired, s.expiredTotal.Load())
 	emit(mSkips, s.corruptSkips.Load())
+	emit(mWaits, s.corruptWaits.Load())
+	emit(mReadErrs, s.readErrors.Load())
 	if c.b.acl != nil {
 		for _, d := range c.b.acl.denied.Snapshot() {
 			emit(mACLDenied, d.N, d.Reason, d.Code)
@@ -183,6 +191,9 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	emit(mBroken, broken)
 	emit(mCorrupt, m.CorruptRecords)
+	emit(mDamaged, int64(len(c.b.store.Damaged())))
+	emit(mRepaired, m.RepairedBytes)
+	emit(mCutRecs, m.CutRecords)
 	emit(mQuarantined, int64(m.Quarantined))
 	emit(mRCHits, m.ReadCacheHits)
 	emit(mRCMisses, m.ReadCacheMisses)

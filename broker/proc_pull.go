@@ -176,6 +176,7 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 		return outFrame{cmd: protocol.NewResponse(req, protocol.SystemBusy, busyRemark(err))}, false
 	}
 	if err != nil {
+		b.noteReadError(h.Topic, h.QueueID, h.QueueOffset, err)
 		return outFrame{cmd: protocol.NewResponse(req, protocol.SystemError, "store getMessage failed: "+err.Error())}, false
 	}
 	rh := protocol.PullMessageResponseHeader{SuggestWhichBrokerID: b.suggestBroker(h.ConsumerGroup, &res),

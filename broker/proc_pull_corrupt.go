@@ -2,6 +2,8 @@ package broker
 
 import (
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
@@ -50,4 +52,35 @@ func (b *Broker) corruptAnswer(pc *pullCtx, res storage.GetResult, ce *storage.C
 	b.log.Warn("broker: pull moved past a corrupt record", "group", h.ConsumerGroup, "topic", ce.Topic, "queue", ce.QueueID,
 		"queueOffset", ce.QueueOffset, "physOffset", ce.PhysOffset, "next", next)
 	return outFrame{cmd: respond(pc.req, protocol.PullOffsetMoved, remark, rh.Encode())}
+}
+
+// noteReadError reports a pull the store could not read (a segment file
+// truncated or removed behind the store's back, an I/O error): counted
+// (stats.readErrors, samsa_broker_pull_read_errors_total) and logged at
+// Error, once a minute per distinct error, so a consumer that stalls on it
+// is never silent on the broker's side.
+func (b *Broker) noteReadError(topic string, queueID int32, queueOffset int64, err error) {
+	b.stats.readErrors.Add(1)
+	if b.stats.readErrNote.due(err.Error(), time.Now(), time.Minute) {
+		b.log.Error("broker: a pull could not read the store", "topic", topic, "queue", queueID, "queueOffset", queueOffset,
+			"err", err, "pullReadErrors", b.stats.readErrors.Load())
+	}
+}
+
+// noteLimiter lets one note through per distinct text and period.
+type noteLimiter struct {
+	mu   sync.Mutex
+	text string
+	at   time.Time
+}
+
+// due reports whether a note with this text may be logged at now.
+func (n *noteLimiter) due(text string, now time.Time, every time.Duration) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if text == n.text && now.Sub(n.at) < every {
+		return false
+	}
+	n.text, n.at = text, now
+	return true
 }

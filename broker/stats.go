@@ -44,6 +44,8 @@ type stats struct {
 	heldRefused       atomic.Int64 // pulls answered at once, maxHeldPulls being held
 	corruptSkips      atomic.Int64 // pulls moved past a corrupt record (proc_pull_corrupt.go)
 	corruptWaits      atomic.Int64 // pulls told to retry while a corrupt record is repaired
+	readErrors        atomic.Int64 // pulls answered SYSTEM_ERROR: the store could not read
+	readErrNote       noteLimiter  // its Error lines, one a minute per distinct error
 	configSetAside    atomic.Int64 // config files (or copies of them) set aside at load (jsonfile_load.go)
 
 	topics sync.Map // topic → *topicCounters
