@@ -28,7 +28,7 @@ func init() {
 // controller` (no prefix) and `samsa namesrv --controller` ("controller-").
 type controllerFlags struct {
 	id, listen, raftListen, peers, dataDir   string
-	electionTimeout, tick                    time.Duration
+	electionTimeout, tick, recoveryWait      time.Duration
 	raftHeartbeat, raftElection              time.Duration
 	unclean, aclOn                           bool
 	aclFile                                  string
@@ -45,7 +45,8 @@ func (f *controllerFlags) register(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&f.tick, prefix+"tick-interval", 0, "how often the leader looks for dead masters (0: election timeout / 10)")
 	fs.DurationVar(&f.raftHeartbeat, prefix+"raft-heartbeat-timeout", raftctl.DefaultRaftHeartbeatTimeout, "Raft heartbeat timeout between replicas")
 	fs.DurationVar(&f.raftElection, prefix+"raft-election-timeout", raftctl.DefaultRaftElectionTimeout, "Raft election timeout between replicas")
-	fs.BoolVar(&f.unclean, prefix+"unclean-election", false, "elect outside the sync-state set when none of it is alive (acknowledged messages may be lost)")
+	fs.DurationVar(&f.recoveryWait, prefix+"recovery-wait", 0, "a group that went down whole waits this long for the missing members of its sync-state set before it elects (0: twice the election timeout)")
+	fs.BoolVar(&f.unclean, prefix+"unclean-election", false, "elect the most up-to-date alive replica when no clean election is possible (none of the sync-state set alive, or every alive one lacks acknowledged messages); acknowledged messages may be lost")
 	fs.BoolVar(&f.aclOn, prefix+"acl", false, "access control: requests must be signed by an admin account of -"+prefix+"acl-file (RocketMQ plain ACL)")
 	fs.StringVar(&f.aclFile, prefix+"acl-file", "conf/plain_acl.yml", "accounts file (RocketMQ plain_acl.yml format), read with -"+prefix+"acl")
 	fs.StringVar(&f.tlsMode, prefix+"tls-mode", "disabled", "TLS of the broker-facing port: disabled, permissive or enforcing")
@@ -59,7 +60,7 @@ func (f *controllerFlags) register(fs *flag.FlagSet, prefix string) {
 // the bind addresses when they differ from the advertised ones.
 func (f *controllerFlags) options(log *slog.Logger) (raftctl.Options, error) {
 	o := raftctl.Options{ID: f.id, DataDir: f.dataDir, Logger: log,
-		Controller:           controller.Config{ElectionTimeout: f.electionTimeout, UncleanElection: f.unclean},
+		Controller:           controller.Config{ElectionTimeout: f.electionTimeout, UncleanElection: f.unclean, RecoveryWait: f.recoveryWait},
 		TickInterval:         f.tick,
 		RaftHeartbeatTimeout: f.raftHeartbeat, RaftElectionTimeout: f.raftElection}
 	o.TLS.Mode, o.TLS.CertFile, o.TLS.KeyFile, o.TLS.CAFile, o.TLS.ClientAuth = f.tlsMode, f.tlsCert, f.tlsKey, f.tlsCA, f.tlsAuth
