@@ -195,12 +195,24 @@ func makeLostFoundDir(fsys vfs.FS, storeDir string, now time.Time) (string, erro
 
 // copyRange copies bytes [from, to) of src into a new file dst, durably
 // (the file's name is durable once its directory is synced).
-func copyRange(fsys vfs.FS, src string, from, to int64, dst string) (err error) {
+func copyRange(fsys vfs.FS, src string, from, to int64, dst string) error {
 	r, err := openSegReader(fsys, src)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = r.Close() }() // read only
+	return copyInto(fsys, dst, from, to, func(p int64, n int) ([]byte, error) {
+		b, err := r.at(p, n)
+		if err == nil && len(b) == 0 {
+			err = fmt.Errorf("storage: %s ends at %d, before %d", src, p, to)
+		}
+		return b, err
+	})
+}
+
+// copyInto writes bytes [from, to), as read returns them (at most n bytes
+// at p, at least one), into a new file dst at offset 0, and syncs it.
+func copyInto(fsys vfs.FS, dst string, from, to int64, read func(p int64, n int) ([]byte, error)) (err error) {
 	w, err := fsys.Create(dst, vfsOpts)
 	if err != nil {
 		return writeError("create "+dst, err)
@@ -211,12 +223,9 @@ func copyRange(fsys vfs.FS, src string, from, to int64, dst string) (err error) 
 		}
 	}()
 	for p := from; p < to; {
-		b, err := r.at(p, int(min(scanChunk, to-p)))
+		b, err := read(p, int(min(scanChunk, to-p)))
 		if err != nil {
 			return err
-		}
-		if len(b) == 0 {
-			return fmt.Errorf("storage: %s ends at %d, before %d", src, p, to)
 		}
 		if _, err := w.WriteAt(b, p-from); err != nil {
 			return writeError("write "+dst, err)

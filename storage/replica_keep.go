@@ -70,29 +70,13 @@ func (s *Store) keepCutLocked(list []*segment, i int, off, written int64, reason
 // copySegment copies bytes [from, to) of the open segment g into a new
 // file dst, durably, through the segment's own handle (its backend's
 // reads; no second descriptor on the live file).
-func copySegment(fsys vfs.FS, g *segment, from, to int64, dst string) (err error) {
-	w, err := fsys.Create(dst, vfsOpts)
-	if err != nil {
-		return writeError("create "+dst, err)
-	}
-	defer func() {
-		if cerr := w.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("storage: close %s: %w", dst, cerr)
-		}
-	}()
+func copySegment(fsys vfs.FS, g *segment, from, to int64, dst string) error {
 	buf := make([]byte, min(scanChunk, to-from))
-	for p := from; p < to; {
-		b := buf[:min(int64(len(buf)), to-p)]
+	return copyInto(fsys, dst, from, to, func(p int64, n int) ([]byte, error) {
+		b := buf[:n]
 		if _, err := g.seg.ReadAt(b, p); err != nil {
-			return fmt.Errorf("storage: read %s at %d: %w", g.path, p, err)
+			return nil, fmt.Errorf("storage: read %s at %d: %w", g.path, p, err)
 		}
-		if _, err := w.WriteAt(b, p-from); err != nil {
-			return writeError("write "+dst, err)
-		}
-		p += int64(len(b))
-	}
-	if err := w.Sync(); err != nil {
-		return fmt.Errorf("storage: sync %s: %w", dst, err)
-	}
-	return nil
+		return b, nil
+	})
 }
