@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,6 +84,10 @@ type ctlMode struct {
 	cli    controllerClient
 	group  controller.Group
 	epochs *ha.EpochFile
+	// acked is what this broker's group acknowledged while it was master
+	// (raised every round from its confirm offset): a slave cut below it
+	// drops acknowledged messages, logged and counted (ha.AckedMark).
+	acked *ha.AckedMark
 	now    func() time.Time
 	kick   chan struct{} // cap 1: heartbeat now
 	// master is the running ha.Master (nil when not master), for the
@@ -136,7 +141,11 @@ func (b *Broker) openControllerMode() error {
 	if err != nil {
 		return err
 	}
-	c := &ctlMode{b: b, cli: cli, epochs: epochs, now: time.Now,
+	acked, err := ha.OpenAckedMark(b.cfg.FS, filepath.Join(filepath.Dir(b.epochPath()), "acked"))
+	if err != nil {
+		return err
+	}
+	c := &ctlMode{b: b, cli: cli, epochs: epochs, acked: acked, now: time.Now,
 		group:    controller.Group{Cluster: b.cfg.BrokerClusterName, Broker: b.cfg.BrokerName},
 		kick:     make(chan struct{}, 1),
 		caughtUp: map[int64]time.Time{}, linkedOnce: map[int64]bool{}}

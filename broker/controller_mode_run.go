@@ -69,12 +69,18 @@ func (c *ctlMode) round() {
 		res controller.Result
 		err error
 	)
+	pos := c.position()
+	if pos.Confirmed > 0 {
+		if err := c.acked.Raise(pos.Confirmed); err != nil {
+			c.noteErr("broker: cannot record the acknowledged offset", err)
+		}
+	}
 	if !registered {
 		res, err = c.cli.RegisterBroker(ctx, controller.RegisterBroker{Group: c.group, ID: c.b.cfg.BrokerID,
-			Addr: c.b.Addr(), Epoch: c.registerEpoch(), FenceTimeout: c.b.cfg.ControllerHeartBeatTimeout, Pos: c.position()})
+			Addr: c.b.Addr(), Epoch: c.registerEpoch(), FenceTimeout: c.b.cfg.ControllerHeartBeatTimeout, Pos: pos})
 	} else {
 		res, err = c.cli.Heartbeat(ctx, controller.Heartbeat{Group: c.group, ID: c.b.cfg.BrokerID, Epoch: epoch,
-			Pos: c.position(), MasterFailed: c.masterFailed()})
+			Pos: pos, MasterFailed: c.masterFailed()})
 	}
 	switch {
 	case err == nil:

@@ -142,7 +142,7 @@ func (b *Broker) startHASlave() error {
 
 func (b *Broker) newHASlave(epochs *ha.EpochFile) (*ha.Slave, error) {
 	c := &b.cfg
-	s, err := ha.NewSlave(ha.SlaveConfig{
+	sc := ha.SlaveConfig{
 		MasterAddr:           b.HAMasterAddr,
 		BrokerID:             c.BrokerID,
 		Addr:                 b.Addr(),
@@ -157,7 +157,14 @@ func (b *Broker) newHASlave(epochs *ha.EpochFile) (*ha.Slave, error) {
 		Logger:               b.log,
 		AccessKey:            c.AccessKey,
 		SecretKey:            c.SecretKey,
-	})
+		OnCut: func(_, _, acknowledged int64) {
+			b.stats.cutAcknowledged.Add(acknowledged)
+		},
+	}
+	if b.ctl != nil {
+		sc.Acked = b.ctl.acked
+	}
+	s, err := ha.NewSlave(sc)
 	if err != nil {
 		return nil, fmt.Errorf("broker: replication link: %w", err)
 	}

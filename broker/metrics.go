@@ -77,6 +77,7 @@ var (
 	mReadErrs    = desc("samsa_broker_pull_read_errors_total", "Pulls answered SYSTEM_ERROR because the store could not read (a missing or truncated segment file?).", prometheus.CounterValue)
 	mDamaged     = desc("samsa_store_damaged_ranges", "Log ranges known damaged and not yet repaired from a peer (such a replica is not elected).", prometheus.GaugeValue)
 	mRepaired    = desc("samsa_store_repaired_bytes_total", "Bytes of damaged records written back from a peer replica's copy.", prometheus.CounterValue)
+	mCutAcked    = desc("samsa_ha_cut_acknowledged_bytes_total", "Bytes this replica cut to follow a new master below what its group acknowledged while it was master: lost acknowledged data (kept in lost+found).", prometheus.CounterValue)
 	mCutRecs     = desc("samsa_store_cut_records_total", "Records a replica cut from its log to follow a new master (kept in lost+found).", prometheus.CounterValue)
 	mCorrupt     = desc("samsa_store_corrupt_records_total", "Corrupt records reads found since the store opened (each counted once; none is served).", prometheus.CounterValue)
 	mRCHits      = desc("samsa_store_read_cache_hits_total", "Pull reads of a CommitLog block found in the read block cache (readBlockCacheMB).", prometheus.CounterValue)
@@ -101,7 +102,7 @@ var (
 		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mWrittenOff, mDurableOff, mDispOff, mMinOff, mDiskRatio, mBuildInfo, mGroupOff, mGroupLag,
 		mAnswered, mSendLat, mPullLat,
-		mWaits, mReadErrs, mDamaged, mRepaired, mCutRecs,
+		mWaits, mReadErrs, mDamaged, mRepaired, mCutRecs, mCutAcked,
 		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined, mRCHits, mRCMisses, mRCDirect,
 		mReadOnly, mHeldIdx, mDispErrs, mFlushLat, mRefused, mIdleCloses, mFrameTO}
 )
@@ -147,6 +148,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mSkips, s.corruptSkips.Load())
 	emit(mWaits, s.corruptWaits.Load())
 	emit(mReadErrs, s.readErrors.Load())
+	emit(mCutAcked, s.cutAcknowledged.Load())
 	if c.b.acl != nil {
 		for _, d := range c.b.acl.denied.Snapshot() {
 			emit(mACLDenied, d.N, d.Reason, d.Code)

@@ -46,6 +46,7 @@ type stats struct {
 	corruptWaits      atomic.Int64 // pulls told to retry while a corrupt record is repaired
 	readErrors        atomic.Int64 // pulls answered SYSTEM_ERROR: the store could not read
 	readErrNote       noteLimiter  // its Error lines, one a minute per distinct error
+	cutAcknowledged   atomic.Int64 // bytes a slave cut below its acknowledged mark (ha.AckedMark)
 	configSetAside    atomic.Int64 // config files (or copies of them) set aside at load (jsonfile_load.go)
 
 	topics sync.Map // topic → *topicCounters

@@ -210,6 +210,14 @@ type SlaveConfig struct {
 	// BackoffMin and BackoffMax bound the jittered exponential wait
 	// between connection attempts (defaults 100 ms and 5 s).
 	BackoffMin, BackoffMax time.Duration
+	// Acked, if set, is the broker's AckedMark: a cut of the log below it
+	// drops messages the group acknowledged (while this broker was
+	// master), which the slave logs at Error and reports through OnCut.
+	// The mark is lowered to the cut.
+	Acked *AckedMark
+	// OnCut, if set, is told of each cut the slave makes to follow its
+	// master: the range and how many of its bytes lay below Acked.
+	OnCut func(from, to, acknowledged int64)
 	// Fault, if set, injects faults (tests).
 	Fault *Fault
 	// Logger receives link events (default slog.Default()).

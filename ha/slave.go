@@ -216,7 +216,10 @@ func (s *Slave) align(rep handshakeReply) (int64, error) {
 				if err := s.epochs.TruncateFrom(point); err != nil {
 					return 0, err
 				}
-				s.lg.Warn("ha: slave cut its diverged tail", "from", w, "to", point, "localEpochs", local, "masterEpochs", rep.Epochs)
+				s.lg.Warn("ha: slave cut its diverged tail (kept in lost+found)", "from", w, "to", point, "localEpochs", local, "masterEpochs", rep.Epochs)
+				if err := s.cut(point, w); err != nil {
+					return 0, err
+				}
 			}
 			return point, nil
 		}
@@ -237,5 +240,32 @@ func (s *Slave) align(rep handshakeReply) (int64, error) {
 		return 0, fmt.Errorf("reset the local log to %d: %w", start, err)
 	}
 	s.lg.Warn("ha: slave copies the master's log afresh", "reason", why, "from", start, "discarded", w-lmin)
+	if w > lmin {
+		if err := s.cut(lmin, w); err != nil {
+			return 0, err
+		}
+	}
 	return start, nil
+}
+
+// cut accounts for [from, to) cut from the log: what of it lay below the
+// acknowledged mark was acknowledged by the group, lost from this replica
+// (kept in lost+found by a TruncateTo, discarded by a reset), and is
+// logged at Error; the mark comes down to the cut.
+func (s *Slave) cut(from, to int64) error {
+	var acked int64
+	if m := s.cfg.Acked; m != nil {
+		if mark := m.Value(); from < mark {
+			acked = min(to, mark) - from
+			s.lg.Error("ha: this replica cut messages its group acknowledged to follow the new master (elected without them: "+
+				"an unclean election, or a replica back after the others moved on)", "from", from, "to", min(to, mark), "bytes", acked)
+		}
+		if err := m.Lower(from); err != nil {
+			return err
+		}
+	}
+	if s.cfg.OnCut != nil {
+		s.cfg.OnCut(from, to, acked)
+	}
+	return nil
 }
