@@ -49,10 +49,13 @@
 //  3. The slave aligns its log (Slave.align): the consistent point is the
 //     end of the last epoch both lists share with the same start, capped by
 //     both logs' ends (ConsistentPoint). A local tail past it is cut
-//     (TruncateTo); with no shared epoch, no epoch history, or a point the
-//     master no longer retains, the slave discards its log (ResetTo) and
-//     copies from the master's oldest byte (or its last segment base with
-//     FromLastSegment). It sends TRANSFER-START with its log end.
+//     (TruncateTo, which keeps it in the store's lost+found); with no
+//     shared epoch, no epoch history, or a point the master no longer
+//     retains, the slave discards its log (ResetTo) and copies from the
+//     master's oldest byte (or its last segment base with
+//     FromLastSegment). A cut below the broker's AckedMark (what its group
+//     acknowledged while it was master) is logged at Error as lost
+//     acknowledged data. It sends TRANSFER-START with its log end.
 //  4. The master streams TRANSFER frames from there: at most
 //     TransferBatchSize bytes of whole records (a larger record alone;
 //     up to 1 MiB while the slave is 8 MiB or more behind, if it takes

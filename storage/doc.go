@@ -99,8 +99,11 @@
 // # Damage
 //
 // Recovery cuts a torn tail after a crash and keeps what it cut in
-// lost+found (recovery.go); the scrubber re-reads sealed segments at rest
-// and reports bad records (ScrubStatus, Metrics); on a stopped store
+// lost+found (recovery.go), as TruncateTo keeps a replica's diverged tail
+// (replica_keep.go); the scrubber re-reads sealed segments at rest and
+// reports bad records (ScrubStatus, Metrics); Damaged lists what reads and
+// the scrubber found bad, and RepairRange writes a healthy replica's copy
+// of such a range back in place (repair_range.go); on a stopped store
 // Verify checks everything and Repair makes a store that will not open
 // openable (samsa store verify|repair DIR).
 //
