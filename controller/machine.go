@@ -248,7 +248,7 @@ func (m *Machine) recovering(g Group, gs *groupState, c ElectMaster, now time.Ti
 	heard := m.live.masterHeard[g]
 	var first time.Time
 	for _, id := range sortedIDs(gs.syncSet) {
-		if !alive[id] || id == gs.master && !gs.taken {
+		if !alive[id] {
 			missing = append(missing, id)
 			continue
 		}
