@@ -158,9 +158,8 @@ func (m *Machine) Alive(g Group, id int64, now time.Time) bool {
 }
 
 // Elect makes the ElectMaster command for g at now: Alive lists, sorted, the
-// registered replicas electable at now (alive, and not unable to take up
-// the master role within the election timeout), Positions where they
-// reported their logs stood. Applying it is what Raft replicates.
+// registered replicas electable at now (see electable) and the master if
+// it is serving, Positions where they reported their logs stood. Applying it is what Raft replicates.
 func (m *Machine) Elect(g Group, now time.Time) ElectMaster {
 	c := ElectMaster{Group: g, At: now}
 	gs, ok := m.state.groups[g]
@@ -169,7 +168,7 @@ func (m *Machine) Elect(g Group, now time.Time) ElectMaster {
 	}
 	c.MasterEpoch = gs.masterEpoch
 	for id := range gs.replicas {
-		if m.electable(g, id, now) {
+		if m.electable(g, id, now) || id == gs.master && m.serving(g, id, now) {
 			c.Alive = append(c.Alive, id)
 			if p := m.live.Position(g, id); p != (Position{}) {
 				if c.Positions == nil {
@@ -183,13 +182,25 @@ func (m *Machine) Elect(g Group, now time.Time) ElectMaster {
 	return c
 }
 
-// electable: id is alive at now and has not said, within the election
-// timeout, that it could not take up the master role.
-func (m *Machine) electable(g Group, id int64, now time.Time) bool {
+// serving: id is alive at now (heard within the election timeout) and has
+// not said, within it, that it could not take up the master role. A
+// master that is serving stays.
+func (m *Machine) serving(g Group, id int64, now time.Time) bool {
 	if t, ok := m.live.unable[g][id]; ok && now.Sub(t) <= m.cfg.ElectionTimeout {
 		return false
 	}
 	return m.Alive(g, id, now)
+}
+
+// electable: id may be a candidate at now: serving, and heard within half
+// the election timeout. A replica killed with its master still looks
+// alive for most of an election timeout after its last heartbeat, and
+// electing it leaves the group on a dead master; a live slave whose
+// master is overdue heartbeats every controllerHeartBeatTimeoutMills/15
+// (broker), far more often.
+func (m *Machine) electable(g Group, id int64, now time.Time) bool {
+	t, ok := m.live.LastHeartbeat(g, id)
+	return ok && now.Sub(t) <= m.cfg.ElectionTimeout/2 && m.serving(g, id, now)
 }
 
 // Tick returns, in group order, an ElectMaster command for every group that
@@ -199,10 +210,9 @@ func (m *Machine) electable(g Group, id int64, now time.Time) bool {
 // election timeout of Lead, a group with a silent master waits until an
 // electable replica is alive. It holds a command back (and says why in
 // Pending) while it would change nothing, and for up to
-// Config.RecoveryWait while every alive candidate restarted since the
-// master was last heard and a member of the sync-state set is not back:
-// the group went down whole, and the member that holds the most may be
-// the last to return. The caller applies (or proposes) them.
+// Config.RecoveryWait while the group is restarting (see recovering): the
+// group went down whole, and the member that holds the most may be the
+// last to return. The caller applies (or proposes) them.
 func (m *Machine) Tick(now time.Time) []ElectMaster {
 	var out []ElectMaster
 	settling := now.Sub(m.leading) < m.cfg.ElectionTimeout
@@ -211,7 +221,7 @@ func (m *Machine) Tick(now time.Time) []ElectMaster {
 		need := false
 		switch {
 		case gs.master != NoMaster:
-			need = !m.electable(g, gs.master, now) && (!settling || m.electableAlive(g, gs, now))
+			need = !m.serving(g, gs.master, now) && (!settling || m.electableAlive(g, gs, now))
 		case gs.masterEpoch > 0:
 			need = m.electableAlive(g, gs, now)
 		}
@@ -222,8 +232,8 @@ func (m *Machine) Tick(now time.Time) []ElectMaster {
 		c := m.Elect(g, now)
 		d := m.state.decide(gs, c)
 		if until, missing, ok := m.recovering(g, gs, c, now); ok && !d.stays {
-			m.pending[g] = fmt.Sprintf("waiting until %s for sync-state members %s: every alive candidate restarted since the master was last heard",
-				until.UTC().Format(time.RFC3339Nano), formatIDs(missing))
+			m.pending[g] = fmt.Sprintf("waiting until %s for sync-state members %s to come back: the group restarted since its master was last heard, "+
+				"and every member back restarted too (any may have lost an unsynced tail)", until.UTC().Format(time.RFC3339Nano), formatIDs(missing))
 			continue
 		}
 		delete(m.pending, g)
@@ -240,27 +250,39 @@ func (m *Machine) Tick(now time.Time) []ElectMaster {
 
 // recovering reports whether the election c for g must wait for more of
 // the sync-state set (see Tick), with until when and whom it waits for.
+// A group is recovering from the first registration (a restart) of any of
+// its replicas since its master was last heard; from then on a member
+// counts as back only once heard since that restart (a process killed a
+// moment ago still looks alive, with its old position), and the election
+// waits, up to Config.RecoveryWait from that first restart, while some
+// member is not back and every member that is restarted too. A member up
+// all along holds everything the group acknowledged: no wait.
 func (m *Machine) recovering(g Group, gs *groupState, c ElectMaster, now time.Time) (until time.Time, missing []int64, wait bool) {
+	heard := m.live.masterHeard[g]
+	var first time.Time // the first restart since the master was heard
+	for _, at := range m.live.registered[g] {
+		if at.After(heard) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	if first.IsZero() {
+		return time.Time{}, nil, false
+	}
 	alive := map[int64]bool{}
 	for _, id := range c.Alive {
 		alive[id] = true
 	}
-	heard := m.live.masterHeard[g]
-	var first time.Time
-	for _, id := range sortedIDs(gs.syncSet) {
-		if !alive[id] {
+	for _, id := range gs.electableIDs() {
+		last, ok := m.live.LastHeartbeat(g, id)
+		if !alive[id] || !ok || last.Before(first) {
 			missing = append(missing, id)
 			continue
 		}
-		at, ok := m.live.registered[g][id]
-		if !ok || !at.After(heard) {
+		if at := m.live.registered[g][id]; !at.After(heard) {
 			return time.Time{}, nil, false // up since the master was heard: holds all it acknowledged
 		}
-		if first.IsZero() || at.Before(first) {
-			first = at
-		}
 	}
-	if len(missing) == 0 || first.IsZero() {
+	if len(missing) == 0 {
 		return time.Time{}, nil, false
 	}
 	until = first.Add(m.cfg.RecoveryWait)

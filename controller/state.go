@@ -46,6 +46,18 @@ func (gs *groupState) electable(id int64) bool {
 	return gs.syncSet[id] || (!gs.taken && gs.formerSet[id])
 }
 
+// electableIDs lists, sorted, the ids that may be elected cleanly.
+func (gs *groupState) electableIDs() []int64 {
+	var ids []int64
+	for id := range gs.replicas {
+		if gs.electable(id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // State is the replicated part of the controller: what Raft will replicate
 // by applying the same RegisterBroker, AlterSyncStateSet and ElectMaster
 // commands in the same order on every controller replica. It reads no clock
