@@ -403,6 +403,10 @@ func TestBrokerConfigAndCluster(t *testing.T) {
 			t.Fatalf("cluster %v: %v %q", args, err, out)
 		}
 	}
+	// The table's DATA column: nothing damaged, nothing cut.
+	if out = mustCLI(t, ns, "", runCluster); !strings.Contains(out, "DATA") || !strings.Contains(out, " ok") {
+		t.Fatalf("cluster table without its DATA column saying ok:\n%s", out)
+	}
 }
 
 // TestProduceUnknownTopicHint: a send to a topic nobody created says how

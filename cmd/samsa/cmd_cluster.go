@@ -41,8 +41,14 @@ type clusterBroker struct {
 	DiskUsed  int64    `json:"diskUsedBytes,omitempty"`
 	DiskTotal int64    `json:"diskTotalBytes,omitempty"`
 	Version   string   `json:"version,omitempty"`
-	stats     map[string]string
-	runtime   [2]map[string]string
+	// DamagedRanges are log ranges known damaged and not yet repaired
+	// from a peer; CutAcknowledgedBytes what the broker cut, to follow a
+	// new master, of what its group acknowledged (lost acknowledged data,
+	// kept in its lost+found). Both from its stats (0 when it does not say).
+	DamagedRanges        int64 `json:"damagedRanges,omitempty"`
+	CutAcknowledgedBytes int64 `json:"cutAcknowledgedBytes,omitempty"`
+	stats                map[string]string
+	runtime              [2]map[string]string
 }
 
 // replication is a slave as its master sees it.
@@ -106,6 +112,7 @@ func runCluster(args []string) error {
 	}
 	for i := range rows {
 		rows[i].fromRuntime()
+		rows[i].fromStats()
 	}
 	if cf.json {
 		if rows == nil {
@@ -113,10 +120,10 @@ func runCluster(args []string) error {
 		}
 		return printJSON(rows)
 	}
-	tw := table("CLUSTER", "BROKER", "ID", "ROLE", "BROKER ROLE", "ADDRESS", "IN MSG/S", "OUT MSG/S", "DISK", "REPLICATION")
+	tw := table("CLUSTER", "BROKER", "ID", "ROLE", "BROKER ROLE", "ADDRESS", "IN MSG/S", "OUT MSG/S", "DISK", "REPLICATION", "DATA")
 	for _, r := range rows {
 		row(tw, r.Cluster, r.Broker, strconv.FormatInt(r.ID, 10), r.Role, r.BrokerRole, r.Addr, rate(r.InPerSec), rate(r.OutPerSec),
-			r.disk(), r.Replication.String())
+			r.disk(), r.Replication.String(), r.data())
 	}
 	return tw.Flush()
 }
@@ -244,6 +251,31 @@ func (r *clusterBroker) fromRuntime() {
 			*p.dst = &v
 		}
 	}
+}
+
+// fromStats reads the data-safety figures from the broker's stats.
+func (r *clusterBroker) fromStats() {
+	r.DamagedRanges, _ = strconv.ParseInt(r.stats["store_damaged_ranges"], 10, 64)
+	r.CutAcknowledgedBytes, _ = strconv.ParseInt(r.stats["ha_cut_acknowledged_bytes"], 10, 64)
+}
+
+// data says what is wrong with the broker's data: "ok", or its damaged
+// ranges awaiting a repair and the acknowledged bytes it cut.
+func (r *clusterBroker) data() string {
+	if r.stats == nil {
+		return "-"
+	}
+	var out []string
+	if r.DamagedRanges > 0 {
+		out = append(out, fmt.Sprintf("%d damaged ranges awaiting repair", r.DamagedRanges))
+	}
+	if r.CutAcknowledgedBytes > 0 {
+		out = append(out, fmt.Sprintf("LOST %d acknowledged bytes (cut to follow a new master; in lost+found)", r.CutAcknowledgedBytes))
+	}
+	if len(out) == 0 {
+		return "ok"
+	}
+	return strings.Join(out, "; ")
 }
 
 func rate(v *float64) string {
