@@ -172,6 +172,19 @@ func (c *ctlCluster) waitMaster(not int64) *Broker {
 	return m
 }
 
+// startGroup starts replica 1, waits until it is master, starts
+// replicas 2 to n and waits until all n are in the sync-state set; it
+// returns the master.
+func (c *ctlCluster) startGroup(n int64) *Broker {
+	c.start(1)
+	m := c.waitMaster(-1)
+	for id := int64(2); id <= n; id++ {
+		c.start(id)
+	}
+	c.waitSyncSet(int(n))
+	return m
+}
+
 // waitSyncSet waits until the controller's sync-state set has n members.
 func (c *ctlCluster) waitSyncSet(n int) {
 	waitLong(c.t, func() bool { return len(c.ctl.show(ctlGroup).SyncSet) == n }, fmt.Sprintf("a sync-state set of %d", n))
@@ -349,10 +362,7 @@ func TestControllerFailover(t *testing.T) {
 // without a restart.
 func TestControllerFencing(t *testing.T) {
 	c := newCtlCluster(t, 1500*time.Millisecond)
-	c.start(1)
-	m1 := c.waitMaster(-1)
-	c.start(2)
-	c.waitSyncSet(2)
+	m1 := c.startGroup(2)
 	rc := dialRaw(t, m1.Addr())
 	if resp := rc.call(sendReq("fence", 0, []byte("ok"), nil)); resp.Code != protocol.Success {
 		t.Fatalf("send to the master: %s", resp)
@@ -422,11 +432,7 @@ func TestControllerModeUnreachableController(t *testing.T) {
 func TestControllerSyncStateSet(t *testing.T) {
 	c := newCtlCluster(t, 1500*time.Millisecond)
 	c.notCatchup = time.Hour
-	c.start(1)
-	m := c.waitMaster(-1)
-	c.start(2)
-	c.start(3)
-	c.waitSyncSet(3)
+	m := c.startGroup(3)
 	rc := dialRaw(t, m.Addr())
 	if resp := rc.call(sendReq("sss", 0, []byte("all"), nil)); resp.Code != protocol.Success {
 		t.Fatalf("send with the whole set: %s", resp)
@@ -454,11 +460,7 @@ func TestControllerSyncStateSet(t *testing.T) {
 func TestControllerSyncStateSetDropsClosedLink(t *testing.T) {
 	c := newCtlCluster(t, 20*time.Minute)
 	c.notCatchup, c.hbTimeout = time.Hour, 10*time.Minute
-	c.start(1)
-	m := c.waitMaster(-1)
-	c.start(2)
-	c.start(3)
-	c.waitSyncSet(3)
+	m := c.startGroup(3)
 	c.kill(3)
 	waitLong(t, func() bool {
 		s := c.ctl.show(ctlGroup).SyncSet
@@ -489,10 +491,7 @@ func TestFencedStoreAnswer(t *testing.T) {
 // epoch, opens a new replication epoch, takes sends, and its slave follows.
 func TestControllerMasterRestartIsRanked(t *testing.T) {
 	c := newCtlCluster(t, time.Hour) // no election by timeout: the restart is quicker
-	c.start(1)
-	m := c.waitMaster(-1)
-	c.start(2)
-	c.waitSyncSet(2)
+	m := c.startGroup(2)
 	rc := dialRaw(t, m.Addr())
 	if resp := rc.call(sendReq("restart", 0, []byte("before"), nil)); resp.Code != protocol.Success {
 		t.Fatalf("send: %s", resp)
@@ -561,11 +560,7 @@ func TestControllerReplacesMasterThatCannotServe(t *testing.T) {
 	port := taken.Addr().(*net.TCPAddr).Port
 	c := newCtlCluster(t, 1500*time.Millisecond)
 	c.mutate = map[int64]func(*Config){2: func(cfg *Config) { cfg.HAListenPort = port; cfg.ListenAddr = "127.0.0.1" }}
-	c.start(1)
-	c.waitMaster(-1)
-	c.start(2)
-	c.start(3)
-	c.waitSyncSet(3)
+	c.startGroup(3)
 	c.kill(1)
 	m := c.waitMaster(1)
 	if m.cfg.BrokerID != 3 {

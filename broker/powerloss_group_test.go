@@ -64,11 +64,7 @@ func wholeGroupPowerLoss(t *testing.T, role BrokerRole, flush FlushDiskType) (lo
 	for id := range fss {
 		c.mutate[id] = func(cfg *Config) { cfg.FS = fss[id]; cfg.FlushDiskType = flush; cfg.BrokerRole = role }
 	}
-	c.start(1)
-	m := c.waitMaster(-1)
-	c.start(2)
-	c.start(3)
-	c.waitSyncSet(3)
+	m := c.startGroup(3)
 	rc := dialRaw(t, m.Addr())
 	if r := rc.call(createTopicReq(topic, 1)); r.Code != protocol.Success {
 		t.Fatalf("create topic: %s", r)

@@ -20,10 +20,8 @@ import (
 func TestDamagedRecordRepairedFromPeer(t *testing.T) {
 	const topic, n = "rp", 40
 	c := newCtlCluster(t, time.Hour)
-	c.start(1)
-	m := c.waitMaster(-1)
-	s := c.start(2)
-	c.waitSyncSet(2)
+	m := c.startGroup(2)
+	s := c.b[2]
 	rc := dialRaw(t, m.Addr())
 	if r := rc.call(createTopicReq(topic, 1)); r.Code != protocol.Success {
 		t.Fatalf("create topic: %s", r)
