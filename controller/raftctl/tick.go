@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/samsamq/samsa/controller"
 )
 
 // tickLoop is the replica's long-lived election goroutine: woken every
@@ -12,7 +14,8 @@ import (
 // leader it first waits for a barrier (every entry of earlier terms
 // applied, the masters' last renewals among them) and tells the machine it
 // leads (Machine.Lead); from then on it proposes, through Raft, each
-// ElectMaster that Machine.Tick yields. A master's liveness comes from
+// ElectMaster that Machine.Tick yields, and logs each new reason it holds
+// a group's election back (Machine.Pending). A master's liveness comes from
 // its renewals, which this replica applied as a follower, so a master that
 // died with the old leader is elected over one election timeout after its
 // last renewal, not after this replica took over. A lost leadership (or a
@@ -21,7 +24,8 @@ func (n *Node) tickLoop() {
 	defer n.wg.Done()
 	t := time.NewTicker(n.opts.TickInterval)
 	defer t.Stop()
-	var term uint64 // the term we lead in, 0 when following
+	var term uint64                       // the term we lead in, 0 when following
+	held := map[controller.Group]string{} // the last Pending logged per group
 	for {
 		select {
 		case <-n.stop:
@@ -54,6 +58,14 @@ func (n *Node) tickLoop() {
 		now := n.opts.Now()
 		n.fsm.mu.Lock()
 		cmds := n.fsm.mu.m.Tick(now)
+		for _, g := range n.fsm.mu.m.State().Groups() {
+			if p := n.fsm.mu.m.Pending(g); p != held[g] {
+				if p != "" {
+					n.log.Warn("election held", "group", g.String(), "why", p)
+				}
+				held[g] = p
+			}
+		}
 		n.fsm.mu.Unlock()
 		for _, c := range cmds {
 			ctx, cancel := context.WithTimeout(context.Background(), n.opts.ApplyTimeout)
