@@ -88,8 +88,8 @@ type ctlMode struct {
 	// (raised every round from its confirm offset): a slave cut below it
 	// drops acknowledged messages, logged and counted (ha.AckedMark).
 	acked *ha.AckedMark
-	now    func() time.Time
-	kick   chan struct{} // cap 1: heartbeat now
+	now   func() time.Time
+	kick  chan struct{} // cap 1: heartbeat now
 	// master is the running ha.Master (nil when not master), for the
 	// replicator; writable says the broker takes writes now (master, its
 	// ha.Master up, heard from the controller within the timeout).
