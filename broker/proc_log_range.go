@@ -23,6 +23,13 @@ func (b *Broker) processGetCommitLogRange(_ *conn, req *protocol.Command) *proto
 		return respond(req, protocol.SystemError, fmt.Sprintf("bad range [%s, %s): from >= 0, from < to, at most %d bytes",
 			req.Ext("from"), req.Ext("to"), protocol.MaxCommitLogRange), nil)
 	}
+	// Allocate for what the log holds, not what was asked: a request of a
+	// few bytes makes no buffer for a range past the log's end.
+	handed := b.store.HandedOffset()
+	if from >= handed {
+		return respond(req, protocol.SystemError, fmt.Sprintf("range [%d, %d) starts at or past the log's end %d", from, to, handed), nil)
+	}
+	to = min(to, handed)
 	buf := make([]byte, to-from)
 	n := 0
 	for at := from; at < to; {
