@@ -119,6 +119,9 @@ type ctlMode struct {
 		// masterFailed: why becoming master failed (controller.Heartbeat's
 		// MasterFailed), "" otherwise.
 		masterFailed string
+		// uncleanEpoch: the controller's word on the group's last unclean
+		// decision (controller.Result.UncleanEpoch; see mayCutAcked).
+		uncleanEpoch int64
 	}
 	// caughtUp: when each sync-state member (or candidate) was last seen
 	// holding the whole log; linkedOnce: the slaves seen linked since this

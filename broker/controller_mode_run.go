@@ -139,6 +139,17 @@ func (c *ctlMode) confirmed(m *ha.Master) int64 {
 	return conf
 }
 
+// mayCutAcked tells the replication link whether it may cut bytes the
+// group acknowledged (below the acked mark) to follow the master: only
+// when the controller made an unclean decision after lineage, the epoch
+// of the log's tail (ha.SlaveConfig.MayCutAcked). Otherwise the link
+// refuses, and this replica keeps what may be the last copy.
+func (c *ctlMode) mayCutAcked(lineage uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ctlEpochOf(lineage) < c.mu.uncleanEpoch
+}
+
 // masterFailed is why this broker, named master, could not take up the
 // role ("" when it did, or is not named).
 func (c *ctlMode) masterFailed() string {
@@ -207,7 +218,17 @@ func (c *ctlMode) apply(r controller.Result) {
 	role, epoch, masterID, masterAddr := c.mu.role, c.mu.epoch, c.mu.masterID, c.mu.masterAddr
 	c.mu.syncSet, c.mu.syncSetEpoch = slices.Clone(r.SyncSet), r.SyncSetEpoch
 	c.mu.masterSilent = r.MasterSilent
+	raised := r.UncleanEpoch > c.mu.uncleanEpoch
+	if raised {
+		c.mu.uncleanEpoch = r.UncleanEpoch
+	}
+	slave := c.mu.slave
 	c.mu.Unlock()
+	if raised && slave != nil && slave.Status().CutRefused {
+		c.b.log.Warn("broker: the controller made an unclean decision: cutting the acknowledged messages this replica kept, to follow the master",
+			"uncleanEpoch", r.UncleanEpoch)
+		slave.Kick()
+	}
 	if r.Fenced {
 		c.b.log.Warn("broker: fenced by the controller", "note", r.Note, "masterEpoch", r.MasterEpoch)
 	}

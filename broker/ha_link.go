@@ -163,6 +163,7 @@ func (b *Broker) newHASlave(epochs *ha.EpochFile) (*ha.Slave, error) {
 	}
 	if b.ctl != nil {
 		sc.Acked = b.ctl.acked
+		sc.MayCutAcked = b.ctl.mayCutAcked
 	}
 	s, err := ha.NewSlave(sc)
 	if err != nil {

@@ -60,6 +60,7 @@ func (b *Broker) slaveSideStats() []statLine {
 		{"ha_link_behind_bytes", max(ls.MasterHanded-ls.Offset, 0)},
 		{"ha_link_confirm_offset", ls.ConfirmOffset},
 		{"ha_link_reconnects", ls.Reconnects},
+		{"ha_link_cut_refused", boolInt(ls.CutRefused)},
 		{"ha_link_last_error", strconv.Quote(lastErr)},
 	}
 	if m := b.metaSync; m != nil {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -123,6 +124,11 @@ type Position struct {
 	// or its scrubber found them) and has not yet repaired from a peer: it
 	// may lack acknowledged messages there, so it is not elected cleanly.
 	Damaged int `json:",omitempty"`
+	// Unverified counts the bytes of the log the replica has not yet read
+	// back since it restarted (storage's startup verification of what was
+	// written since its last verified point): damage there is not known
+	// yet, so it is not elected cleanly until the count is 0.
+	Unverified int64 `json:",omitempty"`
 }
 
 // Compare orders positions by (Epoch, End): -1 when p is behind q, +1
@@ -145,8 +151,15 @@ func cmpInt(less bool) int {
 }
 
 func (p Position) String() string {
+	var flags []string
 	if p.Damaged > 0 {
-		return fmt.Sprintf("%d@%d(damaged:%d)", p.End, p.Epoch, p.Damaged)
+		flags = append(flags, fmt.Sprintf("damaged:%d", p.Damaged))
+	}
+	if p.Unverified > 0 {
+		flags = append(flags, fmt.Sprintf("unverified:%d", p.Unverified))
+	}
+	if len(flags) > 0 {
+		return fmt.Sprintf("%d@%d(%s)", p.End, p.Epoch, strings.Join(flags, ","))
 	}
 	return fmt.Sprintf("%d@%d", p.End, p.Epoch)
 }

@@ -24,10 +24,17 @@ import (
 //     member came back from a power loss): with Config.UncleanElection or
 //     the command's Unclean (the operator's), the most up-to-date alive
 //     replica, in the set or not, becomes master as in 2 and the result
-//     carries Unclean; acked drops to its log end. Otherwise the group has
+//     carries Unclean; acked drops to its log end, and uncleanEpoch
+//     becomes the new epoch (replicas may cut acknowledged messages of the
+//     lineages before it to follow; without it they refuse). Otherwise the group has
 //     no master: if it had one, the epoch rises (fencing the old master
 //     should it return) and the sync-state set is kept, so a member that
-//     comes back can be elected.
+//     comes back can be elected. A replica still verifying its log after
+//     a restart (Position.Unverified) is no candidate until done: the
+//     election waits for it, unclean or not only once none is left.
+//  4. The operator's Unclean while the master is alive elects nothing: it
+//     raises uncleanEpoch to the master's epoch, so a replica that refuses
+//     to cut acknowledged messages it alone kept may cut them and follow.
 //
 // A candidate that lost a tail the others hold never wins while one of
 // them is alive; Machine.Tick holds the election back (Config.RecoveryWait)
@@ -49,6 +56,13 @@ func (s *State) elect(c ElectMaster) (Result, error) {
 	}
 	d := s.decide(gs, c)
 	switch {
+	case d.stays && c.Unclean && gs.uncleanEpoch < gs.masterEpoch:
+		gs.uncleanEpoch = gs.masterEpoch
+		r := s.describe(c.Group, gs)
+		r.Changed = true
+		r.Note = fmt.Sprintf("master %d is alive and stays; the operator accepts that replicas cut what they hold beyond it to follow it "+
+			"(acknowledged messages only they kept are lost)", gs.master)
+		return r, nil
 	case d.stays:
 		r := s.describe(c.Group, gs)
 		r.Note = fmt.Sprintf("master %d is alive: nothing changed", gs.master)
@@ -81,6 +95,7 @@ func (s *State) elect(c ElectMaster) (Result, error) {
 	gs.syncSetEpoch++
 	if d.unclean {
 		gs.acked = c.Positions[d.master].End
+		gs.uncleanEpoch = gs.masterEpoch
 	}
 	s.check(c.Group, gs)
 	r := s.describe(c.Group, gs)
@@ -109,6 +124,9 @@ type decision struct {
 	// behind: the best candidate lacks acknowledged messages (an unclean
 	// election could still elect it).
 	behind bool
+	// verifying: candidates are still verifying their logs after a
+	// restart; the election waits for them.
+	verifying bool
 }
 
 // decide applies the election rule to c without changing anything. Pure:
@@ -139,16 +157,28 @@ func (s *State) decide(gs *groupState, c ElectMaster) decision {
 	acked := gs.acked
 	unclean := s.cfg.UncleanElection || c.Unclean
 	inSync := rank(true)
-	var damaged []int64
+	// Damaged members are no candidates; a member still verifying its
+	// log is none yet, and while one ranks above every verified member
+	// the election waits for it (it may hold the most).
+	var damaged, verifying []int64
 	inSync = slices.DeleteFunc(inSync, func(id int64) bool {
-		if c.Positions[id].Damaged > 0 {
+		switch p := c.Positions[id]; {
+		case p.Damaged > 0:
 			damaged = append(damaged, id)
-			return true
+		case p.Unverified > 0:
+			verifying = append(verifying, id)
+		default:
+			return false
 		}
-		return false
+		return true
 	})
 	var why string
 	switch {
+	case len(verifying) > 0 && (len(inSync) == 0 || c.Positions[verifying[0]].Compare(c.Positions[inSync[0]]) > 0):
+		why = fmt.Sprintf("the most up-to-date alive replicas of the sync-state set are still verifying their logs after a restart (%s)", formatIDs(verifying))
+		if !c.Unclean { // only the operator's word skips the wait
+			return decision{master: NoMaster, why: why, verifying: true}
+		}
 	case len(inSync) == 0 && len(damaged) > 0:
 		why = fmt.Sprintf("every alive replica of the sync-state set has damaged records not yet repaired (%s)", formatIDs(damaged))
 	case len(inSync) == 0:

@@ -237,7 +237,10 @@ func (m *Machine) Tick(now time.Time) []ElectMaster {
 			continue
 		}
 		delete(m.pending, g)
-		if d.master == NoMaster && d.behind {
+		switch {
+		case d.master == NoMaster && d.verifying:
+			m.pending[g] = d.why + ": the election waits for them"
+		case d.master == NoMaster && d.behind:
 			m.pending[g] = d.why + "; only an unclean election (samsa controller elect --unclean) can elect one now"
 		}
 		if d.master == NoMaster && gs.master == NoMaster {

@@ -51,6 +51,11 @@ type Result struct {
 	// Unclean: the new master was elected outside the sync-state set
 	// (Config.UncleanElection); acknowledged messages may be lost.
 	Unclean bool
+	// UncleanEpoch is the master epoch of the group's last unclean
+	// decision (0: none): a replica may cut acknowledged bytes of a
+	// lineage (epoch) older than it to follow the master, and refuses to
+	// otherwise.
+	UncleanEpoch int64 `json:",omitempty"`
 	// Note says in words why nothing changed or what happened.
 	Note string
 	// MasterSilent, in the answer to a slave's Heartbeat: how long ago the
@@ -71,6 +76,9 @@ func (r Result) String() string {
 		fmt.Fprintf(&b, "master=%d(%s) epoch=%d", r.MasterID, r.MasterAddr, r.MasterEpoch)
 	}
 	fmt.Fprintf(&b, " sync=%s setEpoch=%d", formatIDs(r.SyncSet), r.SyncSetEpoch)
+	if r.UncleanEpoch > 0 {
+		fmt.Fprintf(&b, " uncleanEpoch=%d", r.UncleanEpoch)
+	}
 	var flags []string
 	if r.Changed {
 		flags = append(flags, "changed")

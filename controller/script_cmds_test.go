@@ -56,7 +56,7 @@ func (s *scriptRunner) run(line string) []string {
 			return []string{"script error: register G ID ADDR"}
 		}
 		return res(s.m.Apply(RegisterBroker{Group: g, ID: atoi(pos[1]), Addr: pos[2], Epoch: atoi(kv["epoch"]),
-			Pos: parsePos(kv["pos"], kv["confirmed"], kv["damaged"])}, s.now))
+			Pos: parsePos(kv["pos"], kv["confirmed"], kv["damaged"], kv["unverified"])}, s.now))
 	case "heartbeat":
 		if len(pos) != 2 {
 			return []string{"script error: heartbeat G ID[,ID...]"}
@@ -64,7 +64,7 @@ func (s *scriptRunner) run(line string) []string {
 		var out []string
 		for _, id := range parseIDs(pos[1]) {
 			r, err := s.m.Apply(Heartbeat{Group: g, ID: id, Epoch: atoi(kv["epoch"]),
-				Pos: parsePos(kv["pos"], kv["confirmed"], kv["damaged"]), MasterFailed: kv["failed"]}, s.now)
+				Pos: parsePos(kv["pos"], kv["confirmed"], kv["damaged"], kv["unverified"]), MasterFailed: kv["failed"]}, s.now)
 			for _, l := range res(r, err) {
 				out = append(out, fmt.Sprintf("broker %d: %s", id, l))
 			}
@@ -142,8 +142,8 @@ func describeElect(c ElectMaster) string {
 }
 
 // parsePos parses END@EPOCH (EPOCH defaults to 1), a confirmed offset and
-// a count of damaged ranges.
-func parsePos(s, confirmed, damaged string) Position {
+// a count of damaged ranges and the bytes not yet verified.
+func parsePos(s, confirmed, damaged, unverified string) Position {
 	var p Position
 	if s != "" {
 		end, epoch, _ := strings.Cut(s, "@")
@@ -155,6 +155,7 @@ func parsePos(s, confirmed, damaged string) Position {
 	}
 	p.Confirmed = atoi(confirmed)
 	p.Damaged = int(atoi(damaged))
+	p.Unverified = atoi(unverified)
 	return p
 }
 

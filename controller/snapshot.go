@@ -47,6 +47,7 @@ type snapshotGroup struct {
 	SyncSet      []int64           `json:"syncSet"`
 	SyncSetEpoch int64             `json:"syncSetEpoch"`
 	Acked        int64             `json:"acked,omitempty"`
+	UncleanEpoch int64             `json:"uncleanEpoch,omitempty"`
 	Taken        bool              `json:"taken,omitempty"`
 	FormerSet    []int64           `json:"formerSet,omitempty"`
 }
@@ -65,7 +66,7 @@ func (s *State) MarshalSnapshot() ([]byte, error) {
 		gs := s.groups[g]
 		sg := snapshotGroup{Cluster: g.Cluster, Broker: g.Broker, Master: gs.master,
 			MasterEpoch: gs.masterEpoch, SyncSet: sortedIDs(gs.syncSet), SyncSetEpoch: gs.syncSetEpoch,
-			Acked: gs.acked, Taken: gs.taken, FormerSet: sortedIDs(gs.formerSet), Replicas: []snapshotReplica{}}
+			Acked: gs.acked, UncleanEpoch: gs.uncleanEpoch, Taken: gs.taken, FormerSet: sortedIDs(gs.formerSet), Replicas: []snapshotReplica{}}
 		ids := slices.Sorted(maps.Keys(gs.replicas))
 		for _, id := range ids {
 			sg.Replicas = append(sg.Replicas, snapshotReplica{ID: id, Addr: gs.replicas[id]})
@@ -150,6 +151,10 @@ func (sg snapshotGroup) validate(g Group) (*groupState, error) {
 	if sg.Acked < 0 {
 		return nil, fmt.Errorf("acked %d < 0", sg.Acked)
 	}
+	if sg.UncleanEpoch < 0 || sg.UncleanEpoch > sg.MasterEpoch {
+		return nil, fmt.Errorf("uncleanEpoch %d not in [0, masterEpoch %d]", sg.UncleanEpoch, sg.MasterEpoch)
+	}
+	gs.uncleanEpoch = sg.UncleanEpoch
 	gs.taken = sg.Taken
 	for _, r := range sg.Replicas {
 		if r.ID < 0 || r.Addr == "" {

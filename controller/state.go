@@ -31,6 +31,12 @@ type groupState struct {
 	// byte below it, so no replica whose log ends below it is elected
 	// cleanly. Dropped to the new master's log end by an unclean election.
 	acked int64
+	// uncleanEpoch is the master epoch of the last unclean decision (an
+	// unclean election, or the operator's Unclean while the master
+	// stays), 0 for none: a replica may cut bytes its group acknowledged
+	// only when they belong to a lineage older than it (their epoch below
+	// uncleanEpoch); otherwise it refuses to follow and keeps them.
+	uncleanEpoch int64
 	// taken: the master took up its role (it renewed its lease at its
 	// epoch, or changed the set). Until then it has taken no writes, so
 	// the members of formerSet (the sync-state sets before the elections
@@ -117,7 +123,7 @@ func (s *State) Replicas(g Group) map[int64]string {
 
 func (s *State) describe(g Group, gs *groupState) Result {
 	r := Result{Group: g, MasterID: gs.master, MasterEpoch: gs.masterEpoch,
-		SyncSet: sortedIDs(gs.syncSet), SyncSetEpoch: gs.syncSetEpoch}
+		SyncSet: sortedIDs(gs.syncSet), SyncSetEpoch: gs.syncSetEpoch, UncleanEpoch: gs.uncleanEpoch}
 	if gs.master != NoMaster {
 		r.MasterAddr = gs.replicas[gs.master]
 	}

@@ -215,6 +215,13 @@ type SlaveConfig struct {
 	// master), which the slave logs at Error and reports through OnCut.
 	// The mark is lowered to the cut.
 	Acked *AckedMark
+	// MayCutAcked, if set, decides whether the slave may cut bytes below
+	// Acked to follow its master: lineage is the epoch of the local log's
+	// tail (the last epoch entry). It says yes when an unclean decision
+	// (the controller's) was made after that epoch; otherwise the slave
+	// refuses (ErrCutRefused), keeps the bytes and retries. Unset: cuts
+	// below Acked go on, logged and counted.
+	MayCutAcked func(lineage uint64) bool
 	// OnCut, if set, is told of each cut the slave makes to follow its
 	// master: the range and how many of its bytes lay below Acked.
 	OnCut func(from, to, acknowledged int64)

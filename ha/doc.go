@@ -53,8 +53,11 @@
 //     shared epoch, no epoch history, or a point the master no longer
 //     retains, the slave discards its log (ResetTo) and copies from the
 //     master's oldest byte (or its last segment base with
-//     FromLastSegment). A cut below the broker's AckedMark (what its group
-//     acknowledged while it was master) is logged at Error as lost
+//     FromLastSegment). A cut of diverged bytes below the broker's
+//     AckedMark (what its group acknowledged while it was master) is
+//     refused (ErrCutRefused: the slave keeps its log, does not follow,
+//     and retries) unless SlaveConfig.MayCutAcked says an unclean decision
+//     gave that lineage up; then it is logged at Error as lost
 //     acknowledged data. It sends TRANSFER-START with its log end.
 //  4. The master streams TRANSFER frames from there: at most
 //     TransferBatchSize bytes of whole records (a larger record alone;

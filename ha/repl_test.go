@@ -478,3 +478,46 @@ func TestKickEndsBackoff(t *testing.T) {
 	s.Kick()
 	caughtUp(t, mn.log, sn.log)
 }
+
+// The slave holds messages its group acknowledged (its acked mark) that
+// the new master lacks: it refuses to cut them and keeps its log until an
+// unclean decision gives its lineage up, then cuts and follows.
+func TestSlaveRefusesToCutAcknowledged(t *testing.T) {
+	rng := seeded(t)
+	logs := &logCapture{}
+	mark, err := OpenAckedMark(vfs.NewMem(), "/acked")
+	must(t, err)
+	var given atomic.Bool
+	var asked atomic.Uint64
+	mn, sn, m, addr, s := linked(t, func(c *SlaveConfig) {
+		c.Logger = slog.New(logs)
+		c.Acked = mark
+		c.MayCutAcked = func(lineage uint64) bool { asked.Store(lineage); return given.Load() }
+	})
+	keep := fill(mn.log, rng, 200, 1)
+	fill(mn.log, rng, 50, 2) // acknowledged, then lost by the master
+	caughtUp(t, mn.log, sn.log)
+	slaveEnd := sn.log.WrittenOffset()
+	must(t, mark.Raise(slaveEnd))
+	m.Close()
+
+	must(t, mn.log.TruncateTo(keep))
+	mn.reopenEpochs(t)
+	m = startMaster(t, mn, "", nil)
+	fill(mn.log, rng, 80, 3)
+	addr.set(m.Addr().String())
+	waitFor(t, "the refusal", func() bool { return s.Status().CutRefused })
+	if !errors.Is(s.Status().LastError, ErrCutRefused) || sn.log.WrittenOffset() != slaveEnd || mark.Value() != slaveEnd {
+		t.Fatalf("refused, yet: err %v, log end %d (was %d), mark %d", s.Status().LastError, sn.log.WrittenOffset(), slaveEnd, mark.Value())
+	}
+	if !logs.has("refusing to cut") || asked.Load() == 0 {
+		t.Fatalf("refusal not logged or lineage not asked (%d): %q", asked.Load(), logs.lines)
+	}
+
+	given.Store(true) // the operator's unclean decision
+	s.Kick()
+	caughtUp(t, mn.log, sn.log)
+	if s.Status().CutRefused || mark.Value() != keep {
+		t.Fatalf("after the decision: refused %v, mark %d (want %d)", s.Status().CutRefused, mark.Value(), keep)
+	}
+}

@@ -54,7 +54,17 @@ type LinkStatus struct {
 	LastError error
 	// Reconnects counts links that ended and attempts that failed.
 	Reconnects int64
+	// CutRefused: the slave does not follow its master, because that
+	// would cut messages its group acknowledged which it alone may hold
+	// (ErrCutRefused; LastError says where). An operator's unclean
+	// decision (SlaveConfig.MayCutAcked) lets it.
+	CutRefused bool
 }
+
+// ErrCutRefused: following the master would cut bytes below the
+// acknowledged mark (SlaveConfig.Acked) of a lineage no unclean decision
+// gave up (SlaveConfig.MayCutAcked). The slave keeps them and retries.
+var ErrCutRefused = errors.New("ha: refusing to cut messages the group acknowledged")
 
 var errNoMasterAddr = errors.New("ha: master address not known yet")
 
@@ -144,11 +154,14 @@ func (s *Slave) linkEnded(addr string, err error, retry time.Duration) {
 		st.MasterAddr = addr
 		st.Reconnects++
 	}
+	st.CutRefused = errors.Is(err, ErrCutRefused)
 	repeat := err.Error() == s.mu.lastError
 	s.mu.lastError = err.Error()
 	s.mu.Unlock()
 	level := slog.LevelWarn
 	switch {
+	case st.CutRefused && !repeat:
+		level = slog.LevelError
 	case addr == "":
 		level = slog.LevelInfo
 	case repeat:
@@ -161,6 +174,7 @@ func (s *Slave) setConnected(addr string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.st.Connected = true
+	s.mu.st.CutRefused = false
 	s.mu.st.MasterAddr = addr
 	s.mu.lastError = ""
 }
@@ -192,6 +206,7 @@ func (s *Slave) align(rep handshakeReply) (int64, error) {
 	local := s.epochs.Entries()
 	lmin := s.log.CommitLogMinOffset()
 	var why string
+	diverged := lmin // where the local log stops agreeing with the master's, as far as known
 	switch {
 	case len(local) == 0 && lmin == w:
 		why = "empty log"
@@ -199,6 +214,7 @@ func (s *Slave) align(rep handshakeReply) (int64, error) {
 		why = "no epoch history for a non-empty log"
 	default:
 		point := ConsistentPoint(local, w, rep.Epochs, rep.Handed)
+		diverged = max(point, lmin)
 		switch {
 		case point < 0:
 			why = "no epoch in common with the master"
@@ -208,6 +224,9 @@ func (s *Slave) align(rep handshakeReply) (int64, error) {
 			why = fmt.Sprintf("the master no longer retains offset %d (it keeps from %d)", point, rep.MinOffset)
 		default:
 			if point < w {
+				if err := s.checkCut(point, local); err != nil {
+					return 0, err
+				}
 				// The log first, then the list: a crash between leaves
 				// entries past the log's end, which the next start drops.
 				if err := s.log.TruncateTo(point); err != nil {
@@ -231,6 +250,11 @@ func (s *Slave) align(rep handshakeReply) (int64, error) {
 	if len(local) == 0 && lmin == w && w == start {
 		return start, nil
 	}
+	if w > diverged {
+		if err := s.checkCut(diverged, local); err != nil {
+			return 0, fmt.Errorf("%w (%s)", err, why)
+		}
+	}
 	// The list first, then the log: a crash between leaves a log with no
 	// history, which the next start discards again.
 	if err := s.epochs.Reset(); err != nil {
@@ -246,6 +270,33 @@ func (s *Slave) align(rep handshakeReply) (int64, error) {
 		}
 	}
 	return start, nil
+}
+
+// checkCut refuses a cut of the log from offset from when it reaches
+// below the acknowledged mark and no unclean decision gave up the local
+// lineage (local: the epoch list; its last entry wrote the tail): those
+// bytes are messages the group acknowledged, and this replica may be the
+// only one left that holds them. Without SlaveConfig.MayCutAcked the cut
+// goes on (and is logged by cut).
+func (s *Slave) checkCut(from int64, local []Epoch) error {
+	m := s.cfg.Acked
+	if m == nil || s.cfg.MayCutAcked == nil {
+		return nil
+	}
+	mark := m.Value()
+	if from >= mark {
+		return nil
+	}
+	var lineage uint64
+	if len(local) > 0 {
+		lineage = local[len(local)-1].Epoch
+	}
+	if s.cfg.MayCutAcked(lineage) {
+		return nil
+	}
+	return fmt.Errorf("%w: the master's log agrees with this one only below %d, and this replica holds acknowledged messages up to %d "+
+		"(epoch %d); it keeps them and does not follow until an operator elects it or accepts the loss (samsa controller elect --unclean)",
+		ErrCutRefused, from, mark, lineage)
 }
 
 // cut accounts for [from, to) cut from the log: what of it lay below the

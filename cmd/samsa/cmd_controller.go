@@ -195,7 +195,8 @@ func runControllerAdmin(verb string, args []string) error {
 	cluster := fs.String("cluster", "", "broker cluster name (show, elect)")
 	brokerName := fs.String("broker", "", "broker name (show, elect)")
 	unclean := fs.Bool("unclean", false, "elect: the most up-to-date alive replica even when it lacks acknowledged messages "+
-		"(they are lost); only when the controller says no clean election is possible")
+		"(they are lost); only when the controller says no clean election is possible. With the master alive it elects nothing: "+
+		"it lets replicas that refuse to cut acknowledged messages only they kept (their log says so) cut them and follow")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after")
 	ak := fs.String("access-key", "", "sign requests with this admin account (controller run with -acl)")
 	sk := fs.String("secret-key", "", "the account's secret key")
