@@ -13,7 +13,8 @@
 // each peer in turn. A range that every peer failed to supply
 // Config.MaxAttempts rounds in a row over Config.GiveUpAfter is given up
 // (Status.Unrepairable): reads may then move past its records, and it is
-// logged at Error. Safe for concurrent use.
+// logged at Error; it is still tried once every GiveUpAfter, and repaired
+// when a peer supplies it. Safe for concurrent use.
 package repair
 
 import (
@@ -64,6 +65,7 @@ type Repairer struct {
 		sync.Mutex
 		attempts map[int64]int       // range start → failed rounds in a row
 		since    map[int64]time.Time // range start → its first failure of the streak
+		last     map[int64]time.Time // range start → its last attempt
 		repaired int64               // ranges repaired since start
 		lastErr  string
 	}
@@ -90,7 +92,7 @@ func New(cfg Config) (*Repairer, error) {
 		cfg.Logger = slog.Default()
 	}
 	r := &Repairer{cfg: cfg, kick: make(chan struct{}, 1)}
-	r.mu.attempts, r.mu.since = map[int64]int{}, map[int64]time.Time{}
+	r.mu.attempts, r.mu.since, r.mu.last = map[int64]int{}, map[int64]time.Time{}, map[int64]time.Time{}
 	return r, nil
 }
 
@@ -127,14 +129,17 @@ func (r *Repairer) Round() int {
 	peers := r.cfg.Peers()
 	n := 0
 	for _, d := range damaged {
-		if r.givenUp(d.From) {
+		if !r.due(d.From) {
 			continue
 		}
 		err := r.repairOne(d, peers)
 		r.mu.Lock()
+		wasGivenUp := r.givenUpLocked(d.From)
+		r.mu.last[d.From] = time.Now()
 		if err == nil {
 			delete(r.mu.attempts, d.From)
 			delete(r.mu.since, d.From)
+			delete(r.mu.last, d.From)
 			r.mu.repaired++
 			n++
 		} else {
@@ -143,14 +148,25 @@ func (r *Repairer) Round() int {
 			}
 			r.mu.attempts[d.From]++
 			r.mu.lastErr = err.Error()
-			if r.givenUpLocked(d.From) {
-				r.cfg.Logger.Error("repair: no peer could supply a damaged range; reads will move past its records",
-					"from", d.From, "to", d.To, "why", d.Why, "err", err)
+			if !wasGivenUp && r.givenUpLocked(d.From) {
+				r.cfg.Logger.Error("repair: no peer could supply a damaged range; reads will move past its records (tried again every "+
+					r.cfg.GiveUpAfter.String()+")", "from", d.From, "to", d.To, "why", d.Why, "err", err)
 			}
 		}
 		r.mu.Unlock()
 	}
 	return n
+}
+
+// due: the range at from is tried this round. A range given up is still
+// tried, once every GiveUpAfter: a peer may come back, and a range in the
+// log's active segment (storage.ErrNotRepairable) becomes repairable once
+// the segment is sealed and durable; until it is, the replica stays
+// damaged (not elected cleanly).
+func (r *Repairer) due(from int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.givenUpLocked(from) || time.Since(r.mu.last[from]) >= r.cfg.GiveUpAfter
 }
 
 func (r *Repairer) repairOne(d storage.DamagedRange, peers []string) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,15 +44,17 @@ func (f *fakeStore) RepairRange(from int64, data []byte) error {
 // TestRound: each damaged range is fetched from the first peer that gives
 // a good copy of the right length; a bad copy or a failing peer moves on
 // to the next; a range no peer supplies stays pending until it has failed
-// MaxAttempts rounds over GiveUpAfter, then reads may pass it.
+// MaxAttempts rounds over GiveUpAfter, then reads may pass it, and it is
+// still tried now and then.
 func TestRound(t *testing.T) {
 	st := &fakeStore{repaired: map[int64][]byte{},
 		damaged: []storage.DamagedRange{{From: 100, To: 110}, {From: 200, To: 204}, {From: 300, To: 305}}}
+	var held300 atomic.Bool
 	fetch := func(_ context.Context, addr string, from, to int64) ([]byte, error) {
 		switch {
 		case addr == "down":
 			return nil, errors.New("connection refused")
-		case from == 300:
+		case from == 300 && !held300.Load():
 			return nil, errors.New("not held here")
 		case addr == "liar":
 			return []byte("xxxxxxxxxxxx")[:to-from], nil
@@ -77,6 +80,12 @@ func TestRound(t *testing.T) {
 	}
 	if st := r.Status(); st.Damaged != 2 || st.Unrepairable != 2 || st.Repaired != 1 || st.LastErr == "" {
 		t.Fatalf("status %+v", st)
+	}
+	// A range given up is still tried (every GiveUpAfter): once a peer
+	// holds it, it is repaired.
+	held300.Store(true)
+	if n := r.Round(); n != 1 || st.repaired[300] == nil {
+		t.Fatalf("given-up range not repaired once supplied: %d %v", n, st.repaired)
 	}
 	// No peer: nothing to wait for.
 	r2, _ := New(Config{Store: &fakeStore{damaged: []storage.DamagedRange{{From: 1, To: 2}}}, Peers: func() []string { return nil },
