@@ -105,8 +105,9 @@ func (c *ctlMode) round() {
 
 // position is where this broker's log stands, for the controller's
 // elections: the epoch of the last epoch-file entry that holds data, the
-// log's end, as master what the whole sync-state set holds, and how many
-// damaged ranges wait for a repair.
+// log's end, as master what the whole sync-state set holds, how many
+// damaged ranges wait for a repair, and how much of the log a restart has
+// not yet read back.
 func (c *ctlMode) position() controller.Position {
 	p := controller.Position{End: c.b.store.WrittenOffset()}
 	for _, e := range slices.Backward(c.epochs.Entries()) {
@@ -118,7 +119,8 @@ func (c *ctlMode) position() controller.Position {
 	if m := c.master.Load(); m != nil {
 		p.Confirmed = c.confirmed(m)
 	}
-	p.Damaged = len(c.b.store.Damaged()) // not electable until repaired (broker/repair)
+	p.Damaged = len(c.b.store.Damaged())  // not electable until repaired (broker/repair)
+	p.Unverified = c.b.store.Unverified() // nor until a restart's verification is done
 	return p
 }
 

@@ -76,6 +76,7 @@ var (
 	mWaits       = desc("samsa_broker_pull_corrupt_waits_total", "Pulls told to retry at a corrupt record while it is repaired from a peer replica.", prometheus.CounterValue)
 	mReadErrs    = desc("samsa_broker_pull_read_errors_total", "Pulls answered SYSTEM_ERROR because the store could not read (a missing or truncated segment file?).", prometheus.CounterValue)
 	mDamaged     = desc("samsa_store_damaged_ranges", "Log ranges known damaged and not yet repaired from a peer (such a replica is not elected).", prometheus.GaugeValue)
+	mUnverified  = desc("samsa_store_unverified_bytes", "Bytes written before the last start that the store has not yet read back (such a replica is not elected until 0).", prometheus.GaugeValue)
 	mRepaired    = desc("samsa_store_repaired_bytes_total", "Bytes of damaged records written back from a peer replica's copy.", prometheus.CounterValue)
 	mCutAcked    = desc("samsa_ha_cut_acknowledged_bytes_total", "Bytes this replica cut to follow a new master below what its group acknowledged while it was master: lost acknowledged data (kept in lost+found).", prometheus.CounterValue)
 	mCutRecs     = desc("samsa_store_cut_records_total", "Records a replica cut from its log to follow a new master (kept in lost+found).", prometheus.CounterValue)
@@ -102,7 +103,7 @@ var (
 		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mWrittenOff, mDurableOff, mDispOff, mMinOff, mDiskRatio, mBuildInfo, mGroupOff, mGroupLag,
 		mAnswered, mSendLat, mPullLat,
-		mWaits, mReadErrs, mDamaged, mRepaired, mCutRecs, mCutAcked,
+		mWaits, mReadErrs, mDamaged, mUnverified, mRepaired, mCutRecs, mCutAcked,
 		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined, mRCHits, mRCMisses, mRCDirect,
 		mReadOnly, mHeldIdx, mDispErrs, mFlushLat, mRefused, mIdleCloses, mFrameTO}
 )
@@ -194,6 +195,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mBroken, broken)
 	emit(mCorrupt, m.CorruptRecords)
 	emit(mDamaged, int64(len(c.b.store.Damaged())))
+	emit(mUnverified, c.b.store.Unverified())
 	emit(mRepaired, m.RepairedBytes)
 	emit(mCutRecs, m.CutRecords)
 	emit(mQuarantined, int64(m.Quarantined))

@@ -173,6 +173,7 @@ func (b *Broker) generalStats() []statLine {
 		{"pull_corrupt_waits", s.corruptWaits.Load()},
 		{"pull_read_errors", s.readErrors.Load()},
 		{"store_damaged_ranges", len(b.store.Damaged())},
+		{"store_unverified_bytes", b.store.Unverified()},
 		{"ha_cut_acknowledged_bytes", s.cutAcknowledged.Load()},
 		{"config_files_set_aside", s.configSetAside.Load()},
 		{"acl_denied", b.acl.deniedTotal()},

@@ -77,6 +77,8 @@
 //	Dir/abort                      present while open; after a crash, Open scans
 //	Dir/checkpoint                 durable and dispatched offsets (checkpoint.go)
 //	Dir/quarantine.json            corrupt records reads found (quarantine.go)
+//	Dir/verified                   the verified mark: the log below it was read back
+//	                               and found good (verified.go)
 //	Dir/reset                      a ResetTo decided and not finished: Open
 //	                               finishes it (replica_cut.go)
 //	Dir/commitlog/<20-digit base>  segments; records as in package record
@@ -94,18 +96,21 @@
 // The flusher (flush.go), the dispatcher (dispatch.go), the background
 // jobs (checkpoints, retention: checkpoint.go) and the scrubber (scrub.go,
 // started and waited for by the background goroutine) run from Open to
-// Close; each one's comment says what wakes it and what it owns.
+// Close; Open's verification (verify_open.go) from Open until it is done
+// or Close; each one's comment says what wakes it and what it owns.
 //
 // # Damage
 //
 // Recovery cuts a torn tail after a crash and keeps what it cut in
 // lost+found (recovery.go), as TruncateTo keeps a replica's diverged tail
 // (replica_keep.go); the scrubber re-reads sealed segments at rest and
-// reports bad records (ScrubStatus, Metrics); Damaged lists what reads and
-// the scrubber found bad, and RepairRange writes a healthy replica's copy
-// of such a range back in place (repair_range.go); on a stopped store
-// Verify checks everything and Repair makes a store that will not open
-// openable (samsa store verify|repair DIR).
+// reports bad records (ScrubStatus, Metrics), and after each Open what was
+// written since the verified mark is checked the same way at full speed
+// (verify_open.go; Unverified says how much is left); Damaged lists what
+// reads and those checks found bad, and RepairRange writes a healthy
+// replica's copy of such a range back in place (repair_range.go); on a
+// stopped store Verify checks everything and Repair makes a store that
+// will not open openable (samsa store verify|repair DIR).
 //
 // All file I/O goes through package vfs; the segment write path is a
 // backend.Segment chosen by name (Options.Backend).

@@ -66,6 +66,11 @@ type Metrics struct {
 	// The scrubber's (scrub.go): bytes and sealed segments it re-read,
 	// and the distinct bad records it found (see ScrubStatus).
 	ScrubBytes, ScrubSegments, ScrubCorrupt int64
+	// StartupVerifiedBytes counts the bytes Open's verification checked
+	// (verify_open.go; its findings are counted in ScrubCorrupt);
+	// Unverified is what it has left (Store.Unverified), VerifiedOffset
+	// the verified mark (verified.go).
+	StartupVerifiedBytes, Unverified, VerifiedOffset int64
 	// ReadCacheHits and ReadCacheMisses count the read block cache's
 	// blocks found and read (blockcache.go).
 	ReadCacheHits, ReadCacheMisses int64
@@ -89,7 +94,7 @@ type metrics struct {
 	ownRounds                                                            atomic.Int64
 	writeOuts, handOffFree                                               atomic.Int64
 	corruptRecords                                                       atomic.Int64
-	scrubBytes, scrubSegments, scrubCorrupt                              atomic.Int64
+	scrubBytes, scrubSegments, scrubCorrupt, startupVerifiedBytes        atomic.Int64
 	cutRecords, cutBytes, repairedBytes                                  atomic.Int64
 
 	// quarantine is the read path's list of corrupt records
@@ -130,44 +135,47 @@ func (m *metrics) addDeleted(st backend.Stats) {
 func (s *Store) Metrics() Metrics {
 	m := &s.m
 	out := Metrics{
-		Appends:          m.appends.Load(),
-		AppendBytes:      m.appendBytes.Load(),
-		Flushes:          m.flushes.Load(),
-		SyncGroups:       m.groups.Load(),
-		DirSyncs:         m.dirSyncs.Load(),
-		FlushedBytes:     m.flushedBytes.Load(),
-		WrittenOffset:    s.written.Load(),
-		DurableOffset:    s.durable.Load(),
-		DispatchedOffset: s.dispatchOK.Load(), // indexed: held records are not
-		MinOffset:        s.CommitLogMinOffset(),
-		Rolls:            m.rolls.Load(),
-		SegmentsDeleted:  m.segmentsDeleted.Load(),
-		WriteErrors:      m.writeErrors.Load(),
-		DispatchErrors:   m.dispatchErrors.Load(),
-		DispatchHeld:     s.hold.n.Load(),
-		DispatchOutages:  s.hold.outages.Load(),
-		ReadOnly:         s.ReadOnly(),
-		PendingFull:      m.pendingFull.Load(),
-		WaitAbandoned:    m.waitAbandoned.Load(),
-		Gathers:          m.gathers.Load(),
-		GatherMisses:     m.gatherMisses.Load(),
-		GatherTime:       time.Duration(m.gatherNanos.Load()),
-		OwnRounds:        m.ownRounds.Load(),
-		CorruptRecords:   m.corruptRecords.Load(),
-		Quarantined:      s.quarantine().len(),
-		Broken:           s.Err() != nil,
-		WriteOuts:        m.writeOuts.Load(),
-		HandOffsFree:     m.handOffFree.Load(),
-		HandedOffset:     s.handed.Load(),
-		ScrubBytes:       m.scrubBytes.Load(),
-		ScrubSegments:    m.scrubSegments.Load(),
-		ScrubCorrupt:     m.scrubCorrupt.Load(),
-		CutRecords:       m.cutRecords.Load(),
-		CutBytes:         m.cutBytes.Load(),
-		RepairedBytes:    m.repairedBytes.Load(),
-		ReadCacheHits:    s.rc.hitCount(),
-		ReadCacheMisses:  s.rc.missCount(),
-		ReadCacheDirect:  s.rc.directCount(),
+		Appends:              m.appends.Load(),
+		AppendBytes:          m.appendBytes.Load(),
+		Flushes:              m.flushes.Load(),
+		SyncGroups:           m.groups.Load(),
+		DirSyncs:             m.dirSyncs.Load(),
+		FlushedBytes:         m.flushedBytes.Load(),
+		WrittenOffset:        s.written.Load(),
+		DurableOffset:        s.durable.Load(),
+		DispatchedOffset:     s.dispatchOK.Load(), // indexed: held records are not
+		MinOffset:            s.CommitLogMinOffset(),
+		Rolls:                m.rolls.Load(),
+		SegmentsDeleted:      m.segmentsDeleted.Load(),
+		WriteErrors:          m.writeErrors.Load(),
+		DispatchErrors:       m.dispatchErrors.Load(),
+		DispatchHeld:         s.hold.n.Load(),
+		DispatchOutages:      s.hold.outages.Load(),
+		ReadOnly:             s.ReadOnly(),
+		PendingFull:          m.pendingFull.Load(),
+		WaitAbandoned:        m.waitAbandoned.Load(),
+		Gathers:              m.gathers.Load(),
+		GatherMisses:         m.gatherMisses.Load(),
+		GatherTime:           time.Duration(m.gatherNanos.Load()),
+		OwnRounds:            m.ownRounds.Load(),
+		CorruptRecords:       m.corruptRecords.Load(),
+		Quarantined:          s.quarantine().len(),
+		Broken:               s.Err() != nil,
+		WriteOuts:            m.writeOuts.Load(),
+		HandOffsFree:         m.handOffFree.Load(),
+		HandedOffset:         s.handed.Load(),
+		ScrubBytes:           m.scrubBytes.Load(),
+		ScrubSegments:        m.scrubSegments.Load(),
+		ScrubCorrupt:         m.scrubCorrupt.Load(),
+		StartupVerifiedBytes: m.startupVerifiedBytes.Load(),
+		Unverified:           s.Unverified(),
+		VerifiedOffset:       s.VerifiedOffset(),
+		CutRecords:           m.cutRecords.Load(),
+		CutBytes:             m.cutBytes.Load(),
+		RepairedBytes:        m.repairedBytes.Load(),
+		ReadCacheHits:        s.rc.hitCount(),
+		ReadCacheMisses:      s.rc.missCount(),
+		ReadCacheDirect:      s.rc.directCount(),
 	}
 	if out.SyncGroups > 0 {
 		out.AvgGroup = float64(m.groupWaiters.Load()) / float64(out.SyncGroups)

@@ -185,6 +185,20 @@ type Options struct {
 	// Scrub re-reads sealed segments at rest to find damage recovery
 	// never reads (scrub.go).
 	Scrub ScrubOptions
+	// VerifyOnOpen: after each Open, check every record written since the
+	// verified mark (the point below which the log was read back and found
+	// good, Dir/verified), in the background at full speed; Unverified
+	// says how much is left (verified.go, verify_open.go). A clean Open
+	// reads nothing and the scrubber reaches new bytes only hours later,
+	// so without it damage done while the store was stopped goes unseen
+	// by a replica that may be elected master. Default VerifyOn; VerifyOff
+	// saves the disk reads (one pass over what was written since the last
+	// check: after an upgrade from a version without the mark, the whole
+	// log). Independent of Scrub.
+	VerifyOnOpen VerifyMode
+	// verifyPace is a test hook, run before each chunk Open's verification
+	// reads (outside any lock); false stops the walk as Close does.
+	verifyPace func(stop <-chan struct{}) bool
 	// Logger receives recovery, retention and error notes. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -442,6 +456,9 @@ func (o *Options) Validate() error {
 	if o.Scrub.Interval <= 0 {
 		bad("Scrub.Interval %v must be positive", o.Scrub.Interval)
 	}
+	if o.VerifyOnOpen != VerifyOn && o.VerifyOnOpen != VerifyOff {
+		bad("VerifyOnOpen %d unknown", int(o.VerifyOnOpen))
+	}
 	if err := o.MessageIndex.validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -461,7 +478,7 @@ func (o Options) String() string {
 		o.AckBuffered, o.NoStage, o.ConsumeQueueEntries, o.ConsumeQueueMaxOpenFiles, o.ReadCacheSize, o.DirectColdReads, o.CheckpointInterval)
 	r := o.Retention
 	fmt.Fprintf(&b, "Retention: {MaxAge: %v, DiskRatio: %g, CheckInterval: %v}, ", r.MaxAge, r.DiskRatio, r.CheckInterval)
-	fmt.Fprintf(&b, "Scrub: {BytesPerSecond: %d, Interval: %v}, ", o.Scrub.BytesPerSecond, o.Scrub.Interval)
+	fmt.Fprintf(&b, "Scrub: {BytesPerSecond: %d, Interval: %v}, VerifyOnOpen: %s, ", o.Scrub.BytesPerSecond, o.Scrub.Interval, o.VerifyOnOpen)
 	fmt.Fprintf(&b, "MessageIndex: %s}", o.MessageIndex)
 	return b.String()
 }

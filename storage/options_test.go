@@ -66,7 +66,7 @@ func TestOptionsStringStable(t *testing.T) {
 	want := `storage.Options{Dir: "/data", FS: *vfs.MemFS, Backend: pwrite, SegmentSize: 1073741824, Preallocate: false, ` +
 		`MaxMessageSize: 4194304, Flush: {Policy: sync, MaxBatchBytes: 0, MinInterval: 1ms, MaxGather: 1ms, MaxPending: 16384, ` +
 		`Timeout: 5s, NoOwnRound: false, Interval: 500ms, DirtyPages: 4, FullInterval: 10s}, AckBuffered: false, NoStage: false, ConsumeQueueEntries: 300000, ConsumeQueueMaxOpenFiles: 1024, ReadCacheSize: 67108864, DirectColdReads: false, ` +
-		`CheckpointInterval: 1s, Retention: {MaxAge: 72h0m0s, DiskRatio: 0.75, CheckInterval: 10s}, Scrub: {BytesPerSecond: 8388608, Interval: 24h0m0s}, ` +
+		`CheckpointInterval: 1s, Retention: {MaxAge: 72h0m0s, DiskRatio: 0.75, CheckInterval: 10s}, Scrub: {BytesPerSecond: 8388608, Interval: 24h0m0s}, VerifyOnOpen: on, ` +
 		`MessageIndex: {Disabled: false, MaxHashSlots: 5000000, MaxEntries: 20000000}}`
 	if got := o.String(); got != want {
 		t.Fatalf("String:\n got %s\nwant %s", got, want)

@@ -42,7 +42,9 @@ import (
 //     nothing.
 //
 // Only the segments from the checkpoint's on are scanned: older ones are
-// checked at rest by the scrubber (scrub.go) and by Verify.
+// checked at rest by the scrubber (scrub.go) and by Verify, and after Open
+// whatever lies above the verified mark (verify_open.go). A scan that
+// starts at or below the mark moves it to the recovered end.
 //
 // Then every ConsumeQueue is trimmed to the cut (TruncateFromPhys), the
 // records from the checkpoint's dispatched offset to the cut are indexed
@@ -57,6 +59,7 @@ func (s *Store) recover() (err error) {
 			err = fmt.Errorf("%w; run 'samsa store verify %s' to see the damage and 'samsa store repair %s' to make the store open again", err, s.dir, s.dir)
 		}
 	}()
+	s.loadVerified()                        // verified.go
 	if err := s.finishReset(); err != nil { // a crash in ResetTo (replica_cut.go)
 		return err
 	}
@@ -96,7 +99,7 @@ func (s *Store) recover() (err error) {
 		return err
 	}
 	clean := haveCk && ck.clean && !abort && !replayed
-	var end, durable int64
+	var end, durable, scanFrom int64
 	if clean {
 		var ok bool
 		if end, ok, err = s.openClean(files, ck); err != nil {
@@ -115,6 +118,7 @@ func (s *Store) recover() (err error) {
 		if end, durable, err = s.recoverScan(files, ck); err != nil {
 			return err
 		}
+		scanFrom = durable // the scan checked [scanFrom, end)
 	}
 	if err := s.rebuildCounters(ck, haveCk); err != nil {
 		return err
@@ -144,6 +148,9 @@ func (s *Store) recover() (err error) {
 	if err != nil {
 		return fmt.Errorf("storage: flush the recovered log: %w", err)
 	}
+	if err := s.settleVerified(end, !clean, scanFrom); err != nil {
+		return err
+	}
 	if err := s.writeCheckpoint(false); err != nil && !s.deferCheckpoint(err) {
 		return err
 	}
@@ -152,10 +159,10 @@ func (s *Store) recover() (err error) {
 	return nil
 }
 
-// removeStaleTemp removes a checkpoint (or reset marker) temp file a
-// crash left behind.
+// removeStaleTemp removes a checkpoint (or reset marker, or verified
+// mark) temp file a crash left behind.
 func (s *Store) removeStaleTemp() error {
-	for _, tmp := range []string{s.checkpointPath() + ".tmp", s.resetPath() + ".tmp"} {
+	for _, tmp := range []string{s.checkpointPath() + ".tmp", s.resetPath() + ".tmp", s.verifiedPath() + ".tmp"} {
 		ok, err := exists(s.fs, tmp)
 		if err != nil {
 			return err

@@ -113,6 +113,11 @@ func (s *Store) truncateLocked(off int64) error {
 	if err := s.checkBoundary(g, off, w); err != nil {
 		return err
 	}
+	// The verified mark comes down first (harmless alone): records
+	// appended at off later are not checked yet (verified.go).
+	if err := s.lowerVerified(off); err != nil {
+		return fmt.Errorf("storage: truncate to %d: %w", off, err)
+	}
 	// 0. What goes is kept first: a diverged tail may hold acknowledged
 	// messages (lost+found; nothing is changed if this fails).
 	lf, kept, err := s.keepCutLocked(list, i, off, w, fmt.Sprintf("TruncateTo: a replica cut its log from %d to %d to follow its master", w, off))
@@ -291,6 +296,11 @@ func (s *Store) ResetTo(base int64) error {
 func (s *Store) resetLocked(base int64) error {
 	ck := checkpoint{segSize: s.segSize, durable: base, dispatched: base, timeMs: s.clock().UnixMilli(),
 		queues: map[queueKey]int64{}}
+	// The verified mark is at most base before the reset is decided
+	// (verified.go); finishReset sets it to base.
+	if err := s.lowerVerified(base); err != nil {
+		return fmt.Errorf("storage: reset to %d: %w", base, err)
+	}
 	if err := s.writeFileAtomic(s.resetPath(), ck.encode()); err != nil {
 		return fmt.Errorf("storage: reset to %d: %w", base, err)
 	}
@@ -376,6 +386,9 @@ func (s *Store) finishReset() error {
 	}
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("storage: sync dir %s: %w", s.dir, err)
+	}
+	if err := s.setVerifiedReset(ck.durable); err != nil {
+		return err
 	}
 	s.log.Info("storage: the commit log is reset", "base", ck.durable)
 	return nil

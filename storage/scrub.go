@@ -23,8 +23,10 @@ import (
 //
 // Findings: each distinct bad record is logged once at Warn, counted in
 // Metrics.ScrubCorrupt and listed by ScrubStatus (the first
-// maxScrubFindings). The scrubber changes nothing: what to do about the
-// damage is the operator's call (samsa store verify on a stopped store).
+// maxScrubFindings) and Damaged, for the broker's repairer (RepairRange)
+// or the operator (samsa store verify on a stopped store). The scrubber
+// changes no byte of the log; it moves the verified mark (verified.go):
+// up over a clean segment the mark reaches, down to a bad record.
 
 // maxScrubFindings bounds the findings ScrubStatus lists.
 const maxScrubFindings = 100
@@ -137,12 +139,16 @@ func (s *Store) scrubPass(lim *rateLimiter, stop <-chan struct{}) error {
 		s.scrub.mu.Lock()
 		s.scrub.status.Current = g.base
 		s.scrub.mu.Unlock()
-		err := s.scrubSegment(g, lim, stop)
+		gen := s.cuts.Load()
+		clean, err := s.scrubSegment(g, lim, stop)
 		if errors.Is(err, errSegmentGone) {
 			continue // retention deleted it
 		}
 		if err != nil {
 			return err
+		}
+		if clean { // the verified mark follows a clean segment it reaches (verified.go)
+			s.raiseVerified(gen, g.base, g.end(s.segSize))
 		}
 		s.m.scrubSegments.Add(1)
 		s.scrub.mu.Lock()
@@ -156,8 +162,9 @@ func (s *Store) scrubPass(lim *rateLimiter, stop <-chan struct{}) error {
 	return nil
 }
 
-// scrubSegment walks one segment record by record.
-func (s *Store) scrubSegment(g *segment, lim *rateLimiter, stop <-chan struct{}) error {
+// scrubSegment walks one segment record by record; clean says it found
+// nothing bad.
+func (s *Store) scrubSegment(g *segment, lim *rateLimiter, stop <-chan struct{}) (clean bool, err error) {
 	r := &segReader{f: &scrubReader{s: s, g: g, lim: lim, stop: stop}, size: g.seg.Written()}
 	sc := s.scanner()
 	var records int64
@@ -166,32 +173,45 @@ func (s *Store) scrubSegment(g *segment, lim *rateLimiter, stop <-chan struct{})
 		s.scrub.status.Records += records
 		s.scrub.mu.Unlock()
 	}()
+	clean = true
 	for pos := int64(0); ; {
 		rec, blank, bad, err := sc.checkAt(r, g.base, pos)
 		switch {
 		case err != nil:
-			return err
+			return false, err
 		case blank:
-			return nil
+			return clean, nil
 		case bad == nil:
 			records++
 			pos += int64(len(rec))
 			continue
 		}
+		clean = false
 		next, err := sc.findValid(r, g.base, pos, r.size)
 		if err != nil {
-			return err
+			return false, err
 		}
 		s.scrubFound(g, g.base+pos, next, bad)
 		if next < 0 {
-			return nil
+			return false, nil
 		}
 		pos = next - g.base
 	}
 }
 
-// scrubFound records a bad record (once per offset).
+// scrubFound records a bad record the scrubber found.
 func (s *Store) scrubFound(g *segment, off, resume int64, bad error) {
+	s.noteBad(g, off, resume, bad, "storage: scrub found a bad record in a sealed segment")
+}
+
+// noteBad records a bad record a check found (the scrubber, Open's
+// verification): listed once per offset, logged at Warn with msg, and the
+// verified mark lowered to it so that a restart before it is repaired
+// finds it again (verified.go).
+func (s *Store) noteBad(g *segment, off, resume int64, bad error, msg string) {
+	if err := s.lowerVerified(off); err != nil {
+		s.log.Error("storage: could not lower the verified mark to a bad record", "offset", off, "err", err)
+	}
 	s.scrub.mu.Lock()
 	if s.scrub.known == nil {
 		s.scrub.known = map[int64]bool{}
@@ -208,7 +228,7 @@ func (s *Store) scrubFound(g *segment, off, resume int64, bad error) {
 	}
 	s.scrub.mu.Unlock()
 	s.m.scrubCorrupt.Add(1)
-	s.log.Warn("storage: scrub found a bad record in a sealed segment", "segment", g.path, "offset", off,
+	s.log.Warn(msg, "segment", g.path, "offset", off,
 		"resume", resume, "err", bad, "hint", fmt.Sprintf("stop the broker and run 'samsa store verify %s'", s.dir))
 }
 

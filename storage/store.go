@@ -136,7 +136,7 @@ type Store struct {
 	// flusher, recovery, Close) and by TruncateTo and ResetTo, which close
 	// segments a flush must not meet. dispatchMu is held by each dispatch
 	// round and by those two. Lock order: retainMu, dispatchMu, flushMu,
-	// mu, ckpt, segs.
+	// mu, ckpt, segs; then verified.mu, then scrub.mu (verified.go).
 	flushMu, dispatchMu sync.Mutex
 	// cuts counts TruncateTo and ResetTo calls begun and ended (odd while
 	// one runs): a read that saw it change may have mixed the log before
@@ -155,7 +155,8 @@ type Store struct {
 	ra readAhead   // readahead.go
 	rc *blockCache // blockcache.go; nil: off
 
-	scrub scrubState // scrub.go
+	scrub    scrubState    // scrub.go
+	verified verifiedState // verified.go, verify_open.go
 }
 
 type queueKey struct {
@@ -167,7 +168,8 @@ type queueKey struct {
 // unclean stop it recovers first: the CommitLog's tail is scanned record by
 // record and cut at the first torn record, the ConsumeQueues trimmed and
 // re-indexed to match (see recovery.go). It then starts the flusher, the
-// dispatcher, the checkpointer and retention.
+// dispatcher, the checkpointer and retention, and the check of what was
+// written since the verified mark (verify_open.go; Unverified).
 func Open(opts Options) (*Store, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
@@ -249,6 +251,7 @@ func (s *Store) start() {
 	go s.runFlusher()
 	go s.runDispatcher()
 	go s.runBackground()
+	s.startVerifyOnOpen()
 	if s.rc != nil && s.rc.ahead != nil {
 		s.wg.Add(1)
 		go s.runBlockReadAhead()

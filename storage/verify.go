@@ -47,6 +47,13 @@ type VerifyOptions struct {
 	// MaxProblems bounds the problems the report lists (the counts stay
 	// exact). Default 1000.
 	MaxProblems int
+	// Acked, if above 0, is an offset the store's group acknowledged (every
+	// replica of its sync-state set held it): a log that ends below it
+	// lacks acknowledged messages, reported as corruption of this copy.
+	// AckedFrom says where the figure comes from (the broker's ha/acked
+	// mark, or an operator's). Replicated logs only.
+	Acked     int64
+	AckedFrom string
 }
 
 // VerifyReport is what Verify found.
@@ -67,6 +74,9 @@ type VerifyReport struct {
 	LogEnd   int64 `json:"logEnd"`
 	Queues   int   `json:"queues"`
 	Entries  int64 `json:"entries"`
+	// Acked and AckedFrom are VerifyOptions' (what the group acknowledged).
+	Acked     int64  `json:"acked,omitempty"`
+	AckedFrom string `json:"ackedFrom,omitempty"`
 	// Corruptions and Notes count the problems of each severity, all of
 	// them; Problems lists the first MaxProblems.
 	Corruptions int             `json:"corruptions"`
@@ -137,6 +147,9 @@ func (r *VerifyReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  commit log:  %d segments, %d records (%d bytes), offsets [%d, %d)\n",
 		r.Segments, r.Records, r.RecordBytes, r.LogStart, r.LogEnd)
 	fmt.Fprintf(&b, "  queues:      %d, %d entries\n", r.Queues, r.Entries)
+	if r.Acked > 0 {
+		fmt.Fprintf(&b, "  acked:       %d (%s)\n", r.Acked, r.AckedFrom)
+	}
 	for _, p := range r.Problems {
 		off := ""
 		if p.Offset >= 0 {
@@ -196,6 +209,7 @@ func Verify(opts VerifyOptions) (VerifyReport, error) {
 		return r, err
 	}
 	v.checkCheckpoint()
+	v.checkAcked(opts.Acked, opts.AckedFrom)
 	if err := v.checkQueues(); err != nil {
 		return r, err
 	}

@@ -149,6 +149,27 @@ func (v *verifier) countRecord(f segmentFile, pos int64, rec []byte) {
 	q.last, q.skipped = v.rec.QueueOffset, false
 }
 
+// checkAcked compares where Open would end the log with what the group
+// acknowledged: a shorter log lost acknowledged messages (a power loss
+// took an unsynced tail, or damage cut it). The replicas that still hold
+// them fill them in when this one follows again; if none does, they are
+// lost.
+func (v *verifier) checkAcked(acked int64, from string) {
+	r := v.r
+	if acked <= 0 {
+		return
+	}
+	r.Acked, r.AckedFrom = acked, from
+	end := r.LogEnd
+	if v.cleanStop() && v.at.ck.durable < end {
+		end = v.at.ck.durable
+	}
+	if end < acked {
+		r.add(SevCorrupt, v.at.clDir, end, "the log ends %d bytes short of what its group acknowledged (%d, %s): this copy lacks acknowledged messages; "+
+			"a replica that holds them fills them in when this broker follows it again, and if none does they are lost", acked-end, acked, from)
+	}
+}
+
 // checkCheckpoint compares the checkpoint with the log.
 func (v *verifier) checkCheckpoint() {
 	a, r := v.at, v.r

@@ -157,3 +157,28 @@ func TestVerifyRefusesOpenStore(t *testing.T) {
 		t.Fatal("Verify of no store succeeded")
 	}
 }
+
+// A log that ends below what its group acknowledged (a power loss took
+// an unsynced tail the group had acknowledged) is reported; one that
+// reaches it is clean.
+func TestVerifyLogShorterThanAcknowledged(t *testing.T) {
+	_, opts, res := cleanFixture(t, 20)
+	last := res[len(res)-1]
+	end := last.PhysicalOffset + int64(last.Size)
+	r, err := Verify(VerifyOptions{Dir: opts.Dir, FS: opts.FS, Acked: end, AckedFrom: "test"})
+	if err != nil || r.Corrupt() || r.Acked != end {
+		t.Fatalf("log at the acknowledged end: %v %+v", err, r)
+	}
+	r, err = Verify(VerifyOptions{Dir: opts.Dir, FS: opts.FS, Acked: end + 500, AckedFrom: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := problemAt(r, SevCorrupt, end)
+	if !ok || !r.Corrupt() || !strings.Contains(p.What, "500 bytes short") {
+		t.Fatalf("short log not reported: %+v", r.Problems)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "acked:") {
+		t.Fatalf("report: %v\n%s", err, b.String())
+	}
+}

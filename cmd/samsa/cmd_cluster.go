@@ -44,9 +44,14 @@ type clusterBroker struct {
 	// DamagedRanges are log ranges known damaged and not yet repaired
 	// from a peer; CutAcknowledgedBytes what the broker cut, to follow a
 	// new master, of what its group acknowledged (lost acknowledged data,
-	// kept in its lost+found). Both from its stats (0 when it does not say).
+	// kept in its lost+found); UnverifiedBytes what it has not yet read
+	// back since it started; CutRefused, that it keeps acknowledged
+	// messages its master lacks and does not follow. From its stats (0
+	// when it does not say).
 	DamagedRanges        int64 `json:"damagedRanges,omitempty"`
 	CutAcknowledgedBytes int64 `json:"cutAcknowledgedBytes,omitempty"`
+	UnverifiedBytes      int64 `json:"unverifiedBytes,omitempty"`
+	CutRefused           bool  `json:"cutRefused,omitempty"`
 	stats                map[string]string
 	runtime              [2]map[string]string
 }
@@ -257,10 +262,13 @@ func (r *clusterBroker) fromRuntime() {
 func (r *clusterBroker) fromStats() {
 	r.DamagedRanges, _ = strconv.ParseInt(r.stats["store_damaged_ranges"], 10, 64)
 	r.CutAcknowledgedBytes, _ = strconv.ParseInt(r.stats["ha_cut_acknowledged_bytes"], 10, 64)
+	r.UnverifiedBytes, _ = strconv.ParseInt(r.stats["store_unverified_bytes"], 10, 64)
+	r.CutRefused = r.stats["ha_link_cut_refused"] == "1"
 }
 
 // data says what is wrong with the broker's data: "ok", or its damaged
-// ranges awaiting a repair and the acknowledged bytes it cut.
+// ranges awaiting a repair, what it has still to verify, a refused cut
+// and the acknowledged bytes it cut.
 func (r *clusterBroker) data() string {
 	if r.stats == nil {
 		return "-"
@@ -268,6 +276,12 @@ func (r *clusterBroker) data() string {
 	var out []string
 	if r.DamagedRanges > 0 {
 		out = append(out, fmt.Sprintf("%d damaged ranges awaiting repair", r.DamagedRanges))
+	}
+	if r.UnverifiedBytes > 0 {
+		out = append(out, fmt.Sprintf("verifying: %d bytes left", r.UnverifiedBytes))
+	}
+	if r.CutRefused {
+		out = append(out, "REFUSES to cut acknowledged messages its master lacks (samsa controller elect --unclean accepts the loss)")
 	}
 	if r.CutAcknowledgedBytes > 0 {
 		out = append(out, fmt.Sprintf("LOST %d acknowledged bytes (cut to follow a new master; in lost+found)", r.CutAcknowledgedBytes))

@@ -8,8 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 
+	"github.com/samsamq/samsa/ha"
 	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/vfs"
 )
 
 // samsa store verify|repair DIR: a stopped store's files, checked or
@@ -30,7 +33,9 @@ const storeUsage = `usage: samsa store <subcommand> [flags] DIR
 
 subcommands:
   verify DIR   check every segment record by record, the consume queues against
-               the log, and the checkpoint (read-only; exit 1 on corruption)
+               the log, the checkpoint, and the log's end against what the
+               group acknowledged (DIR/ha/acked, or --acked) (read-only; exit 1
+               on corruption)
   repair DIR   make a store that will not open openable: cut the log at its last
                whole valid record, keep what follows in DIR/lost+found, trim the
                consume queues, write a checkpoint that makes Open recover
@@ -91,11 +96,23 @@ func storeVerify(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	segSize := fs.Int64("segment-size", 0, "the store's segment size (default: from the checkpoint or the segment names)")
 	maxProblems := fs.Int("max-problems", 1000, "list at most this many problems (the counts stay exact)")
+	acked := fs.Int64("acked", 0, "an offset the store's group acknowledged (another replica's, as its verify prints it): a log that ends below it is reported; "+
+		"default: the broker's own mark, DIR/ha/acked")
 	dir, code := storeFlags(fs, args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
-	rep, err := storage.Verify(storage.VerifyOptions{Dir: dir, SegmentSize: *segSize, MaxProblems: *maxProblems})
+	opts := storage.VerifyOptions{Dir: dir, SegmentSize: *segSize, MaxProblems: *maxProblems, Acked: *acked, AckedFrom: "--acked"}
+	if *acked <= 0 {
+		path := filepath.Join(dir, "ha", "acked")
+		m, err := ha.OpenAckedMark(vfs.Default, path)
+		if err != nil {
+			_, _ = fmt.Fprintf(stderr, "samsa store verify: %v\n", err)
+			return 2
+		}
+		opts.Acked, opts.AckedFrom = m.Value(), "this broker's mark, "+path
+	}
+	rep, err := storage.Verify(opts)
 	if err != nil {
 		_, _ = fmt.Fprintf(stderr, "samsa store verify: %v\n", err)
 		return 2
