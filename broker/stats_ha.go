@@ -3,19 +3,16 @@ package broker
 import (
 	"strconv"
 	"time"
+
+	"github.com/samsamq/samsa/protocol"
 )
 
 // haStats are the replication lines of the text stats: the role, the
 // sends a SYNC_MASTER could not replicate and a slave refused, then per
-// slave (a master's, from the replicator's Slaves)
-//
-//	slave:<addr>:ack_offset    CommitLog offset the slave reported holding
-//	slave:<addr>:behind_bytes  master's handed offset minus that
-//	slave:<addr>:lag_ms        how long ago the master's log passed it
-//	slave:<addr>:in_sync       1 when a SYNC_MASTER waits for it
-//	slave:<addr>:since_ms      unix ms its in-sync state last changed
-//
-// or, on a slave, its master and the metadata sync's progress.
+// slave (a master's, from the replicator's Slaves) its
+// slave:<addr>:<field> lines, protocol.SlaveStat's (ack_offset,
+// behind_bytes, lag_ms, in_sync, since_ms); or, on a slave, its master
+// and the metadata sync's progress.
 func (b *Broker) haStats() []statLine {
 	s := &b.stats
 	lines := []statLine{
@@ -33,13 +30,11 @@ func (b *Broker) haStats() []statLine {
 	slaves := b.Slaves()
 	lines = append(lines, statLine{"ha_slaves", len(slaves)})
 	for _, sl := range slaves {
-		p := "slave:" + sl.Addr + ":"
-		lines = append(lines,
-			statLine{p + "ack_offset", sl.AckOffset},
-			statLine{p + "behind_bytes", sl.Behind},
-			statLine{p + "lag_ms", sl.LagTime.Milliseconds()},
-			statLine{p + "in_sync", boolInt(sl.InSync)},
-			statLine{p + "since_ms", unixMs(sl.Since)})
+		st := protocol.SlaveStat{Addr: sl.Addr, AckOffset: sl.AckOffset, BehindBytes: sl.Behind,
+			LagMs: sl.LagTime.Milliseconds(), InSync: sl.InSync, SinceMs: unixMs(sl.Since)}
+		for _, l := range st.Format() {
+			lines = append(lines, statLine{l.Name, l.Value})
+		}
 	}
 	return lines
 }

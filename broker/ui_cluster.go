@@ -292,44 +292,18 @@ func (u *uiServer) remoteSlaves(addr string) ([]uiSlave, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slavesFromStats(stats), nil
+	return slavesFromStats(stats)
 }
 
-// slavesFromStats reads the slave:<addr>:<field> lines (stats_ha.go).
-func slavesFromStats(stats []protocol.Stat) []uiSlave {
-	byAddr := map[string]*uiSlave{}
-	var order []string
-	for _, s := range stats {
-		rest, ok := strings.CutPrefix(s.Name, "slave:")
-		if !ok {
-			continue
-		}
-		i := strings.LastIndexByte(rest, ':')
-		if i < 0 {
-			continue
-		}
-		addr, field := rest[:i], rest[i+1:]
-		sl := byAddr[addr]
-		if sl == nil {
-			sl = &uiSlave{Addr: addr}
-			byAddr[addr] = sl
-			order = append(order, addr)
-		}
-		n, _ := strconv.ParseInt(s.Value, 10, 64)
-		switch field {
-		case "ack_offset":
-			sl.AckOffset = n
-		case "behind_bytes":
-			sl.BehindBytes = n
-		case "lag_ms":
-			sl.LagMs = n
-		case "in_sync":
-			sl.InSync = n == 1
-		}
+// slavesFromStats reads a master's slave:<addr>:<field> lines.
+func slavesFromStats(stats []protocol.Stat) ([]uiSlave, error) {
+	slaves, err := protocol.ParseSlaveStats(stats)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]uiSlave, 0, len(order))
-	for _, a := range order {
-		out = append(out, *byAddr[a])
+	out := make([]uiSlave, 0, len(slaves))
+	for _, s := range slaves {
+		out = append(out, uiSlave{Addr: s.Addr, AckOffset: s.AckOffset, BehindBytes: s.BehindBytes, LagMs: s.LagMs, InSync: s.InSync})
 	}
-	return out
+	return out, nil
 }

@@ -24,9 +24,10 @@ func TestUILoopbackListener(t *testing.T) {
 }
 
 // TestUISlavesFromStats reads a master's slave lines, addresses with
-// colons included, and ignores the rest.
+// colons included, and ignores the rest; a malformed slave line is an
+// error, not a slave with zeroes.
 func TestUISlavesFromStats(t *testing.T) {
-	got := slavesFromStats([]protocol.Stat{
+	stats := []protocol.Stat{
 		{Name: "ha_role", Value: "ASYNC_MASTER"},
 		{Name: "slave:127.0.0.1:10912:ack_offset", Value: "100"},
 		{Name: "slave:127.0.0.1:10912:behind_bytes", Value: "20"},
@@ -34,11 +35,17 @@ func TestUISlavesFromStats(t *testing.T) {
 		{Name: "slave:127.0.0.1:10912:in_sync", Value: "1"},
 		{Name: "slave:[::1]:10913:ack_offset", Value: "7"},
 		{Name: "slave:[::1]:10913:in_sync", Value: "0"},
-		{Name: "slave:nofield", Value: "1"},
-	})
+	}
+	got, err := slavesFromStats(stats)
 	want := []uiSlave{{Addr: "127.0.0.1:10912", AckOffset: 100, BehindBytes: 20, LagMs: 5, InSync: true}, {Addr: "[::1]:10913", AckOffset: 7}}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Fatalf("slaves %+v, want %+v", got, want)
+	if err != nil || len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("slaves %+v, %v; want %+v", got, err, want)
+	}
+	if got, err := slavesFromStats(stats[:1]); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("no slave: %#v, %v; want an empty list", got, err)
+	}
+	if got, err := slavesFromStats(append(stats, protocol.Stat{Name: "slave:nofield", Value: "1"})); err == nil {
+		t.Fatalf("slave:nofield read as %+v", got)
 	}
 }
 

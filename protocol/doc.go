@@ -55,5 +55,7 @@
 //
 // The broker port also answers a line of text (IsTextStart tells the two
 // apart by the first byte): text.go has the line reader, the parser and the
-// memcached-style STAT ... END writer.
+// memcached-style STAT ... END writer; text_slave.go the codec of a master's
+// per-slave lines (slave:<addr>:<field>, SlaveStat), which the broker writes
+// and the dashboard, the CLI and the load generators read.
 package protocol

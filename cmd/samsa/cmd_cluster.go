@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,8 @@ type clusterBroker struct {
 	UnverifiedBytes      int64 `json:"unverifiedBytes,omitempty"`
 	CutRefused           bool  `json:"cutRefused,omitempty"`
 	stats                map[string]string
+	slaves               []protocol.SlaveStat // a master's view of its slaves, from stats
+	slavesErr            error                // why stats' slave lines could not be read
 	runtime              [2]map[string]string
 }
 
@@ -106,6 +109,11 @@ func runCluster(args []string) error {
 	})
 	brokerRoles(ctx, a, rows)
 	slaveReplication(rows)
+	for _, r := range rows {
+		if r.slavesErr != nil {
+			fmt.Fprintf(os.Stderr, "samsa cluster: %s: its slaves' replication not shown: %v\n", r.Addr, r.slavesErr)
+		}
+	}
 	runtimeInfo(ctx, a, rows, 0)
 	if *interval > 0 {
 		select {
@@ -150,6 +158,7 @@ func brokerRoles(ctx context.Context, a *client.Admin, rows []clusterBroker) {
 			for _, s := range stats {
 				r.stats[s.Name] = s.Value
 			}
+			r.slaves, r.slavesErr = protocol.ParseSlaveStats(stats)
 			if v, ok := r.stats["broker_role"]; ok {
 				r.BrokerRole = v
 			}
@@ -171,13 +180,11 @@ func slaveReplication(rows []clusterBroker) {
 		if master == nil || master.Cluster != r.Cluster || master.Broker != r.Broker || master.stats == nil {
 			continue
 		}
-		p := "slave:" + r.Addr + ":"
-		if _, ok := master.stats[p+"ack_offset"]; !ok {
-			continue
+		for _, s := range master.slaves {
+			if s.Addr == r.Addr {
+				r.Replication = &replication{AckOffset: s.AckOffset, BehindBytes: s.BehindBytes, LagMs: s.LagMs, InSync: s.InSync}
+			}
 		}
-		num := func(k string) int64 { n, _ := strconv.ParseInt(master.stats[p+k], 10, 64); return n }
-		r.Replication = &replication{AckOffset: num("ack_offset"), BehindBytes: num("behind_bytes"), LagMs: num("lag_ms"),
-			InSync: master.stats[p+"in_sync"] == "1"}
 	}
 }
 

@@ -178,50 +178,13 @@ func (p *haStatsProbe) closeLocked() {
 // offset is the largest ack + behind.
 func parseHAStats(st []protocol.Stat) (loadgen.LagReading, error) {
 	var r loadgen.LagReading
-	type slave struct {
-		lag    loadgen.SlaveLag
-		behind int64
+	slaves, err := protocol.ParseSlaveStats(st)
+	if err != nil {
+		return r, fmt.Errorf("stats ha: %w", err)
 	}
-	bySlave := map[string]*slave{}
-	var order []string
-	for _, s := range st {
-		rest, ok := strings.CutPrefix(s.Name, "slave:")
-		i := strings.LastIndexByte(rest, ':')
-		if !ok || i < 0 {
-			continue
-		}
-		addr, field := rest[:i], rest[i+1:]
-		var dst *int64
-		sl := bySlave[addr]
-		if sl == nil {
-			sl = &slave{lag: loadgen.SlaveLag{Slave: addr}}
-			bySlave[addr] = sl
-			order = append(order, addr)
-		}
-		var lagMs int64
-		switch field {
-		case "ack_offset":
-			dst = &sl.lag.Ack
-		case "behind_bytes":
-			dst = &sl.behind
-		case "lag_ms":
-			dst = &lagMs
-		default:
-			continue
-		}
-		v, err := strconv.ParseInt(s.Value, 10, 64)
-		if err != nil {
-			return r, fmt.Errorf("stats ha: %s %q: %w", s.Name, s.Value, err)
-		}
-		*dst = v
-		if field == "lag_ms" {
-			sl.lag.MasterTime = time.Duration(v) * time.Millisecond
-		}
-	}
-	for _, a := range order {
-		sl := bySlave[a]
-		r.Handed = max(r.Handed, sl.lag.Ack+sl.behind)
-		r.Slaves = append(r.Slaves, sl.lag)
+	for _, sl := range slaves {
+		r.Handed = max(r.Handed, sl.AckOffset+sl.BehindBytes)
+		r.Slaves = append(r.Slaves, loadgen.SlaveLag{Slave: sl.Addr, Ack: sl.AckOffset, MasterTime: time.Duration(sl.LagMs) * time.Millisecond})
 	}
 	if len(r.Slaves) == 0 {
 		return r, errors.New("stats ha: no slave lines")

@@ -40,55 +40,27 @@ type LagSample struct {
 func sampleLag(ctx context.Context, a *client.Admin, addr string, l *Ledger) (LagSample, error) {
 	at, seq := time.Now(), l.AckSeq()
 	stats, err := a.BrokerStats(ctx, addr, "ha")
-	s := lagOf(stats)
+	s, perr := lagOf(stats)
 	s.At, s.AckSeq = at, seq
+	if err == nil {
+		err = perr
+	}
 	return s, err
 }
 
 // lagOf reads a master's slave lines: the slave furthest behind.
-func lagOf(stats []protocol.Stat) LagSample {
-	var s LagSample
-	type slave struct {
-		ack, behind, lag int64
-		inSync           bool
+func lagOf(stats []protocol.Stat) (LagSample, error) {
+	slaves, err := protocol.ParseSlaveStats(stats)
+	if err != nil {
+		return LagSample{}, fmt.Errorf("stats ha: %w", err)
 	}
-	slaves := map[string]*slave{}
-	for _, st := range stats {
-		rest, ok := strings.CutPrefix(st.Name, "slave:")
-		if !ok {
-			continue
-		}
-		i := strings.LastIndexByte(rest, ':')
-		if i < 0 {
-			continue
-		}
-		who, field := rest[:i], rest[i+1:]
-		sl := slaves[who]
-		if sl == nil {
-			sl = &slave{}
-			slaves[who] = sl
-		}
-		v, _ := strconv.ParseInt(st.Value, 10, 64)
-		switch field {
-		case "ack_offset":
-			sl.ack = v
-		case "behind_bytes":
-			sl.behind = v
-		case "lag_ms":
-			sl.lag = v
-		case "in_sync":
-			sl.inSync = v == 1
+	s := LagSample{Slaves: len(slaves)}
+	for i, sl := range slaves {
+		if i == 0 || sl.AckOffset < s.AckOffset {
+			s.AckOffset, s.BehindBytes, s.LagMs, s.InSync = sl.AckOffset, sl.BehindBytes, sl.LagMs, sl.InSync
 		}
 	}
-	s.Slaves = len(slaves)
-	first := true
-	for _, sl := range slaves {
-		if first || sl.ack < s.AckOffset {
-			s.AckOffset, s.BehindBytes, s.LagMs, s.InSync = sl.ack, sl.behind, sl.lag, sl.inSync
-			first = false
-		}
-	}
-	return s
+	return s, nil
 }
 
 // lagPoller samples the master's lag every interval while the run goes,

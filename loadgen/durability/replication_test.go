@@ -12,7 +12,8 @@ import (
 )
 
 // TestLagOfReadsTheSlaveLines: the master's `stats ha` lines give the
-// slave furthest behind; an address with colons is split at its last.
+// slave furthest behind; an address with colons is split at its last;
+// a malformed slave line is an error.
 func TestLagOfReadsTheSlaveLines(t *testing.T) {
 	st := func(kv ...string) []protocol.Stat {
 		var out []protocol.Stat
@@ -21,13 +22,18 @@ func TestLagOfReadsTheSlaveLines(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, LagSample{}, lagOf(st("ha_role", "SYNC_MASTER", "ha_slaves", "0")))
-	got := lagOf(st("ha_role", "ASYNC_MASTER", "ha_slaves", "2",
+	got, err := lagOf(st("ha_role", "SYNC_MASTER", "ha_slaves", "0"))
+	require.NoError(t, err)
+	require.Equal(t, LagSample{}, got)
+	got, err = lagOf(st("ha_role", "ASYNC_MASTER", "ha_slaves", "2",
 		"slave:127.0.0.1:4001:ack_offset", "5000", "slave:127.0.0.1:4001:behind_bytes", "100",
 		"slave:127.0.0.1:4001:lag_ms", "3", "slave:127.0.0.1:4001:in_sync", "1", "slave:127.0.0.1:4001:since_ms", "17",
 		"slave:127.0.0.1:4002:ack_offset", "4000", "slave:127.0.0.1:4002:behind_bytes", "1100",
 		"slave:127.0.0.1:4002:lag_ms", "40", "slave:127.0.0.1:4002:in_sync", "0"))
+	require.NoError(t, err)
 	require.Equal(t, LagSample{Slaves: 2, AckOffset: 4000, BehindBytes: 1100, LagMs: 40}, got)
+	_, err = lagOf(st("slave:127.0.0.1:4001:ack_offset", "-"))
+	require.ErrorContains(t, err, "slave:127.0.0.1:4001:ack_offset")
 }
 
 func TestPhysOf(t *testing.T) {
