@@ -2,7 +2,10 @@ module github.com/samsamq/samsa
 
 go 1.26.8
 
-require go.yaml.in/yaml/v3 v3.0.5
+require (
+	github.com/cockroachdb/datadriven v1.0.3
+	go.yaml.in/yaml/v3 v3.0.5
+)
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
@@ -53,6 +56,7 @@ require (
 	github.com/pierrec/lz4 v2.6.1+incompatible // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pkg/profile v1.7.0
+	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0

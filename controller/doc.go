@@ -128,7 +128,8 @@
 //
 // # Tests
 //
-// testdata/*.txt are script tests run by script_test.go (format there);
+// testdata/*.txt are script tests run by script_test.go with
+// github.com/cockroachdb/datadriven (commands there);
 // `go test ./controller -run TestScripts -rewrite` regenerates their
 // expected output. TestReplicatedLogDeterminism replays a seeded random
 // run's log on a bare State.

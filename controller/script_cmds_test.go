@@ -5,17 +5,32 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-// run executes one script command and returns its output lines.
-func (s *scriptRunner) run(line string) []string {
-	f := strings.Fields(line)
+// run executes one script command and returns its output ("(nothing)"
+// when it has none).
+func (s *scriptRunner) run(cmd string, args []datadriven.CmdArg) string {
+	lines := s.runLines(cmd, args)
+	if len(lines) == 0 {
+		return "(nothing)"
+	}
+	return strings.Join(lines, "\n")
+}
+
+// runLines executes one script command and returns its output lines.
+// Arguments are positional (no value) or key=value.
+func (s *scriptRunner) runLines(cmd string, args []datadriven.CmdArg) []string {
 	pos, kv := []string{}, map[string]string{}
-	for _, a := range f[1:] {
-		if k, v, ok := strings.Cut(a, "="); ok {
-			kv[k] = v
-		} else {
-			pos = append(pos, a)
+	for _, a := range args {
+		switch len(a.Vals) {
+		case 0:
+			pos = append(pos, a.Key)
+		case 1:
+			kv[a.Key] = a.Vals[0]
+		default:
+			return []string{"script error: " + a.Key + ": one value, not a list"}
 		}
 	}
 	if v, ok := kv["t"]; ok {
@@ -39,7 +54,7 @@ func (s *scriptRunner) run(line string) []string {
 		}
 		return []string{r.String()}
 	}
-	switch f[0] {
+	switch cmd {
 	case "config":
 		cfg := Config{}
 		if v, ok := kv["timeout"]; ok {
@@ -125,7 +140,7 @@ func (s *scriptRunner) run(line string) []string {
 		}
 		return out
 	}
-	return []string{"script error: unknown command " + f[0]}
+	return []string{"script error: unknown command " + cmd}
 }
 
 func describeElect(c ElectMaster) string {
