@@ -2,12 +2,15 @@ package protocol
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 )
+
+var update = flag.Bool("update", false, "rewrite the fuzz seeds under testdata/fuzz from seedCommands")
 
 // seedCommands are the commands the fuzz seeds are made from.
 func seedCommands() []*Command {

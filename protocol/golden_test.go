@@ -3,106 +3,42 @@ package protocol
 import (
 	"bytes"
 	"encoding/hex"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata golden files and fuzz seeds from the current code")
-
-// TestGoldenFrames runs testdata/frames.txt: blocks of a directive and its
-// arguments, "----", then the expected output; blocks are separated by
-// blank lines and '#' lines are comments. Directives:
+// TestGoldenFrames runs testdata/frames.txt with
+// github.com/cockroachdb/datadriven: cases of a directive and its input
+// lines, "----", then the expected output, separated by blank lines; '#'
+// lines before a directive are comments. Directives:
 //
-//	encode json|rocketmq   fields as "name: value" (code, lang, version,
-//	                       opaque, flag, remark, ext.<key>, body; values may
-//	                       be Go-quoted) → hex dump of the frame, and the
-//	                       decoded command
-//	decode                 hex bytes of a frame (length prefix included)
-//	                       → the decoded command or the error
+//	encode json|rocketmq   input: fields as "name: value" (code, lang,
+//	                       version, opaque, flag, remark, ext.<key>, body;
+//	                       values may be Go-quoted) → hex dump of the
+//	                       frame, and the decoded command
+//	decode                 input: hex bytes of a frame (length prefix
+//	                       included) → the decoded command or the error
 //
-// go test -run TestGoldenFrames -update rewrites the expected outputs.
+// go test ./protocol -run TestGoldenFrames -rewrite rewrites the expected
+// outputs; review them as a diff.
 func TestGoldenFrames(t *testing.T) {
-	path := filepath.Join("testdata", "frames.txt")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := splitBlocks(string(data))
-	var out strings.Builder
-	for i, b := range blocks {
-		got := runGolden(t, b.input)
-		if !*update && got != b.expected {
-			t.Errorf("%s block %d (%s):\n--- got\n%s\n--- want\n%s", path, i+1, b.input[0], got, b.expected)
-		}
-		if i > 0 {
-			out.WriteString("\n")
-		}
-		for _, c := range b.comments {
-			out.WriteString(c + "\n")
-		}
-		out.WriteString(strings.Join(b.input, "\n") + "\n----\n" + got + "\n")
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	datadriven.RunTest(t, "testdata/frames.txt", func(t *testing.T, d *datadriven.TestData) string {
+		return runGolden(d)
+	})
 }
 
-type goldenBlock struct {
-	comments []string
-	input    []string
-	expected string
-}
-
-func splitBlocks(s string) []goldenBlock {
-	var blocks []goldenBlock
-	var cur *goldenBlock
-	inOutput := false
-	var outLines []string
-	flush := func() {
-		if cur != nil {
-			cur.expected = strings.Join(outLines, "\n")
-			blocks = append(blocks, *cur)
-		}
-		cur, inOutput, outLines = nil, false, nil
+func runGolden(d *datadriven.TestData) string {
+	var input []string
+	if d.Input != "" {
+		input = strings.Split(d.Input, "\n")
 	}
-	for _, line := range strings.Split(s, "\n") {
-		switch {
-		case strings.TrimSpace(line) == "":
-			flush()
-		case inOutput:
-			outLines = append(outLines, line)
-		case cur == nil && strings.HasPrefix(line, "#"):
-			cur = &goldenBlock{comments: []string{line}}
-		case cur != nil && len(cur.input) == 0 && strings.HasPrefix(line, "#"):
-			cur.comments = append(cur.comments, line)
-		case line == "----":
-			inOutput = true
-		default:
-			if cur == nil {
-				cur = &goldenBlock{}
-			}
-			cur.input = append(cur.input, line)
-		}
-	}
-	flush()
-	return blocks
-}
-
-func runGolden(t *testing.T, input []string) string {
-	if len(input) == 0 {
-		return "error: empty block"
-	}
-	dir := strings.Fields(input[0])
 	switch {
-	case len(dir) == 2 && dir[0] == "encode":
-		c, err := goldenCommand(dir[1], input[1:])
+	case d.Cmd == "encode" && len(d.CmdArgs) == 1 && len(d.CmdArgs[0].Vals) == 0:
+		c, err := goldenCommand(d.CmdArgs[0].Key, input)
 		if err != nil {
 			return "error: " + err.Error()
 		}
@@ -115,8 +51,8 @@ func runGolden(t *testing.T, input []string) string {
 			return "error: decoding our own frame: " + err.Error()
 		}
 		return strings.TrimRight(hex.Dump(frame), "\n") + "\ndecoded: " + back.String()
-	case len(dir) == 1 && dir[0] == "decode":
-		raw, err := hex.DecodeString(strings.Join(strings.Fields(strings.Join(input[1:], " ")), ""))
+	case d.Cmd == "decode" && len(d.CmdArgs) == 0:
+		raw, err := hex.DecodeString(strings.Join(strings.Fields(d.Input), ""))
 		if err != nil {
 			return "error: bad hex: " + err.Error()
 		}
@@ -126,7 +62,7 @@ func runGolden(t *testing.T, input []string) string {
 		}
 		return "ok: " + c.String()
 	}
-	return "error: unknown directive " + input[0]
+	return "error: unknown directive " + d.FullCmd()
 }
 
 func goldenCommand(st string, fields []string) (*Command, error) {
