@@ -92,10 +92,10 @@ BENCH_STORAGE_EXPERIMENTS ?= experiments/storage-quick.json
 BENCH_FULL_EXPERIMENTS    ?= experiments/storage-quick.json experiments/storage-backends.json \
                              experiments/group-commit.json experiments/flush-policies.json \
                              $(BENCH_E2E_EXPERIMENTS)
-# The replication experiments (issue #11): no slave, ASYNC_MASTER and
+# The replication experiments: no slave, ASYNC_MASTER and
 # SYNC_MASTER end to end (a delayed master→slave link included), and an
 # empty slave's catch-up rate against the raw disk; replication-target
-# repeats the two 64-producer cells issue #11's targets name five times
+# repeats the two 64-producer cells the replication targets name five times
 # for a median. Their quick form adds about 5 minutes to make bench;
 # bench-full runs the full matrices.
 BENCH_REPLICATION_EXPERIMENTS ?= experiments/replication-e2e.json experiments/replication-target.json experiments/replication-catchup.json
@@ -108,7 +108,7 @@ BENCH_FLAGS     ?=
 BENCH_E2E_FLAGS ?= --quick
 BENCH_E2E_RUN   ?= $(BIN) loadgen --dir $(BENCH_DIR)/e2e --out results --performance PERFORMANCE.md $(BENCH_E2E_FLAGS) --experiment
 
-# Queue-count scaling and the cold-read backlog drain (issue #15): quick
+# Queue-count scaling and the cold-read backlog drain: quick
 # forms in make bench (Samsa at 1 and 10,000 queues, about 40 s; a 1 GiB
 # backlog, about a minute; the same drain paced at 125 MB/s from a 512 MiB
 # backlog, about 30 s), full forms (every peer at 1 to 10,000 queues;
@@ -121,12 +121,12 @@ BENCH_EXPERIMENTS      += $(BENCH_SCALE_EXPERIMENTS)
 BENCH_FULL_EXPERIMENTS += $(BENCH_SCALE_EXPERIMENTS)
 BENCH_GATE_TARGETS     ?= $(BENCH_SCALE_EXPERIMENTS)
 
-# The fail-over chaos run (issue #14): 3 controllers, a name server and 3
+# The fail-over chaos run: 3 controllers, a name server and 3
 # controller-mode replicas as processes, 100 fault cycles; bench-full only
 # (make test runs a short one, loadgen/chaos TestShortChaos).
 BENCH_FULL_EXPERIMENTS += experiments/chaos.json
 
-# The replication kill loop (issue #11) runs the same way, after the other
+# The replication kill loop runs the same way, after the other
 # e2e experiments: a master and a slave as real processes, the master
 # SIGKILLed under load and the slave's copy read after each kill. make
 # bench runs its quick form (async flush, 5 kills a cell, about a minute),
@@ -136,7 +136,7 @@ BENCH_FULL_EXPERIMENTS += experiments/chaos.json
 BENCH_REPL_EXPERIMENTS ?= experiments/replication-durability.json
 BENCH_E2E_EXPERIMENTS  += $(BENCH_REPL_EXPERIMENTS)
 
-# The peers (issue #15): Redis and RabbitMQ beside Samsa, each server
+# The peers: Redis and RabbitMQ beside Samsa, each server
 # started by the loadgen on loopback in a temp dir. make bench and
 # bench-full run the peer experiments whose server is installed and say in
 # one line how to install the others; make bench-peers installs them with

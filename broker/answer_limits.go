@@ -6,7 +6,7 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// An answer is never larger than a frame a client reads (issue #13): an
+// An answer is never larger than a frame a client reads: an
 // answer past it is never read, and the client waits out its timeout and
 // asks again, or, for a broker's registration, loses every route. The
 // answers that grow with what clients put in are bounded twice:

@@ -13,7 +13,7 @@ import (
 	"github.com/samsamq/samsa/storage/vfs/errorfs"
 )
 
-// Second, independent guards (issue #16): each checks a property another
+// Second, independent guards: each checks a property another
 // test checks too, by another road, so one broken test cannot hide a
 // broken property.
 

@@ -10,7 +10,7 @@ import (
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
-// A persisted JSON file never keeps the broker from starting (issue #13: one
+// A persisted JSON file never keeps the broker from starting (one
 // UPDATE_CONSUMER_OFFSET with an empty group name once made
 // consumerOffset.json unloadable, and the broker refused to start):
 //

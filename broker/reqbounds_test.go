@@ -63,7 +63,7 @@ func safeProducer(t *testing.T, b *Broker, n int) (check func()) {
 
 // Offset commits, heartbeats and group changes with names RocketMQ would
 // refuse are answered with an error and store nothing; the broker then
-// restarts with what it stored (issue #13: an empty group's commit once
+// restarts with what it stored (an empty group's commit once
 // made consumerOffset.json unloadable).
 func TestMetadataValidatedOnTheWayIn(t *testing.T) {
 	dir := t.TempDir()

@@ -11,7 +11,7 @@ import (
 // answer built from it fits a frame (protocol.DefaultMaxFrame, 16 MiB) with
 // room to spare: an answer too large for a frame is never read by its
 // client, and a broker whose registration answer is dropped loses every
-// route (issue #13).
+// route.
 //
 //   - KV store: one namespace's table is the body of
 //     GET_KVLIST_BY_NAMESPACE and, for ORDER_TOPIC_CONFIG, of every

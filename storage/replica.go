@@ -8,7 +8,7 @@ import (
 	"github.com/samsamq/samsa/storage/record"
 )
 
-// Replication (issue #11): the storage side of master/slave replication.
+// Replication: the storage side of master/slave replication.
 // Package ha ships CommitLog bytes from a master's Store to a slave's; the
 // store gives it:
 //

@@ -18,7 +18,7 @@ func init() {
 }
 
 // benchIndex fills a key index through package storage/index and times
-// lookups (HDR): the #12 target is p99 <= 5 ms at 10 million messages.
+// lookups (HDR): the index target is p99 <= 5 ms at 10 million messages.
 func benchIndex(args []string) error {
 	fs := flag.NewFlagSet("bench index", flag.ContinueOnError)
 	var o bench.IndexOptions

@@ -1,4 +1,4 @@
-// Package backlog is the lab's cold-read backlog experiment (issue #15,
+// Package backlog is the lab's cold-read backlog experiment (after
 // MetaQ's "massive accumulation"): a topic holds a backlog deeper than
 // anyone keeps in memory, consumers drain it at full speed while producers
 // keep a steady rate on another topic, and the run reports

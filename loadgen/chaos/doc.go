@@ -1,4 +1,4 @@
-// Package chaos is the fail-over chaos checker's core (issue #14), in the
+// Package chaos is the fail-over chaos checker's core, in the
 // manner of OpenChaos's QueueChecker: what a run of faults against a
 // replicated cluster must be judged by, independent of how the cluster is
 // started and the faults injected.

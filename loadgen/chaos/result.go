@@ -76,7 +76,7 @@ func (res *Result) judge(l *durability.Ledger, consumed int64, short []string, a
 	}
 }
 
-// Met says whether the run met issue #14's safety targets: nothing
+// Met says whether the run met the chaos checker's safety targets: nothing
 // acknowledged lost, no acknowledged offset holding another message at
 // the end, no two masters in one epoch.
 func (res *Result) Met() bool {
