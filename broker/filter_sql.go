@@ -116,18 +116,6 @@ func (b *Broker) sqlFilterOf(req *protocol.Command, sub Subscription, fromReques
 	return e, nil
 }
 
-// getMessages reads pc's queue for its pull: as the store finds it
-// (with the tag filter), or through filterSQL.
-func (b *Broker) getMessages(pc *pullCtx, maxMsgs, maxBytes int) (storage.GetResult, error) {
-	h := pc.h
-	if pc.sql == nil {
-		// pooled: pullOnce hands the buffer to the answer's frame, and the
-		// writer releases it once sent
-		return b.store.GetMessagesPooled(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes, pc.filter.fn())
-	}
-	return b.filterSQL(pc.sql, h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes)
-}
-
 // filterSQL reads from offset and keeps the records e matches. The
 // result's Whole is nil (the records kept need not lie together); a
 // store error after some records matched ends the read with what

@@ -208,6 +208,18 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 	return outFrame{cmd: resp, parts: parts, buf: res.Buffer}, false
 }
 
+// getMessages reads pc's queue for its pull: as the store finds it
+// (with the tag filter), or through filterSQL.
+func (b *Broker) getMessages(pc *pullCtx, maxMsgs, maxBytes int) (storage.GetResult, error) {
+	h := pc.h
+	if pc.sql == nil {
+		// pooled: pullOnce hands the buffer to the answer's frame, and the
+		// writer releases it once sent
+		return b.store.GetMessagesPooled(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes, pc.filter.fn())
+	}
+	return b.filterSQL(pc.sql, h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes)
+}
+
 // pullCode maps a store status to RocketMQ's pull response code.
 func pullCode(s storage.GetStatus, requested int64) int16 {
 	switch s {
