@@ -172,6 +172,9 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 	if ce := (*storage.CorruptRecordError)(nil); errors.As(err, &ce) {
 		return b.corruptAnswer(pc, res, ce), false
 	}
+	if errors.Is(err, storage.ErrCutDuringRead) { // a cut or a repair ran under the read: nothing is wrong
+		return outFrame{cmd: protocol.NewResponse(req, protocol.PullRetryImmediately, err.Error())}, false
+	}
 	if errors.Is(err, storage.ErrResourceBusy) {
 		return outFrame{cmd: protocol.NewResponse(req, protocol.SystemBusy, busyRemark(err))}, false
 	}

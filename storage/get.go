@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 
 	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/consumequeue"
@@ -166,19 +167,31 @@ func (s *Store) getMessagesRetry(pooled bool, topic string, queueID int32, offse
 	tagFilter func(tagsCode int64) bool) (GetResult, error) {
 	for try := 0; ; try++ {
 		gen := s.cuts.Load()
+		if gen%2 == 1 && try < cutReadTries-1 {
+			// A cut or a repair is under way (it holds the generation odd
+			// for its writes and fsync): wait for it rather than spin.
+			time.Sleep(time.Millisecond << min(try, 5))
+			continue
+		}
 		res, err := s.getMessages(gen, pooled, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
-		if gen%2 == 0 && s.cuts.Load() == gen && !errors.Is(err, errCutDuringRead) {
+		if gen%2 == 0 && s.cuts.Load() == gen && !errors.Is(err, ErrCutDuringRead) {
 			return res, err
 		}
 		res.Release()
-		if try == 3 {
-			return GetResult{Status: OffsetFoundNull, NextOffset: offset}, errCutDuringRead
+		if try >= cutReadTries-1 {
+			return GetResult{Status: OffsetFoundNull, NextOffset: offset}, ErrCutDuringRead
 		}
 	}
 }
 
-// errCutDuringRead: the log was cut while a read ran, again and again.
-var errCutDuringRead = errors.New("storage: the log was cut during the read; read again")
+// cutReadTries bounds the reads (and waits, about a quarter of a second
+// in all) a read makes while cuts or repairs run under it.
+const cutReadTries = 12
+
+// ErrCutDuringRead: the log was cut (or a damaged range repaired) while
+// a read ran, again and again. Nothing is wrong with the log: the caller
+// reads again (a broker's pull answers PULL_RETRY_IMMEDIATELY).
+var ErrCutDuringRead = errors.New("storage: the log was cut during the read; read again")
 
 // getMessages is GetMessages, for reads that began at cut generation gen.
 func (s *Store) getMessages(gen int64, pooled bool, topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
@@ -340,7 +353,7 @@ func (s *Store) readRecords(gen int64, pooled bool, res *GetResult, topic string
 			rec := buf[off : off+n : off+n]
 			if err := verifyRecord(rec, picked[k]); err != nil {
 				if s.cuts.Load() != gen {
-					return errCutDuringRead // not corrupt: another record lies there now
+					return ErrCutDuringRead // not corrupt: another record lies there now
 				}
 				err = stopAtCorrupt(res, s.corrupt(topic, queueID, offsets[k], picked[k], err))
 				if len(res.Records) > 0 {
