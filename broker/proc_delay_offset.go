@@ -3,8 +3,8 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 
+	"github.com/samsamq/samsa/broker/internal/jsonfile"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -21,9 +21,6 @@ func (b *Broker) processGetAllDelayOffset(c *conn, req *protocol.Command) *proto
 	return b.limitAnswer(req, r)
 }
 
-// unquotedKey matches an integer object key written without quotes.
-var unquotedKey = regexp.MustCompile(`([{,]\s*)(-?\d+)(\s*:)`)
-
 // decodeDelayOffsets reads a delayOffset.json body, also in the form
 // RocketMQ's fastjson writes (integer keys without quotes).
 func decodeDelayOffsets(b []byte) (delayOffsetFile, error) {
@@ -31,7 +28,7 @@ func decodeDelayOffsets(b []byte) (delayOffsetFile, error) {
 	if err := json.Unmarshal(b, &f); err == nil {
 		return f, nil
 	}
-	if err := json.Unmarshal(unquotedKey.ReplaceAll(b, []byte(`$1"$2"$3`)), &f); err != nil {
+	if err := json.Unmarshal(jsonfile.QuoteKeys(b), &f); err != nil {
 		return f, fmt.Errorf("broker: decode delay offsets: %w", err)
 	}
 	return f, nil
