@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/samsamq/samsa/broker/delay"
 	"github.com/samsamq/samsa/broker/repair"
 	"github.com/samsamq/samsa/ha"
 	"github.com/samsamq/samsa/protocol"
@@ -86,9 +87,7 @@ type Broker struct {
 	txn      *txnState  // the open half messages (txn.go); nil on a slave
 	acl      *brokerACL // access control (acl.go); nil with aclEnable=false
 
-	// Delayed delivery (schedule.go, timer.go).
-	sched  *scheduleService
-	timers *timerService // nil with timerWheelEnable=false
+	delay *delay.Service // delayed delivery (package delay, delay_wiring.go)
 }
 
 // ErrClosed is returned by Start after Close.
@@ -178,7 +177,7 @@ func New(cfg Config) (*Broker, error) {
 			return nil, closeStoreAfter(st, err)
 		}
 	}
-	if err := b.openSchedule(); err != nil {
+	if err := b.openDelay(); err != nil {
 		return nil, closeStoreAfter(st, err)
 	}
 	if err := b.openRepair(); err != nil {
@@ -286,7 +285,7 @@ func (b *Broker) Start() error {
 	if b.txn != nil {
 		b.goLoop(b.txnCheckLoop)
 	}
-	b.startSchedule()
+	b.goLoop(func() { b.delay.Run(b.stop) }) // returns at once on a slave
 	b.reg.registerAll(true)
 	b.goLoop(b.reg.run)
 	if b.ctl != nil {
@@ -385,7 +384,7 @@ func (b *Broker) shutdown() error {
 	b.loops.Wait()
 	waitTimeout(&b.connWG, 10*time.Second)
 	if err := b.keepOnFull("delayed delivery state", "it keeps its last saved version (a restart delivers again what was delivered since)",
-		b.closeSchedule()); err != nil {
+		b.delay.Close()); err != nil {
 		errs = append(errs, err)
 	}
 	if b.admin != nil {

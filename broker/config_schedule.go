@@ -1,16 +1,15 @@
 package broker
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/samsamq/samsa/broker/delay"
 )
 
-// ScheduleConfig holds the delayed-delivery settings: delay levels
-// (schedule.go) and timers (timer.go). It is embedded in Config, so its
-// fields read as Config's; the property names are RocketMQ's
-// MessageStoreConfig names unless marked ours.
+// ScheduleConfig holds the delayed-delivery settings: delay levels and
+// timers (package delay). It is embedded in Config, so its fields read as
+// Config's; the property names are RocketMQ's MessageStoreConfig names
+// unless marked ours.
 type ScheduleConfig struct {
 	// MessageDelayLevel (messageDelayLevel): the delay of each level, 1
 	// first, space-separated numbers with a unit s, m, h or d. Default
@@ -39,7 +38,7 @@ type ScheduleConfig struct {
 }
 
 // DefaultMessageDelayLevel is RocketMQ's messageDelayLevel default.
-const DefaultMessageDelayLevel = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+const DefaultMessageDelayLevel = delay.DefaultLevels
 
 // scheduleProps are the broker.conf keys of ScheduleConfig.
 var scheduleProps = []property{
@@ -65,7 +64,7 @@ func (c *Config) ensureScheduleDefaults() {
 
 // validateSchedule checks the delayed-delivery settings.
 func (c *Config) validateSchedule(bad func(format string, a ...any)) {
-	if _, err := parseDelayLevels(c.MessageDelayLevel); err != nil {
+	if _, err := delay.ParseLevels(c.MessageDelayLevel); err != nil {
 		bad("messageDelayLevel: %v", err)
 	}
 	if c.FlushDelayOffsetInterval <= 0 {
@@ -80,31 +79,4 @@ func (c *Config) validateSchedule(bad func(format string, a ...any)) {
 	if c.TimerFlushInterval <= 0 {
 		bad("timerFlushIntervalMs %v must be positive", c.TimerFlushInterval)
 	}
-}
-
-// parseDelayLevels reads a messageDelayLevel string (RocketMQ's
-// ScheduleMessageService.parseDelayLevel): level i+1 waits out[i].
-func parseDelayLevels(s string) ([]time.Duration, error) {
-	units := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}
-	var out []time.Duration
-	for _, f := range strings.Fields(s) {
-		num, u, ok := f[:len(f)-1], units[f[len(f)-1]], true
-		if strings.HasSuffix(f, "ms") { // ours, for tests: RocketMQ knows s, m, h, d
-			num, u = f[:len(f)-2], time.Millisecond
-		} else if u == 0 {
-			ok = false
-		}
-		if !ok {
-			return nil, fmt.Errorf("%q has no unit s, m, h or d", f)
-		}
-		n, err := strconv.ParseInt(num, 10, 64)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%q is not a count of %s", f, f[len(f)-1:])
-		}
-		out = append(out, time.Duration(n)*u)
-	}
-	if len(out) == 0 || len(out) > scheduleQueues {
-		return nil, fmt.Errorf("%d levels, want 1..%d", len(out), scheduleQueues)
-	}
-	return out, nil
 }

@@ -44,21 +44,21 @@
 //
 // # Delayed delivery
 //
-// A send with DELAY=n (n > 0) is stored in SCHEDULE_TOPIC_XXXX queue n-1
-// with REAL_TOPIC/REAL_QID; one loop per level delivers it to its topic
-// when store time + the level's delay (messageDelayLevel) has passed, and
-// saves each level's progress in config/delayOffset.json (schedule.go). A
+// Package delay holds it, behind a small Config (delay_wiring.go builds
+// it). A send with DELAY=n (n > 0) is stored in SCHEDULE_TOPIC_XXXX queue
+// n-1 with REAL_TOPIC/REAL_QID; one loop per level delivers it to its
+// topic when store time + the level's delay (messageDelayLevel) has
+// passed, and saves each level's progress in config/delayOffset.json. A
 // send with TIMER_DELIVER_MS, TIMER_DELAY_SEC or TIMER_DELAY_MS is stored
 // in rmq_sys_wheel_timer and delivered at its time from a disk timing
-// wheel under StorePathRootDir/timerwheel/ (timer.go, internal/timerwheel).
-// CONSUMER_SEND_MSG_BACK goes through the schedule topic at level
-// 3 + reconsume times unless the client names one. After a clean stop
-// nothing is delivered twice; after a crash, what was delivered since the
-// last save may be delivered again (at least once); nothing is lost. Only a
-// master runs these loops: the two topics replicate with the CommitLog, a
-// slave copies delayOffset.json and the timer progress from its master,
-// and the timer files are rebuilt from the timer topic on a broker that
-// lacks them.
+// wheel under StorePathRootDir/timerwheel/. CONSUMER_SEND_MSG_BACK goes
+// through the schedule topic at level 3 + reconsume times unless the
+// client names one. After a clean stop nothing is delivered twice; after a
+// crash, what was delivered since the last save may be delivered again
+// (at least once); nothing is lost. Only a master runs these loops: the
+// two topics replicate with the CommitLog, a slave copies delayOffset.json
+// and the timer progress from its master, and the timer files are rebuilt
+// from the timer topic on a broker that lacks them.
 //
 // Files under StorePathRootDir/config/ are written atomically (temp file,
 // fsync, rename, fsync the directory) through storage/vfs.
@@ -79,7 +79,7 @@
 //   - A slave runs no delayed delivery; it copies its master's delay
 //     offsets and timer progress, so a slave later run as master on its
 //     store delivers what was pending and not again what was delivered
-//     before the last copy (schedule_slave.go, timer_sync.go).
+//     before the last copy (slave_sync_delay.go).
 //   - A slave copies its master's topics, consumer offsets and
 //     subscription groups every slaveSyncInterval; offsets committed to it
 //     while the master is away are handed to the master first
@@ -115,8 +115,8 @@
 // admin HTTP server, and on a slave the metadata sync (every
 // SlaveSyncInterval, or when the name server names a new master), and on a
 // master the transaction check service (every transactionCheckInterval),
-// the delay-level loops, their saver and the timer loop (schedule.go,
-// timer.go), and in controller mode the controller heartbeat loop
-// (every brokerHeartbeatInterval; controller_mode_run.go). Close stops
-// them in that order of dependency.
+// the delay-level loops, their saver and the timer loop (package delay,
+// under one loop of the broker's), and in controller mode the controller
+// heartbeat loop (every brokerHeartbeatInterval; controller_mode_run.go).
+// Close stops them in that order of dependency.
 package broker

@@ -70,22 +70,6 @@ func configFileCases() []configFileCase {
 				return ok && tbl["g1"].RetryMaxTimes == 16, bad1 || bad2
 			},
 		},
-		{
-			name: "delayOffset.json",
-			good: `{"offsetTable":{1:5,2:9}}`,
-			bad:  `{"offsetTable":{1:5,2:9,0:4,3:-2}}`,
-			load: func(t *testing.T, fs vfs.FS, rep *fileReport) (bool, bool) {
-				b := &Broker{cfg: *testConfig(t, fs), log: quietLogger()}
-				s, err := newScheduleService(b) // loads the file, reporting to b.stats
-				if err != nil {
-					t.Fatal(err)
-				}
-				rep.setAside.Add(b.stats.configSetAside.Load())
-				_, bad0 := s.mu.offsets[0]
-				_, bad3 := s.mu.offsets[3]
-				return s.mu.offsets[1] == 5 && s.mu.offsets[2] == 9, bad0 || bad3
-			},
-		},
 	}
 }
 
@@ -195,7 +179,7 @@ func TestConfigFilesNeverLockOut(t *testing.T) {
 				}
 				// The file was rewritten with the good entries only: a
 				// second load finds no bad entry and keeps no new copy.
-				if !json.Valid([]byte(readConfig(t, fs, path))) && c.name != "delayOffset.json" {
+				if !json.Valid([]byte(readConfig(t, fs, path))) {
 					t.Fatal("rewritten file is not JSON")
 				}
 				n.Store(0)

@@ -93,7 +93,7 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 	}
 	if isPrepared(h.SysFlag, props) {
 		b.toHalf(m, h.ProducerGroup) // txn_store.go; its delay applies when it is committed
-	} else if r := b.deferDelivery(req, m); r != nil { // a delay level or a timer (schedule_send.go)
+	} else if r := deferDelivery(b.delay, req, m); r != nil { // a delay level or a timer (delay_wiring.go)
 		b.stats.sendErrors.Add(1)
 		return nil, r
 	}

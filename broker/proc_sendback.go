@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/samsamq/samsa/broker/delay"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
 	"github.com/samsamq/samsa/storage/record"
@@ -25,7 +26,7 @@ const (
 // (or the client asked with a negative delay level). The retry waits its
 // delay level first (RocketMQ's consumerSendMsgBack): the client's level,
 // or 3 + the reconsume count when it sent 0 (10 s, 30 s, 1 min, ... with
-// the default table), through the schedule topic (schedule.go). A slave
+// the default table), through the schedule topic (package delay). A slave
 // refuses it (SYSTEM_ERROR, as RocketMQ 4.x answers a put its slave store
 // refused).
 func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Command {
@@ -68,9 +69,9 @@ func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Comma
 	if err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "re-encode properties: "+err.Error())
 	}
-	m := recordCopy(rec, topic, queue, enc)
+	m := delay.CopyRecord(rec, topic, queue, enc)
 	m.StoreHost, m.ReconsumeTimes = b.storeHost, rec.ReconsumeTimes+1
-	if r := b.deferDelivery(req, m); r != nil {
+	if r := deferDelivery(b.delay, req, m); r != nil {
 		return r
 	}
 	res, err := b.store.Append(context.Background(), m)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"syscall"
@@ -125,8 +126,11 @@ func TestDelayAndTimersAfterMasterChange(t *testing.T) {
 		l.send(fmt.Sprintf("d1-%d", i), map[string]string{"DELAY": "1"}, 300*time.Millisecond)
 		l.send(fmt.Sprintf("t1-%d", i), map[string]string{"TIMER_DELAY_MS": "200"}, 200*time.Millisecond)
 	}
+	sent := time.Now().UnixMilli()
 	waitFor(t, func() bool { return master.store.MaxQueueOffset("fo", 0) == 10 }, "the first 10 delivered")
-	time.Sleep(300 * time.Millisecond) // the timer loop publishes its progress
+	waitFor(t, func() bool { // the slave copies the timer loop's progress: past the t1 slots
+		return int64(binary.BigEndian.Uint64(master.delay.TimerCheckpoint())) > sent+200
+	}, "the timer loop to read past the first timers' slots")
 	for i := 0; i < 5; i++ {
 		l.send(fmt.Sprintf("d4-%d", i), map[string]string{"DELAY": "4"}, 1200*time.Millisecond)
 		l.send(fmt.Sprintf("t3-%d", i), map[string]string{"TIMER_DELAY_MS": "3000"}, 3*time.Second)

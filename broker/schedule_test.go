@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/broker/delay"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage/record"
 )
@@ -33,22 +34,6 @@ func waitRecord(t *testing.T, c *rawClient, topic string, queue int32, offset in
 	return record.Record{}
 }
 
-func TestParseDelayLevels(t *testing.T) {
-	got, err := parseDelayLevels(DefaultMessageDelayLevel)
-	if err != nil || len(got) != 18 || got[0] != time.Second || got[2] != 10*time.Second || got[17] != 2*time.Hour {
-		t.Fatalf("%v %v", got, err)
-	}
-	for _, bad := range []string{"", "1x", "s", "-1s", "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"} {
-		if _, err := parseDelayLevels(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	f, err := decodeDelayOffsets([]byte(`{"offsetTable":{1:3,2:0, 18 :7},"dataVersion":{"timestamp":5,"counter":2}}`))
-	if err != nil || f.OffsetTable[1] != 3 || f.OffsetTable[18] != 7 || f.DataVersion.Counter != 2 {
-		t.Fatalf("%+v %v", f, err)
-	}
-}
-
 // TestDelayLevelArrivesNoEarlier: a DELAY=2 message is stored in the
 // schedule topic, not in its topic, and arrives there no earlier than its
 // level's delay, with its properties restored (DELAY gone, REAL_TOPIC and
@@ -69,9 +54,8 @@ func TestDelayLevelArrivesNoEarlier(t *testing.T) {
 		t.Errorf("answer names queue %s, want the real queue 1", q)
 	}
 	waitFor(t, func() bool { return b.store.MaxQueueOffset(ScheduleTopic, 1) == 1 }, "the schedule queue of level 2 to hold the message")
-	if p := c.call(pullReq("g", "dl", 1, 0, 1, 0, "*")); p.Code == protocol.Success {
-		t.Fatal("the delayed message is consumable at once")
-	}
+	// The first record of dl/1 is the delivered copy, stored no earlier
+	// than the level's delay: the message was not stored there at once.
 	rec := waitRecord(t, c, "dl", 1, 0, 20*time.Second)
 	if lag := rec.StoreTimestamp - t0; lag < 1200 {
 		t.Fatalf("delivered %d ms after the send, before the level's 1.2 s", lag)
@@ -83,7 +67,7 @@ func TestDelayLevelArrivesNoEarlier(t *testing.T) {
 	}
 	// GET_ALL_DELAY_OFFSET shows level 2 past its message.
 	ans := c.call(protocol.NewRequest(protocol.GetAllDelayOffset, nil, nil))
-	var f delayOffsetFile
+	var f delay.Offsets
 	if ans.Code != protocol.Success || json.Unmarshal(ans.Body, &f) != nil || f.OffsetTable[2] != 1 {
 		t.Fatalf("GET_ALL_DELAY_OFFSET: %s %s", ans, ans.Body)
 	}
@@ -102,40 +86,19 @@ func TestDelayLevelArrivesNoEarlier(t *testing.T) {
 	if r := c.call(sendReq(ScheduleTopic, 0, []byte("x"), nil)); r.Code != protocol.NoPermission {
 		t.Fatalf("send to %s: %s", ScheduleTopic, r)
 	}
-}
-
-// TestDelayLevelCleanRestart: what was delivered before a clean stop is
-// not delivered again; what was pending is delivered after the restart.
-func TestDelayLevelCleanRestart(t *testing.T) {
-	dir := t.TempDir()
-	mut := func(c *Config) { c.MessageDelayLevel = shortLevels }
-	b := startBroker(t, dir, mut)
-	c := dialRaw(t, b.Addr())
-	c.call(createTopicReq("dr", 1))
-	if r := c.call(sendReq("dr", 0, []byte("first"), map[string]string{"DELAY": "1"})); r.Code != protocol.Success {
-		t.Fatal(r)
-	}
-	waitRecord(t, c, "dr", 0, 0, 20*time.Second)
-	if r := c.call(sendReq("dr", 0, []byte("second"), map[string]string{"DELAY": "4"})); r.Code != protocol.Success {
-		t.Fatal(r)
-	}
+	// Close saves the progress (the saver runs every 10 s only).
 	b.Close()
-	b = startBroker(t, dir, mut)
-	defer b.Close()
-	c = dialRaw(t, b.Addr())
-	rec := waitRecord(t, c, "dr", 0, 1, 20*time.Second)
-	if string(rec.Body) != "second" {
-		t.Fatalf("offset 1 holds %q", rec.Body)
-	}
-	time.Sleep(500 * time.Millisecond)
-	if n := b.store.MaxQueueOffset("dr", 0); n != 2 {
-		t.Fatalf("dr holds %d messages after a clean restart, want 2", n)
+	saved, _, err := jsonFile{fs: b.cfg.FS, path: b.cfg.ConfigDir() + "/delayOffset.json"}.read()
+	if d, derr := delay.DecodeOffsets(saved); err != nil || derr != nil || d.OffsetTable[2] != 1 {
+		t.Fatalf("delayOffset.json after Close: %s %v %v", saved, err, derr)
 	}
 }
 
-// TestTimerArrivesNoEarlier: TIMER_DELAY_MS, TIMER_DELAY_SEC and
-// TIMER_DELIVER_MS messages arrive no earlier than asked, through the
-// timer topic; beyond timerMaxDelaySec a send is refused.
+// TestTimerArrivesNoEarlier: TIMER_DELAY_MS and TIMER_DELAY_SEC messages
+// go through the timer topic and arrive no earlier than asked, with the
+// timer properties; a TIMER_DELIVER_MS in the past is stored as it is;
+// beyond timerMaxDelaySec a send is refused. (Package delay tests the
+// wheel itself on a fake clock.)
 func TestTimerArrivesNoEarlier(t *testing.T) {
 	b := startBroker(t, "", func(c *Config) { c.TimerMaxDelaySec = 60 })
 	defer b.Close()
@@ -145,10 +108,9 @@ func TestTimerArrivesNoEarlier(t *testing.T) {
 	sends := []map[string]string{
 		{"TIMER_DELAY_MS": "1500"},
 		{"TIMER_DELAY_SEC": "1"},
-		{"TIMER_DELIVER_MS": strconv.FormatInt(now+700, 10)},
 		{"TIMER_DELIVER_MS": strconv.FormatInt(now-1000, 10)}, // due: at once
 	}
-	want := []int64{now + 1500, now + 1000, now + 700, now}
+	want := []int64{now + 1500, now + 1000, now}
 	for i, p := range sends {
 		p["KEYS"] = strconv.Itoa(i)
 		if r := c.call(sendReq("tm", 0, []byte("t"+strconv.Itoa(i)), p)); r.Code != protocol.Success {
@@ -159,19 +121,19 @@ func TestTimerArrivesNoEarlier(t *testing.T) {
 		t.Fatalf("a timer beyond timerMaxDelaySec: %s", r)
 	}
 	seen := 0
-	for off := int64(0); off < 4; off++ {
+	for off := int64(0); off < 3; off++ {
 		rec := waitRecord(t, c, "tm", 0, off, 20*time.Second)
 		props := record.ParseProperties(rec.UserProperties())
 		i, _ := strconv.Atoi(props["KEYS"])
 		if rec.StoreTimestamp < want[i] {
 			t.Errorf("timer %d delivered at %d, %d ms early", i, rec.StoreTimestamp, want[i]-rec.StoreTimestamp)
 		}
-		if i != 3 && (props["REAL_TOPIC"] != "" || props["TIMER_OUT_MS"] == "" || props["TIMER_DEQUEUE_MS"] == "") {
+		if i != 2 && (props["REAL_TOPIC"] != "" || props["TIMER_OUT_MS"] == "" || props["TIMER_DEQUEUE_MS"] == "") {
 			t.Errorf("timer %d delivered with %v", i, props)
 		}
 		seen |= 1 << i
 	}
-	if seen != 15 {
+	if seen != 7 {
 		t.Fatalf("delivered set %b", seen)
 	}
 }
@@ -244,12 +206,12 @@ func TestSlaveCopiesDelayOffsets(t *testing.T) {
 	if err := slave.metaSync.round(); err != nil {
 		t.Fatal(err)
 	}
-	if got := slave.sched.table().OffsetTable[1]; got != 1 {
+	if got := slave.delay.Offsets().OffsetTable[1]; got != 1 {
 		t.Fatalf("slave's level 1 offset %d, want the master's 1", got)
 	}
 	slave.Close()
 	f, _, err := jsonFile{fs: slave.cfg.FS, path: slaveDir + "/config/delayOffset.json"}.read()
-	if d, derr := decodeDelayOffsets(f); err != nil || derr != nil || d.OffsetTable[1] != 1 {
+	if d, derr := delay.DecodeOffsets(f); err != nil || derr != nil || d.OffsetTable[1] != 1 {
 		t.Fatalf("slave's delayOffset.json %s %v %v", f, err, derr)
 	}
 }
@@ -280,34 +242,5 @@ func TestDelayRefusals(t *testing.T) {
 	c2 := dialRaw(t, b2.Addr())
 	if r := c2.call(sendReq("rf", 0, []byte("x"), map[string]string{"TIMER_DELAY_MS": "soon"})); r.Code != protocol.MessageIllegal {
 		t.Fatalf("bad timer property: %s", r)
-	}
-}
-
-// TestTimerHotSlot: a slot with more timers than hotSlot is streamed once
-// it has passed: all arrive, none early.
-func TestTimerHotSlot(t *testing.T) {
-	defer func(n int) { hotSlot = n }(hotSlot)
-	hotSlot = 5
-	b := startBroker(t, "", nil)
-	defer b.Close()
-	c := dialRaw(t, b.Addr())
-	c.call(createTopicReq("hs", 1))
-	at := time.Now().Add(800 * time.Millisecond).UnixMilli()
-	for i := 0; i < 20; i++ {
-		p := map[string]string{"TIMER_DELIVER_MS": strconv.FormatInt(at, 10)}
-		if r := c.call(sendReq("hs", 0, []byte(strconv.Itoa(i)), p)); r.Code != protocol.Success {
-			t.Fatal(r)
-		}
-	}
-	got := map[string]bool{}
-	for off := int64(0); off < 20; off++ {
-		rec := waitRecord(t, c, "hs", 0, off, 20*time.Second)
-		if rec.StoreTimestamp < at {
-			t.Errorf("timer %s delivered %d ms early", rec.Body, at-rec.StoreTimestamp)
-		}
-		got[string(rec.Body)] = true
-	}
-	if len(got) != 20 {
-		t.Fatalf("%d distinct of 20", len(got))
 	}
 }

@@ -116,10 +116,10 @@ func (b *Broker) writeStats(w *bufio.Writer, item string) bool {
 		lines = append(b.generalStats(), b.topicStats()...)
 		lines = append(lines, b.storeStats()...)
 		lines = append(lines, b.haStats()...)
-		lines = append(lines, b.scheduleStats()...)
+		lines = append(lines, delayStats(b.delay)...)
 		lines = append(lines, b.aclStats()...)
 	case "schedule":
-		lines = b.scheduleStats()
+		lines = delayStats(b.delay)
 	case "acl":
 		lines = b.aclStats()
 	case "ha":

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/protocol"
-	"github.com/samsamq/samsa/storage"
 	"github.com/samsamq/samsa/storage/record"
 )
 
@@ -48,7 +47,7 @@ func benchTimers(b *testing.B, pending int) {
 	far := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
 	start := time.Now()
 	sendPipelined(b, c, pending, func(i int) map[string]string { return map[string]string{"TIMER_DELIVER_MS": far} })
-	for br.timers.pending.Load() < int64(pending) {
+	for timersPending(br) < int64(pending) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	enq := time.Since(start)
@@ -97,6 +96,16 @@ func benchTimers(b *testing.B, pending int) {
 	b.ReportMetric(float64(pending)/enq.Seconds(), "enqueued/s")
 }
 
+// timersPending is the stats' timer_pending.
+func timersPending(br *Broker) int64 {
+	for _, s := range br.delay.Stats() {
+		if s.Name == "timer_pending" {
+			return s.Value.(int64)
+		}
+	}
+	return 0
+}
+
 // sendPipelined sends n messages to bt (queue i%8) with props(i), 256 in
 // flight.
 func sendPipelined(b *testing.B, c *rawClient, n int, props func(i int) map[string]string) {
@@ -130,22 +139,6 @@ func rssBytes() int64 {
 		}
 	}
 	return 0
-}
-
-// BenchmarkDeferDeliveryPlain is what every send pays for delayed
-// delivery when it asks for none: one pass over five properties.
-func BenchmarkDeferDeliveryPlain(b *testing.B) {
-	br := newBroker(b, b.TempDir(), nil)
-	defer br.Close()
-	p, _ := record.EncodeProperties(map[string]string{"TAGS": "tagA", "KEYS": "key-1",
-		"UNIQ_KEY": "7F0000010000ADFD0000000000000000AA", "WAIT": "true", "idx": "12"})
-	m := &storage.Message{Topic: "t", Properties: p}
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if br.deferDelivery(nil, m) != nil {
-			b.Fatal("a plain message deferred")
-		}
-	}
 }
 
 // diskBytes is the space allocated to the files under dir (sparse files

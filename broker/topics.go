@@ -393,3 +393,14 @@ func (m *topicManager) adopt(table map[string]TopicConfig, v DataVersion) (remov
 	sort.Strings(removed)
 	return removed, true, m.save()
 }
+
+// addSystem adds a built-in topic unless the table has it (a slave's
+// copy of its master's table has it already).
+func (m *topicManager) addSystem(tc TopicConfig) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.system[tc.TopicName] = true
+	if _, ok := m.mu.table[tc.TopicName]; !ok {
+		m.mu.table[tc.TopicName] = tc
+	}
+}

@@ -1,4 +1,4 @@
-package broker
+package delay
 
 import (
 	"cmp"
@@ -17,41 +17,20 @@ import (
 	"github.com/samsamq/samsa/storage/record"
 )
 
-// timerService delivers timer messages (RocketMQ 5's TimerMessageStore,
-// simplified): a message with TIMER_DELIVER_MS, TIMER_DELAY_SEC or
-// TIMER_DELAY_MS is stored once, in TimerTopic queue 0 with TIMER_OUT_MS
-// (deferDelivery). The timer loop enqueues each such message into the
-// disk wheel (package timerwheel: an entry in the timer log, chained into
-// the slot of its time) and, when a slot's span begins, reads the slot's
-// chain into memory (one slot's worth) and appends each message to
-// REAL_TOPIC/REAL_QID at its own time (timer properties kept for the
-// consumer to see, REAL_TOPIC and REAL_QID removed, TIMER_ENQUEUE_MS and
-// TIMER_DEQUEUE_MS added, as RocketMQ). A timer is never delivered before
-// its time; it is late by the loop's work, not by the precision (RocketMQ
-// delivers a slot once it has passed: up to a precision late). A slot of
-// more than hotSlot timers is not held: it is streamed from the log once
-// it has passed, so it costs a batch of memory and is up to a precision
-// late.
+// timers delivers timer messages (RocketMQ 5's TimerMessageStore,
+// simplified): the loop enqueues each message of TimerTopic queue 0 into
+// the disk wheel (package timerwheel: an entry in the timer log, chained
+// into the slot of its time) and, when a slot's span begins, reads the
+// slot's chain into memory (one slot's worth) and appends each message to
+// REAL_TOPIC/REAL_QID at its own time. A slot of more than hotSlot timers
+// is not held: it is streamed from the log once it has passed, so it
+// costs a batch of memory and is up to a precision late.
 //
-// Files: StorePathRootDir/timerwheel/ (timerlog/, timerwheel,
-// timercheck), opened on the first timer message (a broker that never
-// gets one makes none). Every timerFlushIntervalMs the loop flushes the
-// delivered copies (Store.FlushTo), syncs the log and wheel and writes the
-// checkpoint (next slot to read, next timer-queue offset to enqueue); Close
-// writes a clean one. After a crash the wheel is rebuilt from the log,
-// enqueueing resumes after the last logged queue offset and reading at
-// the checkpoint's slot: timers delivered since the checkpoint are
-// delivered again (at least once), none is lost. Only a master runs the
-// loop; the timer topic replicates with the CommitLog, the timer files do
-// not: a slave copies its master's progress, and run as master it builds
-// its wheel from the timer topic, skipping what the old master delivered
-// (timer_sync.go).
-//
-// Goroutine: one loop (started by start on a master; woken by a dispatch
-// into the timer topic, by the next slot's end, by stop) owns the wheel
-// and the progress fields.
-type timerService struct {
-	b    *Broker
+// Goroutine: one loop (run; woken by a dispatch into the timer topic, by
+// the next slot's end, by stop) owns the wheel and the progress fields;
+// the stats read the published copies.
+type timers struct {
+	cfg  *Config
 	prec int64
 	kick chan struct{}
 	// owned by the loop
@@ -68,7 +47,7 @@ type timerService struct {
 	skipQueue, skipMs int64
 	// pending is the number of timers enqueued and not yet delivered
 	// (stats; approximate across restarts); readPub and queuePub publish
-	// readMs and queueOff for the stats.
+	// readMs and queueOff for the stats and GET_TIMER_CHECK_POINT.
 	pending           atomic.Int64
 	readPub, queuePub atomic.Int64
 }
@@ -78,51 +57,50 @@ type timerService struct {
 // passed (up to a precision late). A variable for tests.
 var hotSlot = 1 << 16
 
-func newTimerService(b *Broker) *timerService {
-	return &timerService{b: b, prec: int64(b.cfg.TimerPrecisionMs), kick: make(chan struct{}, 1)}
+func newTimers(cfg *Config) *timers {
+	return &timers{cfg: cfg, prec: int64(cfg.TimerPrecisionMs), kick: make(chan struct{}, 1)}
 }
-
-func (t *timerService) dir() string { return filepath.Join(t.b.cfg.StorePathRootDir, "timerwheel") }
 
 // open opens the wheel when it exists on disk or the timer topic holds
 // something; false when there is nothing to do yet.
-func (t *timerService) open() (bool, error) {
+func (t *timers) open() (bool, error) {
 	if t.wheel != nil {
 		return true, nil
 	}
-	if _, err := t.b.cfg.FS.Stat(filepath.Join(t.dir(), "timercheck")); err != nil &&
-		t.b.store.MaxQueueOffset(TimerTopic, 0) == 0 {
+	st := t.cfg.Store
+	if _, err := t.cfg.FS.Stat(filepath.Join(t.cfg.TimerDir, "timercheck")); err != nil &&
+		st.MaxQueueOffset(TimerTopic, 0) == 0 {
 		return false, nil
 	}
-	slots := (int64(t.b.cfg.TimerMaxDelaySec)*1000)/t.prec + 600_000/t.prec // + 10 min of slack
-	w, cp, err := timerwheel.Open(timerwheel.Options{Dir: t.dir(), FS: t.b.cfg.FS, PrecisionMs: t.prec, Slots: slots})
+	slots := (int64(t.cfg.TimerMaxDelaySec)*1000)/t.prec + 600_000/t.prec // + 10 min of slack
+	w, cp, err := timerwheel.Open(timerwheel.Options{Dir: t.cfg.TimerDir, FS: t.cfg.FS, PrecisionMs: t.prec, Slots: slots})
 	if err != nil {
 		return false, fmt.Errorf("broker: open the timer wheel: %w", err)
 	}
 	t.wheel = w
 	t.readMs, t.queueOff = cp.ReadMs, max(cp.QueueOffset, w.LastQueueOffset+1)
 	if t.readMs == 0 {
-		t.readMs = t.b.cfg.Clock().UnixMilli() / t.prec * t.prec
-		var wm timerWatermark
-		_, found := t.b.timerWatermarkFile().loadTolerant(func(raw []byte) error { return json.Unmarshal(raw, &wm) })
+		t.readMs = t.cfg.Now().UnixMilli() / t.prec * t.prec
+		var wm watermark
+		_, found := watermarkFile(t.cfg).LoadTolerant(func(raw []byte) error { return json.Unmarshal(raw, &wm) })
 		if found && wm.LastReadTimeMs > 0 && w.End() == 0 {
 			t.readMs = wm.LastReadTimeMs / t.prec * t.prec
 			t.skipQueue, t.skipMs = wm.MasterTimerQueueOffset, wm.LastReadTimeMs
-			t.b.log.Info("broker: timer wheel built from the timer topic after a master change",
+			t.cfg.Logger.Info("broker: timer wheel built from the timer topic after a master change",
 				"lastReadTimeMs", wm.LastReadTimeMs, "masterTimerQueueOffset", wm.MasterTimerQueueOffset)
 		}
 	}
-	if lo := t.b.store.MinQueueOffset(TimerTopic, 0); t.queueOff < lo {
+	if lo := st.MinQueueOffset(TimerTopic, 0); t.queueOff < lo {
 		t.queueOff = lo
 	}
-	t.queueOff = min(t.queueOff, t.b.store.MaxQueueOffset(TimerTopic, 0))
+	t.queueOff = min(t.queueOff, st.MaxQueueOffset(TimerTopic, 0))
 	t.lastCheck = time.Now()
 	t.readPub.Store(t.readMs)
 	t.queuePub.Store(t.queueOff)
 	return true, nil
 }
 
-func (t *timerService) onDispatch(topic string, _ int32, _ int64) {
+func (t *timers) onDispatch(topic string, _ int32, _ int64) {
 	if topic == TimerTopic {
 		select {
 		case t.kick <- struct{}{}:
@@ -131,10 +109,8 @@ func (t *timerService) onDispatch(topic string, _ int32, _ int64) {
 	}
 }
 
-func (t *timerService) start() { t.b.goLoop(t.run) }
-
 // close writes the clean checkpoint (after the loop stopped).
-func (t *timerService) close() error {
+func (t *timers) close() error {
 	if t.wheel == nil {
 		return nil
 	}
@@ -150,14 +126,14 @@ func (t *timerService) close() error {
 	return err
 }
 
-func (t *timerService) run() {
+func (t *timers) run(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		wait := t.round()
+		wait := t.round(stop)
 		timer.Reset(max(wait, time.Millisecond))
 		select {
-		case <-t.b.stop:
+		case <-stop:
 			return
 		case <-t.kick:
 		case <-timer.C:
@@ -173,10 +149,10 @@ func (t *timerService) run() {
 
 // round enqueues what arrived, delivers the slots that have passed and
 // checkpoints when due; it says how long to sleep.
-func (t *timerService) round() time.Duration {
+func (t *timers) round(stop <-chan struct{}) time.Duration {
 	ok, err := t.open()
 	if err != nil {
-		t.b.log.Error("broker: timer wheel", "err", err)
+		t.cfg.Logger.Error("broker: timer wheel", "err", err)
 		return time.Second
 	}
 	if !ok {
@@ -184,19 +160,19 @@ func (t *timerService) round() time.Duration {
 	}
 	busy := false
 	if n, err := t.enqueue(); err != nil {
-		t.b.log.Warn("broker: timer enqueue", "err", err)
-		return 100 * time.Millisecond
+		t.cfg.Logger.Warn("broker: timer enqueue", "err", err)
+		return retryWait
 	} else if n > 0 {
 		busy = true
 	}
-	wait, err := t.dequeue(busy)
+	wait, err := t.dequeue(busy, stop)
 	if err != nil {
-		t.b.log.Warn("broker: timer delivery", "slot", t.readMs, "err", err)
-		wait = 100 * time.Millisecond
+		t.cfg.Logger.Warn("broker: timer delivery", "slot", t.readMs, "err", err)
+		wait = retryWait
 	}
-	if time.Since(t.lastCheck) >= t.b.cfg.TimerFlushInterval {
+	if time.Since(t.lastCheck) >= t.cfg.TimerFlushInterval {
 		if err := t.checkpoint(); err != nil {
-			t.b.log.Warn("broker: timer checkpoint", "err", err)
+			t.cfg.Logger.Warn("broker: timer checkpoint", "err", err)
 		}
 	}
 	if busy {
@@ -209,9 +185,9 @@ func (t *timerService) round() time.Duration {
 // come, then later slots as their spans begin. It returns how long until
 // the next is due. With busy it stops after one slot, to let enqueueing
 // keep up.
-func (t *timerService) dequeue(busy bool) (time.Duration, error) {
+func (t *timers) dequeue(busy bool, stop <-chan struct{}) (time.Duration, error) {
 	for {
-		now := t.b.cfg.Clock().UnixMilli()
+		now := t.cfg.Now().UnixMilli()
 		if !t.curLoaded {
 			if t.readMs > now {
 				return time.Duration(t.readMs-now) * time.Millisecond, nil
@@ -259,7 +235,7 @@ func (t *timerService) dequeue(busy bool) (time.Duration, error) {
 		t.readPub.Store(t.readMs)
 		t.cur, t.curLoaded = nil, false
 		select {
-		case <-t.b.stop:
+		case <-stop:
 			return 0, nil
 		default:
 		}
@@ -271,11 +247,11 @@ func (t *timerService) dequeue(busy bool) (time.Duration, error) {
 
 // enqueue moves up to a batch of new timer-topic messages into the wheel
 // (or delivers those already due).
-func (t *timerService) enqueue() (int, error) {
-	res, err := t.b.store.GetMessages(TimerTopic, 0, t.queueOff, 256, 4<<20, nil)
+func (t *timers) enqueue() (int, error) {
+	res, err := t.cfg.Store.GetMessages(TimerTopic, 0, t.queueOff, 256, 4<<20, nil)
 	var ce *storage.CorruptRecordError
 	if errors.As(err, &ce) {
-		t.b.log.Error("broker: a timer message is corrupt; skipped", "offset", t.queueOff, "err", err)
+		t.cfg.Logger.Error("broker: a timer message is corrupt; skipped", "offset", t.queueOff, "err", err)
 		t.queueOff = res.NextOffset
 		return 1, nil
 	}
@@ -294,19 +270,19 @@ func (t *timerService) enqueue() (int, error) {
 	for i, raw := range res.Records {
 		var rec record.Record
 		if err := record.Decode(raw, record.NoPhys, &rec); err != nil {
-			t.b.log.Error("broker: undecodable timer message; skipped", "offset", res.QueueOffsets[i], "err", err)
+			t.cfg.Logger.Error("broker: undecodable timer message; skipped", "offset", res.QueueOffsets[i], "err", err)
 			continue
 		}
 		v, _ := record.LookupProperty(rec.UserProperties(), propTimerOutMs)
 		out, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil {
-			t.b.log.Error("broker: timer message without TIMER_OUT_MS; delivered now", "offset", res.QueueOffsets[i])
+			t.cfg.Logger.Error("broker: timer message without TIMER_OUT_MS; delivered now", "offset", res.QueueOffsets[i])
 		}
 		if err == nil && res.QueueOffsets[i] < t.skipQueue && out < t.skipMs {
 			continue // the old master delivered it
 		}
 		slot := out / t.prec * t.prec
-		if err != nil || slot < t.readMs || out <= t.b.cfg.Clock().UnixMilli() {
+		if err != nil || slot < t.readMs || out <= t.cfg.Now().UnixMilli() {
 			// Due, or its slot was read already (or it cannot be placed): now.
 			if m, ok := t.dueCopy(&rec, -1); ok {
 				due = append(due, m)
@@ -332,14 +308,16 @@ func (t *timerService) enqueue() (int, error) {
 	return len(res.Records), nil
 }
 
-// dueCopy is the delivered copy of a timer record.
-func (t *timerService) dueCopy(rec *record.Record, enqueueMs int64) (*storage.Message, bool) {
-	m, ok := t.b.dueMessage(rec, false)
+// dueCopy is the delivered copy of a timer record: its timer properties
+// kept for the consumer to see, REAL_TOPIC and REAL_QID removed,
+// TIMER_ENQUEUE_MS and TIMER_DEQUEUE_MS added, as RocketMQ.
+func (t *timers) dueCopy(rec *record.Record, enqueueMs int64) (*storage.Message, bool) {
+	m, ok := dueMessage(rec, false)
 	if !ok {
-		t.b.log.Error("broker: timer message without REAL_TOPIC/REAL_QID; dropped", "phys", rec.PhysOffset)
+		t.cfg.Logger.Error("broker: timer message without REAL_TOPIC/REAL_QID; dropped", "phys", rec.PhysOffset)
 		return nil, false
 	}
-	now := strconv.FormatInt(t.b.cfg.Clock().UnixMilli(), 10)
+	now := strconv.FormatInt(t.cfg.Now().UnixMilli(), 10)
 	if enqueueMs < 0 {
 		m.Properties = record.AppendProperty(m.Properties, propTimerEnqueueMs, now)
 	} else {
@@ -350,18 +328,18 @@ func (t *timerService) dueCopy(rec *record.Record, enqueueMs int64) (*storage.Me
 }
 
 // deliverEntries delivers the timers of entries.
-func (t *timerService) deliverEntries(entries []timerwheel.Entry) error {
+func (t *timers) deliverEntries(entries []timerwheel.Entry) error {
 	batch := make([]*storage.Message, 0, min(len(entries), 256))
 	bytes := 0
 	for _, e := range entries {
-		raw, err := t.b.store.ReadAt(e.Phys, e.Size)
+		raw, err := t.cfg.Store.ReadAt(e.Phys, e.Size)
 		if err != nil {
-			t.b.log.Error("broker: a timer message is gone from the CommitLog; skipped", "phys", e.Phys, "err", err)
+			t.cfg.Logger.Error("broker: a timer message is gone from the CommitLog; skipped", "phys", e.Phys, "err", err)
 			continue
 		}
 		var rec record.Record
 		if err := record.Decode(raw, e.Phys, &rec); err != nil {
-			t.b.log.Error("broker: a timer message is corrupt; skipped", "phys", e.Phys, "err", err)
+			t.cfg.Logger.Error("broker: a timer message is corrupt; skipped", "phys", e.Phys, "err", err)
 			continue
 		}
 		m, ok := t.dueCopy(&rec, e.DeliverMs)
@@ -370,7 +348,7 @@ func (t *timerService) deliverEntries(entries []timerwheel.Entry) error {
 		}
 		batch = append(batch, m)
 		bytes += len(m.Body) + len(m.Properties) + 256
-		if len(batch) == 256 || bytes >= t.b.batchBytes() {
+		if len(batch) == 256 || bytes >= t.cfg.MaxBatchBytes {
 			if err := t.append(batch); err != nil {
 				return err
 			}
@@ -383,34 +361,34 @@ func (t *timerService) deliverEntries(entries []timerwheel.Entry) error {
 
 // append stores delivered copies; a failure leaves the slot to be read
 // again (its earlier copies then twice).
-func (t *timerService) append(ms []*storage.Message) error {
+func (t *timers) append(ms []*storage.Message) error {
 	if len(ms) == 0 {
 		return nil
 	}
-	res, err := t.b.store.AppendBatch(context.Background(), ms)
+	res, err := t.cfg.Store.AppendBatch(context.Background(), ms)
 	if err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
 		return err
 	}
 	last := res[len(res)-1]
 	t.flushTo = last.PhysicalOffset + int64(last.Size)
 	for _, m := range ms {
-		t.b.stats.put(m.Topic, 1, len(m.Body))
+		t.cfg.Delivered(m.Topic, len(m.Body))
 	}
 	return nil
 }
 
-func (t *timerService) flushDelivered() error {
+func (t *timers) flushDelivered() error {
 	if t.flushTo == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return t.b.store.FlushTo(ctx, t.flushTo)
+	return t.cfg.Store.FlushTo(ctx, t.flushTo)
 }
 
 // checkpoint flushes the delivered copies, then the wheel, then records
 // progress, and drops log segments wholly read.
-func (t *timerService) checkpoint() error {
+func (t *timers) checkpoint() error {
 	t.lastCheck = time.Now()
 	if err := t.flushDelivered(); err != nil {
 		return err
