@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/samsamq/samsa/broker/internal/timerwheel"
+	"github.com/samsamq/samsa/broker/delay/internal/timerwheel"
 	"github.com/samsamq/samsa/storage"
 	"github.com/samsamq/samsa/storage/record"
 )
