@@ -172,17 +172,25 @@ func (a *Admin) Topics(ctx context.Context) ([]string, error) {
 
 // ClusterInfo returns the clusters and their brokers' addresses.
 func (a *Admin) ClusterInfo(ctx context.Context) (*protocol.ClusterInfo, error) {
+	ci, _, err := a.ClusterInfoFrom(ctx)
+	return ci, err
+}
+
+// ClusterInfoFrom is ClusterInfo, and says which name server answered:
+// name servers that have not heard from the same brokers answer
+// differently, and a view of the cluster should say whose it is.
+func (a *Admin) ClusterInfoFrom(ctx context.Context) (*protocol.ClusterInfo, string, error) {
 	ctx, cancel := a.in.ctxTimeout(ctx)
 	defer cancel()
-	resp, err := a.in.invokeNameServer(ctx, protocol.NewRequest(protocol.GetBrokerClusterInfo, nil, nil))
+	resp, from, err := a.in.invokeNameServerFrom(ctx, protocol.NewRequest(protocol.GetBrokerClusterInfo, nil, nil))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var ci protocol.ClusterInfo
 	if err := protocol.UnmarshalBody(resp.Body, &ci); err != nil {
-		return nil, fmt.Errorf("client: cluster info: %w", err)
+		return nil, "", fmt.Errorf("client: cluster info from %s: %w", from, err)
 	}
-	return &ci, nil
+	return &ci, from, nil
 }
 
 // QueueStatus is one queue's offsets, and a group's progress in it.

@@ -171,6 +171,13 @@ func (in *instance) invoke(ctx context.Context, addr string, req *protocol.Comma
 // invokeNameServer sends req to the name servers in turn until one
 // answers (with anything: an error answer is not retried elsewhere).
 func (in *instance) invokeNameServer(ctx context.Context, req *protocol.Command) (*protocol.Command, error) {
+	resp, _, err := in.invokeNameServerFrom(ctx, req)
+	return resp, err
+}
+
+// invokeNameServerFrom is invokeNameServer, and says which name server
+// answered. When none did, the error names each one with its failure.
+func (in *instance) invokeNameServerFrom(ctx context.Context, req *protocol.Command) (*protocol.Command, string, error) {
 	ns := in.opts.NameServers
 	first := int(in.nsIndex.Load())
 	var errs []error
@@ -181,16 +188,16 @@ func (in *instance) invokeNameServer(ctx context.Context, req *protocol.Command)
 		if err == nil {
 			in.nsIndex.Store(uint32(k))
 			if resp.Code != protocol.Success {
-				return resp, responseError(ns[k], resp)
+				return resp, ns[k], responseError(ns[k], resp)
 			}
-			return resp, nil
+			return resp, ns[k], nil
 		}
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("name server %s: %w", ns[k], err))
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return nil, fmt.Errorf("client: no name server answered: %w", errors.Join(errs...))
+	return nil, "", fmt.Errorf("client: no name server answered: %w", errors.Join(errs...))
 }
 
 // brokerAddrs returns the address of every broker (masters first, then
