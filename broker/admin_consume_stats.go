@@ -41,7 +41,7 @@ func (b *Broker) processGetConsumeStats(_ *conn, req *protocol.Command) *protoco
 			}
 			w.PullOffset = w.ConsumerOffset
 			if w.ConsumerOffset > 0 {
-				w.LastTimestamp = b.storeTimeAt(t, qid, w.ConsumerOffset-1)
+				w.LastTimestamp = storeTimeAt(b.store, t, qid, w.ConsumerOffset-1)
 			}
 			cs.OffsetTable[protocol.MessageQueue{Topic: t, BrokerName: b.cfg.BrokerName, QueueID: qid}] = w
 		}

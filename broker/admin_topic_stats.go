@@ -2,6 +2,7 @@ package broker
 
 import (
 	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage"
 	"github.com/samsamq/samsa/storage/record"
 )
 
@@ -20,7 +21,7 @@ func (b *Broker) processGetTopicStatsInfo(_ *conn, req *protocol.Command) *proto
 		qid := int32(i)
 		o := protocol.TopicOffset{MinOffset: max(b.store.MinQueueOffset(topic, qid), 0), MaxOffset: max(b.store.MaxQueueOffset(topic, qid), 0)}
 		if o.MaxOffset > 0 {
-			o.LastUpdateTimestamp = b.storeTimeAt(topic, qid, o.MaxOffset-1)
+			o.LastUpdateTimestamp = storeTimeAt(b.store, topic, qid, o.MaxOffset-1)
 		}
 		t.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: b.cfg.BrokerName, QueueID: qid}] = o
 	}
@@ -35,8 +36,8 @@ func (b *Broker) processGetTopicStatsInfo(_ *conn, req *protocol.Command) *proto
 
 // storeTimeAt is the store time (Unix ms) of the message at a queue
 // offset, 0 when it cannot be read (gone to retention, or corrupt).
-func (b *Broker) storeTimeAt(topic string, qid int32, off int64) int64 {
-	res, err := b.store.GetMessages(topic, qid, off, 1, 0, nil)
+func storeTimeAt(st *storage.Store, topic string, qid int32, off int64) int64 {
+	res, err := st.GetMessages(topic, qid, off, 1, 0, nil)
 	if err != nil || len(res.Records) == 0 {
 		return 0
 	}

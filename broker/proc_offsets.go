@@ -115,7 +115,7 @@ func (b *Broker) processSearchOffset(_ *conn, req *protocol.Command) *protocol.C
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	off := b.offsetByTime(h.Topic, h.QueueID, h.Timestamp, strings.EqualFold(h.BoundaryType, "UPPER"))
+	off := offsetByTime(b.store, h.Topic, h.QueueID, h.Timestamp, strings.EqualFold(h.BoundaryType, "UPPER"))
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }
 

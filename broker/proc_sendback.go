@@ -37,7 +37,7 @@ func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Comma
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	rec, _, err := b.readRecord(h.Offset)
+	rec, _, err := readRecord(b.store, h.Offset)
 	if err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", h.Offset, err))
 	}
@@ -94,11 +94,11 @@ func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Comma
 
 // readRecord reads and decodes the record at a commit-log offset; raw is
 // the record as stored (r aliases it).
-func (b *Broker) readRecord(phys int64) (r *record.Record, raw []byte, err error) {
-	if phys < b.store.CommitLogMinOffset() || phys >= b.store.WrittenOffset() {
-		return nil, nil, fmt.Errorf("offset outside the stored log [%d, %d)", b.store.CommitLogMinOffset(), b.store.WrittenOffset())
+func readRecord(st *storage.Store, phys int64) (r *record.Record, raw []byte, err error) {
+	if phys < st.CommitLogMinOffset() || phys >= st.WrittenOffset() {
+		return nil, nil, fmt.Errorf("offset outside the stored log [%d, %d)", st.CommitLogMinOffset(), st.WrittenOffset())
 	}
-	head, err := b.store.ReadAt(phys, 8)
+	head, err := st.ReadAt(phys, 8)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -106,7 +106,7 @@ func (b *Broker) readRecord(phys int64) (r *record.Record, raw []byte, err error
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err = b.store.ReadAt(phys, size)
+	raw, err = st.ReadAt(phys, size)
 	if err != nil {
 		return nil, nil, err
 	}

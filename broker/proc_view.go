@@ -14,7 +14,7 @@ func (b *Broker) processViewMessage(c *conn, req *protocol.Command) *protocol.Co
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	rec, raw, err := b.readRecord(h.Offset)
+	rec, raw, err := readRecord(b.store, h.Offset)
 	if err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("can not find message by the offset, %d: %v", h.Offset, err))
 	}

@@ -1,6 +1,10 @@
 package broker
 
-import "time"
+import (
+	"time"
+
+	"github.com/samsamq/samsa/storage"
+)
 
 // Where a consumer group without a committed offset starts.
 //
@@ -69,18 +73,18 @@ func (b *Broker) startAtZero(group, topic string, queue int32) bool {
 // is older, its min offset when every one is newer); UPPER is the last
 // offset stored at or before ts (max-1 when every message is older, 0 when
 // every one is newer). An empty queue answers 0 either way.
-func (b *Broker) offsetByTime(topic string, queue int32, ts int64, upper bool) int64 {
-	minOff, maxOff := b.store.MinQueueOffset(topic, queue), b.store.MaxQueueOffset(topic, queue)
+func offsetByTime(st *storage.Store, topic string, queue int32, ts int64, upper bool) int64 {
+	minOff, maxOff := st.MinQueueOffset(topic, queue), st.MaxQueueOffset(topic, queue)
 	if maxOff <= minOff {
 		return 0
 	}
 	if !upper {
-		return b.store.OffsetByTime(topic, queue, ts)
+		return st.OffsetByTime(topic, queue, ts)
 	}
 	if ts == 1<<63-1 {
 		return maxOff - 1
 	}
-	after := b.store.OffsetByTime(topic, queue, ts+1) // the first stored after ts
+	after := st.OffsetByTime(topic, queue, ts+1) // the first stored after ts
 	if after <= minOff {
 		return 0
 	}

@@ -76,7 +76,7 @@ func (u *uiServer) progress(group, topic string, withTimes bool) []uiProgress {
 			p.Committed = off
 			p.Lag = max(p.MaxOffset-off, 0)
 			if off > 0 && withTimes {
-				p.LastConsumed = b.storeTimeAt(topic, i, off-1)
+				p.LastConsumed = storeTimeAt(b.store, topic, i, off-1)
 			}
 		} else {
 			p.Lag = max(p.MaxOffset-p.MinOffset, 0)

@@ -83,7 +83,7 @@ func (u *uiServer) messages(r *http.Request) (any, error) {
 func (u *uiServer) byID(topic, id string) ([]uiMessage, error) {
 	b := u.b
 	if host, off, err := protocol.ParseOffsetMsgID(id); err == nil && host == b.storeHost {
-		if rec, _, err := b.readRecord(off); err == nil && (topic == "" || string(rec.Topic) == topic) {
+		if rec, _, err := readRecord(b.store, off); err == nil && (topic == "" || string(rec.Topic) == topic) {
 			return []uiMessage{u.view(rec)}, nil
 		}
 	}

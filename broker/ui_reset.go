@@ -118,7 +118,7 @@ func (u *uiServer) reset(req uiResetRequest) (*uiResetAnswer, error) {
 			if req.TimestampMs <= 0 {
 				return 0, badRequest("timestampMs: want a Unix time in milliseconds, got %d", req.TimestampMs)
 			}
-			return b.offsetByTime(req.Topic, q, req.TimestampMs, false), nil
+			return offsetByTime(b.store, req.Topic, q, req.TimestampMs, false), nil
 		case "offset":
 			if req.Offset < 0 {
 				return 0, badRequest("offset: %d is negative", req.Offset)

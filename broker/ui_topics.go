@@ -83,7 +83,7 @@ func (u *uiServer) topic(r *http.Request) (any, error) {
 	for i := range int32(max(tc.ReadQueueNums, tc.WriteQueueNums)) {
 		q := uiQueue{Queue: i, MinOffset: max(b.store.MinQueueOffset(name, i), 0), MaxOffset: max(b.store.MaxQueueOffset(name, i), 0)}
 		if q.MaxOffset > 0 {
-			q.LastStoreTime = b.storeTimeAt(name, i, q.MaxOffset-1)
+			q.LastStoreTime = storeTimeAt(b.store, name, i, q.MaxOffset-1)
 		}
 		d.Messages += max(q.MaxOffset-q.MinOffset, 0)
 		d.MaxTotal += q.MaxOffset
