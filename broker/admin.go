@@ -10,14 +10,17 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/samsamq/samsa/broker/dashboard"
 )
 
-// adminServer is the admin HTTP listener: Prometheus /metrics and
-// /debug/pprof, on its own mux (nothing registered globally).
+// adminServer is the admin HTTP listener: Prometheus /metrics, the
+// dashboard (/ui/) and /debug/pprof, on its own mux (nothing registered
+// globally).
 type adminServer struct {
-	ln      net.Listener
-	srv     *http.Server
-	closeUI func() // the dashboard's connections (ui.go)
+	ln  net.Listener
+	srv *http.Server
+	ui  *dashboard.Dashboard // /ui/ (dashboard_source.go)
 }
 
 func startAdmin(b *Broker) (*adminServer, error) {
@@ -35,13 +38,17 @@ func startAdmin(b *Broker) (*adminServer, error) {
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "samsa broker %s (%s)\n/ui/\n/metrics\n/healthz\n/readyz\n/debug/pprof/\n", b.cfg.BrokerName, b.Addr()) // a failed write is the client gone
 	})
-	closeUI := mountUI(b, mux) // the dashboard, /ui/ (ui.go)
+	ui, err := mountDashboard(b, mux, ln.Addr().String())
+	if err != nil {
+		_ = ln.Close() // nothing accepted yet
+		return nil, fmt.Errorf("broker: dashboard: %w", err)
+	}
 	var h http.Handler = mux
 	if b.acl != nil {
 		h = b.acl.basicAuth(b, mux)
 	}
 	h = withHealth(b, h) // /healthz and /readyz (metrics_health.go)
-	a := &adminServer{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, closeUI: closeUI}
+	a := &adminServer{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ui: ui}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			b.log.Error("broker: admin server stopped", "err", err)
@@ -56,5 +63,5 @@ func (a *adminServer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = a.srv.Shutdown(ctx)
-	a.closeUI()
+	_ = a.ui.Close() // its connections to other brokers: nothing to lose
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/samsamq/samsa/broker/dashboard"
 	"github.com/samsamq/samsa/ha"
 	"github.com/samsamq/samsa/storage/vfs"
 )
@@ -329,6 +330,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock (not a property): timestamps, expiry, holds. Default time.Now.
 	Clock func() time.Time
+	// DashboardAdmin (not a property) makes the dashboard's client to the
+	// name servers and the other brokers, for its cluster view; cmd/samsa
+	// passes one built on client.Admin (package broker cannot import
+	// package client, whose tests start brokers). Default nil: the
+	// cluster view shows this broker alone.
+	DashboardAdmin dashboard.NewAdmin
 
 	// setFlags records which boolean properties were given, so
 	// EnsureDefaults does not overwrite an explicit false.

@@ -112,6 +112,7 @@ func (f *brokerFlags) config(fs *flag.FlagSet) (broker.Config, *slog.Logger, err
 		}
 	}
 	cfg.Logger = log
+	cfg.DashboardAdmin = dashboardAdmin // the dashboard's cluster view (broker_dashboard.go)
 	return cfg, log, errors.Join(errs...)
 }
 

@@ -5,14 +5,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/broker/dashboard"
+	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/protocol"
 )
+
+// clientAdmin is the dashboard's Admin as cmd/samsa makes it: the Go
+// client's admin API.
+func clientAdmin(o dashboard.AdminOptions) (dashboard.Admin, error) {
+	a, err := client.NewAdmin(client.ClientOptions{NameServers: o.NameServers, TLS: o.TLS,
+		Credentials:    client.Credentials{AccessKey: o.AccessKey, SecretKey: o.SecretKey},
+		RequestTimeout: o.Timeout, DialTimeout: o.Timeout, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
 
 // uiClient calls a broker's dashboard API.
 type uiClient struct {
@@ -79,10 +94,10 @@ func (c *uiClient) getErr(path string, status int) string {
 	return e.Error
 }
 
-func (c *uiClient) reset(r uiResetRequest) (int, []byte) {
+func (c *uiClient) reset(r dashboard.ResetRequest) (int, []byte) {
 	c.t.Helper()
 	body, _ := json.Marshal(r)
-	return c.do("POST", "/ui/api/group/reset", map[string]string{"Content-Type": "application/json", uiMutationHeader: "1"}, body)
+	return c.do("POST", "/ui/api/group/reset", map[string]string{"Content-Type": "application/json", dashboard.MutationHeader: "1"}, body)
 }
 
 // uiFixture fills a broker: topic ui-t (2 queues) with 3 messages in
@@ -120,10 +135,14 @@ func uiWaitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestUIReadAPI: the page and its assets are served; the overview,
-// topics, topic, groups, group and message search answer this broker's
-// state; bad input gets a 4xx with a clear error.
-func TestUIReadAPI(t *testing.T) {
+// TestDashboardSourceReadAPI: the page and its API are mounted on the
+// admin listener, and the views answer this broker's state: overview,
+// cluster (no name server: this broker alone), topics, topic, groups,
+// group, and the message searches; what the broker's state refuses (an
+// unknown topic or group, a queue the topic lacks, an offset past the
+// queue) gets its 4xx. The HTTP side's own checks are package
+// dashboard's tests.
+func TestDashboardSourceReadAPI(t *testing.T) {
 	b := startBroker(t, "", nil)
 	defer b.Close()
 	uiFixture(t, b, func(c *protocol.Command) *protocol.Command { return c })
@@ -133,57 +152,46 @@ func TestUIReadAPI(t *testing.T) {
 	if code != 200 || !strings.Contains(string(page), "<title>Samsa dashboard</title>") || !strings.Contains(string(page), "app.js") {
 		t.Fatalf("page: %d %.200s", code, page)
 	}
-	for _, asset := range []string{"/ui/app.js", "/ui/style.css"} {
-		if code, body := c.do("GET", asset, nil, nil); code != 200 || len(body) < 100 {
-			t.Fatalf("%s: %d, %d bytes", asset, code, len(body))
-		}
-	}
-	if code, _ := c.do("POST", "/ui/", nil, nil); code != http.StatusMethodNotAllowed {
-		t.Fatalf("POST /ui/: %d", code)
-	}
-	if code, _ := c.do("POST", "/ui/api/topics", nil, nil); code != http.StatusMethodNotAllowed {
-		t.Fatalf("POST /ui/api/topics: %d", code)
-	}
 	c.getErr("/ui/api/nothing", http.StatusNotFound)
 
-	var o uiOverview
+	var o dashboard.Overview
 	uiWaitFor(t, "the overview to count 3 puts", func() bool { c.get("/ui/api/overview", &o); return o.PutTotal == 3 })
-	if o.BrokerName != b.Config().BrokerName || o.Addr != b.Addr() || len(o.Topics) != 1 || o.Topics[0].Topic != "ui-t" || o.Topics[0].Puts != 3 {
+	if o.BrokerName != b.Config().BrokerName || o.Addr != b.Addr() || len(o.Topics) != 1 || o.Topics[0].Topic != "ui-t" || o.Topics[0].Puts != 3 ||
+		o.Role != string(b.Config().BrokerRole) || o.Written == 0 || o.Slaves == nil || o.NameServers == nil {
 		t.Fatalf("overview: %+v", o)
 	}
 
-	var cl uiCluster
+	var cl dashboard.ClusterView
 	c.get("/ui/api/cluster", &cl)
 	if len(cl.Brokers) != 1 || !cl.Brokers[0].Self || cl.Brokers[0].Broker != b.Config().BrokerName || cl.Brokers[0].Role != "master" ||
-		cl.Brokers[0].BrokerRole != string(b.Config().BrokerRole) || !strings.Contains(cl.Source, "no name server") {
+		cl.Brokers[0].BrokerRole != string(b.Config().BrokerRole) || cl.Brokers[0].Written == nil || !strings.Contains(cl.Source, "no name server") {
 		t.Fatalf("cluster without a name server: %+v", cl)
 	}
 
-	var topics []uiTopic
+	var topics []dashboard.Topic
 	c.get("/ui/api/topics", &topics)
-	var ut *uiTopic
+	var ut *dashboard.Topic
 	for i := range topics {
-		if topics[i].Topic == "ui-t" {
+		if topics[i].Name == "ui-t" {
 			ut = &topics[i]
 		}
 	}
 	if ut == nil || ut.ReadQueues != 2 || ut.Messages != 3 || ut.Puts != 3 {
 		t.Fatalf("topics: %+v", topics)
 	}
-	var td uiTopicDetail
+	var td dashboard.TopicDetail
 	c.get("/ui/api/topic?topic=ui-t", &td)
 	if len(td.Queues) != 2 || td.Queues[1].MaxOffset != 3 || td.Queues[1].LastStoreTime == 0 || td.Queues[0].MaxOffset != 0 ||
-		len(td.Groups) != 1 || td.Groups[0] != "ui-g" {
+		len(td.Groups) != 1 || td.Groups[0] != "ui-g" || td.Messages != 3 || td.Puts != 3 {
 		t.Fatalf("topic: %+v", td)
 	}
-	c.getErr("/ui/api/topic", http.StatusBadRequest)
 	c.getErr("/ui/api/topic?topic=nope", http.StatusNotFound)
 
-	var groups []uiGroup
+	var groups []dashboard.Group
 	c.get("/ui/api/groups", &groups)
 	found := false
 	for _, g := range groups {
-		if g.Group == "ui-g" {
+		if g.Name == "ui-g" {
 			found = true
 			if g.Lag != 2 || g.Members != 0 || len(g.Topics) != 1 {
 				t.Fatalf("group row: %+v", g)
@@ -193,14 +201,14 @@ func TestUIReadAPI(t *testing.T) {
 	if !found {
 		t.Fatalf("groups: %+v", groups)
 	}
-	var gd uiGroupDetail
+	var gd dashboard.GroupDetail
 	c.get("/ui/api/group?group=ui-g", &gd)
 	if gd.Lag != 2 || len(gd.Queues) != 2 || gd.Queues[1].Committed != 1 || gd.Queues[1].Lag != 2 || gd.Queues[1].LastConsumed == 0 {
 		t.Fatalf("group: %+v", gd)
 	}
 	c.getErr("/ui/api/group?group=nobody-here", http.StatusNotFound)
 
-	var ms []uiMessage
+	var ms []dashboard.Message
 	c.get("/ui/api/messages?topic=ui-t&queue=1&offset=1&n=5", &ms)
 	if len(ms) != 2 || ms[0].Body != "hello 1" || ms[0].QueueOffset != 1 || ms[0].Keys != "k1" || ms[0].Tags != "tagA" || ms[1].UniqKey != "uniq2" {
 		t.Fatalf("by offset: %+v", ms)
@@ -218,75 +226,67 @@ func TestUIReadAPI(t *testing.T) {
 	if len(ms) != 1 || ms[0].Body != "hello 0" {
 		t.Fatalf("by producer id: %+v", ms)
 	}
+	c.get("/ui/api/messages?topic=ui-t&id=uniq1", &ms)
+	if len(ms) != 1 || ms[0].Body != "hello 1" {
+		t.Fatalf("by producer id in a topic: %+v", ms)
+	}
 	for path, status := range map[string]int{
-		"/ui/api/messages":                                  http.StatusBadRequest,
-		"/ui/api/messages?key=k1":                           http.StatusBadRequest,
-		"/ui/api/messages?topic=ui-t&key=none":              http.StatusNotFound,
-		"/ui/api/messages?id=nosuchid":                      http.StatusNotFound,
-		"/ui/api/messages?topic=ui-t&queue=5&offset=0":      http.StatusBadRequest,
-		"/ui/api/messages?topic=ui-t&queue=1&offset=9":      http.StatusNotFound,
-		"/ui/api/messages?topic=ui-t&queue=1&offset=x":      http.StatusBadRequest,
-		"/ui/api/messages?topic=ui-t&queue=1&offset=0&n=99": http.StatusBadRequest,
-		"/ui/api/messages?topic=nope&queue=0&offset=0":      http.StatusNotFound,
+		"/ui/api/messages?topic=ui-t&key=none":         http.StatusNotFound,
+		"/ui/api/messages?id=nosuchid":                 http.StatusNotFound,
+		"/ui/api/messages?topic=nope&id=uniq0":         http.StatusNotFound,
+		"/ui/api/messages?topic=ui-t&queue=5&offset=0": http.StatusBadRequest,
+		"/ui/api/messages?topic=ui-t&queue=1&offset=9": http.StatusNotFound,
+		"/ui/api/messages?topic=nope&queue=0&offset=0": http.StatusNotFound,
 	} {
 		c.getErr(path, status)
 	}
 }
 
-// TestUIResetOffsets: the reset needs POST, the X-Samsa-UI header and a
-// JSON body; a dry run changes nothing; each target moves the offsets;
-// bad input is refused and loses nothing.
-func TestUIResetOffsets(t *testing.T) {
+// TestDashboardSourceResetOffsets: a dry run changes nothing; each
+// target moves the offsets; an unknown topic is refused and moves
+// nothing; with a member online the preview answers and the reset is
+// refused.
+func TestDashboardSourceResetOffsets(t *testing.T) {
 	b := startBroker(t, "", nil)
 	defer b.Close()
 	uiFixture(t, b, func(c *protocol.Command) *protocol.Command { return c })
 	c := newUIClient(t, b)
 	committed := func(q int32) int64 { off, _ := b.offsets.query("ui-g", "ui-t", q); return off }
 
-	if code, _ := c.do("GET", "/ui/api/group/reset?group=ui-g&topic=ui-t&to=earliest", nil, nil); code != http.StatusMethodNotAllowed {
-		t.Fatalf("GET reset: %d", code)
-	}
-	body := []byte(`{"group":"ui-g","topic":"ui-t","to":"latest"}`)
-	if code, _ := c.do("POST", "/ui/api/group/reset", map[string]string{"Content-Type": "application/json"}, body); code != http.StatusForbidden {
-		t.Fatalf("reset without the header: %d", code)
-	}
-	if code, _ := c.do("POST", "/ui/api/group/reset", map[string]string{uiMutationHeader: "1", "Content-Type": "application/x-www-form-urlencoded"}, body); code != http.StatusUnsupportedMediaType {
-		t.Fatalf("reset with a form body: %d", code)
-	}
-	for _, bad := range []uiResetRequest{
-		{Group: "ui-g", Topic: "ui-t", To: "sideways"},
-		{Group: "ui-g", Topic: "ui-t", To: "time"},
-		{Group: "ui-g", Topic: "ui-t", To: "offset", Offset: -1},
-		{Group: "", Topic: "ui-t", To: "latest"},
+	for _, bad := range []struct {
+		req    dashboard.ResetRequest
+		status int
+	}{
+		{dashboard.ResetRequest{Group: "ui-g", Topic: "nope", To: "latest"}, http.StatusNotFound},
+		{dashboard.ResetRequest{Group: "ui g", Topic: "ui-t", To: "latest"}, http.StatusBadRequest},
+		{dashboard.ResetRequest{Group: "ui-g", Topic: "ui-t", To: "sideways"}, http.StatusBadRequest},
 	} {
-		if code, msg := c.reset(bad); code != http.StatusBadRequest {
-			t.Fatalf("reset %+v: %d %s", bad, code, msg)
+		if code, msg := c.reset(bad.req); code != bad.status {
+			t.Fatalf("reset %+v: %d %s, want %d", bad.req, code, msg, bad.status)
 		}
-	}
-	if code, msg := c.reset(uiResetRequest{Group: "ui-g", Topic: "nope", To: "latest"}); code != http.StatusNotFound {
-		t.Fatalf("reset of an unknown topic: %d %s", code, msg)
 	}
 	if committed(0) != 0 || committed(1) != 1 {
 		t.Fatalf("refused resets moved offsets: %d %d", committed(0), committed(1))
 	}
 
-	var ans uiResetAnswer
-	code, data := c.reset(uiResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest", DryRun: true})
-	if code != 200 || json.Unmarshal(data, &ans) != nil || len(ans.Queues) != 2 || ans.Queues[1] != (uiReset{Queue: 1, From: 1, To: 3}) {
+	var ans dashboard.ResetAnswer
+	code, data := c.reset(dashboard.ResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest", DryRun: true})
+	if code != 200 || json.Unmarshal(data, &ans) != nil || len(ans.Queues) != 2 || ans.Queues[1] != (dashboard.ResetMove{Queue: 1, From: 1, To: 3}) ||
+		ans.Queues[0] != (dashboard.ResetMove{Queue: 0, From: 0, To: 0}) || !ans.DryRun {
 		t.Fatalf("dry run: %d %s", code, data)
 	}
 	if committed(1) != 1 {
 		t.Fatalf("a dry run moved the offset to %d", committed(1))
 	}
 	for _, step := range []struct {
-		req  uiResetRequest
+		req  dashboard.ResetRequest
 		want int64 // queue 1's offset after
 	}{
-		{uiResetRequest{To: "latest"}, 3},
-		{uiResetRequest{To: "earliest"}, 0},
-		{uiResetRequest{To: "offset", Offset: 2}, 2},
-		{uiResetRequest{To: "offset", Offset: 99}, 3}, // kept within the queue
-		{uiResetRequest{To: "time", TimestampMs: time.Now().Add(-time.Hour).UnixMilli()}, 0},
+		{dashboard.ResetRequest{To: "latest"}, 3},
+		{dashboard.ResetRequest{To: "earliest"}, 0},
+		{dashboard.ResetRequest{To: "offset", Offset: 2}, 2},
+		{dashboard.ResetRequest{To: "offset", Offset: 99}, 3}, // kept within the queue
+		{dashboard.ResetRequest{To: "time", TimestampMs: time.Now().Add(-time.Hour).UnixMilli()}, 0},
 	} {
 		step.req.Group, step.req.Topic = "ui-g", "ui-t"
 		if code, data := c.reset(step.req); code != 200 {
@@ -301,15 +301,15 @@ func TestUIResetOffsets(t *testing.T) {
 	if r := hc.call(heartbeatReq(t, "ui-cid", "ui-g", "ui-t")); r.Code != protocol.Success {
 		t.Fatalf("heartbeat: %s", r)
 	}
-	var gd uiGroupDetail
+	var gd dashboard.GroupDetail
 	c.get("/ui/api/group?group=ui-g", &gd)
 	if len(gd.Members) != 1 || gd.Members[0].ClientID != "ui-cid" || gd.Subscriptions["ui-t"] == "" {
 		t.Fatalf("group with a member: %+v", gd)
 	}
-	if code, data := c.reset(uiResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest", DryRun: true}); code != 200 {
+	if code, data := c.reset(dashboard.ResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest", DryRun: true}); code != 200 {
 		t.Fatalf("preview with a member online: %d %s", code, data)
 	}
-	if code, data := c.reset(uiResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest"}); code != http.StatusConflict || !strings.Contains(string(data), "online") {
+	if code, data := c.reset(dashboard.ResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest"}); code != http.StatusConflict || !strings.Contains(string(data), "online") {
 		t.Fatalf("reset with a member online: %d %s", code, data)
 	}
 	if got := committed(1); got != 0 {
@@ -317,14 +317,16 @@ func TestUIResetOffsets(t *testing.T) {
 	}
 }
 
-// TestUIClusterAndACL: with a name server and a slave, the cluster view
-// lists both brokers with their roles and the slave's replication state;
-// with ACL on, the dashboard needs an admin account, and so does a reset.
-func TestUIClusterAndACL(t *testing.T) {
+// TestDashboardClusterAndACL: with a name server and a slave, the
+// cluster view (through Config.DashboardAdmin, signed with the broker's
+// account) lists both brokers with their roles and the slave's
+// replication state; with ACL on, the dashboard needs an admin account,
+// and so does a reset; a slave refuses a reset.
+func TestDashboardClusterAndACL(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "plain_acl.yml")
 	writeACLFile(t, file, aclTestFile)
-	cfg := Config{MappedFileSizeCommitLog: 4 << 20, AdminListen: "127.0.0.1:0", BrokerRole: "ASYNC_MASTER"}
+	cfg := Config{MappedFileSizeCommitLog: 4 << 20, AdminListen: "127.0.0.1:0", BrokerRole: "ASYNC_MASTER", DashboardAdmin: clientAdmin}
 	cfg.ACLEnable, cfg.ACLFile = true, file
 	cfg.AccessKey, cfg.SecretKey = aclAdminKey, aclAdminSecret
 	dev, err := StartDev(DevOptions{Dir: filepath.Join(dir, "store"), Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file, Slaves: 1})
@@ -343,34 +345,69 @@ func TestUIClusterAndACL(t *testing.T) {
 	if code, _ := c.do("GET", "/ui/api/overview", nil, nil); code != http.StatusUnauthorized {
 		t.Fatalf("API with a non-admin account: %d", code)
 	}
-	if code, _ := c.reset(uiResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest"}); code != http.StatusUnauthorized {
+	if code, _ := c.reset(dashboard.ResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest"}); code != http.StatusUnauthorized {
 		t.Fatalf("reset with a non-admin account: %d", code)
 	}
 	c.ak, c.sk = aclAdminKey, aclAdminSecret
-	if code, data := c.reset(uiResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest"}); code != 200 {
+	if code, data := c.reset(dashboard.ResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest"}); code != 200 {
 		t.Fatalf("reset with an admin account: %d %s", code, data)
 	}
 
-	var cl uiCluster
+	var cl dashboard.ClusterView
 	uiWaitFor(t, "the cluster view to show the slave in sync", func() bool {
 		c.get("/ui/api/cluster", &cl)
 		return len(cl.Brokers) == 2 && cl.Brokers[1].Slave != nil && cl.Brokers[1].Slave.InSync
 	})
 	m, s := cl.Brokers[0], cl.Brokers[1]
-	if !m.Self || m.Role != "master" || m.BrokerRole != "ASYNC_MASTER" || m.Addr != b.Addr() || !strings.Contains(cl.Source, dev.NamesrvAddr()) ||
+	if !m.Self || m.Role != "master" || m.BrokerRole != "ASYNC_MASTER" || m.Addr != b.Addr() || cl.Source != "name server "+dev.NamesrvAddr() ||
 		s.Self || s.Role != "slave" || s.BrokerRole != "SLAVE" || s.Addr != dev.Slaves[0].Addr() || s.Error != "" || s.Version == "" {
 		t.Fatalf("cluster: %+v", cl)
 	}
-	// The slave's own dashboard sees the same cluster, and refuses a reset.
+	// The slave's own dashboard sees the same cluster, its master's slave
+	// lines read over the text stats with the broker's account.
 	sc := newUIClient(t, dev.Slaves[0])
 	sc.ak, sc.sk = aclAdminKey, aclAdminSecret
-	var scl uiCluster
-	sc.get("/ui/api/cluster", &scl)
-	if len(scl.Brokers) != 2 || !scl.Brokers[1].Self || scl.Brokers[0].Self {
+	var scl dashboard.ClusterView
+	uiWaitFor(t, "the slave's cluster view to show its replication", func() bool {
+		sc.get("/ui/api/cluster", &scl)
+		return len(scl.Brokers) == 2 && scl.Brokers[1].Slave != nil
+	})
+	if !scl.Brokers[1].Self || scl.Brokers[0].Self || scl.Brokers[0].Error != "" {
 		t.Fatalf("cluster from the slave: %+v", scl)
 	}
-	if code, data := sc.reset(uiResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest"}); code != http.StatusConflict {
+	if code, data := sc.reset(dashboard.ResetRequest{Group: "ui-g", Topic: "ui-t", To: "latest"}); code != http.StatusConflict {
 		t.Fatalf("reset on a slave: %d %s", code, data)
 	}
+}
 
+// TestDashboardClusterNameServerDown: with its name server unreachable,
+// the cluster view answers 502 naming it; the broker's own views still
+// answer. Without a DashboardAdmin the view is this broker alone, and
+// says why.
+func TestDashboardClusterNameServerDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	b := startBroker(t, "", func(c *Config) { c.NamesrvAddrs, c.DashboardAdmin = []string{dead}, clientAdmin })
+	defer b.Close()
+	u := newUIClient(t, b)
+	if msg := u.getErr("/ui/api/cluster", http.StatusBadGateway); !strings.Contains(msg, "name server "+dead) {
+		t.Fatalf("cluster error %q does not name the name server", msg)
+	}
+	var o dashboard.Overview
+	u.get("/ui/api/overview", &o)
+	if o.BrokerName != b.Config().BrokerName || len(o.NameServers) != 1 || o.NameServers[0] != dead {
+		t.Fatalf("overview: %+v", o)
+	}
+
+	alone := startBroker(t, "", func(c *Config) { c.NamesrvAddrs = []string{dead} })
+	defer alone.Close()
+	var cl dashboard.ClusterView
+	newUIClient(t, alone).get("/ui/api/cluster", &cl)
+	if len(cl.Brokers) != 1 || !cl.Brokers[0].Self || !strings.Contains(cl.Source, "without a client") {
+		t.Fatalf("cluster without a DashboardAdmin: %+v", cl)
+	}
 }

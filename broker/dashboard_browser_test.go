@@ -23,7 +23,7 @@ func chromium() string {
 	return ""
 }
 
-// TestUIInBrowser loads the dashboard in a real headless Chromium against
+// TestDashboardInBrowser loads the dashboard in a real headless Chromium against
 // an in-process name server and broker, lets the page run for a virtual
 // 12 s (its polls included: virtual time waits for the network), and
 // checks the rendered DOM: the cluster table names the broker, the topic
@@ -32,7 +32,7 @@ func chromium() string {
 // killed after 2 min at most. Skipped where no Chromium is installed
 // (Debian: apt-get install chromium), unless SAMSA_BROWSER_TEST=require
 // (for CI, where a skip would hide that the page went untested).
-func TestUIInBrowser(t *testing.T) {
+func TestDashboardInBrowser(t *testing.T) {
 	bin := chromium()
 	if bin == "" && os.Getenv("SAMSA_BROWSER_TEST") == "require" {
 		t.Fatal("SAMSA_BROWSER_TEST=require and no chromium or chromium-browser on PATH (apt-get install chromium)")
@@ -42,7 +42,7 @@ func TestUIInBrowser(t *testing.T) {
 	}
 	dir := t.TempDir()
 	dev, err := StartDev(DevOptions{Dir: filepath.Join(dir, "store"), Logger: quietLogger(),
-		Broker: Config{MappedFileSizeCommitLog: 4 << 20, AdminListen: "127.0.0.1:0", BrokerName: "browser-broker"}})
+		Broker: Config{MappedFileSizeCommitLog: 4 << 20, AdminListen: "127.0.0.1:0", BrokerName: "browser-broker", DashboardAdmin: clientAdmin}})
 	if err != nil {
 		t.Fatal(err)
 	}
