@@ -361,7 +361,7 @@ func TestACLSlave(t *testing.T) {
 
 	bad := devSlaveConfig(dev.master, dir, 2)
 	bad.AccessKey, bad.SecretKey = "", ""
-	bad.HAMasterAddress = dev.Broker.haAdvertised()
+	bad.HAMasterAddress = dev.Broker.HAAddr()
 	s, err := startDevBroker(bad)
 	if err != nil {
 		t.Fatal(err)

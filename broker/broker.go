@@ -96,7 +96,7 @@ var ErrClosed = errors.New("broker: closed")
 // New validates cfg, loads topics and offsets and opens the store (which
 // recovers after an unclean stop). Nothing listens until Start.
 func New(cfg Config) (*Broker, error) {
-	cfg = cfg.clone()
+	cfg = cfg.Clone()
 	cfg.EnsureDefaults()
 	if cfg.Version == "" {
 		cfg.Version = DefaultVersion

@@ -349,9 +349,12 @@ func (c *Config) propertyLines() []string {
 	return out
 }
 
-// clone returns c with its own copies of the slices and maps it holds, so a
-// template Config can be reused.
-func (c Config) clone() Config {
+// Clone returns c with its own copies of the slices and maps it holds, so a
+// template Config can be reused: a Set on the copy (which records the key
+// in a map the copies would otherwise share) leaves the template as it
+// was. New clones the Config it is given; devcluster clones its template
+// once per broker it starts.
+func (c Config) Clone() Config {
 	c.NamesrvAddrs = slices.Clone(c.NamesrvAddrs)
 	c.ControllerAddrs = slices.Clone(c.ControllerAddrs)
 	c.setFlags = maps.Clone(c.setFlags)

@@ -273,7 +273,7 @@ func TestControllerFailover(t *testing.T) {
 	// Kill the master; write a tail into its store that no slave got.
 	opts := first.Store().Options()
 	epoch1 := first.MasterEpoch()
-	oldAddr, oldHA, oldTopics := first.Addr(), first.haAdvertised(), first.topicWrapper()
+	oldAddr, oldHA, oldTopics := first.Addr(), first.HAAddr(), first.topicWrapper()
 	c.kill(1)
 	// As if it had crashed: the name server still holds it as brokerId 0
 	// (a clean close unregistered it). The new master's registration must

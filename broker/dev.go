@@ -105,7 +105,7 @@ func StartDev(opts DevOptions) (*Dev, error) {
 		return nil, errors.Join(err, d.removeDir())
 	}
 	d.Namesrv = ns
-	cfg := opts.Broker.clone()
+	cfg := opts.Broker.Clone()
 	cfg.StorePathRootDir = d.Dir
 	if opts.Slaves > 0 {
 		cfg.StorePathRootDir = filepath.Join(d.Dir, "master")
@@ -171,7 +171,7 @@ func (d *Dev) AddSlave(dir string) (*Broker, error) {
 		c.StorePathRootDir = dir
 	}
 	if d.slaveHA != nil {
-		addr, err := d.slaveHA(d.Broker.haAdvertised())
+		addr, err := d.slaveHA(d.Broker.HAAddr())
 		if err != nil {
 			return nil, fmt.Errorf("broker: dev slave %d: its master's replication address: %w", i, err)
 		}
@@ -198,7 +198,7 @@ func startDevBroker(cfg Config) (*Broker, error) {
 // devSlaveConfig is slave i of the master's config: its own store and
 // free ports.
 func devSlaveConfig(master Config, dir string, i int) Config {
-	c := master.clone()
+	c := master.Clone()
 	c.StorePathRootDir = filepath.Join(dir, fmt.Sprintf("slave-%d", i))
 	c.BrokerRole, c.BrokerID = Slave, int64(i)
 	if master.EnableControllerMode { // the controller says who is master

@@ -19,8 +19,8 @@ func TestDevSlaveHAAddr(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	if len(asked) != 1 || asked[0] != dev.Broker.haAdvertised() || asked[0] == "" {
-		t.Fatalf("hook asked %q; the master advertises %q", asked, dev.Broker.haAdvertised())
+	if len(asked) != 1 || asked[0] != dev.Broker.HAAddr() || asked[0] == "" {
+		t.Fatalf("hook asked %q; the master advertises %q", asked, dev.Broker.HAAddr())
 	}
 	if got := dev.Slaves[0].HAMasterAddr(); got != asked[0] {
 		t.Fatalf("slave follows %q, want the hook's %q", got, asked[0])

@@ -125,10 +125,12 @@ func (b *Broker) replicaOutcome(err error) (code int16, remark string) {
 	}
 }
 
-// haAdvertised is the replication address registered with the name
-// servers: BrokerIP1 and the HA listener's port, "" while that port is not
-// known (haListenPort 0 before the link listens).
-func (b *Broker) haAdvertised() string {
+// HAAddr is the replication address this broker registers with the name
+// servers (and its slaves dial): BrokerIP1 and the HA listener's port, ""
+// while that port is not known (haListenPort 0 before the link listens).
+// devcluster hands it to a test's or the lab's proxy between master and
+// slave.
+func (b *Broker) HAAddr() string {
 	port := b.haPort.Load()
 	if port == 0 {
 		port = int32(b.cfg.HAListenPort)

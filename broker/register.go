@@ -89,7 +89,7 @@ func (r *registrar) registerAll(first bool) {
 		return
 	}
 	h := protocol.RegisterBrokerRequestHeader{BrokerName: r.b.cfg.BrokerName, BrokerAddr: r.b.Addr(),
-		ClusterName: r.b.cfg.BrokerClusterName, HAServerAddr: r.b.haAdvertised(), BrokerID: r.b.registrationID(),
+		ClusterName: r.b.cfg.BrokerClusterName, HAServerAddr: r.b.HAAddr(), BrokerID: r.b.registrationID(),
 		BodyCrc32: protocol.BodyCRC32(body)}
 	answers := make([]*protocol.RegisterBrokerResponseHeader, len(addrs))
 	var wg sync.WaitGroup

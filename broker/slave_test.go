@@ -183,7 +183,7 @@ func TestSlaveMetadataSync(t *testing.T) {
 	}
 	// With listenPort 0 the HA port is free too: advertised as the
 	// replication listener bound it.
-	if want := master.haAdvertised(); want == "" || slave.HAMasterAddr() != want {
+	if want := master.HAAddr(); want == "" || slave.HAMasterAddr() != want {
 		t.Fatalf("the slave learned HA address %q, want %q", slave.HAMasterAddr(), want)
 	}
 
