@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 )
 
 const clientACLFile = `accounts:
@@ -34,7 +35,7 @@ func TestCredentials(t *testing.T) {
 	}
 	cfg := broker.Config{MappedFileSizeCommitLog: 4 << 20}
 	cfg.ACLEnable, cfg.ACLFile, cfg.AccessKey, cfg.SecretKey = true, file, "adminKey1", "adminSecret1"
-	dev, err := broker.StartDev(broker.DevOptions{Dir: filepath.Join(dir, "store"), Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file})
+	dev, err := devcluster.Start(devcluster.Options{Dir: filepath.Join(dir, "store"), Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,15 +9,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/devcluster"
 )
 
 // startDev starts an embedded name server and broker on loopback, as
 // `samsa dev` does, and makes topic; real programs point NameServers at
 // their cluster instead.
 func startDev(topic string) (nameServer string, stop func()) {
-	dev, err := broker.StartDev(broker.DevOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	dev, err := devcluster.Start(devcluster.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		panic(err)
 	}

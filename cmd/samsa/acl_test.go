@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 )
 
 const cliACLFile = `accounts:
@@ -34,7 +35,7 @@ func TestClientCommandsACL(t *testing.T) {
 	}
 	cfg := broker.Config{}
 	cfg.ACLEnable, cfg.ACLFile, cfg.AccessKey, cfg.SecretKey = true, file, "adminKey1", "adminSecret1"
-	dev, err := broker.StartDev(broker.DevOptions{Dir: filepath.Join(dir, "store"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	dev, err := devcluster.Start(devcluster.Options{Dir: filepath.Join(dir, "store"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Broker: cfg, NamesrvACLFile: file})
 	if err != nil {
 		t.Fatal(err)

@@ -14,15 +14,16 @@ import (
 
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/devcluster"
 	"github.com/samsamq/samsa/protocol"
 )
 
 // devCluster starts an embedded name server and broker for a test.
-func devCluster(t *testing.T) (*broker.Dev, string) {
+func devCluster(t *testing.T) (*devcluster.Cluster, string) {
 	t.Helper()
 	cfg := broker.Config{}
 	_ = cfg.Set("secretKey", "")
-	dev, err := broker.StartDev(broker.DevOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: cfg})
+	dev, err := devcluster.Start(devcluster.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +379,7 @@ func TestBrokerConfigAndCluster(t *testing.T) {
 	if err := cfg.Set("secretKey", "very-secret-value"); err != nil {
 		t.Fatal(err)
 	}
-	dev, err := broker.StartDev(broker.DevOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: cfg})
+	dev, err := devcluster.Start(devcluster.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 )
 
 // stdio runs f with stdin fed from in, and returns what it wrote to stdout.
@@ -49,7 +49,7 @@ func stdio(t *testing.T, in string, f func() error) (string, error) {
 // TestClientCommands drives the client commands against an embedded
 // cluster, as a user would from a shell.
 func TestClientCommands(t *testing.T) {
-	dev, err := broker.StartDev(broker.DevOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Slaves: 1})
+	dev, err := devcluster.Start(devcluster.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Slaves: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/internal/netx/netxtest"
 )
@@ -19,7 +20,7 @@ func TestClientCommandsTLS(t *testing.T) {
 	srv := netx.TLSServerOptions{Mode: netx.TLSEnforcing, CertFile: certs.ServerCertFile, KeyFile: certs.ServerKey}
 	cfg := broker.Config{}
 	cfg.TLSMode, cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile, cfg.TLSEnable = srv.Mode, srv.CertFile, srv.KeyFile, certs.CAFile, true
-	dev, err := broker.StartDev(broker.DevOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: cfg, NamesrvTLS: srv})
+	dev, err := devcluster.Start(devcluster.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: cfg, NamesrvTLS: srv})
 	if err != nil {
 		t.Fatal(err)
 	}

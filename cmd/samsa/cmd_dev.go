@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 )
 
 func init() {
@@ -53,28 +54,28 @@ func runDev(args []string) error {
 	if !portGiven {
 		_ = cfg.Set("listenPort", "10911")
 	}
-	opts := broker.DevOptions{Dir: *dir, Keep: *keep, NamesrvListen: *nsListen, Broker: cfg, Logger: log, Slaves: *slaves}
+	opts := devcluster.Options{Dir: *dir, Keep: *keep, NamesrvListen: *nsListen, Broker: cfg, Logger: log, Slaves: *slaves}
 	if *withCtl {
-		addr, stop, err := startDevController(*dir, *keep, log)
+		ctl, err := devcluster.StartController(devcluster.ControllerOptions{Dir: *dir, Keep: *keep, Logger: log})
 		if err != nil {
 			return fmt.Errorf("dev: controller: %w", err)
 		}
 		defer func() {
-			if serr := stop(); serr != nil {
+			if serr := ctl.Close(); serr != nil {
 				log.Warn("dev: controller: stop", "err", serr)
 			}
 		}()
-		opts.ControllerAddrs = []string{addr}
-		fmt.Printf("samsa dev: controller %s (one replica; brokers in controller mode)\n", addr)
+		opts.ControllerAddrs = []string{ctl.Addr()}
+		fmt.Printf("samsa dev: controller %s (one replica; brokers in controller mode)\n", ctl.Addr())
 	}
-	dev, err := broker.StartDev(opts)
+	dev, err := devcluster.Start(opts)
 	if err != nil && !portGiven && isAddrInUse(err) {
 		// The well-known ports are taken (another cluster runs): pick
 		// free ones rather than fail.
 		log.Warn("dev: default ports in use; using free ones", "err", err)
 		_ = opts.Broker.Set("listenPort", "0")
 		opts.NamesrvListen = "127.0.0.1:0"
-		dev, err = broker.StartDev(opts)
+		dev, err = devcluster.Start(opts)
 	}
 	if err != nil {
 		return err

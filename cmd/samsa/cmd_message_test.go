@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 )
 
 // TestMessageCommand: samsa message finds messages by key (text and
 // --json, a time range) and one message by either of its ids.
 func TestMessageCommand(t *testing.T) {
-	dev, err := broker.StartDev(broker.DevOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	dev, err := devcluster.Start(devcluster.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

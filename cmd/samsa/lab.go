@@ -12,6 +12,7 @@ import (
 
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/devcluster"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/natsdriver"
 	"github.com/samsamq/samsa/loadgen/rabbitdriver"
@@ -71,7 +72,7 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 	default:
 		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats, redis, rabbitmq)", c.Driver)
 	}
-	var dev *broker.Dev
+	var dev *devcluster.Cluster
 	var repl *replicaSide
 	nameServers := client.ParseNameServers(l.namesrv)
 	brokerAddr := l.brokerAddr
@@ -94,7 +95,7 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 		var err error
 		if c.Cluster.Replicated() {
 			dev, repl, err = l.startReplicated(ctx, c, cfg, quiet)
-		} else if dev, err = broker.StartDev(broker.DevOptions{Dir: l.cellDir("samsa"), Broker: cfg, Logger: quiet}); err != nil {
+		} else if dev, err = devcluster.Start(devcluster.Options{Dir: l.cellDir("samsa"), Broker: cfg, Logger: quiet}); err != nil {
 			err = fmt.Errorf("embedded cluster: %w", err)
 		}
 		if err != nil {
@@ -153,7 +154,7 @@ func (l labSettings) cellDir(kind string) string {
 // withCluster closes the embedded cluster with the driver.
 type withCluster struct {
 	loadgen.Driver
-	dev  *broker.Dev
+	dev  *devcluster.Cluster
 	repl *replicaSide // nil without slaves
 }
 

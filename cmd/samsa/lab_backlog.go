@@ -12,6 +12,7 @@ import (
 
 	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/backlog"
 	"github.com/samsamq/samsa/loadgen/samsadriver"
@@ -84,7 +85,7 @@ func newBacklogTarget(parent string, to backlog.TargetOptions) (*backlogTarget, 
 	if err != nil {
 		return nil, err
 	}
-	dev, err := broker.StartDev(broker.DevOptions{Dir: dir, Broker: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	dev, err := devcluster.Start(devcluster.Options{Dir: dir, Broker: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("embedded cluster: %w", err), os.RemoveAll(dir))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 	"github.com/samsamq/samsa/loadgen/catchup"
 	"github.com/samsamq/samsa/storage"
 	"github.com/samsamq/samsa/storage/record"
@@ -19,7 +20,7 @@ import (
 
 // catchupRun is how `samsa loadgen --experiment` runs a
 // replication-catchup experiment: an embedded ASYNC_MASTER filled through
-// its store, then an empty slave added with Dev.AddSlave.
+// its store, then an empty slave added with devcluster.Group.AddSlave.
 type catchupRun struct {
 	path, outDir, perfFile, command string
 	dataDir                         string // parent of the runs' data dirs; default .benchdata/catchup
@@ -63,7 +64,7 @@ func (c catchupRun) run(ctx context.Context) error {
 // fresh directory under the run's.
 type catchupTarget struct {
 	dir string
-	dev *broker.Dev
+	dev *devcluster.Cluster
 }
 
 func newCatchupTarget(parent string) (*catchupTarget, error) {
@@ -72,7 +73,7 @@ func newCatchupTarget(parent string) (*catchupTarget, error) {
 		return nil, err
 	}
 	cfg := broker.Config{BrokerRole: broker.AsyncMaster, FlushDiskType: broker.AsyncFlush}
-	dev, err := broker.StartDev(broker.DevOptions{Dir: filepath.Join(dir, "master"), Broker: cfg,
+	dev, err := devcluster.Start(devcluster.Options{Dir: filepath.Join(dir, "master"), Broker: cfg,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("embedded master: %w", err), os.RemoveAll(dir))

@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/linkdelay"
 )
 
 // How the lab's embedded replication cells run: the master and its slaves
-// in this process (broker.StartDev with Slaves), the slaves reaching the
+// in this process (devcluster.Start with Slaves), the slaves reaching the
 // master's HA port straight over loopback, or through a delaying
-// linkdelay.Proxy that DevOptions.SlaveHAAddr puts in between. netem
-// delays the processes of a network namespace; an embedded cell is one
-// process with the load generator, so netem is not implemented for it:
-// link_method netem skips the cell saying so, and auto takes the proxy
-// and says why.
+// linkdelay.Proxy that devcluster.Options.SlaveHAAddr puts in between.
+// netem delays the processes of a network namespace; an embedded cell is
+// one process with the load generator, so netem is not implemented for
+// it: link_method netem skips the cell saying so, and auto takes the
+// proxy and says why.
 
 // linkPings is how many 8-byte pings measure a cell's link round trip.
 const linkPings = 100
@@ -66,7 +67,7 @@ type replicaSide struct {
 // startReplicated starts c's cluster with its slaves behind the chosen
 // link, measures the link's round trip and waits until every slave is in
 // sync.
-func (l labSettings) startReplicated(ctx context.Context, c loadgen.Cell, cfg broker.Config, logger *slog.Logger) (*broker.Dev, *replicaSide, error) {
+func (l labSettings) startReplicated(ctx context.Context, c loadgen.Cell, cfg broker.Config, logger *slog.Logger) (*devcluster.Cluster, *replicaSide, error) {
 	method, why, err := chooseLink(c.Cluster)
 	if err != nil {
 		return nil, nil, err
@@ -77,7 +78,7 @@ func (l labSettings) startReplicated(ctx context.Context, c loadgen.Cell, cfg br
 	}
 	side := &replicaSide{info: loadgen.Replication{Role: string(cfg.BrokerRole), Slaves: c.Cluster.Slaves,
 		Link: "loopback", LinkMethod: method, LinkWhy: why}}
-	opts := broker.DevOptions{Dir: l.cellDir("samsa"), Broker: cfg, Logger: logger, Slaves: c.Cluster.Slaves}
+	opts := devcluster.Options{Dir: l.cellDir("samsa"), Broker: cfg, Logger: logger, Slaves: c.Cluster.Slaves}
 	delay := c.Cluster.LinkDelay()
 	if method == loadgen.LinkProxy {
 		side.info.Link = fmt.Sprintf("%v one-way (%s)", delay, method)
@@ -95,7 +96,7 @@ func (l labSettings) startReplicated(ctx context.Context, c loadgen.Cell, cfg br
 		return nil, nil, fmt.Errorf("link round trip: %w", err)
 	}
 	side.info.LinkRTTUs = float64(rtt.Nanoseconds()) / 1e3
-	dev, err := broker.StartDev(opts)
+	dev, err := devcluster.Start(opts)
 	if err != nil {
 		side.close()
 		return nil, nil, fmt.Errorf("embedded cluster: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/catchup"
 	"github.com/samsamq/samsa/protocol"
@@ -123,7 +124,7 @@ func TestParseHAStats(t *testing.T) {
 // address): the lab sets nothing, reads the master's stats ha, and the
 // result says the link is the cluster's own.
 func TestLabLiveClusterLag(t *testing.T) {
-	dev, err := broker.StartDev(broker.DevOptions{Dir: t.TempDir(), Slaves: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	dev, err := devcluster.Start(devcluster.Options{Dir: t.TempDir(), Slaves: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Broker: broker.Config{BrokerRole: broker.AsyncMaster}})
 	require.NoError(t, err)
 	defer dev.Close()

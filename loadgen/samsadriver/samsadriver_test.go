@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/samsamq/samsa/broker"
+	"github.com/samsamq/samsa/devcluster"
 	"github.com/samsamq/samsa/loadgen"
 )
 
 func TestRunAgainstDevCluster(t *testing.T) {
-	dev, err := broker.StartDev(broker.DevOptions{Dir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	dev, err := devcluster.Start(devcluster.Options{Dir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	defer dev.Close()
 	for _, w := range []loadgen.Workload{

@@ -1,9 +1,7 @@
-package main
+package devcluster
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -11,28 +9,28 @@ import (
 	"github.com/samsamq/samsa/client"
 )
 
-// TestDevControllerFailsOver is `samsa dev --controller --slaves 1`: the
+// TestControllerFailsOver is `samsa dev --controller --slaves 1`: the
 // controller names the broker master; when the master stops, it names
 // the slave, and a producer that knows only the name server sends to it.
-func TestDevControllerFailsOver(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	addr, stop, err := startDevController(t.TempDir(), false, log)
+func TestControllerFailsOver(t *testing.T) {
+	log := quietLogger()
+	ctl, err := StartController(ControllerOptions{Dir: t.TempDir(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := stop(); err != nil {
+		if err := ctl.Close(); err != nil {
 			t.Error(err)
 		}
 	}()
-	dev, err := broker.StartDev(broker.DevOptions{Dir: t.TempDir(), Logger: log, Slaves: 1, ControllerAddrs: []string{addr},
+	dev, err := Start(Options{Dir: t.TempDir(), Logger: log, Slaves: 1, ControllerAddrs: []string{ctl.Addr()},
 		Broker: broker.Config{MappedFileSizeCommitLog: 8 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Close()
 	if r, set := dev.Broker.ControllerRole(), dev.Broker.ControllerSyncSet(); r != "master" || len(set) != 2 {
-		t.Fatalf("after StartDev the broker's role is %q and the sync-state set %v; want master and [1 2]", r, set)
+		t.Fatalf("after Start the broker's role is %q and the sync-state set %v; want master and [1 2]", r, set)
 	}
 	co := client.ClientOptions{NameServers: []string{dev.NamesrvAddr()}}
 	adm, err := client.NewAdmin(co)

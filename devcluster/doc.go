@@ -1,0 +1,30 @@
+// Package devcluster runs Samsa clusters inside one process, on loopback:
+// what `samsa dev`, the tests of every package above the broker and the
+// lab's embedded experiments start instead of separate processes.
+//
+// Start brings up a name server and a broker group registered with it: a
+// master and Options.Slaves slaves following it over the replication
+// link; with Options.ControllerAddrs every broker runs in controller mode
+// against those controllers (StartController runs one replica in this
+// process). Group.AddSlave adds a slave to a running group.
+//
+// # Data layout
+//
+//	Dir                      one group without slaves: the broker's store
+//	Dir/master, Dir/slave-i  one group with slaves
+//	<ControllerOptions.Dir>/controller  a controller's Raft log
+//
+// Dir defaults to a temporary directory that Close removes (unless Keep).
+//
+// # Concurrency
+//
+// Start, AddSlave and Close are not safe for concurrent use with each
+// other; the brokers and the name server they return are (see package
+// broker and namesrv). Everything here polls with explicit deadlines and
+// never asserts how fast a cluster starts.
+//
+// # Dependencies
+//
+// devcluster imports broker, namesrv and controller, never the
+// client: package client's own tests start their clusters from here.
+package devcluster
