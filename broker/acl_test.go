@@ -56,7 +56,7 @@ func writeACLFile(t *testing.T, path, content string) {
 
 // startACLDev starts a name server and broker with ACL on, the broker
 // signing as aclAdminKey; it returns the dev cluster and the file.
-func startACLDev(t *testing.T) (*Dev, string) {
+func startACLDev(t *testing.T) (*testCluster, string) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "plain_acl.yml")
@@ -64,7 +64,7 @@ func startACLDev(t *testing.T) (*Dev, string) {
 	cfg := Config{MappedFileSizeCommitLog: 4 << 20, AdminListen: "127.0.0.1:0"}
 	cfg.ACLEnable, cfg.ACLFile, cfg.ACLReloadInterval = true, file, 10*time.Millisecond
 	cfg.AccessKey, cfg.SecretKey = aclAdminKey, aclAdminSecret
-	dev, err := StartDev(DevOptions{Dir: filepath.Join(dir, "store"), Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file})
+	dev, err := startCluster(clusterOptions{Dir: filepath.Join(dir, "store"), Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestACLSlave(t *testing.T) {
 	cfg := Config{MappedFileSizeCommitLog: 4 << 20, SlaveSyncInterval: 50 * time.Millisecond}
 	cfg.ACLEnable, cfg.ACLFile = true, file
 	cfg.AccessKey, cfg.SecretKey = aclAdminKey, aclAdminSecret
-	dev, err := StartDev(DevOptions{Dir: dir, Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file, Slaves: 1})
+	dev, err := startCluster(clusterOptions{Dir: dir, Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file, Slaves: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,10 +359,10 @@ func TestACLSlave(t *testing.T) {
 	}
 	waitFor(t, func() bool { _, ok := dev.Slaves[0].topics.get("aclSlaveTopic"); return ok }, "the slave copied the topic (signed GET_ALL_TOPIC_CONFIG)")
 
-	bad := devSlaveConfig(dev.master, dir, 2)
+	bad := slaveConfig(dev.master, dir, 2)
 	bad.AccessKey, bad.SecretKey = "", ""
 	bad.HAMasterAddress = dev.Broker.HAAddr()
-	s, err := startDevBroker(bad)
+	s, err := startConfigured(bad)
 	if err != nil {
 		t.Fatal(err)
 	}

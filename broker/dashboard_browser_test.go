@@ -41,7 +41,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Skip("no chromium or chromium-browser on PATH: the dashboard's browser test needs Debian's Chromium (apt-get install chromium)")
 	}
 	dir := t.TempDir()
-	dev, err := StartDev(DevOptions{Dir: filepath.Join(dir, "store"), Logger: quietLogger(),
+	dev, err := startCluster(clusterOptions{Dir: filepath.Join(dir, "store"), Logger: quietLogger(),
 		Broker: Config{MappedFileSizeCommitLog: 4 << 20, AdminListen: "127.0.0.1:0", BrokerName: "browser-broker", DashboardAdmin: clientAdmin}})
 	if err != nil {
 		t.Fatal(err)

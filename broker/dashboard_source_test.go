@@ -329,7 +329,7 @@ func TestDashboardClusterAndACL(t *testing.T) {
 	cfg := Config{MappedFileSizeCommitLog: 4 << 20, AdminListen: "127.0.0.1:0", BrokerRole: "ASYNC_MASTER", DashboardAdmin: clientAdmin}
 	cfg.ACLEnable, cfg.ACLFile = true, file
 	cfg.AccessKey, cfg.SecretKey = aclAdminKey, aclAdminSecret
-	dev, err := StartDev(DevOptions{Dir: filepath.Join(dir, "store"), Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file, Slaves: 1})
+	dev, err := startCluster(clusterOptions{Dir: filepath.Join(dir, "store"), Logger: quietLogger(), Broker: cfg, NamesrvACLFile: file, Slaves: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func TestTLSReplication(t *testing.T) {
 		SlaveSyncInterval: 200 * time.Millisecond}
 	cfg.TLSMode, cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile = netx.TLSEnforcing, certs.ServerCertFile, certs.ServerKey, certs.CAFile
 	cfg.TLSEnable = true
-	dev, err := StartDev(DevOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: cfg, Slaves: 1,
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: cfg, Slaves: 1,
 		NamesrvTLS: netx.TLSServerOptions{Mode: netx.TLSEnforcing, CertFile: certs.ServerCertFile, KeyFile: certs.ServerKey}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // (five 1 MiB messages) as one request; the broker refuses it with
 // MESSAGE_ILLEGAL and the client reports the remark; nothing is stored.
 func TestOfficialClientBigBatch(t *testing.T) {
-	dev, err := StartDev(DevOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 32 << 20}})
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 32 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

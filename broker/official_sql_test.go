@@ -16,7 +16,7 @@ import (
 // MessageSelector of type SQL92 receives exactly the messages whose
 // properties and tag match, filtered on the broker (enablePropertyFilter).
 func TestOfficialClientSQL92(t *testing.T) {
-	dev, err := StartDev(DevOptions{Dir: t.TempDir(), Logger: quietLogger(),
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger(),
 		Broker: Config{MappedFileSizeCommitLog: 8 << 20, EnablePropertyFilter: true}})
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 // (start_offset.go; the client computes both from QUERY_NOT_FOUND,
 // GET_MAX_OFFSET and SEARCH_OFFSET_BY_TIMESTAMP).
 func TestOfficialClientStartPositions(t *testing.T) {
-	dev, err := StartDev(DevOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20}})
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

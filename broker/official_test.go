@@ -113,8 +113,8 @@ const (
 // ignored.
 func TestOfficialClientEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	devOpts := DevOptions{Dir: dir, Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20}}
-	dev, err := StartDev(devOpts)
+	devOpts := clusterOptions{Dir: dir, Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20}}
+	dev, err := startCluster(devOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestOfficialClientEndToEnd(t *testing.T) {
 	if err := dev.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if dev, err = StartDev(devOpts); err != nil {
+	if dev, err = startCluster(devOpts); err != nil {
 		t.Fatal(err)
 	}
 	for q := int32(0); q < e2eQueues; q++ {
@@ -146,7 +146,7 @@ func TestOfficialClientEndToEnd(t *testing.T) {
 	runOfficialChild(t, "2", dev)
 }
 
-func runOfficialChild(t *testing.T, phase string, dev *Dev) {
+func runOfficialChild(t *testing.T, phase string, dev *testCluster) {
 	t.Helper()
 	cmd, raceDir := officialChildCmd(t, phase, dev)
 	timer := time.AfterFunc(4*time.Minute, func() {
@@ -166,7 +166,7 @@ func runOfficialChild(t *testing.T, phase string, dev *Dev) {
 
 // officialChildCmd is this test binary re-executed to run phase with the
 // official client; its race reports go to files in raceDir.
-func officialChildCmd(t *testing.T, phase string, dev *Dev, env ...string) (cmd *exec.Cmd, raceDir string) {
+func officialChildCmd(t *testing.T, phase string, dev *testCluster, env ...string) (cmd *exec.Cmd, raceDir string) {
 	raceDir = t.TempDir()
 	cmd = exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=official", "SAMSA_OFFICIAL_PHASE="+phase,
@@ -178,7 +178,7 @@ func officialChildCmd(t *testing.T, phase string, dev *Dev, env ...string) (cmd 
 
 // startOfficialChild starts phase in a child with extra environment; the
 // caller waits for cmd (it is killed after 4 minutes) and reads out.
-func startOfficialChild(t *testing.T, phase string, dev *Dev, env ...string) (*exec.Cmd, *bytes.Buffer) {
+func startOfficialChild(t *testing.T, phase string, dev *testCluster, env ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd, _ := officialChildCmd(t, phase, dev, env...)
 	out := &bytes.Buffer{}

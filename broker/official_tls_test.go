@@ -56,7 +56,7 @@ func runOfficialTLS(t *testing.T, clientAuth string) (string, error) {
 	cfg.TLSMode, cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile = tlsOpts.Mode, tlsOpts.CertFile, tlsOpts.KeyFile, certs.CAFile
 	cfg.TLSClientAuth, cfg.TLSClientCertFile, cfg.TLSClientKeyFile = clientAuth, certs.ClientCertFile, certs.ClientKey
 	cfg.TLSEnable = true
-	dev, err := StartDev(DevOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: cfg, NamesrvTLS: tlsOpts})
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: cfg, NamesrvTLS: tlsOpts})
 	if err != nil {
 		t.Fatal(err)
 	}

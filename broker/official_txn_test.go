@@ -65,10 +65,10 @@ func (l *offTxnListener) CheckLocalTransaction(m *primitive.MessageExt) primitiv
 // are checked back by the restarted broker and resolved the same way.
 func TestOfficialClientTransactions(t *testing.T) {
 	dir := t.TempDir()
-	devOpts := DevOptions{Dir: dir, Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20,
+	devOpts := clusterOptions{Dir: dir, Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20,
 		TransactionCheckInterval: 100 * time.Millisecond, TransactionTimeout: 300 * time.Millisecond,
 		TransactionCheckMax: 1000}} // rounds before the child's producer is online count too
-	dev, err := StartDev(devOpts)
+	dev, err := startCluster(devOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestOfficialClientTransactions(t *testing.T) {
 	open := devOpts
 	open.Dir = t.TempDir()
 	open.Broker.TransactionTimeout = time.Hour
-	if dev, err = StartDev(open); err != nil {
+	if dev, err = startCluster(open); err != nil {
 		t.Fatal(err)
 	}
 	runOfficialChild(t, "txn-open", dev)
@@ -97,7 +97,7 @@ func TestOfficialClientTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	open.Broker.TransactionTimeout = 300 * time.Millisecond
-	if dev, err = StartDev(open); err != nil {
+	if dev, err = startCluster(open); err != nil {
 		t.Fatal(err)
 	}
 	runOfficialChild(t, "txn-resolve", dev)

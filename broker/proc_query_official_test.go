@@ -30,7 +30,7 @@ const officialQueryTopic = "official-query"
 // (v2) has no public query call of its own: it only defines the request
 // header, in an internal package, so the query is sent raw here.
 func TestOfficialClientQueryMessage(t *testing.T) {
-	dev, err := StartDev(DevOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20}})
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func routeOf(t *testing.T, ns *rawClient, topic string) (*protocol.TopicRouteDat
 // a deleted one leaves the broker, GET_ALL_TOPIC_CONFIG lists them, and a clean close
 // unregisters the broker.
 func TestRegistration(t *testing.T) {
-	dev, err := StartDev(DevOptions{Dir: t.TempDir(), Logger: quietLogger()})
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

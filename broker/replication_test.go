@@ -26,14 +26,14 @@ import (
 // Master and slaves in one process over the real replication link
 // (package ha): what `samsa dev --slaves N --replication sync|async` runs.
 
-func startReplicated(t *testing.T, role BrokerRole, mutate func(*Config)) *Dev {
+func startReplicated(t *testing.T, role BrokerRole, mutate func(*Config)) *testCluster {
 	t.Helper()
 	cfg := Config{BrokerRole: role, MappedFileSizeCommitLog: 1 << 20, HASendHeartbeatInterval: 100 * time.Millisecond,
 		SlaveSyncInterval: 200 * time.Millisecond}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	dev, err := StartDev(DevOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: cfg, Slaves: 1})
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: cfg, Slaves: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // sooner than 10 s later, through %RETRY%group; a TIMER_DELAY_MS=3000
 // message arrives no sooner than 3 s. Runs ~12 s.
 func TestOfficialClientDelayAndRetry(t *testing.T) {
-	dev, err := StartDev(DevOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20}})
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}
