@@ -6,7 +6,10 @@
 // master and Options.Slaves slaves following it over the replication
 // link; with Options.ControllerAddrs every broker runs in controller mode
 // against those controllers (StartController runs one replica in this
-// process). Group.AddSlave adds a slave to a running group.
+// process). Group.AddSlave adds a slave to a running group,
+// WaitSlavesInSync waits for the slaves to catch up, and Group.Fill
+// writes a backlog straight into a master's store for an experiment that
+// does not measure the fill.
 //
 // # Data layout
 //
@@ -25,6 +28,6 @@
 //
 // # Dependencies
 //
-// devcluster imports broker, namesrv and controller, never the
+// devcluster imports broker, namesrv, controller and storage, never the
 // client: package client's own tests start their clusters from here.
 package devcluster

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -16,8 +15,6 @@ import (
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/backlog"
 	"github.com/samsamq/samsa/loadgen/samsadriver"
-	"github.com/samsamq/samsa/storage"
-	"github.com/samsamq/samsa/storage/record"
 )
 
 // backlogRun is how `samsa loadgen --experiment` runs a backlog-drain
@@ -122,38 +119,9 @@ func (t *backlogTarget) Close() error {
 	return errors.Join(t.w.Close(), os.RemoveAll(dir))
 }
 
-// Fill appends batches of 256 messages over the topic's queues straight
-// into the store (the fill is not measured, so it skips the network) and
-// flushes them: the backlog is on disk before it is dropped from the page
-// cache.
+// Fill writes the backlog straight into the store (the fill is not
+// measured, so it skips the network) and flushes it: the backlog is on
+// disk before it is dropped from the page cache.
 func (t *backlogTarget) Fill(ctx context.Context, topic string, queues int, n int64, size int) (msgs, bytes int64, err error) {
-	st := t.w.dev.Broker.Store()
-	body := make([]byte, size)
-	for i := range body {
-		body[i] = byte('a' + i%26)
-	}
-	props := record.AppendProperty(nil, "TAGS", "backlog")
-	host := netip.MustParseAddrPort("127.0.0.1:40000")
-	batch := make([]*storage.Message, 256)
-	for i := range batch {
-		batch[i] = &storage.Message{Topic: topic, QueueID: int32(i % queues), Body: body, Properties: props,
-			BornHost: host, StoreHost: host}
-	}
-	from := st.HandedOffset()
-	for st.HandedOffset()-from < n {
-		if err := ctx.Err(); err != nil {
-			return 0, 0, err
-		}
-		if _, err := st.AppendBatch(ctx, batch); err != nil {
-			return 0, 0, err
-		}
-		msgs += int64(len(batch))
-	}
-	handed := st.HandedOffset()
-	for st.DurableOffset() < handed {
-		if err := st.FlushTo(ctx, handed); err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
-			return 0, 0, fmt.Errorf("flush the fill: %w", err)
-		}
-	}
-	return msgs, handed - from, nil
+	return t.w.dev.Fill(ctx, devcluster.FillOptions{Topic: topic, Queues: queues, Bytes: n, Size: size, Tag: "backlog"})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/devcluster"
 	"github.com/samsamq/samsa/loadgen/catchup"
-	"github.com/samsamq/samsa/storage"
-	"github.com/samsamq/samsa/storage/record"
 )
 
 // catchupRun is how `samsa loadgen --experiment` runs a
@@ -81,42 +78,20 @@ func newCatchupTarget(parent string) (*catchupTarget, error) {
 	return &catchupTarget{dir: dir, dev: dev}, nil
 }
 
-// Fill appends batches of 256 messages over 8 queues of one topic
-// straight into the master's store: the fill's speed is not measured, so
-// it skips the network.
+// Fill writes the master's log up to n bytes over 8 queues of one topic,
+// straight into its store (the fill's speed is not measured, so it skips
+// the network), and flushes it before the slave starts: master and slave
+// share this machine's one disk, where in production they do not, and the
+// master's write-back of the fill would otherwise be timed as the slave's
+// catch-up (and the slave's first fsyncs queue behind it in the file
+// system's journal).
 func (t *catchupTarget) Fill(ctx context.Context, n int64, size int) (int64, error) {
 	st := t.dev.Broker.Store()
-	body := make([]byte, size)
-	for i := range body {
-		body[i] = byte('a' + i%26)
+	if _, _, err := t.dev.Fill(ctx, devcluster.FillOptions{Topic: "catchup", Queues: 8, Bytes: n - st.HandedOffset(),
+		Size: size, Tag: "catchup"}); err != nil {
+		return 0, err
 	}
-	props := record.AppendProperty(nil, "TAGS", "catchup")
-	host := netip.MustParseAddrPort("127.0.0.1:40000")
-	msgs := make([]*storage.Message, 256)
-	for i := range msgs {
-		msgs[i] = &storage.Message{Topic: "catchup", QueueID: int32(i % 8), Body: body, Properties: props,
-			BornHost: host, StoreHost: host}
-	}
-	for st.HandedOffset() < n {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		if _, err := st.AppendBatch(ctx, msgs); err != nil {
-			return 0, err
-		}
-	}
-	// The fill's bytes reach the disk before the slave starts: master and
-	// slave share this machine's one disk, where in production they do
-	// not, and the master's write-back of the fill would otherwise be
-	// timed as the slave's catch-up (and the slave's first fsyncs queue
-	// behind it in the file system's journal).
-	handed := st.HandedOffset()
-	for st.DurableOffset() < handed {
-		if err := st.FlushTo(ctx, handed); err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
-			return 0, fmt.Errorf("flush the fill: %w", err)
-		}
-	}
-	return handed, nil
+	return st.HandedOffset(), nil
 }
 
 func (t *catchupTarget) StartSlave() (catchup.Slave, error) {

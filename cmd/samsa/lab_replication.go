@@ -102,7 +102,7 @@ func (l labSettings) startReplicated(ctx context.Context, c loadgen.Cell, cfg br
 		return nil, nil, fmt.Errorf("embedded cluster: %w", err)
 	}
 	side.master = dev.Broker
-	if err := waitSlavesInSync(ctx, dev.Broker, c.Cluster.Slaves, slavesInSyncTimeout); err != nil {
+	if err := dev.WaitSlavesInSync(ctx, slavesInSyncTimeout); err != nil {
 		err = errors.Join(err, dev.Close())
 		side.close()
 		return nil, nil, err
@@ -137,34 +137,6 @@ func linkRTT(ctx context.Context, method string, oneWay time.Duration) (time.Dur
 		return 0, err
 	}
 	return linkdelay.Median(rtts), nil
-}
-
-// waitSlavesInSync polls the master until n slaves are connected and in
-// sync, or fails after timeout.
-func waitSlavesInSync(ctx context.Context, master *broker.Broker, n int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ss := master.Slaves()
-		in := 0
-		for _, s := range ss {
-			if s.InSync {
-				in++
-			}
-		}
-		if in >= n {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("embedded cluster: %d of %d slaves in sync after %v", in, n, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 func (s *replicaSide) close() {

@@ -128,7 +128,7 @@ func TestLabLiveClusterLag(t *testing.T) {
 		Broker: broker.Config{BrokerRole: broker.AsyncMaster}})
 	require.NoError(t, err)
 	defer dev.Close()
-	require.NoError(t, waitSlavesInSync(context.Background(), dev.Broker, 1, slavesInSyncTimeout))
+	require.NoError(t, dev.WaitSlavesInSync(context.Background(), slavesInSyncTimeout))
 	lab := labSettings{namesrv: dev.NamesrvAddr()}
 	w := loadgen.Workload{MessageSize: 256, Producers: 2, NoConsumers: true, Warmup: 100 * time.Millisecond,
 		Duration: 500 * time.Millisecond, ReportInterval: time.Second}
