@@ -2,6 +2,7 @@ package devcluster
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -9,6 +10,10 @@ import (
 	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/namesrv"
 )
+
+// MaxGroups is the most broker groups one cluster runs (broker-a to
+// broker-z).
+const MaxGroups = 26
 
 // Options configure Start's cluster.
 type Options struct {
@@ -30,6 +35,16 @@ type Options struct {
 	// StorePathRootDir and NamesrvAddrs, and, unless set, a free port
 	// (listenPort 0). Zero fields get the usual defaults.
 	Broker broker.Config
+	// Groups is how many broker groups (a master and its Slaves each)
+	// run in the cluster, at most MaxGroups. Default 1: one group named
+	// Broker.BrokerName, its store Dir. With more, the groups are named
+	// with a letter from Broker.BrokerName: "broker-a" (the default) gives
+	// broker-a, broker-b, ...; any other name not ending in "-a" gets
+	// "-a", "-b", ... appended. Each group keeps its stores under
+	// Dir/<name>, and every group after the first listens on free ports
+	// (remoting, replication and admin) as slaves do: the first keeps
+	// Broker's.
+	Groups int
 	// Slaves is how many slaves (brokerId 1, 2, ...) run beside each
 	// master, on free ports. With slaves a group's master stores in
 	// <group dir>/master and slave i in <group dir>/slave-i. Each follows
@@ -77,12 +92,20 @@ type Cluster struct {
 // NamesrvAddr is the name server's address: all a client needs.
 func (c *Cluster) NamesrvAddr() string { return c.Namesrv.Addr() }
 
-// Start starts a name server and a broker group registered with it (a
-// master and Options.Slaves slaves), all on loopback. On
+// Start starts a name server and Options.Groups broker groups registered
+// with it, in one cluster (each a master and Options.Slaves slaves), all
+// on loopback. On
 // an error it stops what it started and removes a temporary Dir.
 func Start(opts Options) (*Cluster, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	groups := opts.Groups
+	if groups == 0 {
+		groups = 1
+	}
+	if groups < 1 || groups > MaxGroups {
+		return nil, fmt.Errorf("devcluster: %d groups: want 1 to %d", opts.Groups, MaxGroups)
 	}
 	c := &Cluster{Dir: opts.Dir, keep: opts.Keep}
 	if c.Dir == "" {
@@ -105,8 +128,10 @@ func Start(opts Options) (*Cluster, error) {
 		return nil, errors.Join(err, c.removeDir())
 	}
 	c.Namesrv = ns
-	if err := c.startGroup(opts); err != nil {
-		return nil, errors.Join(err, c.Close())
+	for i := range groups {
+		if err := c.startGroup(opts, i, groups); err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
 	}
 	c.Group = c.Groups[0]
 	return c, nil

@@ -2,7 +2,8 @@
 // what `samsa dev`, the tests of every package above the broker and the
 // lab's embedded experiments start instead of separate processes.
 //
-// Start brings up a name server and a broker group registered with it: a
+// Start brings up a name server and Options.Groups broker groups
+// registered with it, in one cluster (broker-a, broker-b, ...), each a
 // master and Options.Slaves slaves following it over the replication
 // link; with Options.ControllerAddrs every broker runs in controller mode
 // against those controllers (StartController runs one replica in this
@@ -15,6 +16,7 @@
 //
 //	Dir                      one group without slaves: the broker's store
 //	Dir/master, Dir/slave-i  one group with slaves
+//	Dir/<brokerName>/...     each group of several, laid out as above
 //	<ControllerOptions.Dir>/controller  a controller's Raft log
 //
 // Dir defaults to a temporary directory that Close removes (unless Keep).

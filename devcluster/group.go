@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/samsamq/samsa/broker"
 )
@@ -27,12 +28,19 @@ type Group struct {
 // BrokerAddr is the master's remoting address.
 func (g *Group) BrokerAddr() string { return g.Broker.Addr() }
 
-// startGroup starts the cluster's broker group: its master, then its
-// slaves, and appends it to c.Groups as soon as the master runs (so
-// Close stops what started).
-func (c *Cluster) startGroup(opts Options) error {
+// startGroup starts group i of n: its master, then its slaves, and
+// appends it to c.Groups as soon as the master runs (so Close stops what
+// started).
+func (c *Cluster) startGroup(opts Options, i, n int) error {
 	cfg := opts.Broker.Clone()
 	g := &Group{dir: c.Dir, slaveHA: opts.SlaveHAAddr}
+	if n > 1 {
+		cfg.BrokerName = groupName(cfg.BrokerName, i)
+		g.dir = filepath.Join(c.Dir, cfg.BrokerName)
+		if i > 0 {
+			freePorts(&cfg)
+		}
+	}
 	cfg.StorePathRootDir = g.dir
 	if opts.Slaves > 0 {
 		cfg.StorePathRootDir = filepath.Join(g.dir, "master")
@@ -74,6 +82,20 @@ func (c *Cluster) startGroup(opts Options) error {
 		return waitSyncStateSet(b, 1+opts.Slaves, controllerWait)
 	}
 	return nil
+}
+
+// groupName is the brokerName of group i (from 0) of several: base
+// ending in "-a" (the default, broker-a) with that letter the group's,
+// else base with "-" and the group's letter appended.
+func groupName(base string, i int) string {
+	if base == "" {
+		base = broker.DefaultBrokerName
+	}
+	letter := string(rune('a' + i))
+	if prefix, ok := strings.CutSuffix(base, "-a"); ok {
+		return prefix + "-" + letter
+	}
+	return base + "-" + letter
 }
 
 // AddSlave starts one more slave of the group's master (brokerId
