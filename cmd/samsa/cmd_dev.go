@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,29 +15,67 @@ import (
 )
 
 func init() {
-	register(command{name: "dev", summary: "run a name server and a broker in one process, on loopback (data in a temp dir)", run: runDev})
+	register(command{name: "dev", summary: "run a name server and a broker (--groups N: N broker groups) in one process, on loopback (data in a temp dir)", run: runDev})
 }
 
 func runDev(args []string) error {
 	brokerProcs()
-	fs := newFlagSet("dev", "", "A name server and a broker in one process, both on loopback, until SIGINT or SIGTERM.")
+	s, err := startDev(args, os.Stdout)
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	got := <-sig
+	signal.Stop(sig)
+	s.log.Info("dev: stopping", "signal", got.String())
+	return s.close()
+}
+
+// devSession is a running `samsa dev`: the cluster and, with
+// --controller, its controller.
+type devSession struct {
+	dev *devcluster.Cluster
+	ctl *devcluster.Controller // nil without --controller
+	log *slog.Logger
+}
+
+// close stops the cluster, then the controller (whose error is only
+// logged).
+func (s *devSession) close() error {
+	err := s.dev.Close()
+	if s.ctl != nil {
+		if cerr := s.ctl.Close(); cerr != nil {
+			s.log.Warn("dev: controller: stop", "err", cerr)
+		}
+	}
+	return err
+}
+
+// startDev parses dev's flags into devcluster options, starts the
+// cluster (and controller) and prints what started to out.
+func startDev(args []string, out io.Writer) (*devSession, error) {
+	fs := newFlagSet("dev", "", "A name server and a broker in one process, both on loopback, until SIGINT or SIGTERM;\n"+
+		"with --groups N, N broker groups (broker-a, broker-b, ...) in one cluster, each with --slaves slaves.")
 	var f brokerFlags
 	f.register(fs, false)
 	dir := fs.String("dir", "", "data directory (default: a temporary one, removed on exit)")
 	keep := fs.Bool("keep", false, "keep the temporary data directory on exit")
 	nsListen := fs.String("namesrv", "127.0.0.1:9876", "name server address (127.0.0.1:0 picks a free port)")
-	slaves := fs.Int("slaves", 0, "slaves to run beside the broker (brokerId 1, 2, ...; free ports)")
+	groups := fs.Int("groups", 1, "broker groups (masters) in the cluster, all registered with the name server: broker-a, broker-b, ...;\n"+
+		"the first listens on --port, the others on free ports; data under DIR/<brokerName> when more than one")
+	slaves := fs.Int("slaves", 0, "slaves to run beside each broker (brokerId 1, 2, ...; free ports)")
 	replication := fs.String("replication", "", "with --slaves: sync (SYNC_MASTER: a send is answered once a slave holds it) or async (ASYNC_MASTER); default the broker's role")
 	withCtl := fs.Bool("controller", false, "also run a fail-over controller (one replica) in this process, and the brokers in controller mode:\nwith --slaves, a slave takes over when the master stops")
 	if err := parseArgs(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if err := refuseArgs(fs); err != nil {
-		return err
+		return nil, err
 	}
 	cfg, log, err := f.config(fs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	switch *replication {
 	case "":
@@ -44,60 +84,77 @@ func runDev(args []string) error {
 	case "async":
 		cfg.BrokerRole = broker.AsyncMaster
 	default:
-		return fmt.Errorf("dev: --replication %q: want sync or async", *replication)
+		return nil, fmt.Errorf("dev: --replication %q: want sync or async", *replication)
 	}
 	if *replication != "" && *slaves == 0 {
-		return errors.New("dev: --replication needs --slaves N")
+		return nil, errors.New("dev: --replication needs --slaves N")
+	}
+	if *groups < 1 || *groups > devcluster.MaxGroups {
+		return nil, fmt.Errorf("dev: --groups %d: want 1 to %d", *groups, devcluster.MaxGroups)
 	}
 	portGiven := false
 	fs.Visit(func(fl *flag.Flag) { portGiven = portGiven || fl.Name == "port" })
 	if !portGiven {
 		_ = cfg.Set("listenPort", "10911")
 	}
-	opts := devcluster.Options{Dir: *dir, Keep: *keep, NamesrvListen: *nsListen, Broker: cfg, Logger: log, Slaves: *slaves}
+	opts := devcluster.Options{Dir: *dir, Keep: *keep, NamesrvListen: *nsListen, Broker: cfg, Logger: log,
+		Groups: *groups, Slaves: *slaves}
+	s := &devSession{log: log}
 	if *withCtl {
-		ctl, err := devcluster.StartController(devcluster.ControllerOptions{Dir: *dir, Keep: *keep, Logger: log})
-		if err != nil {
-			return fmt.Errorf("dev: controller: %w", err)
+		if s.ctl, err = devcluster.StartController(devcluster.ControllerOptions{Dir: *dir, Keep: *keep, Logger: log}); err != nil {
+			return nil, fmt.Errorf("dev: controller: %w", err)
 		}
-		defer func() {
-			if serr := ctl.Close(); serr != nil {
-				log.Warn("dev: controller: stop", "err", serr)
-			}
-		}()
-		opts.ControllerAddrs = []string{ctl.Addr()}
-		fmt.Printf("samsa dev: controller %s (one replica; brokers in controller mode)\n", ctl.Addr())
+		opts.ControllerAddrs = []string{s.ctl.Addr()}
+		fmt.Fprintf(out, "samsa dev: controller %s (one replica; brokers in controller mode)\n", s.ctl.Addr())
 	}
-	dev, err := devcluster.Start(opts)
+	s.dev, err = devcluster.Start(opts)
 	if err != nil && !portGiven && isAddrInUse(err) {
 		// The well-known ports are taken (another cluster runs): pick
 		// free ones rather than fail.
 		log.Warn("dev: default ports in use; using free ones", "err", err)
 		_ = opts.Broker.Set("listenPort", "0")
 		opts.NamesrvListen = "127.0.0.1:0"
-		dev, err = devcluster.Start(opts)
+		s.dev, err = devcluster.Start(opts)
 	}
 	if err != nil {
-		return err
-	}
-	fmt.Printf("samsa dev: name server %s  broker %s (%s)  metrics http://%s/metrics  dashboard http://%s/ui/  data %s\n",
-		dev.NamesrvAddr(), dev.BrokerAddr(), dev.Broker.Config().BrokerName, dev.Broker.AdminAddr(), dev.Broker.AdminAddr(), dev.Dir)
-	for _, s := range dev.Slaves {
-		follows := string(dev.Broker.Config().BrokerRole)
-		if *withCtl {
-			follows = fmt.Sprintf("the controller's master; sync-state set %v", dev.Broker.ControllerSyncSet())
+		if s.ctl != nil {
+			if cerr := s.ctl.Close(); cerr != nil {
+				log.Warn("dev: controller: stop", "err", cerr)
+			}
 		}
-		fmt.Printf("samsa dev: slave %s (brokerId %d, following %s)  metrics http://%s/metrics\n", s.Addr(), s.Config().BrokerID,
-			follows, s.AdminAddr())
+		return nil, err
 	}
-	fmt.Printf("try: printf 'stats\\r\\n' | nc %s   (clients: name server %s)\n",
+	printDev(out, s.dev, *withCtl)
+	return s, nil
+}
+
+// printDev says what started: the name server, each group's master and
+// slaves, and how to talk to them.
+func printDev(out io.Writer, dev *devcluster.Cluster, withCtl bool) {
+	for i, g := range dev.Groups {
+		b := g.Broker
+		if i == 0 {
+			fmt.Fprintf(out, "samsa dev: name server %s  broker %s (%s)  metrics http://%s/metrics  dashboard http://%s/ui/  data %s\n",
+				dev.NamesrvAddr(), g.BrokerAddr(), g.Name, b.AdminAddr(), b.AdminAddr(), dev.Dir)
+		} else {
+			fmt.Fprintf(out, "samsa dev: broker %s (%s)  metrics http://%s/metrics  dashboard http://%s/ui/\n",
+				g.BrokerAddr(), g.Name, b.AdminAddr(), b.AdminAddr())
+		}
+		for _, s := range g.Slaves {
+			follows := string(b.Config().BrokerRole)
+			if withCtl {
+				follows = fmt.Sprintf("the controller's master; sync-state set %v", b.ControllerSyncSet())
+			}
+			fmt.Fprintf(out, "samsa dev: slave %s (brokerId %d, following %s)  metrics http://%s/metrics\n", s.Addr(), s.Config().BrokerID,
+				follows, s.AdminAddr())
+		}
+	}
+	if len(dev.Groups) > 1 {
+		fmt.Fprintf(out, "samsa dev: %d broker groups in cluster %s: `samsa topic create` creates a topic on every one\n",
+			len(dev.Groups), dev.Broker.Config().BrokerClusterName)
+	}
+	fmt.Fprintf(out, "try: printf 'stats\\r\\n' | nc %s   (clients: name server %s)\n",
 		hostPortSpace(dev.BrokerAddr()), dev.NamesrvAddr())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	s := <-sig
-	signal.Stop(sig)
-	log.Info("dev: stopping", "signal", s.String())
-	return dev.Close()
 }
 
 func isAddrInUse(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }
