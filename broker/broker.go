@@ -14,6 +14,7 @@ import (
 
 	"github.com/samsamq/samsa/broker/delay"
 	"github.com/samsamq/samsa/broker/repair"
+	"github.com/samsamq/samsa/broker/txn"
 	"github.com/samsamq/samsa/ha"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
@@ -84,8 +85,8 @@ type Broker struct {
 	ctl      *ctlMode   // controller mode (controller_mode.go); nil without
 	metaSync *slaveSync // nil on a master
 	repair   *repair.Repairer
-	txn      *txnState  // the open half messages (txn.go); nil on a slave
-	acl      *brokerACL // access control (acl.go); nil with aclEnable=false
+	txn      *txn.Service // transactions (package txn, txn_wiring.go); nil on a slave
+	acl      *brokerACL   // access control (acl.go); nil with aclEnable=false
 
 	delay *delay.Service // delayed delivery (package delay, delay_wiring.go)
 }
@@ -283,7 +284,7 @@ func (b *Broker) Start() error {
 		b.goLoop(b.metaSync.run)
 	}
 	if b.txn != nil {
-		b.goLoop(b.txnCheckLoop)
+		b.goLoop(func() { b.txn.Run(b.stop) })
 	}
 	b.goLoop(func() { b.delay.Run(b.stop) }) // returns at once on a slave
 	b.reg.registerAll(true)

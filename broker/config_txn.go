@@ -1,12 +1,12 @@
 package broker
 
-import "time"
+import "github.com/samsamq/samsa/broker/txn"
 
-// Transaction defaults (RocketMQ's BrokerConfig).
+// Transaction defaults (RocketMQ's BrokerConfig; package txn).
 const (
-	DefaultTransactionTimeout       = 6 * time.Second
-	DefaultTransactionCheckInterval = 30 * time.Second
-	DefaultTransactionCheckMax      = 15
+	DefaultTransactionTimeout       = txn.DefaultTimeout
+	DefaultTransactionCheckInterval = txn.DefaultCheckInterval
+	DefaultTransactionCheckMax      = txn.DefaultCheckMax
 )
 
 // ensureTxnDefaults fills the transaction settings.

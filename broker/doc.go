@@ -38,9 +38,19 @@
 //   - lockManager: the orderly consumer's queue locks (LOCK_BATCH_MQ);
 //   - holder: long-poll pulls waiting for a message, woken from
 //     Store.OnDispatch and expired by deadline;
-//   - groupManager: subscription group configs, subscriptionGroup.json;
-//   - txnState: a master's open transaction half messages, rebuilt at start
-//     from the op queue (txn.go describes transactions whole).
+//   - groupManager: subscription group configs, subscriptionGroup.json.
+//
+// # Transactions
+//
+// Package txn holds them, behind a small Config (txn_wiring.go builds it
+// on a master). A prepared send is stored as a half message in
+// RMQ_SYS_TRANS_HALF_TOPIC; END_TRANSACTION (proc_txn_end.go) commits it
+// to its real topic or rolls it back, each settled by one op record in
+// RMQ_SYS_TRANS_OP_HALF_TOPIC, at most once; a half left open is checked
+// back with its producer group (CHECK_TRANSACTION_STATE) every
+// transactionCheckInterval and discarded after transactionCheckMax checks.
+// The state of the open halves is rebuilt at start from the check
+// progress (CID_RMQ_SYS_TRANS's consumer offsets) and the op queue.
 //
 // # Delayed delivery
 //

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/samsamq/samsa/broker/txn"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
 	"github.com/samsamq/samsa/storage/record"
@@ -91,8 +92,8 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 		StoreHost:      b.storeHost,
 		ReconsumeTimes: h.ReconsumeTimes,
 	}
-	if isPrepared(h.SysFlag, props) {
-		b.toHalf(m, h.ProducerGroup) // txn_store.go; its delay applies when it is committed
+	if txn.IsPrepared(h.SysFlag, props) {
+		txn.ToHalf(m, h.ProducerGroup) // package txn; its delay applies when it is committed
 	} else if r := deferDelivery(b.delay, req, m); r != nil { // a delay level or a timer (delay_wiring.go)
 		b.stats.sendErrors.Add(1)
 		return nil, r

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/samsamq/samsa/broker/txn"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
 	"github.com/samsamq/samsa/storage/record"
@@ -27,7 +28,7 @@ func (b *Broker) processSendBatch(c *conn, req *protocol.Command) *protocol.Comm
 	if strings.HasPrefix(h.Topic, RetryGroupPrefix) {
 		return protocol.NewResponse(req, protocol.MessageIllegal, "batch request does not support retry group "+h.Topic)
 	}
-	if isPrepared(h.SysFlag, nil) {
+	if txn.IsPrepared(h.SysFlag, nil) {
 		return protocol.NewResponse(req, protocol.MessageIllegal, "batch message does not support transaction")
 	}
 	if r := b.refuseBatchBody(req); r != nil {

@@ -73,6 +73,31 @@ func (c *appendCombiner) append(m *storage.Message) (storage.AppendResult, error
 	return c.finish(e)
 }
 
+// appendAll appends msgs in this order among the concurrent sends (a
+// transaction's settlement; txn.Config.Append). The combiner may split
+// them over store batches, so each message has its own error: errs is nil
+// when all were appended, else each one's; err is the first.
+func (c *appendCombiner) appendAll(msgs []*storage.Message) (res []storage.AppendResult, errs []error, err error) {
+	es := make([]*combineEntry, len(msgs))
+	for i, m := range msgs {
+		es[i] = c.get(m)
+	}
+	c.run(es)
+	res = make([]storage.AppendResult, len(msgs))
+	for i, e := range es {
+		r, e := c.finish(e)
+		res[i] = r
+		if e != nil && err == nil {
+			err = e
+			errs = make([]error, len(msgs))
+		}
+		if errs != nil {
+			errs[i] = e
+		}
+	}
+	return res, errs, err
+}
+
 // get returns a pooled entry for m.
 func (c *appendCombiner) get(m *storage.Message) *combineEntry {
 	e := c.pool.Get().(*combineEntry)

@@ -2,13 +2,13 @@ package broker
 
 import (
 	"bufio"
-	"context"
 	"net"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/broker/txn"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage/record"
 )
@@ -84,7 +84,7 @@ func (p *txnPeer) joinGroup() {
 
 // halfSend is a prepared send of group pg to topic/queue.
 func halfSend(topic string, queue int32, body string) *protocol.Command {
-	p, _ := record.EncodeProperties(map[string]string{propTranPrepared: "true", propProducerGroup: "pg", propUniqKey: "u-" + body})
+	p, _ := record.EncodeProperties(map[string]string{txn.PropTranPrepared: "true", txn.PropProducerGroup: "pg", propUniqKey: "u-" + body})
 	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: AutoCreateTopicKey,
 		DefaultTopicQueueNums: 4, QueueID: queue, SysFlag: record.TransactionPrepared, BornTimestamp: time.Now().UnixMilli(),
 		Properties: string(p)}
@@ -235,52 +235,6 @@ func TestTxnCheckBack(t *testing.T) {
 	}
 }
 
-// TestTxnFinalWithoutOpAfterCrash: a commit cut short by a crash (final
-// message stored, op record not) is completed, not repeated: by a late
-// END_TRANSACTION, or by the check service without asking the producer.
-func TestTxnFinalWithoutOpAfterCrash(t *testing.T) {
-	dir := t.TempDir()
-	b := startBroker(t, dir, nil)
-	c := dialTxnPeer(t, b.Addr())
-	k1, p1 := halfOf(t, c.call(halfSend("tx", 0, "late-end")))
-	k2, p2 := halfOf(t, c.call(halfSend("tx", 0, "checked")))
-	for _, hp := range [][2]int64{{k1, p1}, {k2, p2}} {
-		h, err := b.readHalf(hp[0], hp[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := b.finalMessage(&h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.store.Append(context.Background(), m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b = startBroker(t, dir, func(c *Config) {
-		c.TransactionCheckInterval = 20 * time.Millisecond
-		c.TransactionTimeout = 50 * time.Millisecond
-	})
-	defer b.Close()
-	c = dialTxnPeer(t, b.Addr())
-	c.joinGroup()
-	if r := c.call(endReq(k1, p1, protocol.TransactionCommit, "pg")); r.Code != protocol.Success {
-		t.Fatal(r)
-	}
-	waitFor(t, func() bool { off, _ := b.offsets.query(transProgressGroup, TransHalfTopic, 0); return off == k2+1 }, "both settled")
-	select {
-	case req := <-c.checks:
-		t.Fatalf("checked back a half whose final message is stored: %v", req.ExtFields)
-	default:
-	}
-	if got := realBodies(t, c, "tx", 0); len(got) != 2 || got[0] != "late-end" || got[1] != "checked" {
-		t.Fatalf("delivered %q", got)
-	}
-}
-
 // TestTxnReplicated: half, final and op records reach a SYNC_MASTER's
 // slave like any records (the END_TRANSACTION answer waits for them); the
 // slave settles nothing itself and runs no check service.
@@ -311,39 +265,5 @@ func TestTxnReplicated(t *testing.T) {
 	}
 	if r := sc.call(halfSend("tx", 0, "to-slave")); r.Code != protocol.ServiceNotAvailable {
 		t.Fatalf("prepared send to a slave: %s", r)
-	}
-}
-
-// TestTxnCheckCountsSurviveRestart: the check-backs of an open half count
-// across a restart: transactionCheckMax in all, then it is discarded.
-func TestTxnCheckCountsSurviveRestart(t *testing.T) {
-	dir := t.TempDir()
-	fast := func(c *Config) {
-		c.TransactionCheckInterval = 20 * time.Millisecond
-		c.TransactionTimeout = 50 * time.Millisecond
-		c.TransactionCheckMax = 4
-	}
-	b := startBroker(t, dir, fast)
-	c := dialTxnPeer(t, b.Addr())
-	c.joinGroup()
-	halfOf(t, c.call(halfSend("tx", 0, "open")))
-	for n := 0; n < 2; n++ {
-		select {
-		case <-c.checks:
-		case <-time.After(20 * time.Second):
-			t.Fatal("no check-back")
-		}
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	sent := 2 + len(c.checks)
-	b = startBroker(t, dir, fast)
-	defer b.Close()
-	c = dialTxnPeer(t, b.Addr())
-	c.joinGroup()
-	waitFor(t, func() bool { return b.store.MaxQueueOffset(TransCheckMaxTimeTopic, 0) == 1 }, "discarded after the restart")
-	if after := len(c.checks); sent+after > 4 {
-		t.Fatalf("%d check-backs before the restart, %d after: more than transactionCheckMax 4", sent, after)
 	}
 }

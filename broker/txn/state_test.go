@@ -1,4 +1,4 @@
-package broker
+package txn
 
 import "testing"
 
@@ -37,13 +37,15 @@ func TestTxnStateWindow(t *testing.T) {
 	}
 }
 
-func TestParseHalfList(t *testing.T) {
-	got, err := parseHalfList([]byte("1:100\n2:200\n"))
-	if err != nil || len(got) != 2 || got[1] != [2]int64{2, 200} {
+// TestParseRefs: an END_TRANSACTION body is "queueOffset:commitLogOffset"
+// lines; anything else is refused whole.
+func TestParseRefs(t *testing.T) {
+	got, err := ParseRefs([]byte("1:100\n2:200\n"))
+	if err != nil || len(got) != 2 || got[1] != (Ref{2, 200}) {
 		t.Fatalf("%v %v", got, err)
 	}
 	for _, bad := range []string{"1", "x:1", "1:-2", "1:2\n\n3:4"} {
-		if _, err := parseHalfList([]byte(bad)); err == nil {
+		if _, err := ParseRefs([]byte(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

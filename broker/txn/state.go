@@ -1,82 +1,4 @@
-package broker
-
-// Transactions, RocketMQ's way (broker/transaction/ in RocketMQ 4.x/5.x:
-// TransactionalMessageBridge, TransactionalMessageServiceImpl,
-// TransactionalMessageCheckService, EndTransactionProcessor), with one
-// departure and one extension, both marked below.
-//
-// # Half messages
-//
-// A prepared send (sysflag TRANSACTION_PREPARED, or property TRAN_MSG=true)
-// is checked against its real topic and queue as any send, then stored
-// under RMQ_SYS_TRANS_HALF_TOPIC queue 0 with REAL_TOPIC and REAL_QID in its
-// properties and its sysflag's transaction bits cleared (so it is indexed
-// in the half queue and nowhere else): consumers of the real topic never
-// see it. Its half queue offset is its identity from then on.
-//
-// # Op records
-//
-// A half message is settled by one op record: topic
-// RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0, tags "d" (RocketMQ's REMOVETAG),
-// body the half queue offset in decimal. END_TRANSACTION with commit
-// appends, in one Store.AppendBatch, the final message (real topic and
-// queue restored, REAL_TOPIC, REAL_QID and TRAN_MSG removed, sysflag
-// TRANSACTION_COMMIT, PreparedTxOffset the half's commit-log offset,
-// property TRAN_PREPARED_QUEUE_OFFSET) and then the op record; rollback
-// appends only the op record; a half discarded after transactionCheckMax
-// check-backs is copied to TRANS_CHECK_MAX_TIME_TOPIC and gets an op record
-// too.
-//
-// Settled at most once: txnState holds, for each half offset at or above
-// the check progress, whether it is open, being settled or settled (and
-// by which op). Every settlement claims the half first, so a duplicate or
-// late END_TRANSACTION, or a check-back racing a commit, finds it taken
-// and writes nothing: a committed message is delivered once.
-//
-// Departure from RocketMQ: a checked half is not appended again (RocketMQ's
-// putBackHalfMsgQueue with TRANSACTION_CHECK_TIMES + 1). Its offset stays
-// its identity, so an END_TRANSACTION answering an old check, or the
-// producer's own late one, settles the same half as the newest; the check
-// counts of open halves are saved after each check round that changed
-// them, in config/transactionChecks.json.
-//
-// # Crash mid-commit
-//
-// A commit's batch is one contiguous write, and recovery keeps a prefix of
-// the log: after a crash it is either whole, or its final messages are
-// partly there without the op record. The second can only happen to a
-// half stored before the broker started; before such a half is checked
-// back or committed again, its real queue is searched (from the half's
-// store time) for a record whose PreparedTxOffset is the half's commit-log
-// offset. If one is there, only the op record is written.
-//
-// # Progress
-//
-// The check progress, as in RocketMQ, is two consumer offsets of the
-// group CID_RMQ_SYS_TRANS in consumerOffset.json: the half queue offset
-// below which every half is settled, and an op queue offset from which
-// reading the op queue again rebuilds txnState. New reads the op queue
-// from there before anything is served, so a restart with open half
-// messages still checks them back and still refuses a duplicate commit.
-//
-// # Several messages in one transaction (ours, as MetaQ allowed)
-//
-// Samsa's client may put several half messages, to any topics of one
-// broker, in one transaction: each carries the property SAMSA_TXN_ID, and
-// the producer ends them with one END_TRANSACTION whose body lists every
-// half as "queueOffset:commitLogOffset" lines. The broker settles them all
-// in one AppendBatch (every final message, then every op record), so they
-// become visible together or, after a crash mid-write, are repaired as
-// above. A half left open (crash, lost END) is checked back like any: the
-// client's checker answers for the transaction id, so every half of one
-// transaction gets the same answer; all or nothing.
-//
-// # Replication
-//
-// Half and op records are CommitLog records like any and replicate with
-// it; the progress offsets follow the master to its slaves with the other
-// consumer offsets. Only a master answers END_TRANSACTION (a slave answers
-// SLAVE_NOT_AVAILABLE, as RocketMQ) and runs the check service.
+package txn
 
 import (
 	"fmt"
@@ -87,27 +9,13 @@ import (
 	"github.com/samsamq/samsa/storage/record"
 )
 
-// System topics, properties and the progress group (RocketMQ's
-// TopicValidator, MessageConst, TransactionalMessageUtil).
+// A window slot: the op queue offset that settled its half, or one of
+// these.
 const (
-	TransHalfTopic         = "RMQ_SYS_TRANS_HALF_TOPIC"
-	TransOpHalfTopic       = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-	TransCheckMaxTimeTopic = "TRANS_CHECK_MAX_TIME_TOPIC"
-	transProgressGroup     = "CID_RMQ_SYS_TRANS"
-	transOpTag             = "d"
-
-	propTranPrepared           = "TRAN_MSG"
-	propProducerGroup          = "PGROUP"
-	propUniqKey                = "UNIQ_KEY"
-	propTransactionID          = "__transactionId__"
-	propCheckImmunity          = "CHECK_IMMUNITY_TIME_IN_SECONDS"
-	propPreparedQueueOff       = "TRAN_PREPARED_QUEUE_OFFSET"
-	propCheckTimes             = "TRANSACTION_CHECK_TIMES"
-	PropSamsaTransaction       = "SAMSA_TXN_ID" // ours: the transaction id shared by its half messages
-	txnSettling          int64 = -2             // a window slot: being settled now
-	txnOpen              int64 = -1             // a window slot: open
-	// txnDropped: a window slot settled without an op record (the half
-	// was lost to retention or corruption); the progress passes it.
+	txnSettling int64 = -2 // being settled now
+	txnOpen     int64 = -1 // open
+	// txnDropped: settled without an op record (the half was lost to
+	// retention or corruption); the progress passes it.
 	txnDropped int64 = math.MaxInt64
 )
 
@@ -121,13 +29,13 @@ type txnState struct {
 		base   int64         // every half below is settled
 		win    []int64       // win[i]: half base+i
 		checks map[int64]int // check-backs sent, per open half
-		dirty  bool          // checks changed since saveChecks
-		// searched: halves from before the start whose real queue was
+		dirty  bool          // checks changed since checkCounts
+		// searched: halves from before New whose real queue was
 		// searched for a final message left by a crash mid-commit.
 		searched   map[int64]bool
 		mustSearch map[int64]bool // searched even above startHalfMax (reopenToSearch)
 	}
-	// startHalfMax is the half queue's end when the broker started: a half
+	// startHalfMax is the half queue's end when the Service was made: a half
 	// below it may have a final message without its op record.
 	startHalfMax int64
 }
@@ -243,13 +151,14 @@ func (t *txnState) advance(opEnd int64) (base, opFrom int64) {
 	return t.mu.base, opFrom
 }
 
-// addCheck counts a check-back of half k and returns the count before it.
+// checksOf returns the check-backs of half k so far.
 func (t *txnState) checksOf(k int64) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.mu.checks[k]
 }
 
+// addCheck counts a check-back of half k.
 func (t *txnState) addCheck(k int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
