@@ -21,6 +21,9 @@ const (
 	PropSamsaTransaction = txn.PropSamsaTransaction
 	transProgressGroup   = txn.ProgressGroup
 
+	// propUniqKey is a message's client-side id (MessageConst
+	// PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX), which the dashboard
+	// looks messages up by.
 	propUniqKey = "UNIQ_KEY"
 )
 

@@ -14,8 +14,8 @@ import (
 type Verdict int
 
 const (
-	Commit Verdict = iota
-	Rollback
+	Commit   Verdict = iota // store the final messages, then the op records
+	Rollback                // store the op records only
 )
 
 // Ref names one half message as END_TRANSACTION does: its half queue
