@@ -8,9 +8,11 @@
 // alive; a pull that reaches a damaged record waits for the repair
 // (Pending) instead of moving past it, unless no peer can supply it.
 //
-// A Repairer is a loop of its own: woken by Kick (a read found damage) or
-// every Config.Interval, it lists Store.Damaged and tries each range on
-// each peer in turn. A range that every peer failed to supply
+// A Repairer is a loop of its own: woken by Kick (a read found damage),
+// by new damaged ranges (a restart's verification, the scrubber), or every
+// Config.Interval, it lists Store.Damaged and tries each range on each
+// peer in turn: the current ones, then those it was given before (a group
+// without a master leaves its slaves none current). A range that every peer failed to supply
 // Config.MaxAttempts rounds in a row over Config.GiveUpAfter is given up
 // (Status.Unrepairable): reads may then move past its records, and it is
 // logged at Error; it is still tried once every GiveUpAfter, and repaired
@@ -22,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,7 +57,16 @@ type Config struct {
 	GiveUpAfter time.Duration
 	// Timeout bounds one fetch (default 10 s).
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Remember is how many addresses Peers returned before (most recent
+	// first) are still asked after the ones it returns now (default 8): a
+	// group that lost its master leaves its slaves no current peer, yet
+	// each may hold what the other lacks.
+	Remember int
+	// Watch is how often the loop looks for newly damaged ranges between
+	// rounds (default 250 ms): damage a restart's verification or the
+	// scrubber finds is fetched at once, not a whole Interval later.
+	Watch  time.Duration
+	Logger *slog.Logger
 }
 
 // Repairer is the loop; see the package doc.
@@ -66,6 +78,7 @@ type Repairer struct {
 		attempts map[int64]int       // range start → failed rounds in a row
 		since    map[int64]time.Time // range start → its first failure of the streak
 		last     map[int64]time.Time // range start → its last attempt
+		known    []string            // addresses Peers returned, most recent first (Remember)
 		repaired int64               // ranges repaired since start
 		lastErr  string
 	}
@@ -88,6 +101,12 @@ func New(cfg Config) (*Repairer, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
+	if cfg.Remember <= 0 {
+		cfg.Remember = 8
+	}
+	if cfg.Watch <= 0 {
+		cfg.Watch = 250 * time.Millisecond
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -108,15 +127,53 @@ func (r *Repairer) Kick() {
 func (r *Repairer) Run(stop <-chan struct{}) {
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
+	w := time.NewTicker(r.cfg.Watch)
+	defer w.Stop()
+	seen := 0 // damaged ranges at the last look
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		case <-r.kick:
+		case <-w.C:
+			n := len(r.cfg.Store.Damaged())
+			grew := n > seen
+			seen = n
+			if !grew {
+				continue
+			}
 		}
 		r.Round()
 	}
+}
+
+// peers are the addresses to ask, in order: what Config.Peers says now,
+// then the others it said before (Config.Remember of them).
+func (r *Repairer) peers() []string {
+	cur := r.cfg.Peers()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	known := append(slices.Clone(cur), r.mu.known...)
+	known = uniq(known)
+	if len(known) > r.cfg.Remember {
+		known = known[:r.cfg.Remember]
+	}
+	r.mu.known = known
+	return slices.Clone(known)
+}
+
+// uniq drops later repeats of an address, keeping the order.
+func uniq(addrs []string) []string {
+	seen := make(map[string]bool, len(addrs))
+	out := addrs[:0]
+	for _, a := range addrs {
+		if a != "" && !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Round tries every damaged range once on each peer and returns how many
@@ -126,7 +183,7 @@ func (r *Repairer) Round() int {
 	if len(damaged) == 0 {
 		return 0
 	}
-	peers := r.cfg.Peers()
+	peers := r.peers()
 	n := 0
 	for _, d := range damaged {
 		if !r.due(d.From) {
@@ -207,7 +264,7 @@ func (r *Repairer) givenUpLocked(from int64) bool {
 // repaired: there is a peer to ask and the range is not given up. A read
 // should wait for it rather than move past it.
 func (r *Repairer) Pending(phys int64) bool {
-	if len(r.cfg.Peers()) == 0 {
+	if len(r.peers()) == 0 {
 		return false
 	}
 	for _, d := range r.cfg.Store.Damaged() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,5 +93,61 @@ func TestRound(t *testing.T) {
 		Fetch: fetch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if r2.Pending(1) {
 		t.Fatal("pending with no peer to ask")
+	}
+}
+
+// TestRememberedPeers: a replica left with no current peer (its master
+// died) still asks the replicas it was given before, current ones first;
+// a damaged range that appears between rounds is fetched without a kick.
+func TestRememberedPeers(t *testing.T) {
+	st := &fakeStore{repaired: map[int64][]byte{}}
+	var mu sync.Mutex
+	cur := []string{"master"}
+	var asked []string
+	fetch := func(_ context.Context, addr string, from, to int64) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, addr)
+		if addr != "other-slave" {
+			return nil, errors.New("connection refused")
+		}
+		return make([]byte, to-from), nil
+	}
+	peers := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(cur)
+	}
+	r, err := New(Config{Store: st, Peers: peers, Fetch: fetch, Watch: time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.peers() // the master, then (as master once) its slave
+	mu.Lock()
+	cur = []string{"other-slave"}
+	mu.Unlock()
+	r.peers()
+	mu.Lock()
+	cur = nil // the master died: no current peer
+	mu.Unlock()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { r.Run(stop); close(done) }()
+	defer func() { close(stop); <-done }()
+	st.mu.Lock()
+	st.damaged = []storage.DamagedRange{{From: 10, To: 20}}
+	st.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(st.Damaged()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the damaged range was not repaired from a remembered peer")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[0] != "other-slave" {
+		t.Fatalf("asked %v, want the remembered other-slave first (most recent)", asked)
 	}
 }
