@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -278,6 +279,13 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 	c.stopWriting()
 	c.stopSlave()
 	haEpoch, err := nextHAEpoch(c.epochs.MaxEpoch(), r.MasterEpoch)
+	if err == nil && c.b.txn != nil {
+		// What replication brought while a slave (half messages, op
+		// records) never passed through the transactions' state.
+		if err = c.b.txn.Resync(); err != nil {
+			err = fmt.Errorf("rebuild the transactions' state: %w", err)
+		}
+	}
 	var m *ha.Master
 	if err == nil {
 		m, err = c.b.newHAMaster(c.epochs, haEpoch)

@@ -24,7 +24,7 @@ import (
 // over the settled prefix and is committed as ProgressGroup's offsets.
 // A closed stop ends the scan early.
 func (s *Service) round(stop <-chan struct{}) {
-	t, st, log := s.st, s.cfg.Store, s.cfg.Logger
+	t, st, log := s.state(), s.cfg.Store, s.cfg.Logger
 	now := s.cfg.Now()
 	t.advance(st.MaxQueueOffset(OpHalfTopic, 0))
 	end := st.MaxQueueOffset(HalfTopic, 0)

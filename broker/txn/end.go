@@ -59,7 +59,7 @@ func (s *Service) End(group string, v Verdict, refs []Ref) ([]storage.AppendResu
 	// skipped.
 	claimed := hs[:0]
 	for _, hr := range hs {
-		if s.st.claim(hr.k) {
+		if s.state().claim(hr.k) {
 			claimed = append(claimed, hr)
 		}
 	}
@@ -73,7 +73,7 @@ func (s *Service) End(group string, v Verdict, refs []Ref) ([]storage.AppendResu
 	kinds := make([]int, len(claimed))
 	for i := range claimed {
 		kinds[i] = kind
-		if kind == settleCommit && s.st.needsSearch(claimed[i].k) && s.finalStored(&claimed[i]) {
+		if kind == settleCommit && s.state().needsSearch(claimed[i].k) && s.finalStored(&claimed[i]) {
 			kinds[i] = settleOpOnly
 		}
 	}

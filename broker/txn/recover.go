@@ -67,7 +67,7 @@ func (s *Service) rebuild() error {
 		counts = nil
 	}
 	t.loadCheckCounts(counts)
-	s.st = t
+	s.st.Store(t)
 	for k := base; k < t.startHalfMax; k++ {
 		if t.state(k) == txnOpen {
 			open++

@@ -101,7 +101,39 @@ func TestGarbageChecksFile(t *testing.T) {
 	if bad != 1 {
 		t.Fatalf("config dir holds %v: want one set-aside copy", names)
 	}
-	if n := r.svc.st.checksOf(0); n != 0 {
+	if n := r.svc.state().checksOf(0); n != 0 {
 		t.Fatalf("half 0 has %d checks after its file was set aside, want 0", n)
+	}
+}
+
+// TestResyncSeesReplicatedSettlements: a replica built its state while a
+// half was open; the master settled it and the op record reached this
+// replica's store by replication, not through its state. Until Resync the
+// half looks open (a check-back would go out, and a commit answer would
+// store a second final message); after Resync it is settled.
+func TestResyncSeesReplicatedSettlements(t *testing.T) {
+	r := newRig(t, nil)
+	h := r.prepare("tx", 0, "replicated", map[string]string{PropTranPrepared: "true", PropProducerGroup: "pg", propUniqKey: "u-1"})
+	replica, err := New(r.svc.cfg) // the replica's Service, made while the half was open
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.End("pg", Commit, []Ref{{h.QueueOffset, h.PhysOffset}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := replica.state().state(h.QueueOffset); got != txnOpen {
+		t.Fatalf("before Resync the replica's state says %d, want open (the test's premise)", got)
+	}
+	if err := replica.Resync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := replica.state().state(h.QueueOffset); got < 0 {
+		t.Fatalf("after Resync the replicated settlement is not seen: %d", got)
+	}
+	r.setProducer("p1", "pg", false, true)
+	r.clock.Add(time.Hour)
+	replica.round(make(chan struct{}))
+	if sent := r.takeSent(); len(sent) != 0 {
+		t.Fatalf("the resynced replica checked back a settled half: %+v", sent)
 	}
 }

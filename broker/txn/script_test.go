@@ -352,7 +352,7 @@ func (s *script) checkLine(t *testing.T, c sent) string {
 // queue's end, the saved progress and the saved check counts.
 func (s *script) show() string {
 	r := s.r
-	st := r.svc.st
+	st := r.svc.state()
 	end := r.st.MaxQueueOffset(HalfTopic, 0)
 	var b strings.Builder
 	st.mu.Lock()

@@ -116,7 +116,7 @@ func (s *Service) settle(hs []halfRef, kinds []int) ([]storage.AppendResult, err
 	msgs := make([]*storage.Message, 0, 2*len(hs))
 	fail := func(err error) ([]storage.AppendResult, error) {
 		for _, h := range hs {
-			s.st.settled(h.k, -1)
+			s.state().settled(h.k, -1)
 		}
 		return nil, err
 	}
@@ -143,13 +143,13 @@ func (s *Service) settle(hs []halfRef, kinds []int) ([]storage.AppendResult, err
 	for i, h := range hs {
 		switch {
 		case errs == nil || errs[first+i] == nil:
-			s.st.settled(h.k, res[first+i].QueueOffset)
+			s.state().settled(h.k, res[first+i].QueueOffset)
 		case kinds[i] == settleCommit && errs[finalAt(kinds, i)] == nil:
 			// The final message is stored, its op record is not: the
 			// check service completes the commit (as after a crash).
-			s.st.reopenToSearch(h.k)
+			s.state().reopenToSearch(h.k)
 		default:
-			s.st.settled(h.k, -1)
+			s.state().settled(h.k, -1)
 		}
 	}
 	if errs != nil {

@@ -151,8 +151,18 @@ type Config struct {
 // the check-back. See the package doc.
 type Service struct {
 	cfg Config
-	st  *txnState
+	st  atomic.Pointer[txnState] // replaced whole by Resync
 }
+
+func (s *Service) state() *txnState { return s.st.Load() }
+
+// Resync rebuilds the state of the half messages from the store, as New
+// does. A replica that becomes master calls it before it takes writes:
+// the half messages and op records it received by replication while a
+// slave never passed through its state, and a half settled there would
+// otherwise look open (a check-back, and a second final message if the
+// producer answers commit again).
+func (s *Service) Resync() error { return s.rebuild() }
 
 // New checks cfg and rebuilds the state of the half messages from the
 // progress and the op queue (the package doc's "Progress"). The broker
