@@ -12,7 +12,7 @@ import (
 )
 
 // Access control (aclEnable=true): one check at dispatch, before a
-// request's processor runs (Broker.dispatch, and processSends for the
+// request's handler runs (Broker.dispatch, and handleSends for the
 // reader's inline sends). With ACL off b.acl is nil and the check is that
 // nil test. A refusal answers NO_PERMISSION with the reason as remark and
 // is counted by reason and request code (/metrics

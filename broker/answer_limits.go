@@ -15,7 +15,7 @@ import (
 //     the consumer-offset table (maxOffsetTableBytes), names
 //     (ValidateTopic, ValidateGroup), client ids (MaxClientIDLength), lock
 //     batches (MaxLockBatch), batches (batch_limits.go), query results
-//     (processQueryMessage stops at answerLimit);
+//     (handleQueryMessage stops at answerLimit);
 //   - at the answer: bodyResponse and limitAnswer turn a body past
 //     answerLimit into SYSTEM_ERROR saying so, never an unreadable frame.
 

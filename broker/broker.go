@@ -28,34 +28,34 @@ const DefaultVersion = "samsa-0.1.0-dev"
 // store (recovering it), Start listens and registers, Close shuts down
 // cleanly. Methods are safe for concurrent use.
 type Broker struct {
-	cfg     Config
-	log     *slog.Logger
-	store   *storage.Store
-	topics  *topicManager
-	offsets *offsetManager
-	clients *clientManager
-	locks   *lockManager
-	groups  *groupManager
-	poll    *longPoll
-	appends *appendCombiner // nil with SYNC_FLUSH: single sends append alone
-	stats   stats
-	metrics *metrics
-	reg     *registrar
-	procs   map[int16]processor
-	sem     chan struct{}
-	pid     int
-	started time.Time
+	cfg      Config
+	log      *slog.Logger
+	store    *storage.Store
+	topics   *topicManager
+	offsets  *offsetManager
+	clients  *clientManager
+	locks    *lockManager
+	groups   *groupManager
+	poll     *longPoll
+	appends  *appendCombiner // nil with SYNC_FLUSH: single sends append alone
+	stats    stats
+	metrics  *metrics
+	reg      *registrar
+	handlers map[int16]requestHandler
+	sem      chan struct{}
+	pid      int
+	started  time.Time
 	// storeHost is the address stamped in every record (BrokerIP1 and the
 	// listening port), set by Start before any request is read.
 	storeHost netip.AddrPort
 
 	ln      net.Listener
 	net     netState // caps, timeouts, TLS (conn_net.go)
-	admin   *adminServer
+	web     *httpListener
 	stop    chan struct{}
 	closing atomic.Bool
 	loops   sync.WaitGroup // the broker's own goroutines
-	rates   rateSampler    // message rates for GET_BROKER_RUNTIME_INFO (admin_rates.go)
+	rates   rateSampler    // message rates for GET_BROKER_RUNTIME_INFO (mqadmin_rates.go)
 	connWG  sync.WaitGroup // connection readers
 	mu      struct {
 		sync.Mutex
@@ -184,7 +184,7 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.openRepair(); err != nil {
 		return nil, closeStoreAfter(st, err)
 	}
-	b.procs = b.processors()
+	b.handlers = b.requestHandlers()
 	opened = true
 	return b, nil
 }
@@ -266,12 +266,12 @@ func (b *Broker) Start() error {
 	ip, _ := netip.ParseAddr(b.cfg.BrokerIP1)
 	b.storeHost = netip.AddrPortFrom(ip, uint16(port))
 	if b.cfg.AdminListen != "off" {
-		a, err := startAdmin(b)
+		a, err := startHTTPListener(b)
 		if err != nil {
 			_ = ln.Close() // nothing accepted on it yet
 			return err
 		}
-		b.admin = a
+		b.web = a
 	}
 	b.started = b.cfg.Clock()
 	b.goLoop(func() { b.poll.run(b.stop) })
@@ -324,10 +324,10 @@ func (b *Broker) Addr() string {
 // AdminAddr is the admin HTTP listener's address, "" when off or before
 // Start.
 func (b *Broker) AdminAddr() string {
-	if b.admin == nil {
+	if b.web == nil {
 		return ""
 	}
-	return b.admin.addr()
+	return b.web.addr()
 }
 
 // Config returns the broker's configuration (defaults filled in).
@@ -388,8 +388,8 @@ func (b *Broker) shutdown() error {
 		b.delay.Close()); err != nil {
 		errs = append(errs, err)
 	}
-	if b.admin != nil {
-		b.admin.close()
+	if b.web != nil {
+		b.web.close()
 	}
 	// On a full disk each file keeps its last saved version (diskfull.go).
 	if err := b.keepOnFull("consumerOffset.json", "it keeps its last saved version (consumers resume from there)",
@@ -432,18 +432,18 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 	}
 }
 
-// processor answers one request; it returns nil for no answer (a one-way
+// requestHandler answers one request; it returns nil for no answer (a one-way
 // request) or held when it keeps the request to answer later.
-type processor func(c *conn, req *protocol.Command) *protocol.Command
+type requestHandler func(c *conn, req *protocol.Command) *protocol.Command
 
-// dispatch runs req's processor, or answers REQUEST_CODE_NOT_SUPPORTED.
+// dispatch runs req's handler, or answers REQUEST_CODE_NOT_SUPPORTED.
 func (b *Broker) dispatch(c *conn, req *protocol.Command) *protocol.Command {
 	if b.acl != nil {
 		if resp := b.aclCheck(c, req); resp != nil {
 			return resp
 		}
 	}
-	if p, ok := b.procs[req.Code]; ok {
+	if p, ok := b.handlers[req.Code]; ok {
 		return p(c, req)
 	}
 	return protocol.NewResponse(req, protocol.RequestCodeNotSupported,

@@ -42,7 +42,7 @@ func (f outFrame) bodyLen() int {
 }
 
 // writeQueue is how many frames may wait for a connection's writer; a
-// processor answering a full queue blocks (backpressure on the client).
+// handler answering a full queue blocks (backpressure on the client).
 const writeQueue = 1024
 
 // conn is one client connection: a reader goroutine (serve) that decodes
@@ -63,7 +63,7 @@ type conn struct {
 	// long-poll pulls included, so a graceful close can answer them all
 	// before the writer stops.
 	reqs sync.WaitGroup
-	// busy counts requests whose processor is still running (a held pull
+	// busy counts requests whose handler is still running (a held pull
 	// no longer counts): while some are, the writer yields before a write
 	// so that their answers join it.
 	busy   atomic.Int32
@@ -131,7 +131,7 @@ func (c *conn) serve() {
 	var sends []*protocol.Command // gathered inline sends (conn_inline.go)
 	flush := func() {
 		if len(sends) > 0 {
-			c.processSends(sends)
+			c.handleSends(sends)
 			clear(sends)
 			sends = sends[:0]
 		}
@@ -210,7 +210,7 @@ func (c *conn) drain() {
 	c.close("")
 }
 
-// held is what a processor returns when it kept the request to answer
+// held is what a handler returns when it kept the request to answer
 // later (a long-poll pull): handle then leaves the request counted in
 // c.reqs, and whoever answers it calls c.reqs.Done.
 var held = &protocol.Command{}
@@ -223,7 +223,7 @@ func (c *conn) handle(cmd *protocol.Command) {
 		defer c.b.release()
 		defer func() {
 			if r := recover(); r != nil {
-				c.b.log.Error("broker: processor panicked", "code", cmd.Code, "remote", c.addr, "panic", r, "stack", string(debug.Stack()))
+				c.b.log.Error("broker: handler panicked", "code", cmd.Code, "remote", c.addr, "panic", r, "stack", string(debug.Stack()))
 				resp = protocol.NewResponse(cmd, protocol.SystemError, fmt.Sprintf("internal error processing request code %d", cmd.Code))
 			}
 		}()
@@ -264,7 +264,7 @@ func (c *conn) trySend(f outFrame) bool {
 
 // Writer batching: a write takes at most maxWriteFrames frames; while
 // requests of the connection are still being processed, the writer yields
-// the processor up to maxWriteYields times before writing, as long as each
+// the handler up to maxWriteYields times before writing, as long as each
 // yield brought more answers, so that the answers to a burst of pipelined
 // requests leave in one writev instead of one each.
 const (

@@ -89,9 +89,9 @@ func (c *conn) nextFrameBuffered() bool {
 	return l >= 0 && int64(n) >= 4+l
 }
 
-// processSends checks the gathered sends, appends their messages together
+// handleSends checks the gathered sends, appends their messages together
 // and queues the answers. It runs on the reader goroutine.
-func (c *conn) processSends(cmds []*protocol.Command) {
+func (c *conn) handleSends(cmds []*protocol.Command) {
 	n := len(cmds)
 	start := time.Now()
 	c.reqAdd(n)

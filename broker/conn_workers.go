@@ -10,7 +10,7 @@ import (
 // request before it exits.
 const workerIdle = 2 * time.Second
 
-// dispatch runs cmd's processor on one of the connection's idle workers,
+// dispatch runs cmd's handler on one of the connection's idle workers,
 // or on a new one when none is idle. Workers are goroutines that outlive
 // their request: a goroutine a request would cost a start and, deep in
 // the store, several stack growths (each a copy of the stack); a worker

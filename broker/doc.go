@@ -14,12 +14,13 @@
 // behind it. A first byte that is an ASCII letter turns the connection into
 // a text connection (stats, version, quit; see text.go).
 //
-// Request codes map to processors, one small file each (proc_*.go; the
+// Request codes map to handlers, one small file each (handle_*.go; the
 // requests mqadmin sends to inspect a broker or reset a group, in
-// admin_*.go). A code
-// without a processor gets REQUEST_CODE_NOT_SUPPORTED; a frame that cannot be
+// mqadmin_*.go; the table in handlers.go). The HTTP listener (metrics,
+// dashboard, pprof; adminListen) is http_listener.go. A code without a
+// handler gets REQUEST_CODE_NOT_SUPPORTED; a frame that cannot be
 // decoded closes only its own connection. With aclEnable=true every request
-// is checked before its processor runs (acl.go, package acl).
+// is checked before its handler runs (acl.go, package acl).
 //
 // Where RocketMQ's behaviour depends on something this broker does not
 // have, or is more than a line, a file says what RocketMQ does and what
@@ -44,7 +45,7 @@
 //
 // Package txn holds them, behind a small Config (txn_wiring.go builds it
 // on a master). A prepared send is stored as a half message in
-// RMQ_SYS_TRANS_HALF_TOPIC; END_TRANSACTION (proc_txn_end.go) commits it
+// RMQ_SYS_TRANS_HALF_TOPIC; END_TRANSACTION (handle_txn_end.go) commits it
 // to its real topic or rolls it back, each settled by one op record in
 // RMQ_SYS_TRANS_OP_HALF_TOPIC, at most once; a half left open is checked
 // back with its producer group (CHECK_TRANSACTION_STATE) every

@@ -57,9 +57,9 @@ func (m *reqMetrics) result(req, resp int16) {
 }
 
 // done records a request whose processing started at start and whose
-// processor returned resp: counted when resp is an answer, timed when it
-// is a send or a pull that was answered (not held). A pull's processor
-// queues its own answer and returns nil; processPull counts its result.
+// handler returned resp: counted when resp is an answer, timed when it
+// is a send or a pull that was answered (not held). A pull's handler
+// queues its own answer and returns nil; handlePull counts its result.
 func (m *reqMetrics) done(req int16, resp *protocol.Command, start time.Time) {
 	if resp == held {
 		return

@@ -42,7 +42,7 @@ type stats struct {
 	wokenTotal        atomic.Int64 // held pulls answered on arrival
 	expiredTotal      atomic.Int64 // held pulls answered on deadline
 	heldRefused       atomic.Int64 // pulls answered at once, maxHeldPulls being held
-	corruptSkips      atomic.Int64 // pulls moved past a corrupt record (proc_pull_corrupt.go)
+	corruptSkips      atomic.Int64 // pulls moved past a corrupt record (handle_pull_corrupt.go)
 	corruptWaits      atomic.Int64 // pulls told to retry while a corrupt record is repaired
 	readErrors        atomic.Int64 // pulls answered SYSTEM_ERROR: the store could not read
 	readErrNote       noteLimiter  // its Error lines, one a minute per distinct error

@@ -6,10 +6,10 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processViewMessage answers VIEW_MESSAGE_BY_ID (33): the stored record at
+// handleViewMessage answers VIEW_MESSAGE_BY_ID (33): the stored record at
 // a commit-log offset (the offset half of an offset message id), as it lies
 // in the log.
-func (b *Broker) processViewMessage(c *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleViewMessage(c *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.ViewMessageRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r

@@ -8,7 +8,7 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processGetBrokerRuntimeInfo answers GET_BROKER_RUNTIME_INFO (28): a
+// handleGetBrokerRuntimeInfo answers GET_BROKER_RUNTIME_INFO (28): a
 // KVTable of the broker's run-time figures, under RocketMQ's key names
 // where Samsa has the same figure (brokerVersionDesc, bootTimestamp,
 // runtime, commitLogMaxOffset, commitLogMinOffset, commitLogDiskRatio),
@@ -17,8 +17,8 @@ import (
 // and storeDiskTotalBytes the store file system's use. putTps and
 // getTransferedTps (also spelt getTransferredTps, as 5.x does) are
 // messages stored and delivered per second over 10 s, 1 min and 10 min,
-// as RocketMQ gives them (admin_rates.go).
-func (b *Broker) processGetBrokerRuntimeInfo(_ *conn, req *protocol.Command) *protocol.Command {
+// as RocketMQ gives them (mqadmin_rates.go).
+func (b *Broker) handleGetBrokerRuntimeInfo(_ *conn, req *protocol.Command) *protocol.Command {
 	m := b.store.Metrics()
 	now := b.cfg.Clock()
 	t := map[string]string{

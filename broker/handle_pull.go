@@ -26,14 +26,14 @@ type pullCtx struct {
 	sql    *sql92.Expr // an SQL92 subscription's filter (filter_sql.go)
 }
 
-// processPull answers PULL_MESSAGE (11) with RocketMQ's
+// handlePull answers PULL_MESSAGE (11) with RocketMQ's
 // PullMessageProcessor semantics. The body of a SUCCESS is the stored
 // records concatenated as they lie in the CommitLog (written with writev,
 // never copied together). A pull that finds nothing and carries the suspend
 // flag is held (long-poll) until a message for its queue is dispatched or
 // its hold ends. The answer suggests where the queue's next pull should go
 // (pull_route.go); a slave serves pulls from its own store.
-func (b *Broker) processPull(c *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handlePull(c *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.PullMessageRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r

@@ -7,7 +7,7 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processInvokeBrokerToResetOffset answers INVOKE_BROKER_TO_RESET_OFFSET
+// handleInvokeBrokerToResetOffset answers INVOKE_BROKER_TO_RESET_OFFSET
 // (222), what mqadmin's resetOffsetByTime sends each master first. As a
 // RocketMQ 4.x broker does, it checks the topic and that the group has an
 // offset on every queue, and answers CONSUMER_NOT_ONLINE when the group
@@ -17,7 +17,7 @@ import (
 // with a clear remark: RocketMQ pushes RESET_CONSUMER_CLIENT_OFFSET to
 // the members, which Samsa's client does not obey; a running member
 // would write its own offsets back. Stop the consumers, then reset.
-func (b *Broker) processInvokeBrokerToResetOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleInvokeBrokerToResetOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	topic, group := req.Ext("topic"), req.Ext("group")
 	if topic == "" || group == "" {
 		return protocol.NewResponse(req, protocol.InvalidParameter, "topic and group are required")

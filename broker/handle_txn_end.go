@@ -9,7 +9,7 @@ import (
 	"github.com/samsamq/samsa/storage"
 )
 
-// processEndTransaction answers END_TRANSACTION (37), usually one-way: the
+// handleEndTransaction answers END_TRANSACTION (37), usually one-way: the
 // producer's verdict on its half messages (txn.Service.End). Commit
 // appends each final message and its op record; rollback only the op
 // record; "not type" (the producer does not know yet) changes nothing and
@@ -18,7 +18,7 @@ import (
 // Samsa's client may list a whole transaction's halves in the body, one
 // "queueOffset:commitLogOffset" a line, and they are settled together.
 // A slave answers SLAVE_NOT_AVAILABLE (RocketMQ's answer).
-func (b *Broker) processEndTransaction(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleEndTransaction(_ *conn, req *protocol.Command) *protocol.Command {
 	if b.isSlave() || b.txn == nil {
 		return protocol.NewResponse(req, protocol.SlaveNotAvailable, "a slave broker does not settle transactions")
 	}

@@ -10,14 +10,14 @@ import (
 	"github.com/samsamq/samsa/storage/record"
 )
 
-// processSendBatch answers SEND_BATCH_MESSAGE (320): the body holds
+// handleSendBatch answers SEND_BATCH_MESSAGE (320): the body holds
 // several messages (decodeBatch) for one topic and queue, stored with one
 // AppendBatch: contiguous, under one lock, one durability wait. The
 // header's properties, if any, are added to every message's (RocketMQ's
 // MessageExtBatch encoder does the same). A batch over maxMessageSize, or
 // one whose answer would not fit a frame, is refused before anything is
 // stored (batch_limits.go).
-func (b *Broker) processSendBatch(c *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleSendBatch(c *conn, req *protocol.Command) *protocol.Command {
 	if r := b.refuseSendOnSlave(req); r != nil {
 		return r
 	}

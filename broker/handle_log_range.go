@@ -9,14 +9,14 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processGetCommitLogRange answers GetCommitLogRange: this log's whole
+// handleGetCommitLogRange answers GetCommitLogRange: this log's whole
 // records from ext "from" up to "to" (a peer repairing a damaged range of
 // its own log; package broker/repair). The records go as they lie (the
 // store's ReadLog: never past what reached the kernel, never a partial
 // record); the peer checks every CRC before it writes them. A range this
 // log does not hold, or larger than protocol.MaxCommitLogRange, is
 // refused.
-func (b *Broker) processGetCommitLogRange(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleGetCommitLogRange(_ *conn, req *protocol.Command) *protocol.Command {
 	from, err1 := strconv.ParseInt(req.Ext("from"), 10, 64)
 	to, err2 := strconv.ParseInt(req.Ext("to"), 10, 64)
 	if err1 != nil || err2 != nil || from < 0 || to <= from || to-from > protocol.MaxCommitLogRange {

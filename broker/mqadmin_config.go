@@ -11,12 +11,12 @@ import (
 // GET_BROKER_CONFIG never shows.
 var secretProperty = regexp.MustCompile(`(?i)secret|password|passwd|token|credential|privatekey`)
 
-// processGetBrokerConfig answers GET_BROKER_CONFIG (26): the running
+// handleGetBrokerConfig answers GET_BROKER_CONFIG (26): the running
 // configuration as RocketMQ's properties text ("key=value" lines), with
 // the values of secret keys masked (the broker's secretKey shows as
 // "(set)" or nothing). Nothing can change the configuration remotely (no
 // UPDATE_BROKER_CONFIG).
-func (b *Broker) processGetBrokerConfig(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleGetBrokerConfig(_ *conn, req *protocol.Command) *protocol.Command {
 	lines := b.cfg.propertyLines()
 	for i, l := range lines {
 		k, v, _ := strings.Cut(l, "=")

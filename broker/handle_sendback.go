@@ -19,7 +19,7 @@ const (
 	propOriginMessageID = "ORIGIN_MESSAGE_ID"
 )
 
-// processSendBack answers CONSUMER_SEND_MSG_BACK (36): a consumer could
+// handleSendBack answers CONSUMER_SEND_MSG_BACK (36): a consumer could
 // not process the message at a commit-log offset, so a copy goes to the
 // group's retry topic %RETRY%group with its reconsume count raised, or to
 // the dead-letter topic %DLQ%group once it was retried maxReconsumeTimes
@@ -29,7 +29,7 @@ const (
 // the default table), through the schedule topic (package delay). A slave
 // refuses it (SYSTEM_ERROR, as RocketMQ 4.x answers a put its slave store
 // refused).
-func (b *Broker) processSendBack(c *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleSendBack(c *conn, req *protocol.Command) *protocol.Command {
 	if r := b.refuseSendBackOnSlave(req); r != nil {
 		return r
 	}

@@ -14,13 +14,13 @@ import (
 	"github.com/samsamq/samsa/storage/record"
 )
 
-// processSend answers SEND_MESSAGE (10) and SEND_MESSAGE_V2 (310): one
+// handleSend answers SEND_MESSAGE (10) and SEND_MESSAGE_V2 (310): one
 // message, appended to the store. With SYNC_FLUSH the answer waits until
 // the record is durable; FLUSH_DISK_TIMEOUT when that takes longer than
 // syncFlushTimeout (the record is stored and may yet become durable). A
 // SYNC_MASTER then waits for its slaves (sendResponse). A slave refuses
 // every send with SERVICE_NOT_AVAILABLE (slave.go).
-func (b *Broker) processSend(c *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleSend(c *conn, req *protocol.Command) *protocol.Command {
 	m, resp := b.prepareSend(c, req)
 	if resp != nil {
 		return resp
@@ -47,7 +47,7 @@ func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, 
 		return nil, protocol.NewResponse(req, protocol.SystemError, "bad send header: "+err.Error())
 	}
 	if h.Batch || req.Code == protocol.SendBatchMessage {
-		return nil, b.processSendBatch(c, req)
+		return nil, b.handleSendBatch(c, req)
 	}
 	if len(req.Body) > b.cfg.MaxMessageSize {
 		return nil, protocol.NewResponse(req, protocol.MessageIllegal, "message body of "+itoa(len(req.Body))+

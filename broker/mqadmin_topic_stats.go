@@ -6,11 +6,11 @@ import (
 	"github.com/samsamq/samsa/storage/record"
 )
 
-// processGetTopicStatsInfo answers GET_TOPIC_STATS_INFO (202): every
+// handleGetTopicStatsInfo answers GET_TOPIC_STATS_INFO (202): every
 // queue of the topic (the larger of its read and write counts) with its
 // min and max offsets and the store time of its last message, as
 // RocketMQ's AdminBrokerProcessor.getTopicStatsInfo.
-func (b *Broker) processGetTopicStatsInfo(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleGetTopicStatsInfo(_ *conn, req *protocol.Command) *protocol.Command {
 	topic := req.Ext("topic")
 	tc, ok := b.topics.get(topic)
 	if !ok {

@@ -6,10 +6,10 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processUpdateAndCreateGroup answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+// handleUpdateAndCreateGroup answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
 // (200): the body is a SubscriptionGroupConfig (fields it lacks take
 // RocketMQ's defaults). A slave refuses it.
-func (b *Broker) processUpdateAndCreateGroup(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleUpdateAndCreateGroup(_ *conn, req *protocol.Command) *protocol.Command {
 	if r := b.refuseMetadataOnSlave(req); r != nil {
 		return r
 	}
@@ -28,18 +28,18 @@ func (b *Broker) processUpdateAndCreateGroup(_ *conn, req *protocol.Command) *pr
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 
-// processGetAllGroups answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the
+// handleGetAllGroups answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the
 // table as a SubscriptionGroupWrapper (what a slave copies).
-func (b *Broker) processGetAllGroups(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleGetAllGroups(_ *conn, req *protocol.Command) *protocol.Command {
 	table, v := b.groups.snapshot()
 	return b.bodyResponse(req, protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: table,
 		DataVersion: protocol.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}})
 }
 
-// processDeleteGroup answers DELETE_SUBSCRIPTIONGROUP (207): the group's
+// handleDeleteGroup answers DELETE_SUBSCRIPTIONGROUP (207): the group's
 // config goes, and with cleanOffset its offsets on every topic. A slave
 // refuses it.
-func (b *Broker) processDeleteGroup(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleDeleteGroup(_ *conn, req *protocol.Command) *protocol.Command {
 	if r := b.refuseMetadataOnSlave(req); r != nil {
 		return r
 	}

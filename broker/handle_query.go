@@ -16,7 +16,7 @@ const (
 	maxMsgsNumBatch    = 64
 )
 
-// processQueryMessage answers QUERY_MESSAGE (12) as RocketMQ's
+// handleQueryMessage answers QUERY_MESSAGE (12) as RocketMQ's
 // QueryMessageProcessor: the messages of a topic whose KEYS hold the key,
 // or whose UNIQ_KEY is it, stored in [beginTimestamp, endTimestamp], at
 // most maxNum (32 for a unique-key query, which the ext field
@@ -25,7 +25,7 @@ const (
 // reads it), the header says how far the index is; nothing found is
 // QUERY_NOT_FOUND. Every record is checked against the key (a hash
 // collision is never served). A slave answers from its own index.
-func (b *Broker) processQueryMessage(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleQueryMessage(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.QueryMessageRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r

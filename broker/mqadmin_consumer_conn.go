@@ -6,10 +6,10 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processGetConsumerConnectionList answers GET_CONSUMER_CONNECTION_LIST
+// handleGetConsumerConnectionList answers GET_CONSUMER_CONNECTION_LIST
 // (203): a group's online members (client id, address, language,
 // version) and subscriptions; CONSUMER_NOT_ONLINE when it has none.
-func (b *Broker) processGetConsumerConnectionList(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleGetConsumerConnectionList(_ *conn, req *protocol.Command) *protocol.Command {
 	group := req.Ext("consumerGroup")
 	cc, ok := b.clients.connections(group)
 	if !ok {

@@ -4,14 +4,14 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processCheckClientConfig answers CHECK_CLIENT_CONFIG (46), which the
+// handleCheckClientConfig answers CHECK_CLIENT_CONFIG (46), which the
 // Java client sends before it starts a consumer with a non-TAG
 // subscription (the Go client's check is empty), as RocketMQ's
 // ClientManageProcessor.checkClientConfig: SUCCESS for a TAG
 // subscription or none; SYSTEM_ERROR when enablePropertyFilter is off;
 // SUBSCRIPTION_PARSE_FAILED with the compiler's message for an
 // expression that does not compile.
-func (b *Broker) processCheckClientConfig(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleCheckClientConfig(_ *conn, req *protocol.Command) *protocol.Command {
 	var body protocol.CheckClientRequestBody
 	if len(req.Body) > 0 {
 		if err := protocol.UnmarshalBody(req.Body, &body); err != nil {

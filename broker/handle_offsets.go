@@ -7,12 +7,12 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processQueryConsumerOffset answers QUERY_CONSUMER_OFFSET (14): the
+// handleQueryConsumerOffset answers QUERY_CONSUMER_OFFSET (14): the
 // group's committed offset; for a group without one, 0 when the queue
 // holds nothing older than the group (start_offset.go; RocketMQ: when its
 // first message is in memory), else QUERY_NOT_FOUND so the client applies
 // its consumeFromWhere.
-func (b *Broker) processQueryConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleQueryConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.QueryConsumerOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
@@ -29,10 +29,10 @@ func (b *Broker) processQueryConsumerOffset(_ *conn, req *protocol.Command) *pro
 	return protocol.NewResponse(req, protocol.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 }
 
-// processUpdateConsumerOffset answers UPDATE_CONSUMER_OFFSET (15), usually
+// handleUpdateConsumerOffset answers UPDATE_CONSUMER_OFFSET (15), usually
 // sent one-way. Offsets reach consumerOffset.json within
 // flushConsumerOffsetInterval and at shutdown.
-func (b *Broker) processUpdateConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleUpdateConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.UpdateConsumerOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
@@ -85,9 +85,9 @@ func (b *Broker) checkOffsetCommit(group, topic string, queue int32, offset int6
 	return protocol.Success, ""
 }
 
-// processGetMaxOffset answers GET_MAX_OFFSET (30): the next offset the
+// handleGetMaxOffset answers GET_MAX_OFFSET (30): the next offset the
 // queue will assign.
-func (b *Broker) processGetMaxOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleGetMaxOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.GetMaxOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
@@ -96,9 +96,9 @@ func (b *Broker) processGetMaxOffset(_ *conn, req *protocol.Command) *protocol.C
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }
 
-// processGetMinOffset answers GET_MIN_OFFSET (31): the first offset still
+// handleGetMinOffset answers GET_MIN_OFFSET (31): the first offset still
 // stored.
-func (b *Broker) processGetMinOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleGetMinOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.GetMinOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
@@ -107,10 +107,10 @@ func (b *Broker) processGetMinOffset(_ *conn, req *protocol.Command) *protocol.C
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }
 
-// processSearchOffset answers SEARCH_OFFSET_BY_TIMESTAMP (29): the first
+// handleSearchOffset answers SEARCH_OFFSET_BY_TIMESTAMP (29): the first
 // offset stored at or after the timestamp, or with boundaryType UPPER the
 // last stored at or before it (offsetByTime).
-func (b *Broker) processSearchOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleSearchOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.SearchOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
@@ -119,8 +119,8 @@ func (b *Broker) processSearchOffset(_ *conn, req *protocol.Command) *protocol.C
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }
 
-// processEarliestMsgStoreTime answers GET_EARLIEST_MSG_STORETIME (32).
-func (b *Broker) processEarliestMsgStoreTime(_ *conn, req *protocol.Command) *protocol.Command {
+// handleEarliestMsgStoreTime answers GET_EARLIEST_MSG_STORETIME (32).
+func (b *Broker) handleEarliestMsgStoreTime(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.GetEarliestMsgStoretimeRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r

@@ -14,16 +14,16 @@ import (
 	"github.com/samsamq/samsa/broker/dashboard"
 )
 
-// adminServer is the admin HTTP listener: Prometheus /metrics, the
+// httpListener is the HTTP listener (adminListen): Prometheus /metrics, the
 // dashboard (/ui/) and /debug/pprof, on its own mux (nothing registered
 // globally).
-type adminServer struct {
+type httpListener struct {
 	ln  net.Listener
 	srv *http.Server
 	ui  *dashboard.Dashboard // /ui/ (dashboard_source.go)
 }
 
-func startAdmin(b *Broker) (*adminServer, error) {
+func startHTTPListener(b *Broker) (*httpListener, error) {
 	ln, err := net.Listen("tcp", b.cfg.AdminListen)
 	if err != nil {
 		return nil, fmt.Errorf("broker: admin listen %s: %w", b.cfg.AdminListen, err)
@@ -48,7 +48,7 @@ func startAdmin(b *Broker) (*adminServer, error) {
 		h = b.acl.basicAuth(b, mux)
 	}
 	h = withHealth(b, h) // /healthz and /readyz (metrics_health.go)
-	a := &adminServer{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ui: ui}
+	a := &httpListener{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ui: ui}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			b.log.Error("broker: admin server stopped", "err", err)
@@ -57,9 +57,9 @@ func startAdmin(b *Broker) (*adminServer, error) {
 	return a, nil
 }
 
-func (a *adminServer) addr() string { return a.ln.Addr().String() }
+func (a *httpListener) addr() string { return a.ln.Addr().String() }
 
-func (a *adminServer) close() {
+func (a *httpListener) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = a.srv.Shutdown(ctx)

@@ -6,11 +6,11 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processUpdateAndCreateTopic answers UPDATE_AND_CREATE_TOPIC (17): it
+// handleUpdateAndCreateTopic answers UPDATE_AND_CREATE_TOPIC (17): it
 // stores the topic's config and re-registers with the name servers before
 // answering, so a client can route to the topic as soon as it has the
 // answer. A slave refuses it (its topics are its master's).
-func (b *Broker) processUpdateAndCreateTopic(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleUpdateAndCreateTopic(_ *conn, req *protocol.Command) *protocol.Command {
 	if r := b.refuseMetadataOnSlave(req); r != nil {
 		return r
 	}
@@ -40,9 +40,9 @@ func (b *Broker) processUpdateAndCreateTopic(_ *conn, req *protocol.Command) *pr
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 
-// processGetAllTopicConfig answers GET_ALL_TOPIC_CONFIG (21): the topic
+// handleGetAllTopicConfig answers GET_ALL_TOPIC_CONFIG (21): the topic
 // table as a TopicConfigSerializeWrapper.
-func (b *Broker) processGetAllTopicConfig(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleGetAllTopicConfig(_ *conn, req *protocol.Command) *protocol.Command {
 	w := b.topicWrapper()
 	body, err := protocol.MarshalBody(w)
 	if err != nil {
@@ -53,10 +53,10 @@ func (b *Broker) processGetAllTopicConfig(_ *conn, req *protocol.Command) *proto
 	return b.limitAnswer(req, r)
 }
 
-// processDeleteTopic answers DELETE_TOPIC_IN_BROKER (215): the topic's
+// handleDeleteTopic answers DELETE_TOPIC_IN_BROKER (215): the topic's
 // config and its groups' offsets go (its records stay until retention
 // deletes their segments). A slave refuses it.
-func (b *Broker) processDeleteTopic(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleDeleteTopic(_ *conn, req *protocol.Command) *protocol.Command {
 	if r := b.refuseMetadataOnSlave(req); r != nil {
 		return r
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processGetConsumeStats answers GET_CONSUME_STATS (208), what mqadmin's
+// handleGetConsumeStats answers GET_CONSUME_STATS (208), what mqadmin's
 // consumerProgress asks each master: per read queue of the topic (or of
 // every topic the group has offsets on), the queue's max offset, the
 // group's committed offset (0 when none, as RocketMQ), and the store time
@@ -14,7 +14,7 @@ import (
 // subscribe to are left out when they subscribe to any (RocketMQ's rule).
 // Samsa keeps no pull offset apart from the committed one, and no
 // per-group rate (consumeTps is not sent).
-func (b *Broker) processGetConsumeStats(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleGetConsumeStats(_ *conn, req *protocol.Command) *protocol.Command {
 	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
 	if group == "" {
 		return protocol.NewResponse(req, protocol.InvalidParameter, "consumerGroup is required")

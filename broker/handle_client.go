@@ -7,13 +7,13 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// processHeartbeat answers HEART_BEAT (34): it learns the client's
+// handleHeartbeat answers HEART_BEAT (34): it learns the client's
 // producer and consumer groups and subscriptions, creates each consumer
 // group's retry topic (%RETRY%group) and, with autoCreateSubscriptionGroup,
 // its subscription group config (not on a slave: those come from the
 // master), and notifies a group's members when its membership or
 // subscriptions changed.
-func (b *Broker) processHeartbeat(c *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleHeartbeat(c *conn, req *protocol.Command) *protocol.Command {
 	var hb protocol.HeartbeatData
 	if err := protocol.UnmarshalBody(req.Body, &hb); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad heartbeat body: "+err.Error())
@@ -76,8 +76,8 @@ func (b *Broker) processHeartbeat(c *conn, req *protocol.Command) *protocol.Comm
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 
-// processUnregisterClient answers UNREGISTER_CLIENT (35).
-func (b *Broker) processUnregisterClient(c *conn, req *protocol.Command) *protocol.Command {
+// handleUnregisterClient answers UNREGISTER_CLIENT (35).
+func (b *Broker) handleUnregisterClient(c *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.UnregisterClientRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
@@ -86,9 +86,9 @@ func (b *Broker) processUnregisterClient(c *conn, req *protocol.Command) *protoc
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 
-// processGetConsumerList answers GET_CONSUMER_LIST_BY_GROUP (38): the
+// handleGetConsumerList answers GET_CONSUMER_LIST_BY_GROUP (38): the
 // client ids of the group's live members.
-func (b *Broker) processGetConsumerList(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleGetConsumerList(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.GetConsumerListByGroupRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
@@ -100,9 +100,9 @@ func (b *Broker) processGetConsumerList(_ *conn, req *protocol.Command) *protoco
 	return b.bodyResponse(req, protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
 }
 
-// processLockBatch answers LOCK_BATCH_MQ (41): the orderly consumer asks
+// handleLockBatch answers LOCK_BATCH_MQ (41): the orderly consumer asks
 // to own queues; the answer lists those it now holds.
-func (b *Broker) processLockBatch(_ *conn, req *protocol.Command) *protocol.Command {
+func (b *Broker) handleLockBatch(_ *conn, req *protocol.Command) *protocol.Command {
 	var body protocol.LockBatchRequestBody
 	if err := protocol.UnmarshalBody(req.Body, &body); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad lock body: "+err.Error())
@@ -144,8 +144,8 @@ const (
 	MaxLockBatch = 1 << 14
 )
 
-// processUnlockBatch answers UNLOCK_BATCH_MQ (42).
-func (b *Broker) processUnlockBatch(_ *conn, req *protocol.Command) *protocol.Command {
+// handleUnlockBatch answers UNLOCK_BATCH_MQ (42).
+func (b *Broker) handleUnlockBatch(_ *conn, req *protocol.Command) *protocol.Command {
 	var body protocol.UnlockBatchRequestBody
 	if err := protocol.UnmarshalBody(req.Body, &body); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad unlock body: "+err.Error())
