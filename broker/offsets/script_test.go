@@ -60,7 +60,8 @@ import (
 //	                                 line); the push of KEY (topic@group/queue) is
 //	                                 refused, or fails
 //	drop-local                       DropLocal
-//	show                             the table, the local commits and the groups
+//	show                             the table, the local commits, the groups and
+//	                                 their topics
 //
 // After each command's output come the lines the Table logged ("log:").
 func TestScripts(t *testing.T) {
@@ -349,7 +350,19 @@ func (r *rig) show() string {
 	if r.slave {
 		line("local", r.tbl.Local())
 	}
-	fmt.Fprintf(&out, "groups: %v\n", r.tbl.Groups())
+	groups := r.tbl.Groups()
+	fmt.Fprintf(&out, "groups: %v\n", groups)
+	topics := map[string]bool{}
+	for _, g := range groups {
+		ts := r.tbl.TopicsOf(g)
+		fmt.Fprintf(&out, "  %s on %v\n", g, ts)
+		for _, t := range ts {
+			topics[t] = true
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(topics)) {
+		fmt.Fprintf(&out, "  %s read by %v\n", t, r.tbl.GroupsOf(t))
+	}
 	r.tbl.mu.RLock()
 	fmt.Fprintf(&out, "bytes: %d\n", r.tbl.mu.bytes)
 	r.tbl.mu.RUnlock()
