@@ -12,7 +12,7 @@ import (
 // answers that grow with what clients put in are bounded twice:
 //
 //   - at the source: topics (MaxTopics), subscription groups (MaxGroups),
-//     the consumer-offset table (maxOffsetTableBytes), names
+//     the consumer-offset table (offsets.DefaultMaxBytes), names
 //     (ValidateTopic, ValidateGroup), client ids (MaxClientIDLength), lock
 //     batches (MaxLockBatch), batches (batch_limits.go), query results
 //     (handleQueryMessage stops at answerLimit);

@@ -109,32 +109,6 @@ func TestTableBounds(t *testing.T) {
 	if err := gm.update(g); err != nil {
 		t.Fatalf("changing a group in a full table: %v", err)
 	}
-
-	om := newOffsetManager(fs, cfg)
-	if err := om.commit("g", "t", 0, 1); err != nil {
-		t.Fatal(err)
-	}
-	om.mu.Lock()
-	om.mu.bytes = maxOffsetTableBytes - offsetQueueBytes + 1
-	om.mu.Unlock()
-	if err := om.commit("g", "t", 1, 1); err != errOffsetTableFull {
-		t.Fatalf("new queue in a full offset table: %v", err)
-	}
-	if err := om.commit("g2", "t", 0, 1); err != errOffsetTableFull {
-		t.Fatalf("new group in a full offset table: %v", err)
-	}
-	if err := om.commit("g", "t", 0, 99); err != nil {
-		t.Fatalf("moving an offset in a full table: %v", err)
-	}
-	om.commitSystem(transProgressGroup, TransHalfTopic, 0, 5)
-	if off, ok := om.query(transProgressGroup, TransHalfTopic, 0); !ok || off != 5 {
-		t.Fatal("the broker's own progress refused by a full table")
-	}
-	before := om.mu.bytes
-	om.removeGroup("g")
-	if om.mu.bytes != before-offsetKeyBytes(offsetKey{"t", "g"})-offsetQueueBytes {
-		t.Fatalf("bytes after removing a group: %d, was %d", om.mu.bytes, before)
-	}
 }
 
 // LOCK_BATCH_MQ: a batch past MaxLockBatch or with a bad group is refused;

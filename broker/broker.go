@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/broker/delay"
+	"github.com/samsamq/samsa/broker/offsets"
 	"github.com/samsamq/samsa/broker/repair"
 	"github.com/samsamq/samsa/broker/txn"
 	"github.com/samsamq/samsa/ha"
@@ -32,7 +33,7 @@ type Broker struct {
 	log      *slog.Logger
 	store    *storage.Store
 	topics   *topicManager
-	offsets  *offsetManager
+	offsets  *offsets.Table
 	clients  *clientManager
 	locks    *lockManager
 	groups   *groupManager
@@ -65,9 +66,6 @@ type Broker struct {
 	}
 	closeErr  error
 	closeOnce sync.Once
-	// offsetSaveFull: the periodic offset save failed for lack of space
-	// and said so once (diskfull.go).
-	offsetSaveFull atomic.Bool
 
 	// Replication (ha.go). repl is the master side of the link, nil until
 	// one is attached (set before Start); haPort the link's listening
@@ -122,7 +120,6 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.topics = newTopicManager(cfg.FS, &b.cfg)
-	b.offsets = newOffsetManager(cfg.FS, &b.cfg)
 	b.clients = newClientManager(cfg.ClientChannelMaxIdle)
 	b.locks = newLockManager(DefaultLockMaxLive)
 	b.groups = newGroupManager(cfg.FS, &b.cfg)
@@ -130,11 +127,8 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	rep := b.fileReport() // config files never keep the broker from starting (jsonfile_load.go)
-	b.topics.file.rep, b.offsets.file.rep, b.groups.file.rep = rep, rep, rep
+	b.topics.file.rep, b.groups.file.rep = rep, rep
 	if err := b.topics.load(); err != nil {
-		return nil, err
-	}
-	if err := b.offsets.load(); err != nil {
 		return nil, err
 	}
 	if err := b.groups.load(); err != nil {
@@ -145,6 +139,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = st
+	if err := b.openOffsets(); err != nil { // offsets_wiring.go
+		return nil, closeStoreAfter(st, err)
+	}
 	if q := st.Quarantined(); len(q) > 0 { // reads the quarantine file now, not at the first pull
 		b.log.Warn("broker: the store holds quarantined corrupt records; pulls move consumers past them", "records", len(q))
 	}
@@ -276,7 +273,7 @@ func (b *Broker) Start() error {
 	b.started = b.cfg.Clock()
 	b.goLoop(func() { b.poll.run(b.stop) })
 	b.goLoop(b.acceptLoop)
-	b.goLoop(b.offsetFlushLoop)
+	b.goLoop(func() { b.offsets.Run(b.stop) })
 	b.goLoop(b.clientScanLoop)
 	b.goLoop(b.rateSampleLoop)
 	b.goLoop(func() { b.repair.Run(b.stop) })
@@ -393,7 +390,7 @@ func (b *Broker) shutdown() error {
 	}
 	// On a full disk each file keeps its last saved version (diskfull.go).
 	if err := b.keepOnFull("consumerOffset.json", "it keeps its last saved version (consumers resume from there)",
-		b.offsets.save(true)); err != nil {
+		b.offsets.Save(true)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := b.keepOnFull("topics.json", "it keeps its last saved version", b.topics.save()); err != nil {

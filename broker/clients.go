@@ -63,7 +63,7 @@ type consumerGroup struct {
 	subs         map[string]Subscription
 	channels     map[peer]*channelInfo
 	// born is when the group's first member of its current run (since
-	// the group last had none) sent a heartbeat (start_offset.go).
+	// the group last had none) sent a heartbeat (offsets.Config.Born).
 	born time.Time
 }
 

@@ -155,7 +155,6 @@ func (b *Broker) openControllerMode() error {
 	c.mu.role, c.mu.masterID = controller.RoleNone, controller.NoMaster
 	b.store.SetFenced(true)
 	b.ctl = c
-	b.offsets.slaveNow = b.isSlave // commits while not master go to the master first (slave_sync.go)
 	b.setReplicator(ctlReplicator{c})
 	return nil
 }

@@ -312,7 +312,7 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 		c.caughtUp[id] = now
 	}
 	m.SetRequired(others(r.SyncSet, r.MasterID))
-	c.b.offsets.dropLocal() // commits made here as a slave are in the table: this is the master now
+	c.b.offsets.DropLocal() // commits made here as a slave are in the table: this is the master now
 	c.master.Store(m)
 	c.b.store.SetFenced(false)
 	c.writable.Store(true)

@@ -536,12 +536,12 @@ func TestControllerSlaveCopiesTablesAndHandsOffsets(t *testing.T) {
 	if resp := dialRaw(t, s.Addr()).call(updateOffsetReq("g", "tables", 1, 5)); resp.Code != protocol.Success {
 		t.Fatalf("commit to the slave: %s", resp)
 	}
-	waitLong(t, func() bool { off, ok := m.offsets.query("g", "tables", 1); return ok && off == 5 }, "the master to take the slave's commit")
-	waitLong(t, func() bool { return len(s.offsets.localChanges()) == 0 }, "the slave to forget the handed commit")
+	waitLong(t, func() bool { off, ok := m.offsets.Query("g", "tables", 1); return ok && off == 5 }, "the master to take the slave's commit")
+	waitLong(t, func() bool { return len(s.offsets.Local()) == 0 }, "the slave to forget the handed commit")
 	if resp := dialRaw(t, m.Addr()).call(updateOffsetReq("g", "tables", 1, 9)); resp.Code != protocol.Success {
 		t.Fatalf("commit to the master: %s", resp)
 	}
-	if n := len(m.offsets.localChanges()); n != 0 {
+	if n := len(m.offsets.Local()); n != 0 {
 		t.Fatalf("the master keeps %d local offsets", n)
 	}
 }

@@ -121,7 +121,7 @@ func (s dashboardSource) Topic(name string) (dashboard.TopicDetail, error) {
 		return dashboard.TopicDetail{}, dashboard.NotFound("topic %q does not exist on this broker", name)
 	}
 	d := dashboard.TopicDetail{Topic: dashboard.Topic{Name: name, ReadQueues: tc.ReadQueueNums, WriteQueues: tc.WriteQueueNums,
-		Perm: tc.Perm, Order: tc.Order}, Groups: b.offsets.groupsOf(name)}
+		Perm: tc.Perm, Order: tc.Order}, Groups: b.offsets.GroupsOf(name)}
 	for _, t := range b.stats.topicSnapshot() { // not stats.topic: that would add a counter
 		if t.Topic == name {
 			d.Puts, d.Gets = t.Puts, t.Gets

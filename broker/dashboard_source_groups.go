@@ -15,7 +15,7 @@ func (s dashboardSource) Groups() []dashboard.Group {
 	for g := range table {
 		names[g] = true
 	}
-	for _, g := range b.offsets.groupNames() {
+	for _, g := range b.offsets.Groups() {
 		names[g] = true
 	}
 	for _, g := range b.clients.consumerGroups() {
@@ -24,7 +24,7 @@ func (s dashboardSource) Groups() []dashboard.Group {
 	out := make([]dashboard.Group, 0, len(names))
 	for g := range names {
 		_, known := table[g]
-		row := dashboard.Group{Name: g, Members: len(b.clients.consumerIDs(g)), Topics: b.offsets.topicsOf(g), Known: known}
+		row := dashboard.Group{Name: g, Members: len(b.clients.consumerIDs(g)), Topics: b.offsets.TopicsOf(g), Known: known}
 		for _, t := range row.Topics {
 			for _, q := range s.progress(g, t, false) {
 				row.Lag += q.Lag
@@ -39,7 +39,7 @@ func (s dashboardSource) Group(g string) (dashboard.GroupDetail, error) {
 	b := s.b
 	d := dashboard.GroupDetail{Name: g, Subscriptions: map[string]string{}}
 	topics := map[string]bool{}
-	for _, t := range b.offsets.topicsOf(g) {
+	for _, t := range b.offsets.TopicsOf(g) {
 		topics[t] = true
 	}
 	if cc, ok := b.clients.connections(g); ok {
@@ -76,7 +76,7 @@ func (s dashboardSource) progress(group, topic string, withTimes bool) []dashboa
 	for i := range int32(tc.ReadQueueNums) {
 		p := dashboard.Progress{Topic: topic, Queue: i, MinOffset: max(b.store.MinQueueOffset(topic, i), 0),
 			MaxOffset: max(b.store.MaxQueueOffset(topic, i), 0), Committed: -1}
-		if off, ok := b.offsets.query(group, topic, i); ok {
+		if off, ok := b.offsets.Query(group, topic, i); ok {
 			p.Committed = off
 			p.Lag = max(p.MaxOffset-off, 0)
 			if off > 0 && withTimes {
@@ -87,22 +87,6 @@ func (s dashboardSource) progress(group, topic string, withTimes bool) []dashboa
 		}
 		out = append(out, p)
 	}
-	return out
-}
-
-// groupNames returns every group with an offset here, sorted.
-func (m *offsetManager) groupNames() []string {
-	m.mu.RLock()
-	seen := map[string]bool{}
-	for k := range m.mu.table {
-		seen[k.group] = true
-	}
-	m.mu.RUnlock()
-	out := make([]string, 0, len(seen))
-	for g := range seen {
-		out = append(out, g)
-	}
-	sort.Strings(out)
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/samsamq/samsa/broker/dashboard"
+	"github.com/samsamq/samsa/broker/offsets"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -39,13 +40,13 @@ func (s dashboardSource) ResetOffsets(req dashboard.ResetRequest) (dashboard.Res
 		case "latest":
 			m.To = hi
 		case "time":
-			m.To = offsetByTime(b.store, req.Topic, q, req.TimestampMs, false)
+			m.To = offsets.ByTime(b.store, req.Topic, q, req.TimestampMs, false)
 		case "offset":
 			m.To = min(max(req.Offset, lo), hi)
 		default:
 			return dashboard.ResetAnswer{}, dashboard.Invalid("to: want earliest, latest, time or offset, got %q", req.To)
 		}
-		if off, ok := b.offsets.query(req.Group, req.Topic, q); ok {
+		if off, ok := b.offsets.Query(req.Group, req.Topic, q); ok {
 			m.From = off
 		}
 		ans.Queues = append(ans.Queues, m)
@@ -59,7 +60,7 @@ func (s dashboardSource) ResetOffsets(req dashboard.ResetRequest) (dashboard.Res
 		}
 	}
 	for _, m := range ans.Queues {
-		if err := b.offsets.commit(req.Group, req.Topic, m.Queue, m.To); err != nil {
+		if err := b.offsets.Commit(req.Group, req.Topic, m.Queue, m.To); err != nil {
 			return dashboard.ResetAnswer{}, fmt.Errorf("queue %d: %w", m.Queue, err)
 		}
 	}

@@ -251,7 +251,7 @@ func TestDashboardSourceResetOffsets(t *testing.T) {
 	defer b.Close()
 	uiFixture(t, b, func(c *protocol.Command) *protocol.Command { return c })
 	c := newUIClient(t, b)
-	committed := func(q int32) int64 { off, _ := b.offsets.query("ui-g", "ui-t", q); return off }
+	committed := func(q int32) int64 { off, _ := b.offsets.Query("ui-g", "ui-t", q); return off }
 
 	for _, bad := range []struct {
 		req    dashboard.ResetRequest

@@ -21,8 +21,8 @@ import (
 //     lost, the next start recovers). Each is logged as a warning and Close
 //     returns nil, so `samsa broker` exits 0. Any other error (a broken
 //     store, EIO) is still returned.
-//   - The periodic offset save logs a full disk once, and again when a save
-//     succeeds.
+//   - The periodic offset save (offsets.Table.Run) logs a full disk once,
+//     and again when a save succeeds.
 
 // isDiskFull says err is a lack of space and nothing worse.
 func isDiskFull(err error) bool {
@@ -48,20 +48,4 @@ func (b *Broker) startOnFull(err error) bool {
 	b.log.Warn("broker: disk full at start: cannot make the config directory; topics and offsets are saved once space is freed",
 		"dir", b.cfg.ConfigDir(), "err", err)
 	return true
-}
-
-// logOffsetSave logs the periodic offset save's result: a full disk once,
-// and once more when a save succeeds again.
-func (b *Broker) logOffsetSave(err error) {
-	switch {
-	case err == nil:
-		if b.offsetSaveFull.Swap(false) {
-			b.log.Info("broker: consumer offsets saved again after a full disk")
-		}
-	case !isDiskFull(err):
-		b.log.Error("broker: persist consumer offsets", "err", err)
-	case !b.offsetSaveFull.Swap(true):
-		b.log.Error("broker: persist consumer offsets: disk full; consumerOffset.json keeps its last saved version (not logged again until a save succeeds)",
-			"err", err)
-	}
 }

@@ -3,11 +3,13 @@ package broker
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/broker/offsets"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage/vfs"
 	"github.com/samsamq/samsa/storage/vfs/errorfs"
@@ -122,10 +124,10 @@ func TestBrokerCloseOnFullDisk(t *testing.T) {
 		}
 	}
 	commit(4)
-	if err := b.offsets.save(true); err != nil {
+	if err := b.offsets.Save(true); err != nil {
 		t.Fatal(err)
 	}
-	path := b.offsets.file.path
+	path := filepath.Join(b.cfg.ConfigDir(), offsets.FileName)
 	good := readAll(t, mem, path)
 	commit(8)
 

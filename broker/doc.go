@@ -24,7 +24,7 @@
 //
 // Where RocketMQ's behaviour depends on something this broker does not
 // have, or is more than a line, a file says what RocketMQ does and what
-// Samsa does instead: start_offset.go (where a group without an offset
+// Samsa does instead: offsets/start.go (where a group without an offset
 // starts), filter_sql.go (SQL92 subscriptions, enablePropertyFilter),
 // batch_limits.go (what a batch may weigh and how long its answer may be).
 //
@@ -33,13 +33,22 @@
 // The managers are plain state holders, safe for concurrent use and free of
 // goroutines, driven by the Broker's loops with an injected clock:
 //   - topicManager: topic configs, auto-creation, topics.json;
-//   - offsetManager: committed consumer offsets, consumerOffset.json;
 //   - clientManager: producer and consumer groups learned from heartbeats,
 //     channel expiry after ClientChannelMaxIdle;
 //   - lockManager: the orderly consumer's queue locks (LOCK_BATCH_MQ);
 //   - holder: long-poll pulls waiting for a message, woken from
 //     Store.OnDispatch and expired by deadline;
 //   - groupManager: subscription group configs, subscriptionGroup.json.
+//
+// # Consumer offsets
+//
+// Package offsets holds them, behind a small Config (offsets_wiring.go
+// builds it): the committed offset of each group on each queue, kept in
+// config/consumerOffset.json (saved every flushConsumerOffsetInterval and
+// at Close), where a group without one starts (QUERY_CONSUMER_OFFSET), and
+// on a slave the commits made there until its master has them
+// (slave_sync.go hands them over). The broker decodes the requests and
+// checks names and queues against its topics (handle_offsets.go).
 //
 // # Transactions
 //
@@ -121,8 +130,8 @@
 // accept loop (one; ends when the listener closes), per connection a reader
 // and a writer (end when the connection closes), the long-poll timer (woken
 // by the earliest hold deadline or a new earlier one), the registrar (every
-// RegisterNameServerPeriod or on a topic change), the offset flusher (every
-// FlushConsumerOffsetInterval), the client scanner (every 10 s) and the
+// RegisterNameServerPeriod or on a topic change), the offset saver (every
+// FlushConsumerOffsetInterval; package offsets), the client scanner (every 10 s) and the
 // admin HTTP server, and on a slave the metadata sync (every
 // SlaveSyncInterval, or when the name server names a new master), and on a
 // master the transaction check service (every transactionCheckInterval),

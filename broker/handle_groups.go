@@ -51,7 +51,7 @@ func (b *Broker) handleDeleteGroup(_ *conn, req *protocol.Command) *protocol.Com
 		return protocol.NewResponse(req, protocol.SystemError, err.Error())
 	}
 	if clean, _ := strconv.ParseBool(req.Ext("cleanOffset")); clean {
-		b.offsets.removeGroup(group)
+		b.offsets.RemoveGroup(group)
 	}
 	return protocol.NewResponse(req, protocol.Success, "")
 }

@@ -4,27 +4,27 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/samsamq/samsa/broker/offsets"
 	"github.com/samsamq/samsa/protocol"
 )
 
 // handleQueryConsumerOffset answers QUERY_CONSUMER_OFFSET (14): the
 // group's committed offset; for a group without one, 0 when the queue
-// holds nothing older than the group (start_offset.go; RocketMQ: when its
-// first message is in memory), else QUERY_NOT_FOUND so the client applies
-// its consumeFromWhere.
+// holds nothing older than the group (offsets.Table.Start; RocketMQ: when
+// its first message is in memory), else QUERY_NOT_FOUND so the client
+// applies its consumeFromWhere.
 func (b *Broker) handleQueryConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.QueryConsumerOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	if off, ok := b.offsets.query(h.ConsumerGroup, h.Topic, h.QueueID); ok && off >= 0 {
+	zero := !h.HasSetZeroIfNotFound || h.SetZeroIfNotFound
+	off, ok := b.offsets.Start(h.ConsumerGroup, h.Topic, h.QueueID, zero)
+	switch {
+	case ok:
 		return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
-	}
-	if h.HasSetZeroIfNotFound && !h.SetZeroIfNotFound {
+	case !zero:
 		return protocol.NewResponse(req, protocol.QueryNotFound, "Not found, do not set to zero, maybe this group boot first")
-	}
-	if b.startAtZero(h.ConsumerGroup, h.Topic, h.QueueID) {
-		return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: 0}).Encode())
 	}
 	return protocol.NewResponse(req, protocol.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 }
@@ -40,7 +40,7 @@ func (b *Broker) handleUpdateConsumerOffset(_ *conn, req *protocol.Command) *pro
 	if code, remark := b.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); code != protocol.Success {
 		return protocol.NewResponse(req, code, remark)
 	}
-	if err := b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
+	if err := b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, err.Error())
 	}
 	return protocol.NewResponse(req, protocol.Success, "")
@@ -109,13 +109,13 @@ func (b *Broker) handleGetMinOffset(_ *conn, req *protocol.Command) *protocol.Co
 
 // handleSearchOffset answers SEARCH_OFFSET_BY_TIMESTAMP (29): the first
 // offset stored at or after the timestamp, or with boundaryType UPPER the
-// last stored at or before it (offsetByTime).
+// last stored at or before it (offsets.ByTime).
 func (b *Broker) handleSearchOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.SearchOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	off := offsetByTime(b.store, h.Topic, h.QueueID, h.Timestamp, strings.EqualFold(h.BoundaryType, "UPPER"))
+	off := offsets.ByTime(b.store, h.Topic, h.QueueID, h.Timestamp, strings.EqualFold(h.BoundaryType, "UPPER"))
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }
 

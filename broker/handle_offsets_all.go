@@ -10,7 +10,7 @@ import (
 // object (RocketMQ answers SYSTEM_ERROR "No consumer offset in this
 // broker", which its own slave just logs).
 func (b *Broker) handleGetAllConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
-	w := protocol.ConsumerOffsetSerializeWrapper{OffsetTable: b.offsets.wire(),
+	w := protocol.ConsumerOffsetSerializeWrapper{OffsetTable: b.offsets.All(),
 		DataVersion: protocol.DataVersion{Timestamp: b.cfg.Clock().UnixMilli()}}
 	return b.bodyResponse(req, w)
 }

@@ -84,7 +84,7 @@ func (b *Broker) handlePull(c *conn, req *protocol.Command) *protocol.Command {
 		// commit a slave keeps for its master.
 		code, remark := b.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 		if code == protocol.Success {
-			if err := b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
+			if err := b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
 				code, remark = protocol.SystemError, err.Error()
 			}
 		}

@@ -72,7 +72,7 @@ func (b *Broker) handleDeleteTopic(_ *conn, req *protocol.Command) *protocol.Com
 		return protocol.NewResponse(req, protocol.SystemError, err.Error())
 	}
 	if removed {
-		b.offsets.removeTopic(topic)
+		b.offsets.RemoveTopic(topic)
 		b.reg.registerAll(false)
 	}
 	return protocol.NewResponse(req, protocol.Success, "")

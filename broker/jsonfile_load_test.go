@@ -24,21 +24,6 @@ type configFileCase struct {
 func configFileCases() []configFileCase {
 	return []configFileCase{
 		{
-			name: "consumerOffset.json",
-			good: `{"offsetTable":{"t@g":{"0":5,"1":7}}}`,
-			bad:  `{"offsetTable":{"t@g":{"0":5,"1":7},"t@":{"0":9}}}`,
-			load: func(t *testing.T, fs vfs.FS, rep *fileReport) (bool, bool) {
-				m := newOffsetManager(fs, testConfig(t, fs))
-				m.file.rep = rep
-				if err := m.load(); err != nil {
-					t.Fatal(err)
-				}
-				off, ok := m.query("g", "t", 1)
-				_, bad := m.query("", "t", 0)
-				return ok && off == 7, bad
-			},
-		},
-		{
 			name: "topics.json",
 			good: `{"topicConfigTable":{"orders":{"topicName":"orders","readQueueNums":4,"writeQueueNums":4,"perm":6}},"dataVersion":{"timestamp":1,"counter":3}}`,
 			bad:  `{"topicConfigTable":{"orders":{"topicName":"orders","readQueueNums":4,"writeQueueNums":4,"perm":6},"bad topic":{"readQueueNums":1,"writeQueueNums":1,"perm":6}},"dataVersion":{"timestamp":1,"counter":3}}`,
@@ -210,24 +195,5 @@ func TestConfigFilesNeverLockOut(t *testing.T) {
 				}
 			})
 		})
-	}
-}
-
-// A consumerOffset.json as RocketMQ's fastjson writes it (bare queue ids)
-// loads.
-func TestOffsetsFileWithBareKeys(t *testing.T) {
-	fs := vfs.NewMem()
-	cfg := testConfig(t, fs)
-	if err := writeConfigFile(fs, cfg.ConfigDir()+"/consumerOffset.json", []byte(`{"offsetTable":{"t@g":{0:5,1:7}}}`)); err != nil {
-		t.Fatal(err)
-	}
-	m := newOffsetManager(fs, cfg)
-	var n atomic.Int64
-	m.file.rep = &fileReport{log: quietLogger(), setAside: &n}
-	if err := m.load(); err != nil {
-		t.Fatal(err)
-	}
-	if off, ok := m.query("g", "t", 1); !ok || off != 7 || n.Load() != 0 {
-		t.Fatalf("offset %d %v, set aside %d", off, ok, n.Load())
 	}
 }

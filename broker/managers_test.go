@@ -62,31 +62,6 @@ func TestTopicManagerPersist(t *testing.T) {
 	}
 }
 
-func TestOffsetManagerPersist(t *testing.T) {
-	fs := vfs.NewMem()
-	cfg := testConfig(t, fs)
-	m := newOffsetManager(fs, cfg)
-	m.commit("g1", "t", 3, 42)
-	m.commit("g1", "t", 0, 7)
-	m.commit("g2", "t", 3, 1)
-	if err := m.save(false); err != nil {
-		t.Fatal(err)
-	}
-	m2 := newOffsetManager(fs, cfg)
-	if err := m2.load(); err != nil {
-		t.Fatal(err)
-	}
-	if off, ok := m2.query("g1", "t", 3); !ok || off != 42 {
-		t.Fatal(off, ok)
-	}
-	if _, ok := m2.query("g1", "t", 1); ok {
-		t.Fatal("unknown queue found")
-	}
-	if n := len(m2.groupsOf("t")); n != 2 {
-		t.Fatal(n)
-	}
-}
-
 type fakePeer struct {
 	name     string
 	notified []string
@@ -160,34 +135,5 @@ func TestTagFilter(t *testing.T) {
 	}
 	if _, err := parseSubscription("SQL92", "a > 1"); err == nil {
 		t.Fatal("SQL92 accepted")
-	}
-}
-
-// TestOffsetManagerLocal: a slave's offset manager remembers every commit
-// made on it (offset 0 too) until the master takes it, and adopting the
-// master's table leaves those queues alone.
-func TestOffsetManagerLocal(t *testing.T) {
-	cfg := Config{StorePathRootDir: "/s", BrokerRole: Slave, BrokerID: 1}
-	cfg.EnsureDefaults()
-	m := newOffsetManager(vfs.NewMem(), &cfg)
-	m.commit("g", "t", 0, 0)
-	m.commit("g", "t", 1, 5)
-	r0, r1 := offsetRef{offsetKey{"t", "g"}, 0}, offsetRef{offsetKey{"t", "g"}, 1}
-	if local := m.localChanges(); len(local) != 2 || local[r0] != 0 || local[r1] != 5 {
-		t.Fatalf("local %v", local)
-	}
-	if !m.adopt(map[offsetRef]int64{r0: 3, r1: 9, {offsetKey{"t", "h"}, 0}: 4}) {
-		t.Fatal("nothing adopted")
-	}
-	if off, _ := m.query("g", "t", 1); off != 5 {
-		t.Fatalf("adopt overwrote a local commit: %d", off)
-	}
-	if off, _ := m.query("h", "t", 0); off != 4 {
-		t.Fatalf("adopt skipped the master's offset: %d", off)
-	}
-	m.taken(r1, 4) // not the value held: a newer commit stays
-	m.taken(r0, 0)
-	if local := m.localChanges(); len(local) != 1 || local[r1] != 5 {
-		t.Fatalf("local after taken %v", local)
 	}
 }

@@ -11,27 +11,13 @@ import (
 // group, topic and queue. The table is copied under its read lock; the
 // store is asked after.
 func (c *brokerCollector) collectGroups(emit func(d metricDesc, v int64, labels ...string)) {
-	type row struct {
-		k   offsetKey
-		q   int32
-		off int64
-	}
-	om := c.b.offsets
-	if om == nil {
+	if c.b.offsets == nil {
 		return
 	}
-	om.mu.RLock()
-	rows := make([]row, 0, len(om.mu.table))
-	for k, qs := range om.mu.table {
-		for q, off := range qs {
-			rows = append(rows, row{k, q, off})
-		}
-	}
-	om.mu.RUnlock()
-	for _, r := range rows {
-		queue := strconv.Itoa(int(r.q))
-		emit(mGroupOff, r.off, r.k.group, r.k.topic, queue)
-		emit(mGroupLag, max(c.b.store.MaxQueueOffset(r.k.topic, r.q)-r.off, 0), r.k.group, r.k.topic, queue)
+	for k, off := range c.b.offsets.Snapshot() {
+		queue := strconv.Itoa(int(k.Queue))
+		emit(mGroupOff, off, k.Group, k.Topic, queue)
+		emit(mGroupLag, max(c.b.store.MaxQueueOffset(k.Topic, k.Queue)-off, 0), k.Group, k.Topic, queue)
 	}
 }
 

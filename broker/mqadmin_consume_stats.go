@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"sort"
-
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -21,7 +19,7 @@ func (b *Broker) handleGetConsumeStats(_ *conn, req *protocol.Command) *protocol
 	}
 	topics := []string{topic}
 	if topic == "" {
-		topics = b.offsets.topicsOf(group)
+		topics = b.offsets.TopicsOf(group)
 	}
 	_, subscribes := b.clients.connections(group)
 	cs := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
@@ -36,7 +34,7 @@ func (b *Broker) handleGetConsumeStats(_ *conn, req *protocol.Command) *protocol
 		for i := range tc.ReadQueueNums {
 			qid := int32(i)
 			w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxQueueOffset(t, qid), 0)}
-			if off, ok := b.offsets.query(group, t, qid); ok && off > 0 {
+			if off, ok := b.offsets.Query(group, t, qid); ok && off > 0 {
 				w.ConsumerOffset = off
 			}
 			w.PullOffset = w.ConsumerOffset
@@ -53,18 +51,4 @@ func (b *Broker) handleGetConsumeStats(_ *conn, req *protocol.Command) *protocol
 	r := protocol.NewResponse(req, protocol.Success, "")
 	r.Body = body
 	return b.limitAnswer(req, r)
-}
-
-// topicsOf returns the topics group has offsets on, sorted.
-func (m *offsetManager) topicsOf(group string) []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	var out []string
-	for k := range m.mu.table {
-		if k.group == group {
-			out = append(out, k.topic)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -30,7 +30,7 @@ func (b *Broker) handleInvokeBrokerToResetOffset(_ *conn, req *protocol.Command)
 		return protocol.NewResponse(req, protocol.TopicNotExist, "[reset-offset] reset offset failed, no topic in this broker. topic="+topic)
 	}
 	for i := range tc.WriteQueueNums {
-		if _, ok := b.offsets.query(group, topic, int32(i)); !ok {
+		if _, ok := b.offsets.Query(group, topic, int32(i)); !ok {
 			return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("The consumer group <%s> not exist", group))
 		}
 	}

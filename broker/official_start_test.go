@@ -17,7 +17,7 @@ import (
 // TestOfficialClientStartPositions: with the official Go client, a new
 // group from the last offset receives only what was sent after it
 // started, one from a timestamp only what was stored at or after it
-// (start_offset.go; the client computes both from QUERY_NOT_FOUND,
+// (offsets/start.go; the client computes both from QUERY_NOT_FOUND,
 // GET_MAX_OFFSET and SEARCH_OFFSET_BY_TIMESTAMP).
 func TestOfficialClientStartPositions(t *testing.T) {
 	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger(), Broker: Config{MappedFileSizeCommitLog: 8 << 20}})

@@ -127,7 +127,7 @@ func TestOfficialClientEndToEnd(t *testing.T) {
 	waitFor(t, func() bool {
 		sum := int64(0)
 		for q := int32(0); q < e2eQueues; q++ {
-			off, _ := b.offsets.query(e2eGroup, e2eTopic, q)
+			off, _ := b.offsets.Query(e2eGroup, e2eTopic, q)
 			sum += off
 		}
 		return sum == e2eTotal
@@ -139,7 +139,7 @@ func TestOfficialClientEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for q := int32(0); q < e2eQueues; q++ {
-		if off, ok := dev.Broker.offsets.query(e2eGroup, e2eTopic, q); !ok || off == 0 {
+		if off, ok := dev.Broker.offsets.Query(e2eGroup, e2eTopic, q); !ok || off == 0 {
 			t.Fatalf("queue %d: committed offset %d %v after restart", q, off, ok)
 		}
 	}

@@ -103,7 +103,7 @@ func TestMetadataValidatedOnTheWayIn(t *testing.T) {
 	if r := c.call(updateOffsetReq("g", "safe", 3, 11)); r.Code != protocol.Success {
 		t.Fatalf("good commit: %s", r)
 	}
-	if w := b.offsets.wire(); len(w) != 1 || len(w["safe@g"]) != 1 {
+	if w := b.offsets.All(); len(w) != 1 || len(w["safe@g"]) != 1 {
 		t.Fatalf("offset table after refused commits: %v", w)
 	}
 

@@ -87,21 +87,6 @@ func (b *Broker) notifyGroups(groups []string) {
 	}
 }
 
-// offsetFlushLoop persists consumer offsets every
-// FlushConsumerOffsetInterval until stop.
-func (b *Broker) offsetFlushLoop() {
-	t := time.NewTicker(b.cfg.FlushConsumerOffsetInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			b.logOffsetSave(b.offsets.save(false))
-		case <-b.stop:
-			return
-		}
-	}
-}
-
 // clientScanLoop drops clients silent for ClientChannelMaxIdle, every 10 s
 // (RocketMQ's ClientHousekeepingService).
 func (b *Broker) clientScanLoop() {

@@ -3,11 +3,11 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/samsamq/samsa/broker/offsets"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -177,7 +177,7 @@ func (s *slaveSync) syncTopics(master string) error {
 	}
 	removed, changed, err := s.b.topics.adopt(table, DataVersion{Timestamp: w.DataVersion.Timestamp, Counter: w.DataVersion.Counter})
 	for _, t := range removed {
-		s.b.offsets.removeTopic(t)
+		s.b.offsets.RemoveTopic(t)
 	}
 	if changed {
 		s.b.log.Info("broker: topic table copied from the master", "master", master, "topics", len(table), "removed", len(removed))
@@ -187,59 +187,27 @@ func (s *slaveSync) syncTopics(master string) error {
 }
 
 // syncOffsets hands the master the offsets committed here that are ahead
-// of its own, then adopts the master's table.
+// of its own (UPDATE_CONSUMER_OFFSET each), then adopts the master's
+// table (offsets.Table.Sync).
 func (s *slaveSync) syncOffsets(master string) error {
 	var w protocol.ConsumerOffsetSerializeWrapper
 	if err := s.fetch(master, protocol.GetAllConsumerOffset, &w); err != nil {
 		return err
 	}
-	theirs := make(map[offsetRef]int64)
-	for k, qs := range w.OffsetTable {
-		topic, group, ok := strings.Cut(k, "@")
-		if !ok || topic == "" || group == "" {
-			continue
-		}
-		for q, off := range qs {
-			theirs[offsetRef{offsetKey{topic, group}, q}] = off
-		}
-	}
-	pushed := 0
-	for r, off := range s.b.offsets.localChanges() {
-		if cur, ok := theirs[r]; ok && cur >= off {
-			s.b.offsets.taken(r, off) // the master is there already
-			continue
-		}
-		h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: r.group, Topic: r.topic, QueueID: r.queue, CommitOffset: off}
+	return s.b.offsets.Sync(master, w.OffsetTable, func(k offsets.Key, off int64) error {
+		h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: k.Group, Topic: k.Topic, QueueID: k.Queue, CommitOffset: off}
 		resp, err := s.rpc.call(master, protocol.NewRequest(protocol.UpdateConsumerOffset, h.Encode(), nil), masterCallTimeout)
 		if err == nil && refusedCommit(resp.Code) {
-			// The master will never take it (a topic it does not have,
-			// a queue past its queues): keeping it would hold every
-			// later round here.
-			s.b.log.Warn("broker: the master refused an offset committed to this slave; dropped", "master", master,
-				"group", r.group, "topic", r.topic, "queue", r.queue, "offset", off, "reason", resp.Remark)
-			s.b.offsets.taken(r, off)
-			continue
+			return &offsets.Refused{Reason: resp.Remark}
 		}
 		if err == nil && resp.Code != protocol.Success {
 			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
 		}
 		if err != nil {
-			// the rest waits for the next round; nothing is adopted over it
 			return fmt.Errorf("broker: %s to master %s: %w", protocol.RequestName(protocol.UpdateConsumerOffset), master, err)
 		}
-		theirs[r] = off
-		s.b.offsets.taken(r, off)
-		pushed++
-	}
-	if pushed > 0 {
-		s.b.log.Info("broker: offsets committed to this slave handed to the master", "master", master, "queues", pushed)
-	}
-	if s.b.offsets.adopt(theirs) || pushed > 0 {
-		if err := s.b.offsets.save(false); err != nil {
-			return fmt.Errorf("broker: save offsets copied from the master: %w", err)
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // syncGroups adopts the master's subscription groups when their version

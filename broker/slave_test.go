@@ -100,7 +100,7 @@ func groupReq(t *testing.T, g protocol.SubscriptionGroupConfig) *protocol.Comman
 
 func offsetOf(t *testing.T, b *Broker, group, topic string, queue int32) int64 {
 	t.Helper()
-	off, ok := b.offsets.query(group, topic, queue)
+	off, ok := b.offsets.Query(group, topic, queue)
 	if !ok {
 		return -1
 	}
@@ -159,7 +159,7 @@ func TestSlaveRefusesWrites(t *testing.T) {
 	if got := offsetOf(t, b, "g", "auto-t", 1); got != 7 {
 		t.Fatalf("offset committed to the slave: %d", got)
 	}
-	if local := b.offsets.localChanges(); len(local) != 1 {
+	if local := b.offsets.Local(); len(local) != 1 {
 		t.Fatalf("local changes %v", local)
 	}
 	if b.stats.slaveRefused.Load() != 4 {
@@ -239,7 +239,7 @@ func TestSlaveMetadataSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	slave = startBroker(t, slaveDir, asSlave(ns.Addr(), 1, nil))
-	if n := len(slave.offsets.localChanges()); n != 3 {
+	if n := len(slave.offsets.Local()); n != 3 {
 		t.Fatalf("local commits after a restart: %d", n)
 	}
 
@@ -265,7 +265,7 @@ func TestSlaveMetadataSync(t *testing.T) {
 			t.Errorf("slave's offset of queue %d: %d, want %d", q, got, want)
 		}
 	}
-	if n := len(slave.offsets.localChanges()); n != 0 {
+	if n := len(slave.offsets.Local()); n != 0 {
 		t.Fatalf("local commits left after the hand-over: %d", n)
 	}
 	if _, ok := slave.topics.get("ms-t2"); !ok {

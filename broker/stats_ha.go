@@ -63,7 +63,7 @@ func (b *Broker) slaveSideStats() []statLine {
 			statLine{"slave_sync_rounds", m.rounds.Load()},
 			statLine{"slave_sync_failures", m.failures.Load()},
 			statLine{"slave_sync_last_ok_ms", m.lastOK.Load()},
-			statLine{"slave_local_offsets", len(b.offsets.localChanges())})
+			statLine{"slave_local_offsets", len(b.offsets.Local())})
 	}
 	return lines
 }

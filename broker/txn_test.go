@@ -224,7 +224,7 @@ func TestTxnCheckBack(t *testing.T) {
 		}
 	}
 	waitFor(t, func() bool { return b.store.MaxQueueOffset(TransCheckMaxTimeTopic, 0) == 1 }, "discarded half")
-	waitFor(t, func() bool { off, _ := b.offsets.query(transProgressGroup, TransHalfTopic, 0); return off == kd+1 }, "progress past both")
+	waitFor(t, func() bool { off, _ := b.offsets.Query(transProgressGroup, TransHalfTopic, 0); return off == kd+1 }, "progress past both")
 	// A check of the committed one may have left before its commit was
 	// applied: 2 or 3.
 	if checked[kc] < 2 || checked[kc] > 3 || checked[kd] != 3 {

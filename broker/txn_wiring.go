@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/samsamq/samsa/broker/offsets"
 	"github.com/samsamq/samsa/broker/txn"
 	"github.com/samsamq/samsa/protocol"
 )
@@ -63,13 +64,13 @@ func (b *Broker) openTxn() error {
 
 // txnProgress keeps the check progress as CID_RMQ_SYS_TRANS's consumer
 // offsets on queue 0 of the half and op topics (consumerOffset.json).
-type txnProgress struct{ m *offsetManager }
+type txnProgress struct{ t *offsets.Table }
 
 func (p txnProgress) Query(topic string) (int64, bool) {
-	return p.m.query(transProgressGroup, topic, 0)
+	return p.t.Query(transProgressGroup, topic, 0)
 }
 func (p txnProgress) Commit(topic string, off int64) {
-	p.m.commitSystem(transProgressGroup, topic, 0, off)
+	p.t.CommitSystem(transProgressGroup, topic, 0, off)
 }
 
 // checkProducers returns group's producer connections that take a

@@ -18,7 +18,7 @@ func queryOffsetReq(group, topic string, queue int32, zero *bool) *protocol.Comm
 
 // TestQueryConsumerOffsetStart: a group without a committed offset is
 // told 0 only for a queue that holds nothing older than the group's run
-// (start_offset.go), else QUERY_NOT_FOUND, so CONSUME_FROM_LAST_OFFSET
+// (offsets/start.go), else QUERY_NOT_FOUND, so CONSUME_FROM_LAST_OFFSET
 // starts at the tail of a topic that has messages.
 func TestQueryConsumerOffsetStart(t *testing.T) {
 	clk := testutil.NewClock(time.UnixMilli(1_000_000))
@@ -60,7 +60,7 @@ func TestQueryConsumerOffsetStart(t *testing.T) {
 		}
 	}
 	// A committed offset wins over everything.
-	b.offsets.commit("late", "sp", 0, 1)
+	b.offsets.Commit("late", "sp", 0, 1)
 	if r := c.call(queryOffsetReq("late", "sp", 0, &no)); r.Code != protocol.Success || ext64(t, r, "offset") != 1 {
 		t.Errorf("committed: %s", r)
 	}
