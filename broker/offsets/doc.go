@@ -73,9 +73,10 @@
 //     replaced it meanwhile.
 //   - A save that fails leaves the last saved file in place and the table
 //     marked changed, so the next save writes it.
-//   - Nothing loaded, adopted or committed lacks a topic and a group that
-//     pass Config.CheckNames, a queue id >= 0 and an offset >= 0 (the
-//     broker checks commits before they come here).
+//   - Nothing loaded or adopted lacks a topic and a group that pass
+//     Config.CheckNames, a queue id >= 0 and an offset >= 0; a commit is
+//     checked by its caller (the broker's checkOffsetCommit), and Start
+//     never answers a negative offset.
 //
 // # Concurrency
 //
