@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // ABOptions configure RunAB: two samsa binaries measured in turns by one
@@ -54,17 +56,17 @@ type ABRound struct {
 
 // ABResult is RunAB's answer (samsa bench ab --json).
 type ABResult struct {
-	Kind    string    `json:"kind"` // "ab"
-	A       string    `json:"a"`
-	B       string    `json:"b"`
-	Args    []string  `json:"args"`
-	Metric  string    `json:"metric"`
-	Start   time.Time `json:"start"`
-	Rounds  []ABRound `json:"rounds"`
-	Ratio   Spread    `json:"ratio"` // of the rounds' B/A
-	AValues Spread    `json:"a_values"`
-	BValues Spread    `json:"b_values"`
-	Machine Machine   `json:"machine"`
+	Kind    string             `json:"kind"` // "ab"
+	A       string             `json:"a"`
+	B       string             `json:"b"`
+	Args    []string           `json:"args"`
+	Metric  string             `json:"metric"`
+	Start   time.Time          `json:"start"`
+	Rounds  []ABRound          `json:"rounds"`
+	Ratio   Spread             `json:"ratio"` // of the rounds' B/A
+	AValues Spread             `json:"a_values"`
+	BValues Spread             `json:"b_values"`
+	Machine resultfile.Machine `json:"machine"`
 }
 
 // WriteJSON writes the result as indented JSON (the --json flag).
@@ -118,7 +120,7 @@ func RunAB(ctx context.Context, o ABOptions) (*ABResult, error) {
 		return nil, err
 	}
 	res := &ABResult{Kind: "ab", A: o.A, B: o.B, Args: o.Args, Metric: o.Metric, Start: time.Now().UTC(),
-		Machine: CollectMachine(dir)}
+		Machine: *resultfile.CollectMachine(dir)}
 	var ratios, as, bs []float64
 	for i := 1; i <= o.Rounds; i++ {
 		r := ABRound{Round: i, First: "a"}

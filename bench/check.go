@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Verdicts of a CheckRow.
@@ -75,8 +77,8 @@ func Check(base, cur *ExperimentResult, opts CheckOptions) *CheckReport {
 	if base.Experiment != cur.Experiment {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("experiments differ: baseline %q, result %q", base.Experiment, cur.Experiment))
 	}
-	if bm, cm := base.Machine.CPUModel+"/"+base.Machine.DiskModel, cur.Machine.CPUModel+"/"+cur.Machine.DiskModel; bm != cm {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("machines differ: baseline %s, result %s", base.Machine, cur.Machine))
+	if bm, cm := machineKind(base.Machine), machineKind(cur.Machine); bm != cm {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("machines differ: baseline %s, result %s", base.MachineLine(), cur.MachineLine()))
 	}
 	if base.Quick != cur.Quick {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("quick differs: baseline %t, result %t", base.Quick, cur.Quick))
@@ -101,6 +103,14 @@ func Check(base, cur *ExperimentResult, opts CheckOptions) *CheckReport {
 		}
 	}
 	return rep
+}
+
+// machineKind is what makes two machines comparable: CPU and disk model.
+func machineKind(m *resultfile.Machine) string {
+	if m == nil {
+		return "/"
+	}
+	return m.CPUModel + "/" + m.DiskModel
 }
 
 func (rep *CheckReport) compare(label, metric string, higherBetter bool, b, c *Spread) {

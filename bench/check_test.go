@@ -6,11 +6,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // checkResult builds a result with one ok cell per (label, mb ratio, p99 ratio).
 func checkResult(cells ...CellResult) *ExperimentResult {
-	return &ExperimentResult{Experiment: "x", Kind: "storage", Machine: fakeMachine, Cells: cells}
+	m := fakeMachine
+	return &ExperimentResult{Header: resultfile.Header{Experiment: "x", Kind: "storage", Machine: &m}, Cells: cells}
 }
 
 func okCell(label string, mb, p99 float64) CellResult {

@@ -12,6 +12,8 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // FsyncPolicy is how the raw-disk reference makes its writes durable.
@@ -130,8 +132,8 @@ type DiskResult struct {
 	LatencyUs Latency `json:"latency_us"`
 	Fsyncs    int64   `json:"fsyncs"`
 	// FsyncProbeUs is ProbeFsync's: a lone fdatasync after one block.
-	FsyncProbeUs *Latency `json:"fsync_probe_us,omitempty"`
-	Machine      *Machine `json:"machine,omitempty"`
+	FsyncProbeUs *Latency            `json:"fsync_probe_us,omitempty"`
+	Machine      *resultfile.Machine `json:"machine,omitempty"`
 }
 
 // diskFile is a preallocated scratch file written by block offsets.

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Read methods: how RunDiskRead keeps the page cache out of the measured
@@ -81,12 +83,12 @@ type DiskReadResult struct {
 	MethodNote string `json:"method_note,omitempty"`
 	// ResidentBefore is how much of the file was in the page cache when
 	// the read began (fadvise: should be ~0; O_DIRECT bypasses it).
-	ResidentBefore  int64    `json:"resident_before_bytes"`
-	Bytes           int64    `json:"bytes"`
-	MeasuredSeconds float64  `json:"measured_seconds"`
-	MBPerSec        float64  `json:"mb_per_sec"` // 10^6 bytes per second
-	LatencyUs       Latency  `json:"latency_us"` // per read of Block
-	Machine         *Machine `json:"machine,omitempty"`
+	ResidentBefore  int64               `json:"resident_before_bytes"`
+	Bytes           int64               `json:"bytes"`
+	MeasuredSeconds float64             `json:"measured_seconds"`
+	MBPerSec        float64             `json:"mb_per_sec"` // 10^6 bytes per second
+	LatencyUs       Latency             `json:"latency_us"` // per read of Block
+	Machine         *resultfile.Machine `json:"machine,omitempty"`
 }
 
 // RunDiskRead writes a Size-byte file (fdatasynced), then times one

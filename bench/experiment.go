@@ -1,32 +1,15 @@
 package bench
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
-
-// Duration is a time.Duration written as "1.5s" in experiment files.
-type Duration time.Duration
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string like \"2s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
 
 // Experiment is a storage experiment file (experiments/*.json, kind
 // "storage"): a matrix of engine configurations, fixed engine options, how
@@ -39,9 +22,9 @@ type Experiment struct {
 	Repeats int `json:"repeats,omitempty"`
 	// Duration is each run's measured time (default 5s), Warmup the
 	// unrecorded time before it (default 500ms).
-	Duration Duration `json:"duration,omitempty"`
-	Warmup   Duration `json:"warmup,omitempty"`
-	Matrix   Matrix   `json:"matrix"`
+	Duration resultfile.Duration `json:"duration,omitempty"`
+	Warmup   resultfile.Duration `json:"warmup,omitempty"`
+	Matrix   Matrix              `json:"matrix"`
 	// Options are the engine settings every cell shares.
 	Options CellOptions `json:"options,omitempty"`
 	Disk    DiskRef     `json:"disk"`
@@ -64,25 +47,25 @@ type Matrix struct {
 	MaxBatchBytes []int64 `json:"max_batch_bytes,omitempty"`
 	// MinIntervals are group-commit lingers (sync only); absent = the
 	// options' min_interval.
-	MinIntervals []Duration `json:"min_intervals,omitempty"`
+	MinIntervals []resultfile.Duration `json:"min_intervals,omitempty"`
 	// MaxGathers are group-commit gather bounds (sync only; negative =
 	// off, see storage.FlushOptions.MaxGather); absent = the options'
 	// max_gather.
-	MaxGathers []Duration `json:"max_gathers,omitempty"`
+	MaxGathers []resultfile.Duration `json:"max_gathers,omitempty"`
 }
 
 // CellOptions are the storage options every cell of an experiment shares.
 // Zero means the storage engine's default.
 type CellOptions struct {
-	SegmentSize int64    `json:"segment_size,omitempty"`
-	Preallocate bool     `json:"preallocate,omitempty"`
-	MinInterval Duration `json:"min_interval,omitempty"`
-	MaxGather   Duration `json:"max_gather,omitempty"`
-	MaxPending  int      `json:"max_pending,omitempty"`
-	Interval    Duration `json:"interval,omitempty"`     // async flush interval
-	DirtyPages  int      `json:"dirty_pages,omitempty"`  // async flush threshold
-	Queues      int      `json:"queues,omitempty"`       // queues the writers spread over
-	AckBuffered bool     `json:"ack_buffered,omitempty"` // storage Options.AckBuffered
+	SegmentSize int64               `json:"segment_size,omitempty"`
+	Preallocate bool                `json:"preallocate,omitempty"`
+	MinInterval resultfile.Duration `json:"min_interval,omitempty"`
+	MaxGather   resultfile.Duration `json:"max_gather,omitempty"`
+	MaxPending  int                 `json:"max_pending,omitempty"`
+	Interval    resultfile.Duration `json:"interval,omitempty"`     // async flush interval
+	DirtyPages  int                 `json:"dirty_pages,omitempty"`  // async flush threshold
+	Queues      int                 `json:"queues,omitempty"`       // queues the writers spread over
+	AckBuffered bool                `json:"ack_buffered,omitempty"` // storage Options.AckBuffered
 }
 
 // DiskRef says which raw-disk references run: one per distinct (block,
@@ -103,7 +86,7 @@ type DiskRef struct {
 	// FileSize is the reference file's preallocation step (DiskOptions).
 	FileSize int64 `json:"file_size,omitempty"`
 	// Probe is how long the single-fsync probe runs; default 1s.
-	Probe Duration `json:"probe,omitempty"`
+	Probe resultfile.Duration `json:"probe,omitempty"`
 	// Groups are group-commit ceilings to measure: for each n, a sync
 	// reference that writes n records per fdatasync (block = n × a sync
 	// cell's record size). n × its writes/s over the one-record
@@ -114,21 +97,21 @@ type DiskRef struct {
 
 // QuickOverrides shorten an experiment for --quick.
 type QuickOverrides struct {
-	Repeats  int      `json:"repeats,omitempty"`
-	Duration Duration `json:"duration,omitempty"`
-	Warmup   Duration `json:"warmup,omitempty"`
+	Repeats  int                 `json:"repeats,omitempty"`
+	Duration resultfile.Duration `json:"duration,omitempty"`
+	Warmup   resultfile.Duration `json:"warmup,omitempty"`
 }
 
 // Cell is one configuration of the matrix.
 type Cell struct {
-	Label         string   `json:"label"`
-	Backend       string   `json:"backend"`
-	Flush         string   `json:"flush"`
-	Size          int      `json:"size"`
-	Writers       int      `json:"writers"`
-	MaxBatchBytes int64    `json:"max_batch_bytes"`
-	MinInterval   Duration `json:"min_interval"`
-	MaxGather     Duration `json:"max_gather,omitempty"`
+	Label         string              `json:"label"`
+	Backend       string              `json:"backend"`
+	Flush         string              `json:"flush"`
+	Size          int                 `json:"size"`
+	Writers       int                 `json:"writers"`
+	MaxBatchBytes int64               `json:"max_batch_bytes"`
+	MinInterval   resultfile.Duration `json:"min_interval"`
+	MaxGather     resultfile.Duration `json:"max_gather,omitempty"`
 }
 
 // LoadExperiment reads and checks an experiment file.
@@ -154,9 +137,7 @@ func ParseExperiment(b []byte) (*Experiment, error) {
 		return nil, fmt.Errorf("kind %q is not a storage experiment (end-to-end ones run with samsa loadgen --experiment)", k.Kind)
 	}
 	var e Experiment
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
+	if err := resultfile.DecodeStrict(b, &e); err != nil {
 		return nil, err
 	}
 	e.EnsureDefaults()
@@ -169,16 +150,16 @@ func (e *Experiment) EnsureDefaults() {
 		e.Repeats = 3
 	}
 	if e.Duration == 0 {
-		e.Duration = Duration(5 * time.Second)
+		e.Duration = resultfile.Duration(5 * time.Second)
 	}
 	if e.Warmup == 0 {
-		e.Warmup = Duration(500 * time.Millisecond)
+		e.Warmup = resultfile.Duration(500 * time.Millisecond)
 	}
 	if e.Disk.Writers == 0 {
 		e.Disk.Writers = 1
 	}
 	if e.Disk.Probe == 0 {
-		e.Disk.Probe = Duration(time.Second)
+		e.Disk.Probe = resultfile.Duration(time.Second)
 	}
 }
 
@@ -269,11 +250,11 @@ func (e *Experiment) Expand(quick bool) Plan {
 	}
 	lingers, labelLinger := m.MinIntervals, len(m.MinIntervals) > 0
 	if !labelLinger {
-		lingers = []Duration{e.Options.MinInterval}
+		lingers = []resultfile.Duration{e.Options.MinInterval}
 	}
 	gathers, labelGather := m.MaxGathers, len(m.MaxGathers) > 0
 	if !labelGather {
-		gathers = []Duration{e.Options.MaxGather}
+		gathers = []resultfile.Duration{e.Options.MaxGather}
 	}
 	for _, be := range m.Backends {
 		for _, fl := range m.Flush {
@@ -312,7 +293,7 @@ func (e *Experiment) Expand(quick bool) Plan {
 }
 
 // gatherLabel writes a gather bound: "off" when negative, "default" at 0.
-func gatherLabel(d Duration) string {
+func gatherLabel(d resultfile.Duration) string {
 	switch {
 	case d < 0:
 		return "off"

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 const testExperiment = `{
@@ -41,7 +43,7 @@ func TestExpandMatrix(t *testing.T) {
 	}, labels)
 	c := p.Cells[3]
 	require.Equal(t, Cell{Label: c.Label, Backend: "pwrite", Flush: "sync", Size: 1024, Writers: 64,
-		MaxBatchBytes: 1 << 20, MinInterval: Duration(time.Millisecond)}, c)
+		MaxBatchBytes: 1 << 20, MinInterval: resultfile.Duration(time.Millisecond)}, c)
 	require.Zero(t, p.Cells[4].MaxBatchBytes)
 	require.Zero(t, p.Cells[4].MinInterval, "async cells carry no group-commit settings")
 

@@ -11,6 +11,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/storage/index"
 	"github.com/samsamq/samsa/storage/vfs"
 )
@@ -51,7 +52,7 @@ type IndexLatency struct {
 // IndexResult is what IndexLookup measured.
 type IndexResult struct {
 	Options     string                  `json:"options"`
-	Machine     Machine                 `json:"machine"`
+	Machine     resultfile.Machine      `json:"machine"`
 	Messages    int                     `json:"messages"`
 	Entries     int64                   `json:"entries"`
 	Files       int                     `json:"files"`
@@ -102,7 +103,7 @@ func bizKey(i, share int) []byte {
 // Lookup of every candidate: what the store then verifies is left out).
 func IndexLookup(o IndexOptions) (IndexResult, error) {
 	o.ensureDefaults()
-	res := IndexResult{Options: o.String(), Machine: CollectMachine(o.Dir), Messages: o.Messages, ByKind: map[string]IndexLatency{}}
+	res := IndexResult{Options: o.String(), Machine: *resultfile.CollectMachine(o.Dir), Messages: o.Messages, ByKind: map[string]IndexLatency{}}
 	dir, err := os.MkdirTemp(o.Dir, "index-bench-")
 	if err != nil {
 		return res, err

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -77,21 +79,8 @@ func TestReportWritesChartsAndKeepsHandWrittenText(t *testing.T) {
 	require.Contains(t, string(doc), "Hand-written notes after.")
 }
 
-func TestUpdateSectionsAppendsAndRejectsBrokenMarkers(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "P.md")
-	require.NoError(t, UpdateSections(path, []string{"a", "b"}, map[string]string{"a": "A\n", "b": "B"}))
-	b, _ := os.ReadFile(path)
-	require.Equal(t, "<!-- BEGIN GENERATED: a -->\nA\n<!-- END GENERATED: a -->\n\n<!-- BEGIN GENERATED: b -->\nB\n<!-- END GENERATED: b -->\n", string(b))
-	require.NoError(t, UpdateSections(path, []string{"a"}, map[string]string{"a": "A2"}))
-	b, _ = os.ReadFile(path)
-	require.Equal(t, "<!-- BEGIN GENERATED: a -->\nA2\n<!-- END GENERATED: a -->\n\n<!-- BEGIN GENERATED: b -->\nB\n<!-- END GENERATED: b -->\n", string(b))
-
-	require.NoError(t, os.WriteFile(path, []byte("x\n<!-- BEGIN GENERATED: a -->\nno end\n"), 0o644))
-	require.ErrorContains(t, UpdateSections(path, []string{"a"}, map[string]string{"a": "A"}), "without an end marker")
-}
-
 func TestChartsForBatchAndBackends(t *testing.T) {
-	res := &ExperimentResult{Experiment: "gc", Kind: "storage"}
+	res := &ExperimentResult{Header: resultfile.Header{Experiment: "gc", Kind: "storage"}}
 	add := func(be string, w int, mb int64, msgs, p99 float64) {
 		c := CellResult{Cell: Cell{Label: be + "x", Backend: be, Flush: "sync", Size: 1024, Writers: w, MaxBatchBytes: mb}, Status: StatusOK,
 			Runs: []*StorageResult{{}}}

@@ -4,26 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // ExperimentResult is what Run writes under results/<experiment>/.
 type ExperimentResult struct {
-	Experiment     string    `json:"experiment"`
-	Kind           string    `json:"kind"` // "storage"
-	Description    string    `json:"description,omitempty"`
-	Command        string    `json:"command,omitempty"`
-	Quick          bool      `json:"quick"`
-	Start          time.Time `json:"start"`
-	ElapsedSeconds float64   `json:"elapsed_seconds"`
-	Machine        Machine   `json:"machine"`
+	resultfile.Header         // Kind "storage"
+	ElapsedSeconds    float64 `json:"elapsed_seconds"`
 	// Spec is the experiment as it ran (defaults filled in).
-	Spec     *Experiment `json:"spec"`
-	Repeats  int         `json:"repeats"`
-	Duration Duration    `json:"duration"`
-	Warmup   Duration    `json:"warmup"`
+	Spec     *Experiment         `json:"spec"`
+	Repeats  int                 `json:"repeats"`
+	Duration resultfile.Duration `json:"duration"`
+	Warmup   resultfile.Duration `json:"warmup"`
 	// DiskRefs are the raw-disk references, Probe the single-fsync probe,
 	// each run once per round.
 	DiskRefs []DiskRefResult `json:"disk_refs,omitempty"`
@@ -148,29 +141,22 @@ func (r *ExperimentResult) Cell(label string) *CellResult {
 	return nil
 }
 
-// MachineLine is the machine's one-line description.
-func (r *ExperimentResult) MachineLine() string { return r.Machine.String() }
-
 // WriteResult writes res as <dir>/<experiment>/<host>-<UTC time>.json and
 // returns the path.
 func WriteResult(dir string, res *ExperimentResult) (string, error) {
-	return resultfile.Write(dir, res.Experiment, res.Machine.Hostname, res.Start, res)
+	return res.WriteResult(dir, res)
 }
 
 // ReadResult reads a file written by WriteResult.
 func ReadResult(path string) (*ExperimentResult, error) {
-	b, err := os.ReadFile(path)
+	r, err := resultfile.Read[ExperimentResult](path)
 	if err != nil {
 		return nil, err
-	}
-	var r ExperimentResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if r.Kind != "storage" {
 		return nil, fmt.Errorf("%s: kind %q is not a storage result", path, r.Kind)
 	}
-	return &r, nil
+	return r, nil
 }
 
 // writeJSON writes v indented to path.
@@ -187,19 +173,3 @@ func (r *DiskResult) WriteJSON(path string) error { return writeJSON(path, r) }
 
 // WriteJSON writes the run as indented JSON (the --json flag).
 func (r *StorageResult) WriteJSON(path string) error { return writeJSON(path, r) }
-
-// ResultKind returns the "kind" of a result file ("storage" for this
-// package's, "e2e" for loadgen's), so a caller can route mixed files.
-func ResultKind(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	var k struct {
-		Kind string `json:"kind"`
-	}
-	if err := json.Unmarshal(b, &k); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return k.Kind, nil
-}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // RunOptions are the plumbing of Run, apart from the experiment.
@@ -22,8 +24,8 @@ type RunOptions struct {
 	Progress io.Writer
 	// Command is recorded in the result (how to reproduce it).
 	Command string
-	// Machine is recorded in the result; default CollectMachine(Dir).
-	Machine *Machine
+	// Machine is recorded in the result; default resultfile.CollectMachine(Dir).
+	Machine *resultfile.Machine
 	// Storage, Disk and Probe run one cell, one reference and one fsync
 	// probe; default RunStorage, RunDisk and ProbeFsync. Tests replace them.
 	Storage func(context.Context, StorageOptions) (*StorageResult, error)
@@ -68,8 +70,7 @@ func (o *RunOptions) EnsureDefaults() {
 		o.Now = time.Now
 	}
 	if o.Machine == nil {
-		m := CollectMachine(o.Dir)
-		o.Machine = &m
+		o.Machine = resultfile.CollectMachine(o.Dir)
 	}
 }
 
@@ -98,9 +99,9 @@ func Run(ctx context.Context, e *Experiment, opts RunOptions) (*ExperimentResult
 	opts.EnsureDefaults()
 	r := &runner{e: e, opts: opts, plan: e.Expand(opts.Quick), refs: map[string]*DiskRefResult{}, began: opts.Now()}
 	r.res = &ExperimentResult{
-		Experiment: e.Name, Kind: "storage", Description: e.Description, Command: opts.Command,
-		Quick: opts.Quick, Start: r.began.UTC(), Machine: *opts.Machine, Spec: e,
-		Repeats: r.plan.Repeats, Duration: Duration(r.plan.Duration), Warmup: Duration(r.plan.Warmup),
+		Header: resultfile.Header{Experiment: e.Name, Kind: "storage", Description: e.Description, Command: opts.Command,
+			Quick: opts.Quick, Start: r.began.UTC(), Machine: opts.Machine},
+		Spec: e, Repeats: r.plan.Repeats, Duration: resultfile.Duration(r.plan.Duration), Warmup: resultfile.Duration(r.plan.Warmup),
 	}
 	r.setup()
 	for round := 0; round < r.plan.Repeats; round++ {

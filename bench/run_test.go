@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // fakeLab stands in for the disk and the engine: figures follow from the
@@ -79,7 +81,7 @@ func fakeClock(start time.Time) func() time.Time {
 	return func() time.Time { t = t.Add(time.Second); return t }
 }
 
-var fakeMachine = Machine{Hostname: "box", Kernel: "6.1.0", Arch: "x86_64", CPUModel: "Fake CPU", CPUs: 2,
+var fakeMachine = resultfile.Machine{Hostname: "box", Kernel: "6.1.0", Arch: "x86_64", CPUModel: "Fake CPU", CPUs: 2,
 	MemBytes: 8 << 30, FSType: "ext4", Device: "vda", DiskModel: "virtio_blk", GitCommit: "0123456789abcdef", GoVersion: "go1.26"}
 
 const runTestExperiment = `{

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // ErrUnavailable is wrapped by RunStorage's error when the backend asked for
@@ -170,6 +172,6 @@ type StorageResult struct {
 	// FlushP99Us is the engine's own flush latency p99, if it keeps one.
 	FlushP99Us float64 `json:"flush_p99_us,omitempty"`
 	// ProcIO is the process's /proc/self/io deltas over the window.
-	ProcIO  *ProcIO  `json:"proc_io,omitempty"`
-	Machine *Machine `json:"machine,omitempty"`
+	ProcIO  *ProcIO             `json:"proc_io,omitempty"`
+	Machine *resultfile.Machine `json:"machine,omitempty"`
 }

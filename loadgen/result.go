@@ -7,6 +7,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Result is one run's outcome; it is what --json writes.
@@ -69,7 +71,7 @@ type Result struct {
 	// its server.
 	Server *ServerStats `json:"server,omitempty"`
 	// Machine is filled by the caller (kernel, CPU, disk, commit).
-	Machine any `json:"machine,omitempty"`
+	Machine *resultfile.Machine `json:"machine,omitempty"`
 }
 
 // Histograms decodes SendHistogram and E2EHistogram (nil where absent).

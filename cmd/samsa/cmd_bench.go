@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/durability"
 )
@@ -187,14 +188,13 @@ func benchDisk(args []string) error {
 	if err != nil {
 		return err
 	}
-	m := bench.CollectMachine(o.Dir)
-	res.Machine = &m
+	res.Machine = resultfile.CollectMachine(o.Dir)
 	fmt.Printf("disk %s\n  %.0f writes/s  %.1f MB/s  p50 %dµs  p99 %dµs  p99.9 %dµs  max %dµs  fsyncs %d\n",
 		res.Config, res.MsgsPerSec, res.MBPerSec, res.LatencyUs.P50, res.LatencyUs.P99, res.LatencyUs.P999, res.LatencyUs.Max, res.Fsyncs)
 	if p := res.FsyncProbeUs; p != nil {
 		fmt.Printf("  single fdatasync: p50 %dµs  p99 %dµs  max %dµs (%d samples)\n", p.P50, p.P99, p.Max, p.Count)
 	}
-	fmt.Printf("  %s\n", m)
+	fmt.Printf("  %s\n", res.Machine)
 	return writeJSONFile(jsonPath, res)
 }
 
@@ -206,14 +206,13 @@ func benchDiskRead(o bench.DiskReadOptions, jsonPath string) error {
 	if err != nil {
 		return err
 	}
-	m := bench.CollectMachine(o.Dir)
-	res.Machine = &m
+	res.Machine = resultfile.CollectMachine(o.Dir)
 	fmt.Printf("disk %s\n  %.1f MB/s sequential read (%s; %d bytes resident before)  p50 %dµs  p99 %dµs  max %dµs per read\n",
 		res.Config, res.MBPerSec, res.Method, res.ResidentBefore, res.LatencyUs.P50, res.LatencyUs.P99, res.LatencyUs.Max)
 	if res.MethodNote != "" {
 		fmt.Printf("  %s\n", res.MethodNote)
 	}
-	fmt.Printf("  %s\n", m)
+	fmt.Printf("  %s\n", res.Machine)
 	return writeJSONFile(jsonPath, res)
 }
 
@@ -290,8 +289,7 @@ func benchStorage(args []string) error {
 	if err != nil {
 		return err
 	}
-	m := bench.CollectMachine(o.Dir)
-	res.Machine = &m
+	res.Machine = resultfile.CollectMachine(o.Dir)
 	fmt.Printf("storage %s\n  %s\n", res.Config, res.Line())
 	if res.ProcIO != nil && res.Appends > 0 {
 		fmt.Printf("  process: %.0f write syscalls/1k appends, %.1f MB to the block layer\n",
@@ -300,7 +298,7 @@ func benchStorage(args []string) error {
 	if res.FirstError != "" {
 		fmt.Printf("  first error: %s\n", res.FirstError)
 	}
-	fmt.Printf("  %s\n  %s\n  %s\n", res.DurabilityNote, res.StoreConfig, m)
+	fmt.Printf("  %s\n  %s\n  %s\n", res.DurabilityNote, res.StoreConfig, res.Machine)
 	return writeJSONFile(jsonPath, res)
 }
 
@@ -385,7 +383,7 @@ func benchReport(args []string) error {
 	var e2eOrder []string
 	e2e := map[string]string{}
 	for _, p := range pos {
-		kind, err := bench.ResultKind(p)
+		kind, err := resultfile.Kind(p)
 		if err != nil {
 			return err
 		}
@@ -445,7 +443,7 @@ func benchReport(args []string) error {
 		order, sections[n] = append(order, n), e2e[n]
 	}
 	if o.Out != "" && len(e2eOrder) > 0 {
-		if err := bench.UpdateSections(o.Out, e2eOrder, e2e); err != nil {
+		if err := resultfile.UpdateSections(o.Out, e2eOrder, e2e); err != nil {
 			return err
 		}
 	}

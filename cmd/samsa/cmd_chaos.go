@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen/chaos"
 )
 
@@ -65,16 +65,22 @@ epoch had two masters.`)
 		Producers: *producers, Queues: *queues, Progress: os.Stdout}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return chaosRun(ctx, o, *out, *perf)
+	return chaosRun(ctx, o, *out, *perf, nil, false)
 }
 
 // chaosRun runs o, writes the JSON result under out, prints the Markdown
 // and updates perf's chaos section (perf "": none). A missed safety
-// target is an error (exit status 1).
-func chaosRun(ctx context.Context, o chaos.Options, out, perf string) error {
+// target is an error (exit status 1). e, when the run is an experiment
+// file's, names the result.
+func chaosRun(ctx context.Context, o chaos.Options, out, perf string, e *chaos.Experiment, quick bool) error {
+	machine := resultfile.CollectMachine(o.Dir) // before the run, which may outlive its checkout
 	res, err := chaos.Run(ctx, o)
 	if err != nil {
 		return err
+	}
+	res.Command, res.Machine = commandLine(), machine
+	if e != nil {
+		res.Experiment, res.Description, res.Quick = e.Name, e.Description, quick
 	}
 	p, err := chaos.WriteResult(out, res)
 	if err != nil {
@@ -88,7 +94,7 @@ func chaosRun(ctx context.Context, o chaos.Options, out, perf string) error {
 	}
 	if perf != "" {
 		section := md + "\nResult: `" + p + "`.\n"
-		if err := bench.UpdateSections(perf, []string{"chaos"}, map[string]string{"chaos": section}); err != nil {
+		if err := resultfile.UpdateSections(perf, []string{"chaos"}, map[string]string{"chaos": section}); err != nil {
 			return err
 		}
 	}
@@ -116,5 +122,5 @@ func chaosExperiment(ctx context.Context, path, outDir, perf, dataDir string, qu
 	outDir = filepath.Join(outDir, e.Name) // as the other experiments: results/<name>
 	o := e.Options(bin, dataDir, seed, quick)
 	o.Progress = os.Stdout
-	return chaosRun(ctx, o, outDir, perf)
+	return chaosRun(ctx, o, outDir, perf, e, quick)
 }

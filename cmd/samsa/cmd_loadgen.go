@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/backlog"
 	"github.com/samsamq/samsa/loadgen/catchup"
@@ -92,7 +91,7 @@ func runLoadgen(args []string) (err error) {
 	}
 	if *experiment != "" {
 		// experiment files carry a "kind" as result files do
-		if kind, err := bench.ResultKind(*experiment); err == nil && durability.IsKind(kind) {
+		if kind, err := resultfile.Kind(*experiment); err == nil && durability.IsKind(kind) {
 			return durabilityRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
 				dataDir: *dataDir, quick: *quick, gate: *gate, seed: *seed}.run(ctx)
 		} else if err == nil && kind == chaos.Kind {
@@ -144,7 +143,7 @@ func runLoadgen(args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	res.Machine = bench.CollectMachine(lab.benchDir())
+	res.Machine = resultfile.CollectMachine(lab.benchDir())
 	if *jsonOut != "" {
 		if err := res.WriteJSON(*jsonOut); err != nil {
 			return err
@@ -168,7 +167,7 @@ func runExperimentFile(ctx context.Context, lab labSettings, path string, quick 
 		return err
 	}
 	res.Command = command
-	res.Machine = bench.CollectMachine(lab.benchDir())
+	res.Machine = resultfile.CollectMachine(lab.benchDir())
 	p, err := loadgen.WriteResult(outDir, res)
 	if err != nil {
 		return err
@@ -181,7 +180,7 @@ func runExperimentFile(ctx context.Context, lab labSettings, path string, quick 
 			return err
 		}
 		section := e2eSection(res, charts, p)
-		if err := bench.UpdateSections(perfFile, []string{res.Experiment}, map[string]string{res.Experiment: section}); err != nil {
+		if err := resultfile.UpdateSections(perfFile, []string{res.Experiment}, map[string]string{res.Experiment: section}); err != nil {
 			return err
 		}
 	}
@@ -202,15 +201,14 @@ func e2eSection(r *loadgen.ExperimentResult, charts []loadgen.Chart, path string
 
 // labSection is a lab result's PERFORMANCE.md section: its Markdown, then
 // the machine and the result file.
-func labSection(md string, machine any, path string) string {
+func labSection(md string, machine *resultfile.Machine, path string) string {
 	return fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", md, machineString(machine), path)
 }
 
 // machineString renders a result's machine on one line.
-func machineString(v any) string {
-	var m bench.Machine
-	if b, err := json.Marshal(v); err == nil && json.Unmarshal(b, &m) == nil && m.Hostname != "" {
-		return m.String() // a result read back holds the machine as a map
+func machineString(m *resultfile.Machine) string {
+	if m == nil {
+		return "<nil>"
 	}
-	return fmt.Sprint(v)
+	return m.String()
 }

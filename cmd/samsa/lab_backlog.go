@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/devcluster"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/backlog"
 	"github.com/samsamq/samsa/loadgen/samsadriver"
@@ -38,7 +38,7 @@ func (c backlogRun) run(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	m := bench.CollectMachine(dir)
+	m := resultfile.CollectMachine(dir)
 	res, err := backlog.RunExperiment(ctx, e, backlog.Options{Quick: c.quick, DiskDir: dir, Progress: os.Stdout,
 		NewTarget: func(ctx context.Context, to backlog.TargetOptions) (backlog.Target, error) {
 			return newBacklogTarget(dir, to)
@@ -46,7 +46,7 @@ func (c backlogRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res.Command, res.Machine = c.command, &m
+	res.Command, res.Machine = c.command, m
 	p, err := backlog.WriteResult(c.outDir, res)
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func (c backlogRun) run(ctx context.Context) error {
 	fmt.Println(md)
 	fmt.Printf("result: %s\n", p)
 	if c.perfFile != "" {
-		if err := bench.UpdateSections(c.perfFile, []string{res.Experiment},
+		if err := resultfile.UpdateSections(c.perfFile, []string{res.Experiment},
 			map[string]string{res.Experiment: labSection(md, res.Machine, p)}); err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen/backlog"
 )
 
@@ -21,7 +21,7 @@ func TestBacklogSmoke(t *testing.T) {
 	dir := t.TempDir()
 	e := &backlog.Experiment{Name: "backlog-smoke", Kind: backlog.Kind, DrainTarget: 0.8, P99Target: 2,
 		Base: backlog.Settings{BacklogBytes: 8 << 20, ReadSize: 4 << 20, Queues: 4, SteadyRate: 200,
-			Before: bench.Duration(300 * time.Millisecond), DrainTimeout: bench.Duration(60 * time.Second)}}
+			Before: resultfile.Duration(300 * time.Millisecond), DrainTimeout: resultfile.Duration(60 * time.Second)}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := backlog.RunExperiment(ctx, e, backlog.Options{DiskDir: dir,

@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/devcluster"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen/catchup"
 )
 
@@ -36,13 +36,13 @@ func (c catchupRun) run(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	m := bench.CollectMachine(dir)
+	m := resultfile.CollectMachine(dir)
 	res, err := catchup.RunExperiment(ctx, e, catchup.Options{Quick: c.quick, DiskDir: dir, Progress: os.Stdout,
 		NewTarget: func(context.Context) (catchup.Target, error) { return newCatchupTarget(dir) }})
 	if err != nil {
 		return err
 	}
-	res.Command, res.Machine = c.command, &m
+	res.Command, res.Machine = c.command, m
 	p, err := catchup.WriteResult(c.outDir, res)
 	if err != nil {
 		return err
@@ -51,7 +51,7 @@ func (c catchupRun) run(ctx context.Context) error {
 	fmt.Println(md)
 	fmt.Printf("result: %s\n", p)
 	if c.perfFile != "" {
-		return bench.UpdateSections(c.perfFile, []string{res.Experiment},
+		return resultfile.UpdateSections(c.perfFile, []string{res.Experiment},
 			map[string]string{res.Experiment: labSection(md, res.Machine, p)})
 	}
 	return nil

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen/durability"
 )
 
@@ -35,14 +35,14 @@ func (d durabilityRun) run(ctx context.Context) error {
 	}
 	// The machine (and the checkout's commit) before the run: a long run
 	// may outlive the checkout it was built from.
-	m := bench.CollectMachine(dir)
+	m := resultfile.CollectMachine(dir)
 	res, err := durability.RunExperiment(ctx, e, durability.RunOptions{Binary: bin, Dir: dir, Quick: d.quick,
 		Seed: d.seed, Progress: os.Stdout})
 	if err != nil {
 		return err
 	}
 	res.Command = d.command
-	res.Machine = &m
+	res.Machine = m
 	p, err := durability.WriteResult(d.outDir, res)
 	if err != nil {
 		return err
@@ -50,7 +50,7 @@ func (d durabilityRun) run(ctx context.Context) error {
 	fmt.Println(res.Markdown())
 	fmt.Printf("result: %s\n", p)
 	if d.perfFile != "" {
-		if err := bench.UpdateSections(d.perfFile, []string{res.Experiment},
+		if err := resultfile.UpdateSections(d.perfFile, []string{res.Experiment},
 			map[string]string{res.Experiment: durabilitySection(res, p)}); err != nil {
 			return err
 		}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/devcluster"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/catchup"
 	"github.com/samsamq/samsa/protocol"
@@ -89,7 +89,7 @@ func TestLabReplicatedCellSmoke(t *testing.T) {
 func TestLabCatchupSmoke(t *testing.T) {
 	dir := t.TempDir()
 	e := &catchup.Experiment{Name: "catchup-smoke", Kind: catchup.Kind, Target: 0.8,
-		Base: catchup.Settings{FillBytes: 2 << 20, DiskBlock: 32 << 10, DiskDuration: bench.Duration(100 * time.Millisecond)}}
+		Base: catchup.Settings{FillBytes: 2 << 20, DiskBlock: 32 << 10, DiskDuration: resultfile.Duration(100 * time.Millisecond)}}
 	res, err := catchup.RunExperiment(context.Background(), e, catchup.Options{DiskDir: dir,
 		NewTarget: func(context.Context) (catchup.Target, error) { return newCatchupTarget(dir) }})
 	require.NoError(t, err)

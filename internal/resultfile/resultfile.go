@@ -1,6 +1,19 @@
-// Package resultfile names and writes the lab's result files, so the
-// storage lab (bench) and the end-to-end lab (loadgen) lay results out the
-// same way: <dir>/<experiment>/<host>-<UTC start time>.json, indented JSON.
+// Package resultfile is what every lab result file shares, so the storage
+// lab (bench) and the end-to-end lab (loadgen and its kill loops, chaos,
+// backlog and catch-up runs) record results the same way:
+//
+//   - the layout: <dir>/<experiment>/<host>-<UTC start time>.json,
+//     indented JSON (Write, Header.WriteResult), read back with Read;
+//   - the Header every result type embeds: experiment, kind, description,
+//     command, quick, start and the Machine (CollectMachine: host, kernel,
+//     CPU, memory, the data dir's file system and disk, the commit);
+//   - Duration, the one JSON duration type of experiment and result files;
+//   - DecodeStrict and ReadStrict (an unknown field is an error) and Kind,
+//     the "kind" an experiment or result file names;
+//   - PERFORMANCE.md's generated sections (Heading, UpdateSections).
+//
+// Nothing here keeps state; every function is safe for concurrent use on
+// distinct files.
 package resultfile
 
 import (
@@ -16,11 +29,15 @@ import (
 // Write marshals v into <dir>/<experiment>/<host>-<start>.json, creating
 // the directory, and returns the path. An empty host becomes "host".
 func Write(dir, experiment, host string, start time.Time, v any) (string, error) {
+	return writeIn(filepath.Join(dir, experiment), host, start, v)
+}
+
+// writeIn marshals v into <d>/<host>-<start>.json, creating d.
+func writeIn(d, host string, start time.Time, v any) (string, error) {
 	if host == "" {
 		host = "host"
 	}
 	host = strings.NewReplacer("/", "_", " ", "_").Replace(host)
-	d := filepath.Join(dir, experiment)
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return "", err
 	}
@@ -46,22 +63,6 @@ func Read[T any](path string) (*T, error) {
 	return &v, nil
 }
 
-// Heading writes the start of an experiment's PERFORMANCE.md section: its
-// title, its description and the command that ran it (marked quick).
-func Heading(b *strings.Builder, experiment, description, command string, quick bool) {
-	fmt.Fprintf(b, "### %s\n\n", experiment)
-	if description != "" {
-		fmt.Fprintf(b, "%s\n\n", description)
-	}
-	if command != "" {
-		fmt.Fprintf(b, "Command: `%s`", command)
-		if quick {
-			b.WriteString(" (quick)")
-		}
-		b.WriteString("\n\n")
-	}
-}
-
 // Header is what every lab result file starts with; result types embed it
 // (encoding/json flattens it, so the file's fields stay top-level).
 type Header struct {
@@ -71,14 +72,41 @@ type Header struct {
 	Command     string    `json:"command"`
 	Quick       bool      `json:"quick"`
 	Start       time.Time `json:"start"`
-	Machine     any       `json:"machine,omitempty"`
+	// Machine is where the run ran (CollectMachine on its data dir).
+	Machine *Machine `json:"machine,omitempty"`
+}
+
+// Head returns h: a result that embeds a Header hands it out this way.
+func (h *Header) Head() *Header { return h }
+
+// host is the machine's host name, or this host's when none is recorded.
+func (h *Header) host() string {
+	if h.Machine != nil && h.Machine.Hostname != "" {
+		return h.Machine.Hostname
+	}
+	host, _ := os.Hostname()
+	return host
 }
 
 // WriteResult writes v, whose header h is, as
-// <dir>/<experiment>/<this host>-<start>.json and returns the path.
+// <dir>/<experiment>/<host>-<start>.json and returns the path.
 func (h *Header) WriteResult(dir string, v any) (string, error) {
-	host, _ := os.Hostname()
-	return Write(dir, h.Experiment, host, h.Start, v)
+	return Write(dir, h.Experiment, h.host(), h.Start, v)
+}
+
+// WriteResultIn writes v, whose header h is, as <dir>/<host>-<start>.json
+// (dir itself, not a directory per experiment) and returns the path.
+func (h *Header) WriteResultIn(dir string, v any) (string, error) {
+	return writeIn(dir, h.host(), h.Start, v)
+}
+
+// MachineLine is the machine's one-line description ("" when none is
+// recorded).
+func (h *Header) MachineLine() string {
+	if h.Machine == nil {
+		return ""
+	}
+	return h.Machine.String()
 }
 
 // Heading writes the section's title, description and command.
@@ -105,4 +133,20 @@ func ReadStrict(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// Kind returns the "kind" of an experiment or result file (both carry
+// one), so a caller can route mixed files.
+func Kind(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(b, &k); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return k.Kind, nil
 }

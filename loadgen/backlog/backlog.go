@@ -35,7 +35,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
 )
@@ -75,9 +74,9 @@ type Settings struct {
 	SteadyProducers int     `json:"steady_producers,omitempty"`
 	// Before is the steady producers' window before the drain; default 5s
 	// (after a 1 s warm-up).
-	Before bench.Duration `json:"before,omitempty"`
+	Before resultfile.Duration `json:"before,omitempty"`
 	// DrainTimeout bounds the drain; default 10m.
-	DrainTimeout bench.Duration `json:"drain_timeout,omitempty"`
+	DrainTimeout resultfile.Duration `json:"drain_timeout,omitempty"`
 	// ReadSize is the raw read reference's file; default BacklogBytes
 	// (capped at 4 GiB).
 	ReadSize int64 `json:"read_size,omitempty"`
@@ -122,10 +121,10 @@ func (s *Settings) ensureDefaults() {
 		s.SteadyProducers = 2
 	}
 	if s.Before == 0 {
-		s.Before = bench.Duration(5 * time.Second)
+		s.Before = resultfile.Duration(5 * time.Second)
 	}
 	if s.DrainTimeout == 0 {
-		s.DrainTimeout = bench.Duration(10 * time.Minute)
+		s.DrainTimeout = resultfile.Duration(10 * time.Minute)
 	}
 	if s.ReadSize == 0 {
 		s.ReadSize = min(s.BacklogBytes, 4<<30)

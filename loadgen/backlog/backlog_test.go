@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
 )
 
@@ -85,8 +85,8 @@ func (c *fakeConsumer) Close() error { close(c.stop); c.wg.Wait(); return nil }
 
 func TestRunExperimentFake(t *testing.T) {
 	e := &Experiment{Name: "backlog-test", Kind: Kind, DrainTarget: 0.8, P99Target: 2,
-		Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: bench.Duration(200 * time.Millisecond),
-			DrainTimeout: bench.Duration(30 * time.Second), SteadyRate: 200, WarmReference: true}}
+		Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: resultfile.Duration(200 * time.Millisecond),
+			DrainTimeout: resultfile.Duration(30 * time.Second), SteadyRate: 200, WarmReference: true}}
 	var targets []*fakeTarget
 	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(),
 		NewTarget: func(_ context.Context, to TargetOptions) (Target, error) {
@@ -128,8 +128,8 @@ func TestRunExperimentFake(t *testing.T) {
 // NewTarget, and the drain target is marked as not applying.
 func TestRunExperimentPaced(t *testing.T) {
 	e := &Experiment{Name: "backlog-paced", Kind: Kind, DrainTarget: 0.8, P99Target: 2,
-		Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: bench.Duration(200 * time.Millisecond),
-			DrainTimeout: bench.Duration(30 * time.Second), SteadyRate: 200, PaceMBps: 8, DirectColdReads: true}}
+		Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: resultfile.Duration(200 * time.Millisecond),
+			DrainTimeout: resultfile.Duration(30 * time.Second), SteadyRate: 200, PaceMBps: 8, DirectColdReads: true}}
 	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(),
 		NewTarget: func(_ context.Context, to TargetOptions) (Target, error) {
 			require.Equal(t, TargetOptions{Flush: "async", DirectColdReads: true}, to)

@@ -56,11 +56,11 @@ type Settings struct {
 	// DiskBlock, DiskFsync and DiskDuration are the raw-disk reference's
 	// (bench.DiskOptions); defaults 32 KiB (the replication link's
 	// frame), interval (the slave's async flush) and 5s.
-	DiskBlock    int               `json:"disk_block,omitempty"`
-	DiskFsync    bench.FsyncPolicy `json:"disk_fsync,omitempty"`
-	DiskDuration bench.Duration    `json:"disk_duration,omitempty"`
+	DiskBlock    int                 `json:"disk_block,omitempty"`
+	DiskFsync    bench.FsyncPolicy   `json:"disk_fsync,omitempty"`
+	DiskDuration resultfile.Duration `json:"disk_duration,omitempty"`
 	// Timeout bounds one catch-up; default 10m.
-	Timeout bench.Duration `json:"timeout,omitempty"`
+	Timeout resultfile.Duration `json:"timeout,omitempty"`
 	// Settle is an idle pause before each timed phase (the slave's
 	// catch-up and the raw-disk reference), so that neither writes into
 	// page-cache pages the other just freed; default 5s ("0s" none). A VM
@@ -72,7 +72,7 @@ type Settings struct {
 	// pause, the raw-disk run, which starts right after the master's and
 	// the slave's files are deleted, wrote into warm pages while the
 	// slave wrote into cold ones.
-	Settle *bench.Duration `json:"settle,omitempty"`
+	Settle *resultfile.Duration `json:"settle,omitempty"`
 }
 
 // settle returns the pause before a timed phase.
@@ -97,10 +97,10 @@ func (s *Settings) ensureDefaults() {
 		s.DiskFsync = bench.FsyncInterval
 	}
 	if s.DiskDuration == 0 {
-		s.DiskDuration = bench.Duration(5 * time.Second)
+		s.DiskDuration = resultfile.Duration(5 * time.Second)
 	}
 	if s.Timeout == 0 {
-		s.Timeout = bench.Duration(10 * time.Minute)
+		s.Timeout = resultfile.Duration(10 * time.Minute)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 func TestShippedExperimentParses(t *testing.T) {
@@ -69,7 +70,7 @@ func (s *fakeSlave) Describe() string            { return "fake slave" }
 
 func TestRunExperimentWithAFake(t *testing.T) {
 	e := &Experiment{Name: "c", Kind: Kind, Target: 0.8,
-		Base: Settings{FillBytes: 1 << 20, DiskBlock: 4096, DiskDuration: bench.Duration(50e6), Settle: new(bench.Duration(0))}}
+		Base: Settings{FillBytes: 1 << 20, DiskBlock: 4096, DiskDuration: resultfile.Duration(50e6), Settle: new(resultfile.Duration(0))}}
 	var targets []*fakeTarget
 	var progress bytes.Buffer
 	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(), Progress: &progress,

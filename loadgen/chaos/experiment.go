@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/samsamq/samsa/loadgen/durability"
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Kind is the "kind" of a chaos experiment file (experiments/chaos.json),
@@ -29,13 +29,13 @@ type Experiment struct {
 type Settings struct {
 	Cycles          int                 `json:"cycles,omitempty"`
 	Faults          []string            `json:"faults,omitempty"`
-	ElectionTimeout durability.Duration `json:"election_timeout,omitempty"`
-	SlaveNotCatchup durability.Duration `json:"slave_not_catchup,omitempty"`
+	ElectionTimeout resultfile.Duration `json:"election_timeout,omitempty"`
+	SlaveNotCatchup resultfile.Duration `json:"slave_not_catchup,omitempty"`
 	Producers       int                 `json:"producers,omitempty"`
 	Queues          int                 `json:"queues,omitempty"`
 	BodySize        int                 `json:"body_size,omitempty"`
-	MinUp           durability.Duration `json:"min_up,omitempty"`
-	MaxUp           durability.Duration `json:"max_up,omitempty"`
+	MinUp           resultfile.Duration `json:"min_up,omitempty"`
+	MaxUp           resultfile.Duration `json:"max_up,omitempty"`
 }
 
 // LoadExperiment reads and checks a chaos experiment file (unknown

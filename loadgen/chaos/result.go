@@ -1,16 +1,14 @@
 package chaos
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen/durability"
 )
 
@@ -35,6 +33,7 @@ func percentilesOf(ms []float64) Percentiles {
 
 // Result is a chaos run's record and verdict.
 type Result struct {
+	resultfile.Header
 	Config string        `json:"config"`
 	Seed   uint64        `json:"seed"`
 	Cycles []CycleResult `json:"cycles"`
@@ -99,18 +98,10 @@ func shortNote(short []string) string {
 	return "; read-back short: " + strings.Join(short, "; ")
 }
 
-// WriteResult writes res as JSON under dir (made if missing), named by
-// the time, and returns the path.
+// WriteResult writes res as <dir>/<host>-<UTC start>.json (dir made if
+// missing) and returns the path.
 func WriteResult(dir string, res *Result) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(dir, "chaos-"+time.Now().UTC().Format("20060102T150405Z")+".json")
-	return p, os.WriteFile(p, append(b, '\n'), 0o644)
+	return res.WriteResultIn(dir, res)
 }
 
 // faultsOf lists the fault kinds of res in AllFaults' order.

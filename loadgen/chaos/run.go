@@ -12,6 +12,7 @@ import (
 
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/controller/ctlclient"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen/durability"
 )
 
@@ -53,6 +54,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w (seed %d; data and logs kept in %s)", err, o.Seed, c.dir)
 	}
+	res.Header = resultfile.Header{Experiment: Kind, Kind: Kind, Start: began.UTC()}
 	res.ElapsedSeconds = time.Since(began).Seconds()
 	res.Dir = c.dir
 	if !o.KeepDir {

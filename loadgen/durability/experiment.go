@@ -1,13 +1,14 @@
 package durability
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"time"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // Kind is the "kind" of a durability experiment file and its result.
@@ -43,16 +44,16 @@ type Experiment struct {
 
 // Settings are the Options fields an experiment file sets (see Options).
 type Settings struct {
-	SegmentSize     int64    `json:"segment_size,omitempty"`
-	Producers       int      `json:"producers,omitempty"`
-	Queues          int      `json:"queues,omitempty"`
-	BodySize        int      `json:"body_size,omitempty"`
-	Kills           int      `json:"kills,omitempty"`
-	NoTermCycle     bool     `json:"no_term_cycle,omitempty"`
-	MinUp           Duration `json:"min_up,omitempty"`
-	MaxUp           Duration `json:"max_up,omitempty"`
-	RecoveryTimeout Duration `json:"recovery_timeout,omitempty"`
-	Props           []string `json:"props,omitempty"`
+	SegmentSize     int64               `json:"segment_size,omitempty"`
+	Producers       int                 `json:"producers,omitempty"`
+	Queues          int                 `json:"queues,omitempty"`
+	BodySize        int                 `json:"body_size,omitempty"`
+	Kills           int                 `json:"kills,omitempty"`
+	NoTermCycle     bool                `json:"no_term_cycle,omitempty"`
+	MinUp           resultfile.Duration `json:"min_up,omitempty"`
+	MaxUp           resultfile.Duration `json:"max_up,omitempty"`
+	RecoveryTimeout resultfile.Duration `json:"recovery_timeout,omitempty"`
+	Props           []string            `json:"props,omitempty"`
 }
 
 // CellSpec is one broker configuration.
@@ -66,8 +67,8 @@ type CellSpec struct {
 	Props []string `json:"props,omitempty"`
 	// Role is the master's brokerRole in a replication experiment
 	// (Options.Role); PauseSlave its Options.PauseSlave.
-	Role       string   `json:"role,omitempty"`
-	PauseSlave Duration `json:"pause_slave,omitempty"`
+	Role       string              `json:"role,omitempty"`
+	PauseSlave resultfile.Duration `json:"pause_slave,omitempty"`
 	// FullOnly leaves the cell out of the quick form.
 	FullOnly bool `json:"full_only,omitempty"`
 	// ExpectLoss makes the cell a control: its target is to lose some
@@ -77,21 +78,6 @@ type CellSpec struct {
 	ExpectLoss bool `json:"expect_loss,omitempty"`
 }
 
-// Duration is a time.Duration written as a Go duration string ("500ms").
-type Duration time.Duration
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string such as \"500ms\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	*d = Duration(v)
-	return err
-}
-
 // LoadExperiment reads and checks a durability experiment file.
 func LoadExperiment(path string) (*Experiment, error) {
 	b, err := os.ReadFile(path)
@@ -99,7 +85,7 @@ func LoadExperiment(path string) (*Experiment, error) {
 		return nil, err
 	}
 	var e Experiment
-	if err := strictDecode(b, &e); err != nil {
+	if err := resultfile.DecodeStrict(b, &e); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if !IsKind(e.Kind) {
@@ -114,12 +100,6 @@ func LoadExperiment(path string) (*Experiment, error) {
 	return &e, nil
 }
 
-func strictDecode(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
-}
-
 // Cell is a CellSpec with the settings it runs with.
 type Cell struct {
 	CellSpec
@@ -131,7 +111,7 @@ type Cell struct {
 func (e *Experiment) Expand(quick bool) ([]Cell, error) {
 	s := e.Base
 	if quick && len(e.Quick) > 0 {
-		if err := strictDecode(e.Quick, &s); err != nil {
+		if err := resultfile.DecodeStrict(e.Quick, &s); err != nil {
 			return nil, err
 		}
 	}

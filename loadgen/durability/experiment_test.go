@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/internal/resultfile"
 )
 
 // TestShippedExperimentLoads keeps experiments/durability-kill.json
@@ -53,7 +55,7 @@ func TestExperimentRejectsTyposAndBadCells(t *testing.T) {
 // one, with the target and the durability notes.
 func TestMarkdownMarksMisses(t *testing.T) {
 	spec := func(b, f string) CellSpec { return CellSpec{Label: b + "/" + f, Backend: b, Flush: f} }
-	r := &ExperimentResult{Experiment: "durability-kill", Seed: 42, Start: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC),
+	r := &ExperimentResult{Header: resultfile.Header{Experiment: "durability-kill", Start: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}, Seed: 42,
 		Cells: []CellResult{
 			{CellSpec: spec("mmap", "sync"), Durability: "power-loss", DurabilityNote: "durability=power-loss (mmap ...)",
 				Result: &Result{Durability: "power-loss", Kills: 3, Tally: Tally{Sent: 104, Acked: 100}, RecoveryMs: Stats{Count: 3, P50: 200, P99: 400, Max: 400}}},

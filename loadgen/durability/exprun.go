@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -13,15 +12,9 @@ import (
 
 // ExperimentResult is what a durability experiment writes under results/.
 type ExperimentResult struct {
-	Experiment  string       `json:"experiment"`
-	Kind        string       `json:"kind"`
-	Description string       `json:"description"`
-	Command     string       `json:"command"`
-	Quick       bool         `json:"quick"`
-	Start       time.Time    `json:"start"`
-	Seed        uint64       `json:"seed"`
-	Machine     any          `json:"machine,omitempty"`
-	Cells       []CellResult `json:"cells"`
+	resultfile.Header
+	Seed  uint64       `json:"seed"`
+	Cells []CellResult `json:"cells"`
 	// ElapsedSeconds is the whole run's wall time.
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 }
@@ -88,8 +81,8 @@ func RunExperiment(ctx context.Context, e *Experiment, ro RunOptions) (*Experime
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	res := &ExperimentResult{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: ro.Quick,
-		Start: time.Now().UTC(), Seed: seed}
+	res := &ExperimentResult{Header: resultfile.Header{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: ro.Quick,
+		Start: time.Now().UTC()}, Seed: seed}
 	progressf(ro.Progress, "== %s: %d cells, seed %d (cell i uses seed+i)\n", e.Name, len(cells), seed)
 	for i, c := range cells {
 		o := c.Options(ro.Binary, ro.Dir, seed+uint64(i))
@@ -126,8 +119,7 @@ func (r *ExperimentResult) Missed() []string {
 // WriteResult writes res as <dir>/<experiment>/<host>-<UTC start>.json and
 // returns the path.
 func WriteResult(dir string, res *ExperimentResult) (string, error) {
-	host, _ := os.Hostname()
-	return resultfile.Write(dir, res.Experiment, host, res.Start, res)
+	return res.WriteResult(dir, res)
 }
 
 // ReadResult reads a file written by WriteResult.

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/samsamq/samsa/protocol"
 	"github.com/stretchr/testify/require"
+
+	"github.com/samsamq/samsa/internal/resultfile"
+	"github.com/samsamq/samsa/protocol"
 )
 
 // TestLagOfReadsTheSlaveLines: the master's `stats ha` lines give the
@@ -138,16 +140,16 @@ func TestReplicationMarkdown(t *testing.T) {
 			Result: &Result{Tally: tally, RecoveryMs: Stats{P50: 150, Max: 300}, Replication: &rep}}
 	}
 	ok := []KillCheck{{Kill: 1, Acked: 10}}
-	r := &ExperimentResult{Experiment: "replication-durability", Kind: ReplicationKind, Seed: 9,
-		Start: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC), Cells: []CellResult{
-			cell("SYNC_MASTER pwrite/async", "SYNC_MASTER", false, ReplicationResult{Checks: ok, Kills: 1, MaxLagBytes: 7152, MaxLagMs: 40},
-				Tally{Sent: 120, Acked: 100, StoredNotAcked: 12, NotAckedByStatus: map[string]int64{"SLAVE_NOT_AVAILABLE": 12}}),
-			cell("SYNC_MASTER lost", "SYNC_MASTER", false, ReplicationResult{Checks: []KillCheck{{Kill: 1, Missing: 2}}, Kills: 1,
-				Missing: 2, MaxMissing: 2, KillsWithMissing: 1}, Tally{Sent: 10, Acked: 10}),
-			cell("control", "ASYNC_MASTER", true, ReplicationResult{Checks: []KillCheck{{Kill: 1, Missing: 5}}, Kills: 1,
-				Missing: 5, MaxMissing: 5, KillsWithMissing: 1, MaxLagBytes: 9000, MaxLagMs: 500}, Tally{Sent: 10, Acked: 10}),
-			{CellSpec: CellSpec{Label: "ASYNC_MASTER pwrite/sync", Role: "ASYNC_MASTER"}, Failed: "the slave did not settle\nmore"},
-		}}
+	r := &ExperimentResult{Header: resultfile.Header{Experiment: "replication-durability", Kind: ReplicationKind,
+		Start: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}, Seed: 9, Cells: []CellResult{
+		cell("SYNC_MASTER pwrite/async", "SYNC_MASTER", false, ReplicationResult{Checks: ok, Kills: 1, MaxLagBytes: 7152, MaxLagMs: 40},
+			Tally{Sent: 120, Acked: 100, StoredNotAcked: 12, NotAckedByStatus: map[string]int64{"SLAVE_NOT_AVAILABLE": 12}}),
+		cell("SYNC_MASTER lost", "SYNC_MASTER", false, ReplicationResult{Checks: []KillCheck{{Kill: 1, Missing: 2}}, Kills: 1,
+			Missing: 2, MaxMissing: 2, KillsWithMissing: 1}, Tally{Sent: 10, Acked: 10}),
+		cell("control", "ASYNC_MASTER", true, ReplicationResult{Checks: []KillCheck{{Kill: 1, Missing: 5}}, Kills: 1,
+			Missing: 5, MaxMissing: 5, KillsWithMissing: 1, MaxLagBytes: 9000, MaxLagMs: 500}, Tally{Sent: 10, Acked: 10}),
+		{CellSpec: CellSpec{Label: "ASYNC_MASTER pwrite/sync", Role: "ASYNC_MASTER"}, Failed: "the slave did not settle\nmore"},
+	}}
 	md := r.Markdown()
 	require.Contains(t, md, "| SYNC_MASTER pwrite/async | 1 | 120 / 100 | 12 (SLAVE_NOT_AVAILABLE 12) | 0 (0) | 0 | 0 | 0 | 7152 / 40 | 0 | 150 / 300 | 0 / 0 | met |")
 	require.Contains(t, md, "| SYNC_MASTER lost | 1 | 10 / 10 | 0 | **2 (1)** | 2 | 0 | 0 | 0 / 0 | 0 | 150 / 300 | 0 / 0 | **MISSED** |")

@@ -1,4 +1,4 @@
-package bench
+package resultfile
 
 import (
 	"bufio"
@@ -85,8 +85,8 @@ type machineSource struct {
 
 // CollectMachine gathers the facts about this machine and the disk under
 // dir. It never fails: what cannot be read is left empty and noted.
-func CollectMachine(dir string) Machine {
-	return collectMachine(dir, machineSource{
+func CollectMachine(dir string) *Machine {
+	m := collectMachine(dir, machineSource{
 		proc: "/proc", sys: "/sys",
 		uname: func() (string, string, string, error) {
 			var u unix.Utsname
@@ -106,6 +106,7 @@ func CollectMachine(dir string) Machine {
 		},
 		git: gitCommit,
 	})
+	return &m
 }
 
 func collectMachine(dir string, src machineSource) Machine {
