@@ -4,31 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/samsamq/samsa/loadgen/durability"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
-
-// ParseID splits a load id "p<producer>-<seq>" (package durability's
-// bodies) into its producer and sequence number.
-func ParseID(id string) (producer int, seq int64, ok bool) {
-	rest, found := strings.CutPrefix(id, "p")
-	if !found {
-		return 0, 0, false
-	}
-	ps, ss, found := strings.Cut(rest, "-")
-	if !found {
-		return 0, 0, false
-	}
-	p, err1 := strconv.Atoi(ps)
-	s, err2 := strconv.ParseInt(ss, 10, 64)
-	if err1 != nil || err2 != nil || p < 0 || s < 0 {
-		return 0, 0, false
-	}
-	return p, s, true
-}
 
 // Order is OutOfOrder's verdict.
 type Order struct {
@@ -45,13 +24,13 @@ type Order struct {
 // messages that come after a later one of the same producer. A duplicate
 // (an id already seen in any queue) is not judged again: a retried send's
 // second copy is counted as a duplicate by the ledger, not here.
-func OutOfOrder(found map[durability.Pos]string) Order {
+func OutOfOrder(found map[killloop.Pos]string) Order {
 	var o Order
-	pos := make([]durability.Pos, 0, len(found))
+	pos := make([]killloop.Pos, 0, len(found))
 	for p := range found {
 		pos = append(pos, p)
 	}
-	slices.SortFunc(pos, func(a, b durability.Pos) int {
+	slices.SortFunc(pos, func(a, b killloop.Pos) int {
 		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Offset, b.Offset))
 	})
 	type key struct{ queue, producer int }
@@ -64,7 +43,7 @@ func OutOfOrder(found map[durability.Pos]string) Order {
 			continue
 		}
 		seen[id] = true
-		prod, seq, ok := ParseID(id)
+		prod, seq, ok := killloop.ParseID(id)
 		if !ok {
 			o.Unparsed++
 			continue

@@ -5,28 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/samsamq/samsa/loadgen/durability"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
-func TestParseID(t *testing.T) {
-	for _, tc := range []struct {
-		id   string
-		p    int
-		s    int64
-		good bool
-	}{
-		{"p0-0", 0, 0, true}, {"p12-345", 12, 345, true},
-		{"x1-2", 0, 0, false}, {"p1", 0, 0, false}, {"p-1-2", 0, 0, false}, {"pa-2", 0, 0, false}, {"p1-", 0, 0, false},
-	} {
-		p, s, ok := ParseID(tc.id)
-		if ok != tc.good || (ok && (p != tc.p || s != tc.s)) {
-			t.Errorf("%q: %d %d %v", tc.id, p, s, ok)
-		}
-	}
-}
-
 func TestOutOfOrder(t *testing.T) {
-	found := map[durability.Pos]string{
+	found := map[killloop.Pos]string{
 		{Queue: 0, Offset: 0}: "p1-1", {Queue: 0, Offset: 1}: "p2-1", {Queue: 0, Offset: 2}: "p1-3",
 		{Queue: 0, Offset: 3}: "p1-2",                                // after p1-3: out of order
 		{Queue: 0, Offset: 4}: "p1-1",                                // a duplicate: not judged again
@@ -40,7 +23,7 @@ func TestOutOfOrder(t *testing.T) {
 	if o.Sample[0] != "q0@3: p1-2 after p1-3" {
 		t.Fatalf("sample %q", o.Sample[0])
 	}
-	if o := OutOfOrder(map[durability.Pos]string{{Queue: 0, Offset: 0}: "p1-1", {Queue: 0, Offset: 1}: "p1-2"}); o.OutOfOrder != 0 {
+	if o := OutOfOrder(map[killloop.Pos]string{{Queue: 0, Offset: 0}: "p1-1", {Queue: 0, Offset: 1}: "p1-2"}); o.OutOfOrder != 0 {
 		t.Fatalf("in order: %+v", o)
 	}
 }

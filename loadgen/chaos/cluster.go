@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/samsamq/samsa/controller/ctlclient"
 	"github.com/samsamq/samsa/internal/freeport"
-	"github.com/samsamq/samsa/loadgen/durability"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // replicas is the number of controllers and of broker replicas.
@@ -24,7 +23,7 @@ type node struct {
 	name string // ctl-1, broker-2, namesrv
 	args []string
 	addr string // the address it listens on (a controller's RPC address)
-	p    *durability.Proc
+	p    *killloop.Proc
 }
 
 // cluster is the run's processes on loopback: three controllers, a name
@@ -49,22 +48,10 @@ type cluster struct {
 	lookupErrs atomic.Int64
 }
 
-func loop(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
 // newCluster makes the run's dir, picks the ports and opens the proxies;
 // it starts nothing.
 func newCluster(o *Options) (*cluster, error) {
-	parent := o.Dir
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	if abs, err := filepath.Abs(parent); err == nil {
-		parent = abs
-	}
-	dir, err := os.MkdirTemp(parent, "chaos-")
+	dir, err := killloop.RunDir(o.Dir, "chaos-")
 	if err != nil {
 		return nil, err
 	}
@@ -73,10 +60,10 @@ func newCluster(o *Options) (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{o: o, bin: o.Binary, dir: dir}
-	c.namesrv = &node{name: "namesrv", addr: loop(ps[0]), args: []string{"namesrv", "-listen", loop(ps[0]), "-log-level", "warn"}}
+	c.namesrv = &node{name: "namesrv", addr: killloop.Addr(ps[0]), args: []string{"namesrv", "-listen", killloop.Addr(ps[0]), "-log-level", "warn"}}
 	var peers []string
 	for i := range replicas {
-		raft, rpc := loop(ps[1+2*i]), loop(ps[2+2*i])
+		raft, rpc := killloop.Addr(ps[1+2*i]), killloop.Addr(ps[2+2*i])
 		shared, err := NewPartition("127.0.0.1:0", rpc)
 		if err != nil {
 			c.close()
@@ -108,9 +95,9 @@ func newCluster(o *Options) (*cluster, error) {
 		}
 		port, ha := ps[1+2*replicas+2*b], ps[2+2*replicas+2*b]
 		name := fmt.Sprintf("broker-%d", b+1)
-		c.brokers[b] = &node{name: name, addr: loop(port), args: []string{"broker", "-n", c.namesrv.addr,
+		c.brokers[b] = &node{name: name, addr: killloop.Addr(port), args: []string{"broker", "-n", c.namesrv.addr,
 			"-dir", filepath.Join(dir, name), "-listen", "127.0.0.1", "-port", strconv.Itoa(port), "-admin", "off", "-log-level", "info",
-			"-D", "brokerName=" + durability.BrokerName, "-D", "brokerId=" + strconv.Itoa(b+1),
+			"-D", "brokerName=" + killloop.BrokerName, "-D", "brokerId=" + strconv.Itoa(b+1),
 			"-D", "brokerRole=SYNC_MASTER", "-D", "inSyncReplicas=2", "-D", "haListenPort=" + strconv.Itoa(ha),
 			// 16 MiB segments: a few seconds of load seal one, so that
 			// damage-slave-kill-master finds a sealed segment to damage.
@@ -132,12 +119,12 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 
 // start (re)starts n and waits until it listens at listen.
 func (c *cluster) start(n *node, listen string) error {
-	p, err := durability.StartProc(n.name, c.bin, filepath.Join(c.dir, n.name+".log"), n.args)
+	p, err := killloop.StartProc(n.name, c.bin, filepath.Join(c.dir, n.name+".log"), n.args)
 	if err != nil {
 		return err
 	}
 	n.p = p
-	if err := durability.WaitListening(p, listen, c.o.StartTimeout); err != nil {
+	if err := p.WaitListening(listen, c.o.StartTimeout); err != nil {
 		return fmt.Errorf("%w\n%s", err, c.tail(n, 20))
 	}
 	return nil
@@ -270,12 +257,11 @@ func (c *cluster) close() {
 
 // tail is the last lines of n's log, headed by its name.
 func (c *cluster) tail(n *node, lines int) string {
-	b, err := os.ReadFile(filepath.Join(c.dir, n.name+".log"))
+	t, err := killloop.Tail(filepath.Join(c.dir, n.name+".log"), lines)
 	if err != nil {
 		return n.name + ": " + err.Error()
 	}
-	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return n.name + ".log (last lines):\n" + strings.Join(ls[max(0, len(ls)-lines):], "\n")
+	return n.name + ".log (last lines):\n" + t
 }
 
 func (c *cluster) tails(ns []*node, lines int) string {

@@ -5,7 +5,7 @@
 //
 // What it judges, from records the run keeps:
 //
-//   - the ledger of package durability (every acknowledged send with its
+//   - the ledger of package killloop (every acknowledged send with its
 //     queue and offset, and the final read of every queue): lost
 //     (acknowledged, never found), duplicated, and offsets shared
 //     (an acknowledged (queue, offset) that holds another message at the
@@ -32,7 +32,7 @@
 // controller-mode replicas of one broker group (SYNC_MASTER,
 // inSyncReplicas=2), each a separate process on loopback; producers
 // through package client with its defaults, recording every SEND_OK in
-// durability's Ledger and as an Ack (the answering broker is the store
+// killloop's Ledger and as an Ack (the answering broker is the store
 // host of the answer's offset message id); a sampler polling each broker's
 // `stats ha` (controller_role, controller_master_epoch) as RoleSamples.
 // Each cycle waits for a settled cluster (a writable master with every
@@ -40,7 +40,7 @@
 // (AllFaults), measures the RTO and the longest send gap, undoes the
 // fault and waits again; every wait is bounded and a timeout names the
 // logs. At the end the load stops and every queue is read back from the
-// final master (durability.ReadBack). partition-master cuts the master's
+// final master (killloop.ReadBack). partition-master cuts the master's
 // controller links only, not its HA link: see AllFaults.
 //
 // Run is called from one goroutine; a Partition is safe for concurrent

@@ -83,7 +83,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	}
 	var restart []*node
 	mark := r.ld.mark()
-	gc0, notOK0, failed0 := gcCPU(), r.ld.notOK.Load(), r.ld.failed.Load()
+	gc0, notOK0, failed0 := gcCPU(), r.ld.NotOK(), r.ld.Failed()
 	t := time.Now()
 	cy.At = t.UTC()
 	switch fault {
@@ -222,6 +222,6 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	cy.GapMs, cy.GapAtMs = float64(gap)/1e6, float64(from.Sub(t))/1e6
 	cy.HarnessLateMs = float64(r.self.maxLate(t, end)) / 1e6
 	cy.HarnessGCMs = float64(gcCPU()-gc0) / 1e6
-	cy.NotAcked, cy.SendErrors = r.ld.notOK.Load()-notOK0, r.ld.failed.Load()-failed0
+	cy.NotAcked, cy.SendErrors = r.ld.NotOK()-notOK0, r.ld.Failed()-failed0
 	return cy, nil
 }

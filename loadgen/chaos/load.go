@@ -2,35 +2,24 @@ package chaos
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/samsamq/samsa/client"
-	"github.com/samsamq/samsa/loadgen/durability"
+	"github.com/samsamq/samsa/loadgen/killloop"
 	"github.com/samsamq/samsa/protocol"
 )
 
-// load is the producers and the role sampler of a run. Every SEND_OK goes
-// to the ledger and, with the answering broker (the store host of the
-// answer's offset message id) and the time, to acks.
+// load is the producers of a run (a killloop.Load) and the role sampler.
+// Every SEND_OK goes to the ledger and, with the answering broker (the
+// store host of the answer's offset message id) and the time, to acks.
 type load struct {
-	o        *Options
-	ledger   *durability.Ledger
-	stopping chan struct{}
-	wg       sync.WaitGroup
-	clients  []interface{ Close() error }
-	// notOK counts sends answered with another status than SEND_OK (a
-	// SYNC_MASTER's SLAVE_NOT_AVAILABLE: stored, not acknowledged) and
-	// failed those with no answer; a cycle reports its share.
-	notOK, failed atomic.Int64
-	mu            struct {
+	*killloop.Load
+	mu struct {
 		sync.Mutex
 		acks    []ackRec // in the order recorded
 		brokers []string // ackRec.broker indexes it
@@ -39,9 +28,13 @@ type load struct {
 	}
 }
 
+// loadStopTimeout bounds the load's stop (each send and poll is bounded
+// by its own timeout).
+const loadStopTimeout = 30 * time.Second
+
 // ackRec is one acknowledgement as the load keeps it: no pointer, so that
-// the millions of a long run cost the GC nothing to mark (see
-// durability.msgID). acksSince turns a cycle's into Acks.
+// the millions of a long run cost the GC nothing to mark (see the
+// ledger's msgID). acksSince turns a cycle's into Acks.
 type ackRec struct {
 	at     int64 // Unix nanoseconds
 	broker uint16
@@ -71,86 +64,31 @@ func (ld *load) record(at time.Time, host netip.AddrPort, ok bool) {
 	ld.mu.acks = append(ld.mu.acks, ackRec{at: at.UnixNano(), broker: b})
 }
 
-func clientOptions(namesrv string) client.ClientOptions {
-	return client.ClientOptions{NameServers: []string{namesrv}}
-}
-
 // startLoad starts o.Producers producers and a sampler polling brokers'
 // `stats ha` every 100 ms.
-func startLoad(o *Options, namesrv string, brokers []string, l *durability.Ledger) (*load, error) {
-	ld := &load{o: o, ledger: l, stopping: make(chan struct{})}
-	for i := range o.Producers {
-		p, err := client.NewProducer(client.ProducerOptions{ClientOptions: clientOptions(namesrv),
-			Group: "chaos-producer", SendTimeout: o.SendTimeout, Retries: -1, DisableFaultAvoidance: true})
-		if err != nil {
-			return nil, errors.Join(err, ld.stop())
-		}
-		ld.clients = append(ld.clients, p)
-		ld.wg.Add(1)
-		go ld.produce(i, p)
-	}
-	a, err := client.NewAdmin(clientOptions(namesrv))
+func startLoad(o *Options, namesrv string, brokers []string, l *killloop.Ledger) (*load, error) {
+	a, err := client.NewAdmin(killloop.ClientOptions(namesrv))
 	if err != nil {
-		return nil, errors.Join(err, ld.stop())
+		return nil, err
 	}
-	ld.clients = append(ld.clients, a)
-	ld.wg.Add(1)
-	go ld.sample(a, brokers)
+	ld := &load{}
+	if ld.Load, err = killloop.StartLoad(killloop.LoadOptions{NameServer: namesrv, Producers: o.Producers, BodySize: o.BodySize,
+		Group: "chaos-producer", SendTimeout: o.SendTimeout, OnAck: ld.record}, l); err != nil {
+		_ = a.Close() // Admin.Close reports nothing
+		return nil, err
+	}
+	ld.Go(func(stop <-chan struct{}) {
+		defer func() { _ = a.Close() }()
+		ld.sample(stop, a, brokers)
+	})
 	return ld, nil
-}
-
-func (ld *load) stopped() bool {
-	select {
-	case <-ld.stopping:
-		return true
-	default:
-		return false
-	}
-}
-
-func (ld *load) pause(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ld.stopping:
-	case <-t.C:
-	}
-}
-
-// produce is producer i's goroutine: one send at a time, ids p<i>-<seq>.
-func (ld *load) produce(i int, p *client.Producer) {
-	defer ld.wg.Done()
-	for seq := 0; !ld.stopped(); seq++ {
-		id := fmt.Sprintf("p%d-%d", i, seq)
-		ld.ledger.Sent()
-		res, err := p.Send(context.Background(), &client.Message{Topic: durability.Topic, Body: durability.Body(id, ld.o.BodySize)})
-		switch {
-		case err == nil && res.Status == client.SendOK:
-			now := time.Now()
-			host, phys, herr := protocol.ParseOffsetMsgID(res.OffsetMsgID)
-			if herr != nil {
-				phys = -1
-			}
-			ld.ledger.AckedAt(id, durability.Pos{Queue: res.Queue.QueueID, Offset: res.QueueOffset}, phys, now)
-			ld.record(now, host, herr == nil)
-			continue
-		case res != nil:
-			ld.notOK.Add(1)
-			_, phys, _ := protocol.ParseOffsetMsgID(res.OffsetMsgID)
-			ld.ledger.StoredOnly(id, durability.Pos{Queue: res.Queue.QueueID, Offset: res.QueueOffset}, phys, res.Status.String())
-		default:
-			ld.failed.Add(1)
-		}
-		ld.pause(5 * time.Millisecond)
-	}
 }
 
 // sample is the role sampler: each broker's controller_role and
 // controller_master_epoch every 100 ms until stop. A broker that does not
 // answer (down, paused) is not sampled.
-func (ld *load) sample(a *client.Admin, brokers []string) {
-	defer ld.wg.Done()
-	for !ld.stopped() {
+func (ld *load) sample(stop <-chan struct{}, a *client.Admin, brokers []string) {
+	for {
 		for _, b := range brokers {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			st, err := a.BrokerStats(ctx, b, "ha")
@@ -164,7 +102,22 @@ func (ld *load) sample(a *client.Admin, brokers []string) {
 				ld.mu.Unlock()
 			}
 		}
-		ld.pause(100 * time.Millisecond)
+		if sleepUntil(stop, 100*time.Millisecond) {
+			return
+		}
+	}
+}
+
+// sleepUntil waits d, or less if stop closes first; it reports whether
+// stop did.
+func sleepUntil(stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-stop:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 
@@ -234,29 +187,4 @@ func (ld *load) samplesCopy() []RoleSample {
 	ld.mu.Lock()
 	defer ld.mu.Unlock()
 	return slices.Clone(ld.mu.samples)
-}
-
-// stop ends the load and waits for its goroutines (each send and poll is
-// bounded by its timeout).
-func (ld *load) stop() error {
-	select {
-	case <-ld.stopping:
-		return nil
-	default:
-	}
-	close(ld.stopping)
-	done := make(chan struct{})
-	go func() { ld.wg.Wait(); close(done) }()
-	var err error
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		err = fmt.Errorf("load did not stop within 30s")
-	}
-	for _, c := range ld.clients {
-		if cerr := c.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("close a client: %w", cerr))
-		}
-	}
-	return err
 }

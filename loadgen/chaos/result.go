@@ -9,7 +9,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/samsamq/samsa/internal/resultfile"
-	"github.com/samsamq/samsa/loadgen/durability"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // Percentiles of a set of times, in ms (HdrHistogram, 3 significant
@@ -39,7 +39,7 @@ type Result struct {
 	Cycles []CycleResult `json:"cycles"`
 	// Tally is the ledger's verdict: sent, acknowledged, stored, lost,
 	// duplicates, acked_offsets_reassigned (offsets shared).
-	durability.Tally
+	killloop.Tally
 	// Consumed counts the messages the final read-back read.
 	Consumed      int64    `json:"consumed"`
 	ReadBackShort []string `json:"read_back_short,omitempty"`
@@ -58,7 +58,7 @@ type Result struct {
 
 // judge fills the verdict from the ledger (whose Final holds the
 // read-back), the acknowledgements and the role samples.
-func (res *Result) judge(l *durability.Ledger, consumed int64, short []string, acks []Ack, samples []RoleSample) {
+func (res *Result) judge(l *killloop.Ledger, consumed int64, short []string, acks []Ack, samples []RoleSample) {
 	res.Tally = l.Tally()
 	res.Consumed, res.ReadBackShort = consumed, short
 	res.Order = OutOfOrder(l.Found())

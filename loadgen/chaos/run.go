@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -13,7 +12,7 @@ import (
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/controller/ctlclient"
 	"github.com/samsamq/samsa/internal/resultfile"
-	"github.com/samsamq/samsa/loadgen/durability"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // Run starts the cluster (see cluster), runs o.Cycles faults under load,
@@ -36,12 +35,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	progressf(o.Progress, "chaos: seed %d, dir %s\n", o.Seed, c.dir)
-	r := &runner{o: &o, c: c, l: durability.NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
+	r := &runner{o: &o, c: c, l: killloop.NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
 	r.self = startSelfWatch()
 	res, err := r.run(ctx)
 	r.self.close()
 	if r.ld != nil {
-		_ = r.ld.stop()
+		_ = r.ld.Stop(loadStopTimeout)
 	}
 	// Admin's and ctlclient's Close report nothing.
 	if r.admin != nil {
@@ -82,7 +81,7 @@ func removeData(dir string) {
 type runner struct {
 	o     *Options
 	c     *cluster
-	l     *durability.Ledger
+	l     *killloop.Ledger
 	rng   *rand.Rand
 	ld    *load
 	admin *client.Admin
@@ -96,7 +95,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	var err error
-	if r.admin, err = client.NewAdmin(clientOptions(c.namesrv.addr)); err != nil {
+	if r.admin, err = client.NewAdmin(killloop.ClientOptions(c.namesrv.addr)); err != nil {
 		return nil, err
 	}
 	if r.ctl, err = ctlclient.New(ctlclient.Options{Addrs: c.ctlAddrs()}); err != nil {
@@ -106,7 +105,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.createTopic(ctx, c.brokers[m].addr); err != nil {
+	// The slaves copy the topic from the master.
+	if err := killloop.CreateTopic(ctx, c.namesrv.addr, c.brokers[m].addr, o.Queues, o.StartTimeout); err != nil {
 		return nil, err
 	}
 	addrs := make([]string, replicas)
@@ -141,13 +141,13 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := sleep(ctx, o.MinUp); err != nil {
 		return nil, err
 	}
-	if err := r.ld.stop(); err != nil {
+	if err := r.ld.Stop(loadStopTimeout); err != nil {
 		return nil, err
 	}
 	if _, err := r.awaitSettled(ctx, o.RecoveryTimeout); err != nil {
 		return nil, err
 	}
-	n, short, err := durability.ReadBack(ctx, c.namesrv.addr, o.Queues, r.l, o.ReadTimeout)
+	n, short, err := killloop.ReadBack(ctx, c.namesrv.addr, o.Queues, r.l, o.ReadTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("read-back: %w\n%s", err, c.tails(c.brokers[:], 15))
 	}
@@ -161,24 +161,6 @@ func (r *runner) faultOrder() []string {
 	out := append([]string(nil), r.o.Faults...)
 	r.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out
-}
-
-// createTopic creates the run's topic on the master, retrying while the
-// broker registers. The slaves copy it from the master.
-func (r *runner) createTopic(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, r.o.StartTimeout)
-	defer cancel()
-	for {
-		err := r.admin.CreateTopic(ctx, durability.Topic, client.TopicOptions{Queues: r.o.Queues, Brokers: []string{addr}})
-		var answer *client.ResponseError
-		if err == nil || errors.As(err, &answer) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("create topic: %w", err)
-		}
-		_ = sleep(ctx, 100*time.Millisecond)
-	}
 }
 
 // roles asks every running broker for its controller-mode state; a

@@ -22,8 +22,8 @@
 //     restart to the first acknowledged send. One last cycle stops the
 //     broker with SIGTERM instead (a clean shutdown must lose nothing).
 //  5. Producers and consumer stop; every queue is read from offset 0 to its
-//     end; the Ledger's Tally compares what was acknowledged and seen with
-//     what is there.
+//     end; the Ledger's Tally (package killloop) compares what was
+//     acknowledged and seen with what is there.
 //
 // A message is lost when it was acknowledged and is not in any queue at
 // the end; an offset is reused when the consumer read one id at a (queue,
@@ -84,6 +84,9 @@
 // written to results/durability-kill/ and rendered into PERFORMANCE.md
 // (Markdown).
 //
+// The processes, the load, the ledger and the read-back are package
+// killloop's, shared with the chaos checker.
+//
 // Concurrency: Run owns every goroutine and process it starts and stops
-// them before it returns. A Ledger is safe for concurrent use.
+// them before it returns.
 package durability

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/samsamq/samsa/internal/resultfile"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // TestShippedExperimentLoads keeps experiments/durability-kill.json
@@ -58,9 +59,9 @@ func TestMarkdownMarksMisses(t *testing.T) {
 	r := &ExperimentResult{Header: resultfile.Header{Experiment: "durability-kill", Start: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}, Seed: 42,
 		Cells: []CellResult{
 			{CellSpec: spec("mmap", "sync"), Durability: "power-loss", DurabilityNote: "durability=power-loss (mmap ...)",
-				Result: &Result{Durability: "power-loss", Kills: 3, Tally: Tally{Sent: 104, Acked: 100}, RecoveryMs: Stats{Count: 3, P50: 200, P99: 400, Max: 400}}},
+				Result: &Result{Durability: "power-loss", Kills: 3, Tally: killloop.Tally{Sent: 104, Acked: 100}, RecoveryMs: Stats{Count: 3, P50: 200, P99: 400, Max: 400}}},
 			{CellSpec: spec("pwrite", "async"), Durability: "process-crash", DurabilityNote: "durability=process-crash (pwrite ...)",
-				Result: &Result{Durability: "process-crash", Kills: 3, KillsWithLoss: 3, Tally: Tally{Sent: 100, Acked: 100, Lost: 7, AckedReassigned: 7}}},
+				Result: &Result{Durability: "process-crash", Kills: 3, KillsWithLoss: 3, Tally: killloop.Tally{Sent: 100, Acked: 100, Lost: 7, AckedReassigned: 7}}},
 			{CellSpec: spec("uring", "sync"), Durability: "power-loss", DurabilityNote: "durability=power-loss (mmap ...)",
 				Failed: "broker exited before acknowledging a send\nmore"},
 		}}
@@ -74,7 +75,7 @@ func TestMarkdownMarksMisses(t *testing.T) {
 
 	// a control is met by losing, missed by losing nothing
 	ctl := CellResult{CellSpec: CellSpec{Label: "c", ExpectLoss: true, AckBuffered: true},
-		Result: &Result{Durability: "memory", Tally: Tally{Lost: 3}}}
+		Result: &Result{Durability: "memory", Tally: killloop.Tally{Lost: 3}}}
 	require.True(t, ctl.Met())
 	ctl.Result.Lost = 0
 	require.False(t, ctl.Met())

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/samsamq/samsa/internal/resultfile"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // Markdown renders an experiment result as its PERFORMANCE.md section:
@@ -21,7 +22,7 @@ func (r *ExperimentResult) Markdown() string {
 			"then every queue read back from offset 0. Recovery = restart → first acknowledged send. "+
 			"*sent* counts attempts, with those refused while the broker was down (each producer tries again every %v).\n\n",
 			r.Start.Format("2006-01-02 15:04 UTC"), r.Seed, r.ElapsedSeconds, o.Producers, o.Queues, o.BodySize, o.SegmentSize>>20,
-			o.MinUp, o.MaxUp, o.Kills, failBackoff)
+			o.MinUp, o.MaxUp, o.Kills, killloop.FailBackoff)
 	}
 	b.WriteString("**Target**: at durability process-crash or power-loss (every default configuration), 0 acknowledged messages lost, " +
 		"0 offsets reused (the consumer read one id there, the end holds another), 0 acknowledged offsets reassigned, " +

@@ -3,6 +3,8 @@ package durability
 import (
 	"fmt"
 	"strings"
+
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // replicationMarkdown renders a replication experiment's PERFORMANCE.md
@@ -54,7 +56,7 @@ func (r *ExperimentResult) replicationMarkdown() string {
 }
 
 // storedNotAcked renders the sends stored but not acknowledged, by answer.
-func storedNotAcked(t Tally) string {
+func storedNotAcked(t killloop.Tally) string {
 	if t.StoredNotAcked == 0 {
 		return "0"
 	}

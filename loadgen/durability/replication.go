@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // The replication loop (Options.Role set): a master and one slave, the
@@ -30,12 +31,12 @@ import (
 // runReplication is Run's loop for a replication configuration.
 func (r *runner) runReplication(ctx context.Context) (*Result, error) {
 	o, c := r.o, r.c
-	admin, err := client.NewAdmin(clientOptions(c.namesrvAddr))
+	admin, err := client.NewAdmin(killloop.ClientOptions(c.namesrvAddr))
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = admin.Close() }() // Admin.Close reports nothing
-	check, err := client.NewPullConsumer(client.PullConsumerOptions{ClientOptions: clientOptions(c.namesrvAddr), Group: "replication-check"})
+	check, err := client.NewPullConsumer(client.PullConsumerOptions{ClientOptions: killloop.ClientOptions(c.namesrvAddr), Group: "replication-check"})
 	if err != nil {
 		return nil, err
 	}
@@ -43,11 +44,11 @@ func (r *runner) runReplication(ctx context.Context) (*Result, error) {
 	if err := r.startReplication(ctx, check); err != nil {
 		return nil, err
 	}
-	ld, err := startLoad(o, c.namesrvAddr, r.l, false)
+	ld, err := killloop.StartLoad(r.loadOptions(0), r.l)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = ld.stop(o.StopTimeout) }() // on an early return, whose error is reported; a no-op after the stop below
+	defer func() { _ = ld.Stop(o.StopTimeout) }() // on an early return, whose error is reported; a no-op after the stop below
 	lp := startLagPoller(admin, c.brokerAddr(), r.l)
 	defer func() {
 		if lp != nil {
@@ -90,7 +91,7 @@ func (r *runner) runReplication(ctx context.Context) (*Result, error) {
 	if err := r.sleep(ctx, o.MinUp); err != nil {
 		return nil, err
 	}
-	if err := ld.stop(o.StopTimeout); err != nil {
+	if err := ld.Stop(o.StopTimeout); err != nil {
 		return nil, err
 	}
 	lp.stop()
@@ -121,13 +122,13 @@ func (r *runner) startReplication(ctx context.Context, check *client.PullConsume
 	if err := c.startSlave(); err != nil {
 		return err
 	}
-	if err := waitListening(c.slave, c.slaveAddr(), o.StartTimeout); err != nil {
+	if err := c.slave.WaitListening(c.slaveAddr(), o.StartTimeout); err != nil {
 		return r.slaveErr(err)
 	}
 	// The slave copies the master's topics every second; a pull from it
 	// answers TOPIC_NOT_EXIST until then.
 	deadline := time.Now().Add(o.StartTimeout)
-	mq := client.MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: 0}
+	mq := client.MessageQueue{Topic: killloop.Topic, BrokerName: killloop.BrokerName, QueueID: 0}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		_, err := check.Pull(pctx, mq, 0, client.PullOptions{BrokerAddr: c.slaveAddr()})
@@ -136,7 +137,7 @@ func (r *runner) startReplication(ctx context.Context, check *client.PullConsume
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return r.slaveErr(fmt.Errorf("the slave does not serve topic %s after %v: %w", topic, o.StartTimeout, err))
+			return r.slaveErr(fmt.Errorf("the slave does not serve topic %s after %v: %w", killloop.Topic, o.StartTimeout, err))
 		}
 		if err := r.sleep(ctx, 50*time.Millisecond); err != nil {
 			return err
@@ -186,10 +187,10 @@ func (r *runner) killAndCheck(ctx context.Context, i int, admin *client.Admin, c
 		return k, err
 	}
 	if o.PauseSlave > 0 {
-		if err := c.slave.pause(); err != nil {
+		if err := c.slave.Pause(); err != nil {
 			return k, fmt.Errorf("SIGSTOP the slave: %w", err)
 		}
-		defer func() { _ = c.slave.resume() }() // again, should a step below fail (the SIGCONT below is checked)
+		defer func() { _ = c.slave.Resume() }() // again, should a step below fail (the SIGCONT below is checked)
 		if err := r.sleep(ctx, o.PauseSlave); err != nil {
 			return k, err
 		}
@@ -202,11 +203,11 @@ func (r *runner) killAndCheck(ctx context.Context, i int, admin *client.Admin, c
 	} else {
 		lp.note(sample)
 	}
-	if err := c.broker.kill(o.StopTimeout); err != nil {
+	if err := c.broker.Kill(o.StopTimeout); err != nil {
 		return k, r.brokerErr(err)
 	}
 	if o.PauseSlave > 0 {
-		if err := c.slave.resume(); err != nil {
+		if err := c.slave.Resume(); err != nil {
 			return k, fmt.Errorf("SIGCONT the slave: %w", err)
 		}
 	}
@@ -216,15 +217,15 @@ func (r *runner) killAndCheck(ctx context.Context, i int, admin *client.Admin, c
 		return k, r.slaveErr(err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.ReadTimeout)
-	rr, err := readReplica(rctx, check, c.slaveAddr(), o.Queues)
+	rr, err := killloop.ReadReplica(rctx, check, c.slaveAddr(), o.Queues)
 	cancel()
 	if err != nil {
 		return k, r.slaveErr(err)
 	}
-	r.recordBytes = max(r.recordBytes, rr.recordBytes)
-	got := r.l.checkReplica(rr.found, sample, r.recordBytes)
+	r.recordBytes = max(r.recordBytes, rr.RecordBytes)
+	got := checkReplica(r.l, rr.Found, sample, r.recordBytes)
 	got.Kill, got.Epoch, got.UpMs, got.Lag, got.SlaveOffset = k.Kill, k.Epoch, k.UpMs, sample, slaveEnd
-	got.ReadShort, got.ReadMs = rr.short, float64(time.Since(began))/1e6
+	got.ReadShort, got.ReadMs = rr.Short, float64(time.Since(began))/1e6
 	progressf(o.Progress, "  kill %d after %v up: lag %d B / %d ms (slave acked %d); slave holds %d of %d acked: %d missing (%d beyond the lag), %d duplicates; read %.0f ms; restarting\n",
 		got.Kill, up.Round(time.Millisecond), sample.BehindBytes, sample.LagMs, sample.AckOffset, got.Acked-got.Missing, got.Acked,
 		got.Missing, got.BeyondLag, got.Duplicates, got.ReadMs)
@@ -255,25 +256,22 @@ func (r *runner) finalReplicaCheck(ctx context.Context, admin *client.Admin, che
 		return r.slaveErr(err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.ReadTimeout)
-	rr, err := readReplica(rctx, check, c.slaveAddr(), o.Queues)
+	rr, err := killloop.ReadReplica(rctx, check, c.slaveAddr(), o.Queues)
 	cancel()
 	if err != nil {
 		return r.slaveErr(err)
 	}
-	r.l.mu.Lock()
-	t, _ := r.l.compareLocked(r.l.mu.ids.keys(rr.found))
-	t.Sent = r.l.mu.sent
-	r.l.mu.Unlock()
-	res.Tally, res.ReadBackShort = t, rr.short
+	t := r.l.Compare(rr.Found)
+	res.Tally, res.ReadBackShort = t, rr.Short
 	rep := res.Replication
 	rep.FinalMissing, rep.FinalDuplicates, rep.FinalAckedReassigned = t.Lost, t.Duplicates, t.AckedReassigned
-	rep.RecordBytes = max(r.recordBytes, rr.recordBytes)
+	rep.RecordBytes = max(r.recordBytes, rr.RecordBytes)
 	return nil
 }
 
 // slaveErr adds the slave's last log line to err when it has exited.
 func (r *runner) slaveErr(err error) error {
-	if err == nil || r.c.slave == nil || r.c.slave.alive() {
+	if err == nil || r.c.slave == nil || r.c.slave.Alive() {
 		return err
 	}
 	return fmt.Errorf("%w; the slave's last words: %s", err, r.c.logTail("slave.log", 1))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/loadgen/killloop"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -37,7 +38,7 @@ type LagSample struct {
 }
 
 // sampleLag asks the master at addr for its `stats ha` lines.
-func sampleLag(ctx context.Context, a *client.Admin, addr string, l *Ledger) (LagSample, error) {
+func sampleLag(ctx context.Context, a *client.Admin, addr string, l *killloop.Ledger) (LagSample, error) {
 	at, seq := time.Now(), l.AckSeq()
 	stats, err := a.BrokerStats(ctx, addr, "ha")
 	s, perr := lagOf(stats)
@@ -69,7 +70,7 @@ func lagOf(stats []protocol.Stat) (LagSample, error) {
 type lagPoller struct {
 	admin  *client.Admin
 	addr   string
-	ledger *Ledger
+	ledger *killloop.Ledger
 	stopCh chan struct{}
 	done   chan struct{}
 	mu     struct {
@@ -83,7 +84,7 @@ type lagPoller struct {
 // lagPollInterval is how often the poller asks.
 const lagPollInterval = 100 * time.Millisecond
 
-func startLagPoller(a *client.Admin, addr string, l *Ledger) *lagPoller {
+func startLagPoller(a *client.Admin, addr string, l *killloop.Ledger) *lagPoller {
 	p := &lagPoller{admin: a, addr: addr, ledger: l, stopCh: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	return p
@@ -203,49 +204,12 @@ func (k *KillCheck) Met(role string) bool {
 // checkReplica compares the acknowledgements with a replica's copy
 // (found: the id at each place) and with the lag sample taken before the
 // copy stopped growing. recordBytes is one message's stored size.
-func (l *Ledger) checkReplica(found map[Pos]string, s LagSample, recordBytes int64) KillCheck {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, where := l.compareLocked(l.mu.ids.keys(found))
-	k := KillCheck{Acked: t.Acked, Stored: t.Stored, Missing: t.Lost, MissingSample: t.LostSample,
-		Duplicates: t.Duplicates, AckedReassigned: t.AckedReassigned}
-	for id, a := range l.mu.acks {
-		if _, ok := where[id]; ok || a.seq > s.AckSeq {
-			continue
-		}
-		k.MissingBeforeSample++
-		if a.phys < 0 || a.phys < s.AckOffset {
-			k.BeyondLag++
-		}
-	}
-	k.MissingBytes = k.MissingBeforeSample * recordBytes
-	for id := range l.mu.storedOnly {
-		if _, ok := where[id]; !ok {
-			k.StoredNotAckedMissing++
-		}
-	}
-	return k
-}
-
-// replicaRead is one read of a replica's copy: the id at each place and
-// the largest stored record seen.
-type replicaRead struct {
-	found       map[Pos]string
-	recordBytes int64
-	n           int64
-	short       []string
-}
-
-// readReplica reads every queue from the broker at addr alone.
-func readReplica(ctx context.Context, c *client.PullConsumer, addr string, queues int) (*replicaRead, error) {
-	rr := &replicaRead{found: map[Pos]string{}}
-	r := queueReader{c: c, addr: addr, queues: queues, put: func(id string, p Pos, m *client.MessageExt) {
-		rr.found[p] = id
-		rr.recordBytes = max(rr.recordBytes, int64(m.StoreSize))
-	}}
-	var err error
-	rr.n, rr.short, err = r.read(ctx)
-	return rr, err
+func checkReplica(l *killloop.Ledger, found map[killloop.Pos]string, s LagSample, recordBytes int64) KillCheck {
+	c := l.CheckReplica(found, s.AckSeq, s.AckOffset)
+	return KillCheck{Acked: c.Acked, Stored: c.Stored, Missing: c.Lost, MissingSample: c.LostSample,
+		Duplicates: c.Duplicates, AckedReassigned: c.AckedReassigned,
+		MissingBeforeSample: c.MissingBeforeSample, MissingBytes: c.MissingBeforeSample * recordBytes,
+		BeyondLag: c.BeyondLag, StoredNotAckedMissing: c.StoredNotAckedMissing}
 }
 
 // storeState is what a broker's text stats say of its store and link.

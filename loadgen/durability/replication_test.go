@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/samsamq/samsa/internal/resultfile"
+	"github.com/samsamq/samsa/loadgen/killloop"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -38,27 +39,20 @@ func TestLagOfReadsTheSlaveLines(t *testing.T) {
 	require.ErrorContains(t, err, "slave:127.0.0.1:4001:ack_offset")
 }
 
-func TestPhysOf(t *testing.T) {
-	require.EqualValues(t, 0x76, physOf("7F000001000088D90000000000000076"))
-	require.EqualValues(t, 1<<40, physOf("7F00000100001F400000010000000000"))
-	require.EqualValues(t, -1, physOf(""))
-	require.EqualValues(t, -1, physOf("7F000001000088D9000000000000007G"))
-}
-
 // TestCheckReplica: a missing message acknowledged before the lag sample
 // must lie at or beyond the slave's acknowledged offset in it; one below
 // is a loss the lag does not account for; one acknowledged after the
 // sample is missing but not held to the lag.
 func TestCheckReplica(t *testing.T) {
-	l := NewLedger()
+	l := killloop.NewLedger()
 	now := time.Now()
-	l.AckedAt("a", Pos{0, 0}, 0, now)
-	l.AckedAt("b", Pos{0, 1}, 100, now)
+	l.AckedAt("a", killloop.Pos{Queue: 0, Offset: 0}, 0, now)
+	l.AckedAt("b", killloop.Pos{Queue: 0, Offset: 1}, 100, now)
 	sample := LagSample{AckSeq: l.AckSeq(), AckOffset: 100, BehindBytes: 100}
-	l.AckedAt("c", Pos{1, 0}, 200, now)
-	l.StoredOnly("d", Pos{1, 1}, 300, "SLAVE_NOT_AVAILABLE")
+	l.AckedAt("c", killloop.Pos{Queue: 1, Offset: 0}, 200, now)
+	l.StoredOnly("d", killloop.Pos{Queue: 1, Offset: 1}, 300, "SLAVE_NOT_AVAILABLE")
 
-	k := l.checkReplica(map[Pos]string{{0, 0}: "a"}, sample, 100)
+	k := checkReplica(l, map[killloop.Pos]string{{Queue: 0, Offset: 0}: "a"}, sample, 100)
 	require.EqualValues(t, 3, k.Acked)
 	require.EqualValues(t, 2, k.Missing)
 	require.EqualValues(t, 1, k.MissingBeforeSample)
@@ -69,7 +63,7 @@ func TestCheckReplica(t *testing.T) {
 	require.False(t, k.Met("SYNC_MASTER"))
 
 	// the slave said it held a, yet it is gone (and b sits where a was)
-	k = l.checkReplica(map[Pos]string{{0, 0}: "b", {1, 0}: "c", {1, 1}: "d"}, sample, 100)
+	k = checkReplica(l, map[killloop.Pos]string{{Queue: 0, Offset: 0}: "b", {Queue: 1, Offset: 0}: "c", {Queue: 1, Offset: 1}: "d"}, sample, 100)
 	require.EqualValues(t, 1, k.Missing)
 	require.EqualValues(t, 1, k.BeyondLag)
 	require.EqualValues(t, 1, k.AckedReassigned)
@@ -77,7 +71,7 @@ func TestCheckReplica(t *testing.T) {
 	require.False(t, k.Met("ASYNC_MASTER"))
 
 	// everything there, one id twice
-	k = l.checkReplica(map[Pos]string{{0, 0}: "a", {0, 1}: "b", {1, 0}: "c", {1, 1}: "d", {1, 2}: "c"}, sample, 100)
+	k = checkReplica(l, map[killloop.Pos]string{{Queue: 0, Offset: 0}: "a", {Queue: 0, Offset: 1}: "b", {Queue: 1, Offset: 0}: "c", {Queue: 1, Offset: 1}: "d", {Queue: 1, Offset: 2}: "c"}, sample, 100)
 	require.Zero(t, k.Missing)
 	require.EqualValues(t, 1, k.Duplicates)
 	require.False(t, k.Met("SYNC_MASTER"))
@@ -134,7 +128,7 @@ func TestReplicationExperimentNeedsRoles(t *testing.T) {
 // TestReplicationMarkdown renders a met SYNC_MASTER cell, a SYNC_MASTER
 // cell that lost an acknowledged message, the control and a failed cell.
 func TestReplicationMarkdown(t *testing.T) {
-	cell := func(label, role string, ctl bool, rep ReplicationResult, tally Tally) CellResult {
+	cell := func(label, role string, ctl bool, rep ReplicationResult, tally killloop.Tally) CellResult {
 		rep.Role = role
 		return CellResult{CellSpec: CellSpec{Label: label, Role: role, Backend: "pwrite", Flush: "async", ExpectLoss: ctl},
 			Result: &Result{Tally: tally, RecoveryMs: Stats{P50: 150, Max: 300}, Replication: &rep}}
@@ -143,11 +137,11 @@ func TestReplicationMarkdown(t *testing.T) {
 	r := &ExperimentResult{Header: resultfile.Header{Experiment: "replication-durability", Kind: ReplicationKind,
 		Start: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}, Seed: 9, Cells: []CellResult{
 		cell("SYNC_MASTER pwrite/async", "SYNC_MASTER", false, ReplicationResult{Checks: ok, Kills: 1, MaxLagBytes: 7152, MaxLagMs: 40},
-			Tally{Sent: 120, Acked: 100, StoredNotAcked: 12, NotAckedByStatus: map[string]int64{"SLAVE_NOT_AVAILABLE": 12}}),
+			killloop.Tally{Sent: 120, Acked: 100, StoredNotAcked: 12, NotAckedByStatus: map[string]int64{"SLAVE_NOT_AVAILABLE": 12}}),
 		cell("SYNC_MASTER lost", "SYNC_MASTER", false, ReplicationResult{Checks: []KillCheck{{Kill: 1, Missing: 2}}, Kills: 1,
-			Missing: 2, MaxMissing: 2, KillsWithMissing: 1}, Tally{Sent: 10, Acked: 10}),
+			Missing: 2, MaxMissing: 2, KillsWithMissing: 1}, killloop.Tally{Sent: 10, Acked: 10}),
 		cell("control", "ASYNC_MASTER", true, ReplicationResult{Checks: []KillCheck{{Kill: 1, Missing: 5}}, Kills: 1,
-			Missing: 5, MaxMissing: 5, KillsWithMissing: 1, MaxLagBytes: 9000, MaxLagMs: 500}, Tally{Sent: 10, Acked: 10}),
+			Missing: 5, MaxMissing: 5, KillsWithMissing: 1, MaxLagBytes: 9000, MaxLagMs: 500}, killloop.Tally{Sent: 10, Acked: 10}),
 		{CellSpec: CellSpec{Label: "ASYNC_MASTER pwrite/sync", Role: "ASYNC_MASTER"}, Failed: "the slave did not settle\nmore"},
 	}}
 	md := r.Markdown()

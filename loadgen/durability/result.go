@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // Result is one kill loop's outcome.
@@ -25,7 +27,7 @@ type Result struct {
 	// followed them.
 	Kills     int  `json:"kills"`
 	TermCycle bool `json:"term_cycle"`
-	Tally
+	killloop.Tally
 	// LostInTerm counts losses acknowledged by the incarnation stopped
 	// with SIGTERM (must be 0 at every durability level).
 	LostInTerm int64 `json:"lost_in_term"`

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // Run runs one kill loop (see the package doc) and returns its result. An
@@ -31,7 +34,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		what = "replication: " + o.Role + " " + o.Backend + "/" + o.Flush
 	}
 	progressf(o.Progress, "%s: seed %d, dir %s\n", what, o.Seed, c.dir)
-	r := &runner{o: &o, c: c, l: NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
+	r := &runner{o: &o, c: c, l: killloop.NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
 	var res *Result
 	if o.Role != "" {
 		res, err = r.runReplication(ctx)
@@ -62,7 +65,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 type runner struct {
 	o   *Options
 	c   *cluster
-	l   *Ledger
+	l   *killloop.Ledger
 	rng *rand.Rand
 	// recordBytes is the largest stored message a replication check read.
 	recordBytes int64
@@ -73,11 +76,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := r.start(ctx); err != nil {
 		return nil, err
 	}
-	ld, err := startLoad(o, c.namesrvAddr, r.l, true)
+	ld, err := killloop.StartLoad(r.loadOptions(o.Queues), r.l)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = ld.stop(o.StopTimeout) }() // on an early return, whose error is reported; a no-op after the stop below
+	defer func() { _ = ld.Stop(o.StopTimeout) }() // on an early return, whose error is reported; a no-op after the stop below
 	res := &Result{Config: o.String(), Seed: o.Seed, Durability: o.Durability().String(),
 		DurabilityNote: o.DurabilityNote(), TermCycle: !o.NoTermCycle,
 		BrokerDurability: brokerDurability(ctx, c.namesrvAddr, c.brokerAddr())}
@@ -89,10 +92,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := r.sleep(ctx, o.MinUp); err != nil {
 		return nil, err
 	}
-	if err := ld.stop(o.StopTimeout); err != nil {
+	if err := ld.Stop(o.StopTimeout); err != nil {
 		return nil, err
 	}
-	stored, short, err := readBack(ctx, c.namesrvAddr, o.Queues, r.l, o.ReadTimeout)
+	stored, short, err := killloop.ReadBack(ctx, c.namesrvAddr, o.Queues, r.l, o.ReadTimeout)
 	if err != nil {
 		return nil, r.brokerErr(err)
 	}
@@ -117,10 +120,10 @@ func (r *runner) start(ctx context.Context) error {
 	if err := c.startBroker(); err != nil {
 		return err
 	}
-	if err := waitListening(c.broker, c.brokerAddr(), o.StartTimeout); err != nil {
+	if err := c.broker.WaitListening(c.brokerAddr(), o.StartTimeout); err != nil {
 		return r.brokerErr(err)
 	}
-	return r.brokerErr(createTopic(ctx, c.namesrvAddr, c.brokerAddr(), o.Queues, o.StartTimeout))
+	return r.brokerErr(killloop.CreateTopic(ctx, c.namesrvAddr, c.brokerAddr(), o.Queues, o.StartTimeout))
 }
 
 // cycles runs the kill cycles and the SIGTERM one, each after its
@@ -188,8 +191,8 @@ func (r *runner) awaitFirstAck(ctx context.Context, first bool) error {
 	select {
 	case <-r.l.FirstAck():
 		return nil
-	case <-r.c.broker.exited:
-		return r.brokerErr(fmt.Errorf("broker exited before acknowledging a send: %v", r.c.broker.err))
+	case <-r.c.broker.Exited():
+		return r.brokerErr(fmt.Errorf("broker exited before acknowledging a send: %v", r.c.broker.Err()))
 	case <-t.C:
 		return r.brokerErr(fmt.Errorf("no acknowledged send within %v of the broker's start", timeout))
 	case <-ctx.Done():
@@ -213,10 +216,10 @@ func (r *runner) cycle(ctx context.Context, i int, term bool) (Cycle, error) {
 		return cy, err
 	}
 	if term {
-		if err := c.broker.term(o.StopTimeout); err != nil {
+		if err := c.broker.Term(o.StopTimeout); err != nil {
 			return cy, r.brokerErr(err)
 		}
-	} else if err := c.broker.kill(o.StopTimeout); err != nil {
+	} else if err := c.broker.Kill(o.StopTimeout); err != nil {
 		return cy, r.brokerErr(err)
 	}
 	progressf(o.Progress, "  cycle %d: %s after %v up; restarting\n", i+1, cy.Signal, up.Round(time.Millisecond))
@@ -231,15 +234,15 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) error {
 	defer t.Stop()
 	var slaveExited <-chan struct{} // nil: never ready
 	if r.c.slave != nil {
-		slaveExited = r.c.slave.exited
+		slaveExited = r.c.slave.Exited()
 	}
 	select {
 	case <-t.C:
 		return nil
 	case <-slaveExited:
-		return r.slaveErr(fmt.Errorf("the slave exited by itself: %v", r.c.slave.err))
-	case <-r.c.broker.exited:
-		return r.brokerErr(fmt.Errorf("broker exited by itself: %v", r.c.broker.err))
+		return r.slaveErr(fmt.Errorf("the slave exited by itself: %v", r.c.slave.Err()))
+	case <-r.c.broker.Exited():
+		return r.brokerErr(fmt.Errorf("broker exited by itself: %v", r.c.broker.Err()))
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -248,8 +251,36 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) error {
 // brokerErr adds the broker's last log line to err when the broker has
 // exited: usually the reason (Run adds the log's tail).
 func (r *runner) brokerErr(err error) error {
-	if err == nil || r.c.broker == nil || r.c.broker.alive() {
+	if err == nil || r.c.broker == nil || r.c.broker.Alive() {
 		return err
 	}
 	return fmt.Errorf("%w; the broker's last words: %s", err, r.c.logTail("broker.log", 1))
+}
+
+// loadOptions are the run's load: Options.Producers synchronous senders
+// with the client's default send timeout, and a live reader of
+// liveQueues queues (0: none).
+func (r *runner) loadOptions(liveQueues int) killloop.LoadOptions {
+	return killloop.LoadOptions{NameServer: r.c.namesrvAddr, Producers: r.o.Producers, BodySize: r.o.BodySize,
+		Group: "durability-producer", SendTimeout: 3 * time.Second, LiveQueues: liveQueues}
+}
+
+// brokerDurability is the durability level the running broker states in
+// its text stats (store_durability), or "" if it states none.
+func brokerDurability(ctx context.Context, namesrv, brokerAddr string) string {
+	a, err := client.NewAdmin(killloop.ClientOptions(namesrv))
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = a.Close() }() // Admin.Close reports nothing
+	stats, err := a.BrokerStats(ctx, brokerAddr)
+	if err != nil {
+		return ""
+	}
+	for _, s := range stats {
+		if s.Name == "store_durability" {
+			return s.Value
+		}
+	}
+	return ""
 }

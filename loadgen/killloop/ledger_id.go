@@ -1,4 +1,4 @@
-package durability
+package killloop
 
 import (
 	"strconv"

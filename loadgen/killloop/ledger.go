@@ -1,4 +1,4 @@
-package durability
+package killloop
 
 import (
 	"fmt"
@@ -299,4 +299,65 @@ func sampleLine(id string, a ack) string {
 		return fmt.Sprintf("%s acked at q%d@%d (commit log %d) by incarnation %d", id, a.pos.Queue, a.pos.Offset, a.phys, a.epoch)
 	}
 	return fmt.Sprintf("%s acked at q%d@%d by incarnation %d", id, a.pos.Queue, a.pos.Offset, a.epoch)
+}
+
+// Found is what the read-back recorded with Final: the id at each place.
+func (l *Ledger) Found() map[Pos]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[Pos]string, len(l.mu.final))
+	for p, k := range l.mu.final {
+		out[p] = l.mu.ids.name(k)
+	}
+	return out
+}
+
+// Compare compares the acknowledgements with a read of a replica's copy
+// (found: the id at each place) as Tally compares them with the
+// read-back's; the live reader's sightings are left out.
+func (l *Ledger) Compare(found map[Pos]string) Tally {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, _ := l.compareLocked(l.mu.ids.keys(found))
+	t.Sent = l.mu.sent
+	return t
+}
+
+// ReplicaCheck is a replica's copy compared with the acknowledgements and
+// with a lag sample taken before the copy stopped growing.
+type ReplicaCheck struct {
+	// Tally's Lost counts the acknowledged messages the copy lacks.
+	Tally
+	// MissingBeforeSample counts missing messages acknowledged before the
+	// sample (AckSeq at most the sample's); BeyondLag those of them whose
+	// record lies below the replica's acknowledged offset in the sample,
+	// or whose offset is unknown.
+	MissingBeforeSample, BeyondLag int64
+	// StoredNotAckedMissing counts stored-only sends the copy lacks.
+	StoredNotAckedMissing int64
+}
+
+// CheckReplica compares the acknowledgements with a replica's copy
+// (found: the id at each place) and with a lag sample taken when AckSeq
+// was ackSeq and the replica had acknowledged the log up to ackOffset.
+func (l *Ledger) CheckReplica(found map[Pos]string, ackSeq, ackOffset int64) ReplicaCheck {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, where := l.compareLocked(l.mu.ids.keys(found))
+	c := ReplicaCheck{Tally: t}
+	for id, a := range l.mu.acks {
+		if _, ok := where[id]; ok || a.seq > ackSeq {
+			continue
+		}
+		c.MissingBeforeSample++
+		if a.phys < 0 || a.phys < ackOffset {
+			c.BeyondLag++
+		}
+	}
+	for id := range l.mu.storedOnly {
+		if _, ok := where[id]; !ok {
+			c.StoredNotAckedMissing++
+		}
+	}
+	return c
 }
