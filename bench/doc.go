@@ -17,8 +17,10 @@
 //     backends × flush policies × record sizes × writers × group-commit
 //     limits; Run repeats every cell and the disk references it needs in
 //     rounds, and records each cell's medians, spread and ratios.
-//   - Report renders results as Markdown tables and SVG charts and rewrites
-//     the generated sections of PERFORMANCE.md; Check compares a result's
+//   - Markdown and WriteCharts render a result as Markdown tables and SVG
+//     charts; Lab is the storage kind of the lab's pipeline (package
+//     internal/lab), which runs experiment files, writes their results and
+//     rewrites their sections of PERFORMANCE.md; Check compares a result's
 //     ratios with a baseline's.
 //
 // Concurrency: each Run* function owns the goroutines it starts and stops

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/internal/resultfile"
 )
 
@@ -47,7 +48,8 @@ func TestReportWritesChartsAndKeepsHandWrittenText(t *testing.T) {
 	hand := "# Performance\n\nHand-written intro.\n\n<!-- BEGIN GENERATED: fake -->\nold stuff\n<!-- END GENERATED: fake -->\n\nHand-written notes after.\n"
 	require.NoError(t, os.WriteFile(perf, []byte(hand), 0o644))
 
-	order, sections, err := Report([]ReportInput{{Path: resPath, Result: back}}, ReportOptions{Out: perf, Command: "samsa bench report"})
+	kinds := lab.Kinds{"storage": Lab{}}
+	order, sections, err := kinds.Report([]string{resPath}, lab.ReportOptions{Out: perf, Command: "samsa bench report"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"fake"}, order)
 	doc, err := os.ReadFile(perf)
@@ -72,7 +74,7 @@ func TestReportWritesChartsAndKeepsHandWrittenText(t *testing.T) {
 	}
 
 	// A second report of the same section replaces it in place, once.
-	_, _, err = Report([]ReportInput{{Path: resPath, Result: back}}, ReportOptions{Out: perf, NoCharts: true})
+	_, _, err = kinds.Report([]string{resPath}, lab.ReportOptions{Out: perf, NoCharts: true})
 	require.NoError(t, err)
 	doc, _ = os.ReadFile(perf)
 	require.Equal(t, 1, strings.Count(string(doc), "<!-- BEGIN GENERATED: fake -->"))

@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/internal/resultfile"
-	"github.com/samsamq/samsa/loadgen"
-	"github.com/samsamq/samsa/loadgen/durability"
 )
 
 func init() {
@@ -304,13 +302,14 @@ func benchStorage(args []string) error {
 
 func benchRun(args []string) error {
 	fs := flag.NewFlagSet("bench run", flag.ContinueOnError)
-	var quick bool
+	var quick, gate bool
 	var dir, out, last string
 	var prof profileFlags
 	fs.BoolVar(&quick, "quick", false, "use the experiment's quick settings")
 	fs.StringVar(&dir, "dir", ".benchdata", "data directory (on the disk to measure)")
 	fs.StringVar(&out, "out", "results", "results root: writes <out>/<experiment>/<host>-<UTC>.json")
 	fs.StringVar(&last, "last", "", "also write the result's path into this file (for scripts)")
+	fs.BoolVar(&gate, "gate", false, "exit 1 when a cell misses one of the experiment's targets")
 	prof.register(fs)
 	fs.Usage = func() {
 		_, _ = fmt.Fprintln(fs.Output(), "usage: samsa bench run EXPERIMENT_FILE [flags]; --profile profiles each storage run into --profile-dir/<cell>_r<round>/")
@@ -326,47 +325,26 @@ func benchRun(args []string) error {
 	if err := bench.CheckProfileKind(prof.kind); err != nil {
 		return err
 	}
-	e, err := bench.LoadExperiment(pos[0])
+	// Storage experiments only: the storage kind's own check of the file
+	// says where the others run.
+	e, err := labKinds(labSettings{}, prof)["storage"].Load(pos[0])
 	if err != nil {
 		return err
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	opts := bench.RunOptions{Dir: dir, Quick: quick, Progress: os.Stdout, Command: commandLine()}
-	if prof.kind != "" {
-		opts.ProfileCell = func(name string) func() {
-			stop, err := bench.StartProfile(prof.kind, filepath.Join(prof.dir, e.Name, name))
-			if err != nil {
-				return func() {}
-			}
-			return func() { stop() }
-		}
+	path, err := lab.RunExperiment(ctx, e, lab.Options{
+		Env: lab.Env{Quick: quick, DataDir: dir, Command: commandLine(), Progress: os.Stdout},
+		Out: out, Gate: gate})
+	if path != "" && last != "" {
+		return errors.Join(err, os.WriteFile(last, []byte(path+"\n"), 0o644))
 	}
-	res, err := bench.Run(ctx, e, opts)
-	if err != nil {
-		return err
-	}
-	path, err := bench.WriteResult(out, res)
-	if err != nil {
-		return err
-	}
-	for _, t := range bench.EvaluateTargets(res) {
-		verdict := t.Note
-		if t.Met != nil {
-			verdict = fmt.Sprintf("%.3g %s: %s", t.Value, t.Bound, map[bool]string{true: "met", false: "MISSED"}[*t.Met])
-		}
-		fmt.Printf("target %s [%s]: %s\n", t.Name, t.Cell, verdict)
-	}
-	fmt.Printf("result: %s (%.0fs)\n", path, res.ElapsedSeconds)
-	if last != "" {
-		return os.WriteFile(last, []byte(path+"\n"), 0o644)
-	}
-	return nil
+	return err
 }
 
 func benchReport(args []string) error {
 	fs := flag.NewFlagSet("bench report", flag.ContinueOnError)
-	var o bench.ReportOptions
+	o := lab.ReportOptions{Progress: os.Stdout}
 	fs.StringVar(&o.Out, "out", "", "Markdown file whose generated sections to rewrite (e.g. PERFORMANCE.md); empty: stdout")
 	fs.StringVar(&o.SVGDir, "svg-dir", "", "directory for SVG charts (default: each result file's directory)")
 	fs.BoolVar(&o.NoCharts, "no-charts", false, "skip the SVG charts")
@@ -379,73 +357,9 @@ func benchReport(args []string) error {
 		return errors.New("bench report: want one or more result files")
 	}
 	o.Command = commandLine()
-	var in []bench.ReportInput
-	var e2eOrder []string
-	e2e := map[string]string{}
-	for _, p := range pos {
-		kind, err := resultfile.Kind(p)
-		if err != nil {
-			return err
-		}
-		if durability.IsKind(kind) { // the kill loops' results too
-			r, err := durability.ReadResult(p)
-			if err != nil {
-				return err
-			}
-			if _, seen := e2e[r.Experiment]; !seen {
-				e2eOrder = append(e2eOrder, r.Experiment)
-			}
-			e2e[r.Experiment] = durabilitySection(r, p) + fmt.Sprintf("\nRendered by `%s`.\n", o.Command)
-			if err := writeSectionHTML(o, p, r.Experiment, e2e[r.Experiment]); err != nil {
-				return err
-			}
-			continue
-		}
-		if kind == "e2e" { // loadgen's end-to-end results get sections of their own
-			r, err := loadgen.ReadResult(p)
-			if err != nil {
-				return err
-			}
-			if _, seen := e2e[r.Experiment]; !seen {
-				e2eOrder = append(e2eOrder, r.Experiment)
-			}
-			linkBase := "."
-			if o.Out != "" {
-				linkBase = filepath.Dir(o.Out)
-			}
-			var charts []loadgen.Chart
-			if !o.NoCharts {
-				dir := filepath.Dir(p)
-				if o.SVGDir != "" {
-					dir = o.SVGDir
-				}
-				if charts, err = r.WriteCharts(dir, linkBase); err != nil {
-					return err
-				}
-			}
-			e2e[r.Experiment] = e2eSection(r, charts, p) + fmt.Sprintf("\nRendered by `%s`.\n", o.Command)
-			if err := writeSectionHTML(o, p, r.Experiment, e2e[r.Experiment]); err != nil {
-				return err
-			}
-			continue
-		}
-		r, err := bench.ReadResult(p)
-		if err != nil {
-			return err
-		}
-		in = append(in, bench.ReportInput{Path: p, Result: r})
-	}
-	order, sections, err := bench.Report(in, o)
+	order, sections, err := labKinds(labSettings{}, profileFlags{}).Report(pos, o)
 	if err != nil {
 		return err
-	}
-	for _, n := range e2eOrder {
-		order, sections[n] = append(order, n), e2e[n]
-	}
-	if o.Out != "" && len(e2eOrder) > 0 {
-		if err := resultfile.UpdateSections(o.Out, e2eOrder, e2e); err != nil {
-			return err
-		}
 	}
 	if o.Out == "" {
 		for _, n := range order {
@@ -454,24 +368,6 @@ func benchReport(args []string) error {
 		return nil
 	}
 	fmt.Printf("updated %s: %s\n", o.Out, strings.Join(order, ", "))
-	return nil
-}
-
-// writeSectionHTML writes a rendered section as an HTML page beside its
-// result file when --html asks for it.
-func writeSectionHTML(o bench.ReportOptions, resultPath, title, md string) error {
-	if !o.HTML {
-		return nil
-	}
-	linkBase := "."
-	if o.Out != "" {
-		linkBase = filepath.Dir(o.Out)
-	}
-	p := bench.HTMLPath(resultPath)
-	if err := bench.WriteHTML(p, title, md, linkBase); err != nil {
-		return err
-	}
-	fmt.Printf("wrote %s\n", p)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/samsamq/samsa/internal/resultfile"
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/loadgen/chaos"
 )
 
@@ -60,67 +59,13 @@ epoch had two masters.`)
 			fl = append(fl, f)
 		}
 	}
-	o := chaos.Options{Binary: bin, Dir: *dir, KeepDir: *keep, Cycles: *cycles, Faults: fl, Seed: *seed,
+	o := chaos.Options{KeepDir: *keep, Cycles: *cycles, Faults: fl,
 		ElectionTimeout: *election, HeartbeatInterval: *heartbeat, RaftTimeout: *raftTimeout, ReadTimeout: *readTimeout, SendTimeout: *sendTimeout, SlaveNotCatchup: *notCatchup,
-		Producers: *producers, Queues: *queues, Progress: os.Stdout}
+		Producers: *producers, Queues: *queues}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return chaosRun(ctx, o, *out, *perf, nil, false)
-}
-
-// chaosRun runs o, writes the JSON result under out, prints the Markdown
-// and updates perf's chaos section (perf "": none). A missed safety
-// target is an error (exit status 1). e, when the run is an experiment
-// file's, names the result.
-func chaosRun(ctx context.Context, o chaos.Options, out, perf string, e *chaos.Experiment, quick bool) error {
-	machine := resultfile.CollectMachine(o.Dir) // before the run, which may outlive its checkout
-	res, err := chaos.Run(ctx, o)
-	if err != nil {
-		return err
-	}
-	res.Command, res.Machine = commandLine(), machine
-	if e != nil {
-		res.Experiment, res.Description, res.Quick = e.Name, e.Description, quick
-	}
-	p, err := chaos.WriteResult(out, res)
-	if err != nil {
-		return err
-	}
-	md := res.Markdown()
-	fmt.Println(md)
-	fmt.Printf("result: %s\n", p)
-	if res.Dir != "" {
-		fmt.Printf("logs: %s (each cycle's fault time is in the result)\n", res.Dir)
-	}
-	if perf != "" {
-		section := md + "\nResult: `" + p + "`.\n"
-		if err := resultfile.UpdateSections(perf, []string{"chaos"}, map[string]string{"chaos": section}); err != nil {
-			return err
-		}
-	}
-	if !res.Met() {
-		return errors.New("chaos: a safety target was missed (lost, shared offsets or two masters in one epoch): see the result")
-	}
-	return nil
-}
-
-// chaosExperiment is how `samsa loadgen --experiment` runs a chaos
-// experiment file (experiments/chaos.json); the result goes under
-// outDir/<name>.
-func chaosExperiment(ctx context.Context, path, outDir, perf, dataDir string, quick bool, seed uint64) error {
-	e, err := chaos.LoadExperiment(path)
-	if err != nil {
-		return err
-	}
-	bin, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("chaos: the samsa binary to run: %w", err)
-	}
-	if dataDir == "" {
-		dataDir = filepath.Join(".benchdata", "chaos")
-	}
-	outDir = filepath.Join(outDir, e.Name) // as the other experiments: results/<name>
-	o := e.Options(bin, dataDir, seed, quick)
-	o.Progress = os.Stdout
-	return chaosRun(ctx, o, outDir, perf, e, quick)
+	_, err = lab.RunExperiment(ctx, chaos.OptionsExperiment(o), lab.Options{
+		Env:    lab.Env{Seed: *seed, DataDir: *dir, Binary: bin, Command: commandLine(), Progress: os.Stdout},
+		OutDir: *out, Performance: *perf})
+	return err
 }

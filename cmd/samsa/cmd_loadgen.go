@@ -1,21 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
-	"github.com/samsamq/samsa/loadgen/backlog"
-	"github.com/samsamq/samsa/loadgen/catchup"
-	"github.com/samsamq/samsa/loadgen/chaos"
-	"github.com/samsamq/samsa/loadgen/durability"
 )
 
 func init() {
@@ -67,7 +61,7 @@ func runLoadgen(args []string) (err error) {
 	out := fs.String("out", "results", "with --experiment: results directory")
 	perf := fs.String("performance", "", "with --experiment: also rewrite this file's generated section (e.g. PERFORMANCE.md)")
 	seed := fs.Uint64("seed", 0, "with a durability-kill or replication-durability experiment: the kill moments' seed (0: the file's, or the clock)")
-	gate := fs.Bool("gate", false, "with --experiment: exit 1 when a target is missed (durability-kill, replication-durability: a cell's; backlog-drain: drain or p99; e2e: a comparison with a target, or one whose cell was skipped)")
+	gate := fs.Bool("gate", false, "with --experiment: exit 1 when a target is missed (durability-kill, replication-durability: a cell's; backlog-drain: drain or p99; replication-catchup: the median catch-up ratio; storage: a cell's; e2e: a comparison with a target, or one whose cell was skipped; chaos fails on a missed safety target without it)")
 	var prof profileFlags
 	prof.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -84,26 +78,17 @@ func runLoadgen(args []string) (err error) {
 	ctx, cancel := signalContext()
 	defer cancel()
 
-	lab := labSettings{namesrv: *namesrv, embedded: *embedded || *namesrv == "", brokerAddr: *brokerAddr,
+	ls := labSettings{namesrv: *namesrv, embedded: *embedded || *namesrv == "", brokerAddr: *brokerAddr,
 		natsURL: *natsURL, dataDir: *dataDir, backend: *backendName}
-	if err := secure.apply(&lab.client); err != nil {
+	if err := secure.apply(&ls.client); err != nil {
 		return err
 	}
 	if *experiment != "" {
-		// experiment files carry a "kind" as result files do
-		if kind, err := resultfile.Kind(*experiment); err == nil && durability.IsKind(kind) {
-			return durabilityRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
-				dataDir: *dataDir, quick: *quick, gate: *gate, seed: *seed}.run(ctx)
-		} else if err == nil && kind == chaos.Kind {
-			return chaosExperiment(ctx, *experiment, *out, *perf, *dataDir, *quick, *seed)
-		} else if err == nil && kind == catchup.Kind {
-			return catchupRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
-				dataDir: *dataDir, quick: *quick}.run(ctx)
-		} else if err == nil && kind == backlog.Kind {
-			return backlogRun{path: *experiment, outDir: *out, perfFile: *perf, command: commandLine(),
-				dataDir: *dataDir, quick: *quick, gate: *gate}.run(ctx)
-		}
-		return runExperimentFile(ctx, lab, *experiment, *quick, *out, *perf, commandLine(), *gate)
+		bin, _ := os.Executable() // the kill loops and chaos start this binary; without it they say so
+		_, err := labKinds(ls, profileFlags{}).Run(ctx, *experiment, lab.Options{
+			Env: lab.Env{Quick: *quick, Seed: *seed, DataDir: *dataDir, Binary: bin, Command: commandLine(), Progress: os.Stdout},
+			Out: *out, Performance: *perf, Gate: *gate})
+		return err
 	}
 	w.SendMode, w.ConsumeMode = loadgen.SendMode(*send), loadgen.ConsumeMode(*consume)
 	if w.Consumers == 0 {
@@ -114,7 +99,7 @@ func runLoadgen(args []string) (err error) {
 		return err
 	}
 	cell := loadgen.Cell{Label: "cli", Driver: *driver, Cluster: repl, Workload: w}
-	d, err := lab.driver(ctx, cell)
+	d, err := ls.driver(ctx, cell)
 	if err != nil {
 		return err
 	}
@@ -143,7 +128,7 @@ func runLoadgen(args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	res.Machine = resultfile.CollectMachine(lab.benchDir())
+	res.Machine = resultfile.CollectMachine(ls.benchDir())
 	if *jsonOut != "" {
 		if err := res.WriteJSON(*jsonOut); err != nil {
 			return err
@@ -153,62 +138,4 @@ func runLoadgen(args []string) (err error) {
 		return fmt.Errorf("%d sends failed", res.Errors)
 	}
 	return nil
-}
-
-// runExperimentFile runs an e2e experiment, writes its result file and
-// prints its tables.
-func runExperimentFile(ctx context.Context, lab labSettings, path string, quick bool, outDir, perfFile, command string, gate bool) error {
-	e, err := loadgen.LoadExperiment(path)
-	if err != nil {
-		return err
-	}
-	res, err := loadgen.RunExperiment(ctx, e, quick, lab.driver, os.Stdout)
-	if err != nil {
-		return err
-	}
-	res.Command = command
-	res.Machine = resultfile.CollectMachine(lab.benchDir())
-	p, err := loadgen.WriteResult(outDir, res)
-	if err != nil {
-		return err
-	}
-	fmt.Println(res.Markdown())
-	fmt.Printf("result: %s\n", p)
-	if perfFile != "" {
-		charts, err := res.WriteCharts(filepath.Dir(p), filepath.Dir(perfFile))
-		if err != nil {
-			return err
-		}
-		section := e2eSection(res, charts, p)
-		if err := resultfile.UpdateSections(perfFile, []string{res.Experiment}, map[string]string{res.Experiment: section}); err != nil {
-			return err
-		}
-	}
-	if missed := res.MissedTargets(); len(missed) > 0 {
-		fmt.Printf("loadgen: target missed: %s\n", strings.Join(missed, "; "))
-		if gate {
-			return fmt.Errorf("%d of the comparisons with a target missed it", len(missed))
-		}
-	}
-	return nil
-}
-
-// e2eSection is an e2e result's PERFORMANCE.md section: tables, charts,
-// the machine and the result file.
-func e2eSection(r *loadgen.ExperimentResult, charts []loadgen.Chart, path string) string {
-	return labSection(r.MarkdownCharts(charts), r.Machine, path)
-}
-
-// labSection is a lab result's PERFORMANCE.md section: its Markdown, then
-// the machine and the result file.
-func labSection(md string, machine *resultfile.Machine, path string) string {
-	return fmt.Sprintf("%s\nMachine: %s. Result file: `%s`.\n", md, machineString(machine), path)
-}
-
-// machineString renders a result's machine on one line.
-func machineString(m *resultfile.Machine) string {
-	if m == nil {
-		return "<nil>"
-	}
-	return m.String()
 }

@@ -10,16 +10,48 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/samsamq/samsa/bench"
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/devcluster"
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/loadgen"
+	"github.com/samsamq/samsa/loadgen/backlog"
+	"github.com/samsamq/samsa/loadgen/catchup"
+	"github.com/samsamq/samsa/loadgen/chaos"
+	"github.com/samsamq/samsa/loadgen/durability"
 	"github.com/samsamq/samsa/loadgen/natsdriver"
 	"github.com/samsamq/samsa/loadgen/rabbitdriver"
 	"github.com/samsamq/samsa/loadgen/redisdriver"
 	"github.com/samsamq/samsa/loadgen/rmqdriver"
 	"github.com/samsamq/samsa/loadgen/samsadriver"
 )
+
+// labKinds is the lab's one registry of experiment kinds, by the "kind"
+// their files name, each with what it needs of this binary: the driver
+// factory (its cluster settings from ls), the embedded clusters of the
+// backlog and catch-up runs, and, for bench run, prof's per-cell profile.
+func labKinds(ls labSettings, prof profileFlags) lab.Kinds {
+	storage := bench.Lab{}
+	if prof.kind != "" {
+		storage.Profile = func(experiment, cell string) func() {
+			stop, err := bench.StartProfile(prof.kind, filepath.Join(prof.dir, experiment, cell))
+			if err != nil {
+				return func() {}
+			}
+			return func() { stop() }
+		}
+	}
+	return lab.Kinds{
+		"storage":                  storage,
+		"e2e":                      loadgen.Lab{NewDriver: ls.driver},
+		durability.Kind:            durability.Lab{},
+		durability.ReplicationKind: durability.Lab{},
+		chaos.Kind:                 chaos.Lab{},
+		backlog.Kind:               backlog.Lab{NewTarget: newBacklogTarget},
+		catchup.Kind:               catchup.Lab{NewTarget: newCatchupTarget},
+	}
+}
 
 // labSettings say where loadgen's drivers find (or start) their cluster.
 type labSettings struct {

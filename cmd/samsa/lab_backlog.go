@@ -7,65 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/devcluster"
-	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/backlog"
 	"github.com/samsamq/samsa/loadgen/samsadriver"
 )
-
-// backlogRun is how `samsa loadgen --experiment` runs a backlog-drain
-// experiment: an embedded cluster per repeat, its backlog filled through
-// its store, drained through our driver.
-type backlogRun struct {
-	path, outDir, perfFile, command string
-	dataDir                         string // parent of the runs' data dirs; default .benchdata/backlog
-	quick, gate                     bool
-}
-
-func (c backlogRun) run(ctx context.Context) error {
-	e, err := backlog.LoadExperiment(c.path)
-	if err != nil {
-		return err
-	}
-	dir := c.dataDir
-	if dir == "" {
-		dir = filepath.Join(".benchdata", "backlog") // a real disk: /tmp may be tmpfs
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	m := resultfile.CollectMachine(dir)
-	res, err := backlog.RunExperiment(ctx, e, backlog.Options{Quick: c.quick, DiskDir: dir, Progress: os.Stdout,
-		NewTarget: func(ctx context.Context, to backlog.TargetOptions) (backlog.Target, error) {
-			return newBacklogTarget(dir, to)
-		}})
-	if err != nil {
-		return err
-	}
-	res.Command, res.Machine = c.command, m
-	p, err := backlog.WriteResult(c.outDir, res)
-	if err != nil {
-		return err
-	}
-	md := res.Markdown()
-	fmt.Println(md)
-	fmt.Printf("result: %s\n", p)
-	if c.perfFile != "" {
-		if err := resultfile.UpdateSections(c.perfFile, []string{res.Experiment},
-			map[string]string{res.Experiment: labSection(md, res.Machine, p)}); err != nil {
-			return err
-		}
-	}
-	if c.gate && ((!res.DrainNA && !res.DrainMet) || !res.P99Met) {
-		return fmt.Errorf("backlog-drain: target missed (drain %.2f× read, target %.2f×; p99 %.2f× before, target %.2f×)",
-			res.Median.DrainRatio, res.DrainTarget, res.MedianP99Ratio, res.P99Target)
-	}
-	return nil
-}
 
 // backlogTarget is an embedded cluster in a fresh directory under the
 // run's, with our driver.
@@ -73,7 +21,7 @@ type backlogTarget struct {
 	w *withCluster
 }
 
-func newBacklogTarget(parent string, to backlog.TargetOptions) (*backlogTarget, error) {
+func newBacklogTarget(parent string, to backlog.TargetOptions) (backlog.Target, error) {
 	cfg := broker.Config{FlushDiskType: broker.AsyncFlush, DiskMaxUsedSpaceRatio: backlogDiskRatio, DirectColdReads: to.DirectColdReads}
 	if to.Flush == "sync" {
 		cfg.FlushDiskType = broker.SyncFlush

@@ -11,51 +11,8 @@ import (
 
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/devcluster"
-	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen/catchup"
 )
-
-// catchupRun is how `samsa loadgen --experiment` runs a
-// replication-catchup experiment: an embedded ASYNC_MASTER filled through
-// its store, then an empty slave added with devcluster.Group.AddSlave.
-type catchupRun struct {
-	path, outDir, perfFile, command string
-	dataDir                         string // parent of the runs' data dirs; default .benchdata/catchup
-	quick                           bool
-}
-
-func (c catchupRun) run(ctx context.Context) error {
-	e, err := catchup.LoadExperiment(c.path)
-	if err != nil {
-		return err
-	}
-	dir := c.dataDir
-	if dir == "" {
-		dir = filepath.Join(".benchdata", "catchup") // a real disk: /tmp may be tmpfs
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	m := resultfile.CollectMachine(dir)
-	res, err := catchup.RunExperiment(ctx, e, catchup.Options{Quick: c.quick, DiskDir: dir, Progress: os.Stdout,
-		NewTarget: func(context.Context) (catchup.Target, error) { return newCatchupTarget(dir) }})
-	if err != nil {
-		return err
-	}
-	res.Command, res.Machine = c.command, m
-	p, err := catchup.WriteResult(c.outDir, res)
-	if err != nil {
-		return err
-	}
-	md := res.Markdown()
-	fmt.Println(md)
-	fmt.Printf("result: %s\n", p)
-	if c.perfFile != "" {
-		return resultfile.UpdateSections(c.perfFile, []string{res.Experiment},
-			map[string]string{res.Experiment: labSection(md, res.Machine, p)})
-	}
-	return nil
-}
 
 // catchupTarget is an embedded master (no slave until StartSlave) in a
 // fresh directory under the run's.
@@ -64,7 +21,7 @@ type catchupTarget struct {
 	dev *devcluster.Cluster
 }
 
-func newCatchupTarget(parent string) (*catchupTarget, error) {
+func newCatchupTarget(parent string) (catchup.Target, error) {
 	dir, err := os.MkdirTemp(parent, "catchup-")
 	if err != nil {
 		return nil, err
