@@ -59,9 +59,8 @@ func TestOpenLoopShowsStalls(t *testing.T) {
 	require.NotNil(t, res.SendLagUs)
 	require.GreaterOrEqual(t, res.SendLagUs.Max, int64(250_000))
 	require.Contains(t, out.String(), "schedule lag")
-	// The rate is held: no fewer messages than the schedule asked for
-	// (within slack for timer jitter).
-	require.InDelta(t, 500, res.MsgsPerSec, 150)
+	// No rate is asserted: on a loaded machine the schedule's own timers
+	// run late (speed is measured, never asserted in tests).
 }
 
 func TestWorkloadValidate(t *testing.T) {

@@ -105,7 +105,7 @@ func startDev(args []string, out io.Writer) (*devSession, error) {
 			return nil, fmt.Errorf("dev: controller: %w", err)
 		}
 		opts.ControllerAddrs = []string{s.ctl.Addr()}
-		fmt.Fprintf(out, "samsa dev: controller %s (one replica; brokers in controller mode)\n", s.ctl.Addr())
+		_, _ = fmt.Fprintf(out, "samsa dev: controller %s (one replica; brokers in controller mode)\n", s.ctl.Addr())
 	}
 	s.dev, err = devcluster.Start(opts)
 	if err != nil && !portGiven && isAddrInUse(err) {
@@ -134,10 +134,10 @@ func printDev(out io.Writer, dev *devcluster.Cluster, withCtl bool) {
 	for i, g := range dev.Groups {
 		b := g.Broker
 		if i == 0 {
-			fmt.Fprintf(out, "samsa dev: name server %s  broker %s (%s)  metrics http://%s/metrics  dashboard http://%s/ui/  data %s\n",
+			_, _ = fmt.Fprintf(out, "samsa dev: name server %s  broker %s (%s)  metrics http://%s/metrics  dashboard http://%s/ui/  data %s\n",
 				dev.NamesrvAddr(), g.BrokerAddr(), g.Name, b.AdminAddr(), b.AdminAddr(), dev.Dir)
 		} else {
-			fmt.Fprintf(out, "samsa dev: broker %s (%s)  metrics http://%s/metrics  dashboard http://%s/ui/\n",
+			_, _ = fmt.Fprintf(out, "samsa dev: broker %s (%s)  metrics http://%s/metrics  dashboard http://%s/ui/\n",
 				g.BrokerAddr(), g.Name, b.AdminAddr(), b.AdminAddr())
 		}
 		for _, s := range g.Slaves {
@@ -145,15 +145,15 @@ func printDev(out io.Writer, dev *devcluster.Cluster, withCtl bool) {
 			if withCtl {
 				follows = fmt.Sprintf("the controller's master; sync-state set %v", b.ControllerSyncSet())
 			}
-			fmt.Fprintf(out, "samsa dev: slave %s (brokerId %d, following %s)  metrics http://%s/metrics\n", s.Addr(), s.Config().BrokerID,
+			_, _ = fmt.Fprintf(out, "samsa dev: slave %s (brokerId %d, following %s)  metrics http://%s/metrics\n", s.Addr(), s.Config().BrokerID,
 				follows, s.AdminAddr())
 		}
 	}
 	if len(dev.Groups) > 1 {
-		fmt.Fprintf(out, "samsa dev: %d broker groups in cluster %s: `samsa topic create` creates a topic on every one\n",
+		_, _ = fmt.Fprintf(out, "samsa dev: %d broker groups in cluster %s: `samsa topic create` creates a topic on every one\n",
 			len(dev.Groups), dev.Broker.Config().BrokerClusterName)
 	}
-	fmt.Fprintf(out, "try: printf 'stats\\r\\n' | nc %s   (clients: name server %s)\n",
+	_, _ = fmt.Fprintf(out, "try: printf 'stats\\r\\n' | nc %s   (clients: name server %s)\n",
 		hostPortSpace(dev.BrokerAddr()), dev.NamesrvAddr())
 }
 
