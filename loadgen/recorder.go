@@ -78,25 +78,26 @@ func (r *Recorder) Errors() int64 { return r.errors.Load() }
 
 // TakeInterval returns the histogram of the interval that just ended and
 // starts a new one.
-func (r *Recorder) TakeInterval() *hdr.Histogram {
-	out := newHist()
-	for i := range r.shards {
-		s := &r.shards[i]
-		s.mu.Lock()
-		out.Merge(s.mu.interval)
-		s.mu.interval.Reset()
-		s.mu.Unlock()
-	}
-	return out
-}
+func (r *Recorder) TakeInterval() *hdr.Histogram { return r.merge(false, true) }
 
 // Total returns the histogram of the whole measured run so far.
-func (r *Recorder) Total() *hdr.Histogram {
+func (r *Recorder) Total() *hdr.Histogram { return r.merge(true, false) }
+
+// merge is every shard's total (or interval) histogram merged into a new
+// one; with reset, the shards' histograms are emptied as they are read.
+func (r *Recorder) merge(total, reset bool) *hdr.Histogram {
 	out := newHist()
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.Lock()
-		out.Merge(s.mu.total)
+		h := s.mu.interval
+		if total {
+			h = s.mu.total
+		}
+		out.Merge(h)
+		if reset {
+			h.Reset()
+		}
 		s.mu.Unlock()
 	}
 	return out

@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"strconv"
 	"sync"
@@ -65,7 +64,7 @@ type Driver struct {
 	tmpDir  string
 	nc      *nats.Conn
 	js      jetstream.JetStream
-	queues  sync.Map // topic -> int
+	queues  loadgen.QueueCounts
 	version string
 }
 
@@ -74,14 +73,11 @@ func New(opts Options) (*Driver, error) {
 	d := &Driver{opts: opts}
 	url := opts.URL
 	if url == "" {
-		dir := opts.StoreDir
-		if dir == "" {
-			var err error
-			if dir, err = os.MkdirTemp("", "samsa-nats-"); err != nil {
-				return nil, err
-			}
-			d.tmpDir = dir
-		} else if opts.RemoveStoreDir {
+		dir, temp, err := loadgen.ServerDir(opts.StoreDir, "samsa-nats-")
+		if err != nil {
+			return nil, err
+		}
+		if temp || opts.RemoveStoreDir {
 			d.tmpDir = dir
 		}
 		sopts := &server.Options{
@@ -171,23 +167,16 @@ func (d *Driver) CreateTopic(ctx context.Context, topic string, queues int) erro
 				return fmt.Errorf("natsdriver: stream %d of %d: %w", q+1, queues, err)
 			}
 		}
-		d.queues.Store(topic, queues)
+		d.queues.Set(topic, queues)
 		return nil
 	}
 	_, err := d.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: topic, Subjects: []string{topic + ".*"}, Storage: jetstream.FileStorage, Replicas: 1,
 	})
 	if err == nil {
-		d.queues.Store(topic, queues)
+		d.queues.Set(topic, queues)
 	}
 	return err
-}
-
-func (d *Driver) queueCount(topic string) int {
-	if v, ok := d.queues.Load(topic); ok {
-		return v.(int)
-	}
-	return 1
 }
 
 // Close implements loadgen.Driver.
@@ -211,19 +200,12 @@ func (d *Driver) cleanup() {
 
 // NewProducer implements loadgen.Driver.
 func (d *Driver) NewProducer(_ context.Context, topic string, opts loadgen.ProducerOptions) (loadgen.Producer, error) {
-	n := d.queueCount(topic)
+	n := d.queues.Get(topic)
 	p := &producer{d: d, mode: opts.Mode}
 	for q := 0; q < n; q++ {
 		p.subjects = append(p.subjects, topic+"."+strconv.Itoa(q))
 	}
-	window := opts.MaxInFlight
-	if opts.Mode == loadgen.SendBatch {
-		window = opts.BatchSize
-	}
-	if window < 1 {
-		window = 1
-	}
-	p.window = make(chan struct{}, window)
+	p.window = loadgen.NewWindow(opts)
 	return p, nil
 }
 
@@ -232,17 +214,12 @@ type producer struct {
 	mode     loadgen.SendMode
 	subjects []string
 	next     atomic.Uint64
-	window   chan struct{} // async: one token per unacknowledged publish
+	window   loadgen.Window // async: one token per unacknowledged publish
 	wg       sync.WaitGroup
 }
 
 func (p *producer) subject(key string) string {
-	if key == "" {
-		return p.subjects[p.next.Add(1)%uint64(len(p.subjects))]
-	}
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return p.subjects[h.Sum32()%uint32(len(p.subjects))]
+	return p.subjects[loadgen.QueueOf(key, len(p.subjects), &p.next)]
 }
 
 func (p *producer) Send(ctx context.Context, key string, payload []byte, done func(error)) {
@@ -252,22 +229,20 @@ func (p *producer) Send(ctx context.Context, key string, payload []byte, done fu
 		done(err)
 		return
 	}
-	select {
-	case p.window <- struct{}{}:
-	case <-ctx.Done():
-		done(ctx.Err())
+	if err := p.window.Acquire(ctx); err != nil {
+		done(err)
 		return
 	}
 	f, err := p.d.js.PublishAsync(subj, payload)
 	if err != nil {
-		<-p.window
+		p.window.Release()
 		done(err)
 		return
 	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		defer func() { <-p.window }()
+		defer p.window.Release()
 		select {
 		case <-f.Ok():
 			done(nil)
@@ -289,7 +264,7 @@ func (d *Driver) NewConsumer(ctx context.Context, topic, group string, opts load
 	}
 	members := max(opts.Members, 1)
 	var cs multiConsumer
-	for q := 0; q < d.queueCount(topic); q++ {
+	for q := 0; q < d.queues.Get(topic); q++ {
 		if q%members != opts.Member%members {
 			continue
 		}

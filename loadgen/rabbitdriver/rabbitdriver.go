@@ -39,7 +39,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"strconv"
 	"sync"
@@ -110,12 +109,11 @@ func New(opts Options) (*Driver, error) {
 	d.mu.queues, d.mu.group = map[string]int{}, map[string]string{}
 	url := opts.URL
 	if url == "" {
-		dir := opts.Dir
-		if dir == "" {
-			var err error
-			if dir, err = os.MkdirTemp("", "samsa-rabbitmq-"); err != nil {
-				return nil, err
-			}
+		dir, temp, err := loadgen.ServerDir(opts.Dir, "samsa-rabbitmq-")
+		if err != nil {
+			return nil, err
+		}
+		if temp {
 			d.tmpDir = dir
 		}
 		srv, err := startServer(dir)
@@ -259,12 +257,8 @@ func (d *Driver) NewProducer(_ context.Context, topic string, opts loadgen.Produ
 	if err := ch.Confirm(false); err != nil {
 		return nil, errors.Join(fmt.Errorf("rabbitdriver: confirm mode: %w", err), ch.Close())
 	}
-	window := opts.MaxInFlight
-	if opts.Mode == loadgen.SendBatch {
-		window = opts.BatchSize
-	}
 	return &producer{ch: ch, topic: topic, queues: d.queueCount(topic), mode: opts.Mode,
-		window: make(chan struct{}, max(window, 1))}, nil
+		window: loadgen.NewWindow(opts)}, nil
 }
 
 type producer struct {
@@ -273,27 +267,20 @@ type producer struct {
 	queues int
 	mode   loadgen.SendMode
 	next   atomic.Uint64
-	window chan struct{}
+	window loadgen.Window
 	wg     sync.WaitGroup
 }
 
 func (p *producer) key(key string) string {
-	if key == "" {
-		return strconv.Itoa(int(p.next.Add(1) % uint64(p.queues)))
-	}
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return strconv.Itoa(int(h.Sum32() % uint32(p.queues)))
+	return strconv.Itoa(loadgen.QueueOf(key, p.queues, &p.next))
 }
 
 var errNacked = errors.New("rabbitdriver: publish not confirmed (nack or channel closed)")
 
 func (p *producer) Send(ctx context.Context, key string, payload []byte, done func(error)) {
 	if p.mode != loadgen.SendSync {
-		select {
-		case p.window <- struct{}{}:
-		case <-ctx.Done():
-			done(ctx.Err())
+		if err := p.window.Acquire(ctx); err != nil {
+			done(err)
 			return
 		}
 	}
@@ -304,7 +291,7 @@ func (p *producer) Send(ctx context.Context, key string, payload []byte, done fu
 	}
 	if err != nil {
 		if p.mode != loadgen.SendSync {
-			<-p.window
+			p.window.Release()
 		}
 		done(err)
 		return
@@ -324,7 +311,7 @@ func (p *producer) Send(ctx context.Context, key string, payload []byte, done fu
 	go func() {
 		defer p.wg.Done()
 		err := wait()
-		<-p.window
+		p.window.Release()
 		done(err)
 	}()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,14 +61,7 @@ func (d *Driver) newStreamProducer(topic string, opts loadgen.ProducerOptions) (
 	if err != nil {
 		return nil, err
 	}
-	window := opts.MaxInFlight
-	switch opts.Mode {
-	case loadgen.SendBatch:
-		window = opts.BatchSize
-	case loadgen.SendSync:
-		window = 1
-	}
-	p := &streamProducer{window: make(chan struct{}, max(window, 1)), sync: opts.Mode == loadgen.SendSync}
+	p := &streamProducer{window: loadgen.NewWindow(opts), sync: opts.Mode == loadgen.SendSync}
 	p.mu.pending = map[message.StreamMessage]func(error){}
 	for q := 0; q < d.queueCount(topic); q++ {
 		sp, err := env.NewProducer(queueName(topic, q), stream.NewProducerOptions())
@@ -87,7 +79,7 @@ func (d *Driver) newStreamProducer(topic string, opts loadgen.ProducerOptions) (
 type streamProducer struct {
 	producers []*stream.Producer
 	next      atomic.Uint64
-	window    chan struct{}
+	window    loadgen.Window
 	sync      bool
 	wg        sync.WaitGroup // confirm loops
 	mu        struct {
@@ -116,27 +108,18 @@ func (p *streamProducer) confirmLoop(confirms stream.ChannelPublishConfirm) {
 					err = errNacked
 				}
 			}
-			<-p.window
+			p.window.Release()
 			done(err)
 		}
 	}
 }
 
 func (p *streamProducer) Send(ctx context.Context, key string, payload []byte, done func(error)) {
-	select {
-	case p.window <- struct{}{}:
-	case <-ctx.Done():
-		done(ctx.Err())
+	if err := p.window.Acquire(ctx); err != nil {
+		done(err)
 		return
 	}
-	var sp *stream.Producer
-	if key == "" {
-		sp = p.producers[p.next.Add(1)%uint64(len(p.producers))]
-	} else {
-		h := fnv.New32a()
-		h.Write([]byte(key))
-		sp = p.producers[h.Sum32()%uint32(len(p.producers))]
-	}
+	sp := p.producers[loadgen.QueueOf(key, len(p.producers), &p.next)]
 	msg := samqp.NewMessage(payload)
 	var wait chan error
 	answer := done
@@ -159,7 +142,7 @@ func (p *streamProducer) Send(ctx context.Context, key string, payload []byte, d
 			}
 			return
 		}
-		<-p.window
+		p.window.Release()
 		done(err)
 		return
 	}

@@ -23,10 +23,10 @@
 package redisdriver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,7 +61,7 @@ type Driver struct {
 	tmpDir  string
 	rdb     *redis.Client
 	version string
-	queues  sync.Map // topic -> int
+	queues  loadgen.QueueCounts
 }
 
 // New connects to (or starts) a Redis server.
@@ -110,14 +110,12 @@ func (d *Driver) start() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("redisdriver: %w", err)
 	}
-	dir := d.opts.Dir
-	if dir == "" {
-		dir = d.tmpDir
+	// A restart keeps the first start's temp dir.
+	dir, temp, err := loadgen.ServerDir(cmp.Or(d.opts.Dir, d.tmpDir), "samsa-redis-")
+	if err != nil {
+		return "", err
 	}
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "samsa-redis-"); err != nil {
-			return "", err
-		}
+	if temp {
 		d.tmpDir = dir
 	}
 	port, err := freeport.One()
@@ -186,15 +184,8 @@ func (d *Driver) CreateTopic(_ context.Context, topic string, queues int) error 
 	if queues < 1 {
 		return fmt.Errorf("redisdriver: topic %s: %d queues", topic, queues)
 	}
-	d.queues.Store(topic, queues)
+	d.queues.Set(topic, queues)
 	return nil
-}
-
-func (d *Driver) queueCount(topic string) int {
-	if v, ok := d.queues.Load(topic); ok {
-		return v.(int)
-	}
-	return 1
 }
 
 // Close implements loadgen.Driver.
@@ -215,14 +206,10 @@ func (d *Driver) Close() error {
 // NewProducer implements loadgen.Driver.
 func (d *Driver) NewProducer(_ context.Context, topic string, opts loadgen.ProducerOptions) (loadgen.Producer, error) {
 	p := &producer{d: d, mode: opts.Mode}
-	for q := 0; q < d.queueCount(topic); q++ {
+	for q := 0; q < d.queues.Get(topic); q++ {
 		p.streams = append(p.streams, stream(topic, q))
 	}
-	window := opts.MaxInFlight
-	if opts.Mode == loadgen.SendBatch {
-		window = opts.BatchSize
-	}
-	p.window = make(chan struct{}, max(window, 1))
+	p.window = loadgen.NewWindow(opts)
 	return p, nil
 }
 
@@ -231,17 +218,12 @@ type producer struct {
 	mode    loadgen.SendMode
 	streams []string
 	next    atomic.Uint64
-	window  chan struct{}
+	window  loadgen.Window
 	wg      sync.WaitGroup
 }
 
 func (p *producer) stream(key string) string {
-	if key == "" {
-		return p.streams[p.next.Add(1)%uint64(len(p.streams))]
-	}
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return p.streams[h.Sum32()%uint32(len(p.streams))]
+	return p.streams[loadgen.QueueOf(key, len(p.streams), &p.next)]
 }
 
 func (p *producer) xadd(ctx context.Context, s string, payload []byte) error {
@@ -254,17 +236,15 @@ func (p *producer) Send(ctx context.Context, key string, payload []byte, done fu
 		done(p.xadd(ctx, s, payload))
 		return
 	}
-	select {
-	case p.window <- struct{}{}:
-	case <-ctx.Done():
-		done(ctx.Err())
+	if err := p.window.Acquire(ctx); err != nil {
+		done(err)
 		return
 	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		err := p.xadd(ctx, s, payload)
-		<-p.window
+		p.window.Release()
 		done(err)
 	}()
 }
@@ -275,7 +255,7 @@ func (p *producer) Close() error { p.wg.Wait(); return nil }
 func (d *Driver) NewConsumer(ctx context.Context, topic, group string, opts loadgen.ConsumerOptions, h loadgen.Handler) (loadgen.Consumer, error) {
 	var streams []string
 	members := max(opts.Members, 1)
-	for q := 0; q < d.queueCount(topic); q++ {
+	for q := 0; q < d.queues.Get(topic); q++ {
 		s := stream(topic, q)
 		// Every member makes every stream's group: the producers may
 		// write to a stream no member of this one reads.

@@ -99,11 +99,8 @@ func (d *Driver) NewProducer(_ context.Context, topic string, opts loadgen.Produ
 	if err := p.Start(); err != nil {
 		return nil, fmt.Errorf("rmqdriver: start producer: %w", err)
 	}
-	w := opts.MaxInFlight
-	if w < 1 {
-		w = 1
-	}
-	pr := &prod{p: p, topic: topic, opts: opts, window: make(chan struct{}, w)}
+	// A batch takes one token: MaxInFlight in every mode.
+	pr := &prod{p: p, topic: topic, opts: opts, window: make(loadgen.Window, max(opts.MaxInFlight, 1))}
 	if opts.Mode == loadgen.SendBatch {
 		pr.b = newBatcher(pr, opts.BatchSize, opts.BatchLinger)
 	}
@@ -114,7 +111,7 @@ type prod struct {
 	p      rocketmq.Producer
 	topic  string
 	opts   loadgen.ProducerOptions
-	window chan struct{} // async: a token per send (or batch) in flight
+	window loadgen.Window // async: a token per send (or batch) in flight
 	wg     sync.WaitGroup
 	b      *batcher
 }
@@ -148,16 +145,14 @@ func (p *prod) sendAsync(ctx context.Context, msgs []*primitive.Message, dones [
 			d(err)
 		}
 	}
-	select {
-	case p.window <- struct{}{}:
-	case <-ctx.Done():
-		finish(ctx.Err())
+	if err := p.window.Acquire(ctx); err != nil {
+		finish(err)
 		return
 	}
 	p.wg.Add(1)
 	err := p.p.SendAsync(ctx, func(_ context.Context, res *primitive.SendResult, err error) {
 		defer p.wg.Done()
-		<-p.window
+		p.window.Release()
 		if err == nil && res.Status != primitive.SendOK {
 			err = fmt.Errorf("rmqdriver: send status %d", res.Status)
 		}
@@ -165,7 +160,7 @@ func (p *prod) sendAsync(ctx context.Context, msgs []*primitive.Message, dones [
 	}, msgs...)
 	if err != nil {
 		p.wg.Done()
-		<-p.window
+		p.window.Release()
 		finish(err)
 	}
 }
