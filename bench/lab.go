@@ -9,52 +9,24 @@ import (
 	"github.com/samsamq/samsa/internal/lab"
 )
 
-// Lab is the storage kind ("kind": "storage") of the lab's pipeline
-// (package internal/lab).
-type Lab struct {
-	// Profile, if set, profiles each cell's runs: it is called with the
-	// experiment's and the cell's names and returns the profile's stop.
-	Profile func(experiment, cell string) func()
+// LabKind is the storage kind ("kind": "storage") of the lab's pipeline
+// (package internal/lab). profile, if not nil, profiles each cell's
+// runs: it is called with the experiment's and the cell's names and
+// returns the profile's stop.
+func LabKind(profile func(experiment, cell string) func()) lab.Kind {
+	// .benchdata: on the disk of the working directory, which a storage
+	// run measures.
+	return lab.NewKind(".benchdata", LoadExperiment, func(ctx context.Context, e *Experiment, env lab.Env) (*ExperimentResult, error) {
+		opts := RunOptions{Dir: env.DataDir, Quick: env.Quick, Progress: env.Progress, Command: env.Command, Machine: env.Machine}
+		if profile != nil {
+			opts.ProfileCell = func(cell string) func() { return profile(e.Name, cell) }
+		}
+		return Run(ctx, e, opts)
+	})
 }
 
-// Load reads and checks a storage experiment file.
-func (k Lab) Load(path string) (lab.Experiment, error) {
-	e, err := LoadExperiment(path)
-	if err != nil {
-		return nil, err
-	}
-	return labExperiment{e: e, profile: k.Profile}, nil
-}
-
-// Read reads a storage result file.
-func (Lab) Read(path string) (lab.Result, error) {
-	r, err := ReadResult(path)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-type labExperiment struct {
-	e       *Experiment
-	profile func(experiment, cell string) func()
-}
-
-// DataDir is .benchdata: on the disk of the working directory, which a
-// storage run measures.
-func (labExperiment) DataDir() string { return ".benchdata" }
-
-func (x labExperiment) Run(ctx context.Context, env lab.Env) (lab.Result, error) {
-	opts := RunOptions{Dir: env.DataDir, Quick: env.Quick, Progress: env.Progress, Command: env.Command, Machine: env.Machine}
-	if x.profile != nil {
-		opts.ProfileCell = func(cell string) func() { return x.profile(x.e.Name, cell) }
-	}
-	r, err := Run(ctx, x.e, opts)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
+// Markdown is the result's section without charts.
+func (r *ExperimentResult) Markdown() string { return Markdown(r, nil, "") }
 
 // Print writes each target's verdict and the result file's path.
 func (r *ExperimentResult) Print(w io.Writer, path string) error {

@@ -48,7 +48,7 @@ func TestReportWritesChartsAndKeepsHandWrittenText(t *testing.T) {
 	hand := "# Performance\n\nHand-written intro.\n\n<!-- BEGIN GENERATED: fake -->\nold stuff\n<!-- END GENERATED: fake -->\n\nHand-written notes after.\n"
 	require.NoError(t, os.WriteFile(perf, []byte(hand), 0o644))
 
-	kinds := lab.Kinds{"storage": Lab{}}
+	kinds := lab.Kinds{"storage": LabKind(nil)}
 	order, sections, err := kinds.Report([]string{resPath}, lab.ReportOptions{Out: perf, Command: "samsa bench report"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"fake"}, order)

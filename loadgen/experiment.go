@@ -16,9 +16,7 @@ import (
 // cluster settings and workload overrides, and an optional matrix whose
 // cartesian product multiplies every cell.
 type Experiment struct {
-	Name        string `json:"name"`
-	Kind        string `json:"kind"` // "e2e"
-	Description string `json:"description"`
+	resultfile.Spec // Kind "e2e"
 	// Repeats per cell (median and spread are reported); default 3.
 	Repeats int `json:"repeats"`
 	// Base is the workload every cell starts from.
@@ -128,12 +126,9 @@ type Cell struct {
 
 // LoadExperiment reads and checks an experiment file.
 func LoadExperiment(path string) (*Experiment, error) {
-	var e Experiment
-	if err := resultfile.ReadStrict(path, &e); err != nil {
+	e, err := resultfile.ReadExperiment[Experiment](path, "e2e")
+	if err != nil {
 		return nil, err
-	}
-	if e.Kind != "e2e" {
-		return nil, fmt.Errorf("%s: kind %q is not an end-to-end experiment", path, e.Kind)
 	}
 	if e.Repeats == 0 {
 		e.Repeats = 3
@@ -144,7 +139,7 @@ func LoadExperiment(path string) (*Experiment, error) {
 	if err := e.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &e, nil
+	return e, nil
 }
 
 // validate checks what Expand cannot: every comparison's kind and metric,

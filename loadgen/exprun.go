@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/internal/resultfile"
 )
 
@@ -89,8 +89,7 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 	if err != nil {
 		return nil, err
 	}
-	res := &ExperimentResult{Header: resultfile.Header{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: quick,
-		Start: time.Now().UTC()}}
+	res := &ExperimentResult{Header: e.Header(quick)}
 	crs := make([]CellResult, len(cells))
 	for i, c := range cells {
 		crs[i].Cell = c
@@ -114,7 +113,7 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 			if done > 0 {
 				eta = (time.Duration(float64(time.Since(began)) / float64(done) * float64(total-done))).Round(time.Second).String()
 			}
-			progressf(progress, "== %s: run %d/%d: %s (repeat %d/%d), ETA %s\n", e.Name, done+1, total, cr.Cell.Label, rep+1, repeats, eta)
+			lab.Progressf(progress, "== %s: run %d/%d: %s (repeat %d/%d), ETA %s\n", e.Name, done+1, total, cr.Cell.Label, rep+1, repeats, eta)
 			if d := e.settle(); d > 0 {
 				select {
 				case <-time.After(d):
@@ -129,7 +128,7 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 					return nil, ctx.Err()
 				}
 				cr.Skipped = err.Error()
-				progressf(progress, "   skipped: %v\n", err)
+				lab.Progressf(progress, "   skipped: %v\n", err)
 				continue
 			}
 			cr.Runs = append(cr.Runs, r)
@@ -174,26 +173,10 @@ func runCell(ctx context.Context, c Cell, factory DriverFactory, progress io.Wri
 		// The run's figures stand (the run is over); the failed close
 		// (its embedded cluster, a peer's server) is shown with them.
 		if cerr := d.Close(); cerr != nil {
-			progressf(progress, "   closing the %s driver: %v\n", c.Driver, cerr)
+			lab.Progressf(progress, "   closing the %s driver: %v\n", c.Driver, cerr)
 		}
 	}()
-	return Run(ctx, d, c.Workload, Options{Out: prefixWriter{progress, "   "}})
-}
-
-// progressf writes a progress line. Progress is best effort, as a
-// command's prints to stdout are: the result does not depend on it.
-func progressf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }
-
-// prefixWriter indents the progress lines of a run under its cell header.
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-}
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	s := strings.TrimRight(string(b), "\n")
-	_, err := io.WriteString(p.w, p.prefix+strings.ReplaceAll(s, "\n", "\n"+p.prefix)+"\n")
-	return len(b), err
+	return Run(ctx, d, c.Workload, Options{Out: lab.Indent(progress, "   ")})
 }
 
 func summarize(r *Result) Summary {

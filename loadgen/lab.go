@@ -3,57 +3,19 @@ package loadgen
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/samsamq/samsa/internal/lab"
 )
 
-// Lab is the end-to-end kind ("kind": "e2e") of the lab's pipeline
-// (package internal/lab).
-type Lab struct {
-	// NewDriver makes each run's driver and the cluster it needs.
-	NewDriver DriverFactory
-}
-
-// Load reads and checks an e2e experiment file.
-func (k Lab) Load(path string) (lab.Experiment, error) {
-	e, err := LoadExperiment(path)
-	if err != nil {
-		return nil, err
-	}
-	return labExperiment{e: e, newDriver: k.NewDriver}, nil
-}
-
-// Read reads an e2e result file.
-func (Lab) Read(path string) (lab.Result, error) {
-	r, err := ReadResult(path)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-type labExperiment struct {
-	e         *Experiment
-	newDriver DriverFactory
-}
-
-// DataDir is "": each cell's cluster keeps its data in a temp dir of its
-// own unless the command line names a directory.
-func (labExperiment) DataDir() string { return "" }
-
-func (x labExperiment) Run(ctx context.Context, env lab.Env) (lab.Result, error) {
-	r, err := RunExperiment(ctx, x.e, env.Quick, x.newDriver, env.Progress)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Print writes the tables and the result file's path.
-func (r *ExperimentResult) Print(w io.Writer, path string) error {
-	return lab.Print(w, r.Markdown(), path)
+// LabKind is the end-to-end kind ("kind": "e2e") of the lab's pipeline
+// (package internal/lab); newDriver makes each run's driver and the
+// cluster it needs. A run keeps no data of its own: each cell's cluster
+// uses a temp dir unless the command line names a directory.
+func LabKind(newDriver DriverFactory) lab.Kind {
+	return lab.NewKind("", LoadExperiment, func(ctx context.Context, e *Experiment, env lab.Env) (*ExperimentResult, error) {
+		return RunExperiment(ctx, e, env.Quick, newDriver, env.Progress)
+	})
 }
 
 // Section is the result's PERFORMANCE.md section: the tables, the charts,

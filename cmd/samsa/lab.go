@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -32,9 +31,9 @@ import (
 // factory (its cluster settings from ls), the embedded clusters of the
 // backlog and catch-up runs, and, for bench run, prof's per-cell profile.
 func labKinds(ls labSettings, prof profileFlags) lab.Kinds {
-	storage := bench.Lab{}
+	var profile func(experiment, cell string) func()
 	if prof.kind != "" {
-		storage.Profile = func(experiment, cell string) func() {
+		profile = func(experiment, cell string) func() {
 			stop, err := bench.StartProfile(prof.kind, filepath.Join(prof.dir, experiment, cell))
 			if err != nil {
 				return func() {}
@@ -42,14 +41,15 @@ func labKinds(ls labSettings, prof profileFlags) lab.Kinds {
 			return func() { stop() }
 		}
 	}
+	kill := durability.LabKind()
 	return lab.Kinds{
-		"storage":                  storage,
-		"e2e":                      loadgen.Lab{NewDriver: ls.driver},
-		durability.Kind:            durability.Lab{},
-		durability.ReplicationKind: durability.Lab{},
-		chaos.Kind:                 chaos.Lab{},
-		backlog.Kind:               backlog.Lab{NewTarget: newBacklogTarget},
-		catchup.Kind:               catchup.Lab{NewTarget: newCatchupTarget},
+		"storage":                  bench.LabKind(profile),
+		"e2e":                      loadgen.LabKind(ls.driver),
+		durability.Kind:            kill,
+		durability.ReplicationKind: kill,
+		chaos.Kind:                 chaos.LabKind(),
+		backlog.Kind:               backlog.LabKind(newBacklogTarget),
+		catchup.Kind:               catchup.LabKind(newCatchupTarget),
 	}
 }
 
@@ -86,20 +86,12 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 			o.StoreDir, o.RemoveStoreDir = l.cellDir("nats"), true
 		}
 		return natsdriver.New(o)
-	case "redis":
-		fsync := "everysec"
-		if c.Cluster.Flush == "sync" {
-			fsync = "always"
-		}
+	case "redis": // appendfsync always for a sync cell
 		dir := l.cellDir("redis")
-		return withDir(dir)(redisdriver.New(redisdriver.Options{Fsync: fsync, Dir: dir}))
-	case "rabbitmq":
-		queue := "stream"
-		if c.Cluster.Flush == "sync" {
-			queue = "quorum"
-		}
+		return withDir(dir)(redisdriver.New(redisdriver.Options{Fsync: bySync(c, "always", "everysec"), Dir: dir}))
+	case "rabbitmq": // quorum queues for a sync cell
 		dir := l.cellDir("rabbitmq")
-		return withDir(dir)(rabbitdriver.New(rabbitdriver.Options{Queue: queue, Dir: dir}))
+		return withDir(dir)(rabbitdriver.New(rabbitdriver.Options{Queue: bySync(c, "quorum", "stream"), Dir: dir}))
 	case "samsa", "rocketmq":
 	default:
 		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats, redis, rabbitmq)", c.Driver)
@@ -123,7 +115,7 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 			cfg.StoreBackend = l.backend
 		}
 		cfg.GroupCommitMaxBatchBytes = c.Cluster.MaxBatchBytes
-		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		quiet := slog.New(slog.DiscardHandler)
 		var err error
 		if c.Cluster.Replicated() {
 			dev, repl, err = l.startReplicated(ctx, c, cfg, quiet)
@@ -165,6 +157,14 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 		return l.liveReplicated(ctx, d, nameServers), nil
 	}
 	return &withCluster{Driver: d, dev: dev, repl: repl}, nil
+}
+
+// bySync is sync for a cell whose cluster flushes sync, else async.
+func bySync(c loadgen.Cell, sync, async string) string {
+	if c.Cluster.Flush == "sync" {
+		return sync
+	}
+	return async
 }
 
 // cellDir is a fresh data dir for one cell's cluster under dataDir, or ""

@@ -19,9 +19,9 @@ func TestBacklogSmoke(t *testing.T) {
 		t.Skip("starts an embedded cluster")
 	}
 	dir := t.TempDir()
-	e := &backlog.Experiment{Name: "backlog-smoke", Kind: backlog.Kind, DrainTarget: 0.8, P99Target: 2,
-		Base: backlog.Settings{BacklogBytes: 8 << 20, ReadSize: 4 << 20, Queues: 4, SteadyRate: 200,
-			Before: resultfile.Duration(300 * time.Millisecond), DrainTimeout: resultfile.Duration(60 * time.Second)}}
+	e := &backlog.Experiment{Spec: resultfile.Spec{Name: "backlog-smoke", Kind: backlog.Kind}, DrainTarget: 0.8, P99Target: 2,
+		Forms: resultfile.Forms[backlog.Settings, *backlog.Settings]{Base: backlog.Settings{BacklogBytes: 8 << 20, ReadSize: 4 << 20, Queues: 4, SteadyRate: 200,
+			Before: resultfile.Duration(300 * time.Millisecond), DrainTimeout: resultfile.Duration(60 * time.Second)}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := backlog.RunExperiment(ctx, e, backlog.Options{DiskDir: dir,

@@ -88,8 +88,8 @@ func TestLabReplicatedCellSmoke(t *testing.T) {
 // after the fill copies it all and the result is filled in.
 func TestLabCatchupSmoke(t *testing.T) {
 	dir := t.TempDir()
-	e := &catchup.Experiment{Name: "catchup-smoke", Kind: catchup.Kind, Target: 0.8,
-		Base: catchup.Settings{FillBytes: 2 << 20, DiskBlock: 32 << 10, DiskDuration: resultfile.Duration(100 * time.Millisecond)}}
+	e := &catchup.Experiment{Spec: resultfile.Spec{Name: "catchup-smoke", Kind: catchup.Kind}, Target: 0.8,
+		Forms: resultfile.Forms[catchup.Settings, *catchup.Settings]{Base: catchup.Settings{FillBytes: 2 << 20, DiskBlock: 32 << 10, DiskDuration: resultfile.Duration(100 * time.Millisecond)}}}
 	res, err := catchup.RunExperiment(context.Background(), e, catchup.Options{DiskDir: dir,
 		NewTarget: func(context.Context) (catchup.Target, error) { return newCatchupTarget(dir) }})
 	require.NoError(t, err)

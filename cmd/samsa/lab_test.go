@@ -53,7 +53,7 @@ func TestLabCatchupGate(t *testing.T) {
 		Out: filepath.Join(dir, "results"), Performance: perf, Gate: true, Stdout: &out})
 	require.ErrorContains(t, err, "replication-catchup: target missed")
 	require.FileExists(t, path)
-	res, err := catchup.Lab{}.Read(path)
+	res, err := catchup.LabKind(nil).Read(path)
 	require.NoError(t, err)
 	h := res.Head()
 	require.Equal(t, "samsa loadgen --experiment catchup.json --gate", h.Command)

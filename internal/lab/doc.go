@@ -22,7 +22,11 @@
 // result files already written (samsa bench report) through the same
 // kinds, and WriteHTML a rendered section as a static page.
 //
-// A kind's package implements Kind, Experiment and Result; the registry
+// A kind's package makes its Kind with NewKind (its experiment loader, its
+// runner and its result type) and gives its result a Verdict; a result
+// that prints or renders more than its Markdown implements Printer or
+// Sectioner. Runs share Progressf, Indent, Sleep, Repeat and Median. The
+// registry
 // itself is built where the kinds' dependencies are at hand (cmd/samsa:
 // the embedded clusters, the driver factory). Nothing in this package
 // keeps state; a pipeline run owns what it starts until it returns.

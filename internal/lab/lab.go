@@ -58,14 +58,27 @@ type Result interface {
 	// Head is the result file's header (resultfile.Header.Head, when
 	// the result embeds one).
 	Head() *resultfile.Header
-	// Print writes what the command prints once the result file is
-	// written at path: its tables and the path.
-	Print(w io.Writer, path string) error
-	// Section is the result's PERFORMANCE.md section, the result file
-	// being at path.
-	Section(path string, o SectionOptions) (string, error)
+	// Markdown is the result's tables: what a run prints, and its
+	// PERFORMANCE.md section before the machine and the result file.
+	Markdown() string
 	// Verdict measures the result against its targets.
 	Verdict() Verdict
+}
+
+// Printer is a Result that prints itself otherwise than as its Markdown
+// and the result file's path.
+type Printer interface {
+	// Print writes what the command prints once the result file is
+	// written at path.
+	Print(w io.Writer, path string) error
+}
+
+// Sectioner is a Result whose PERFORMANCE.md section is more than its
+// Markdown, the machine and the result file (charts, a layout of its
+// own).
+type Sectioner interface {
+	// Section is the result's section, the result file being at path.
+	Section(path string, o SectionOptions) (string, error)
 }
 
 // SectionOptions say how a section draws and links its charts.
@@ -175,9 +188,9 @@ func RunExperiment(ctx context.Context, e Experiment, o Options) (string, error)
 	if err != nil {
 		return "", err
 	}
-	_ = res.Print(o.Stdout, path) // best effort, as a command's prints are: the file holds the result
+	_ = printResult(res, o.Stdout, path) // best effort, as a command's prints are: the file holds the result
 	if o.Performance != "" {
-		sec, err := res.Section(path, SectionOptions{ChartDir: filepath.Dir(path), LinkBase: filepath.Dir(o.Performance)})
+		sec, err := section(res, path, SectionOptions{ChartDir: filepath.Dir(path), LinkBase: filepath.Dir(o.Performance)})
 		if err != nil {
 			return path, err
 		}
@@ -195,11 +208,22 @@ func RunExperiment(ctx context.Context, e Experiment, o Options) (string, error)
 	return path, nil
 }
 
-// Print writes md and the result file's path: what most kinds print
-// after a run.
-func Print(w io.Writer, md, path string) error {
-	_, err := fmt.Fprintf(w, "%s\nresult: %s\n", md, path)
+// printResult writes what the command prints after a run: the result's own
+// print, or its Markdown and the result file's path.
+func printResult(r Result, w io.Writer, path string) error {
+	if p, ok := r.(Printer); ok {
+		return p.Print(w, path)
+	}
+	_, err := fmt.Fprintf(w, "%s\nresult: %s\n", r.Markdown(), path)
 	return err
+}
+
+// section is the result's own section, or Section of its Markdown.
+func section(r Result, path string, o SectionOptions) (string, error) {
+	if s, ok := r.(Sectioner); ok {
+		return s.Section(path, o)
+	}
+	return Section(r.Markdown(), r.Head(), path, o.RenderedBy), nil
 }
 
 // Section is a result's PERFORMANCE.md section: its Markdown, the

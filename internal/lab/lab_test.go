@@ -67,11 +67,7 @@ func (e *fakeExperiment) Run(_ context.Context, env Env) (Result, error) {
 		Quick: env.Quick, Seed: env.Seed, Dir: env.DataDir, Miss: e.Miss, Always: e.Always}, nil
 }
 
-func (r *fakeResult) Print(w io.Writer, path string) error { return Print(w, "| fake |", path) }
-
-func (r *fakeResult) Section(path string, o SectionOptions) (string, error) {
-	return Section("### "+r.Experiment, &r.Header, path, o.RenderedBy), nil
-}
+func (r *fakeResult) Markdown() string { return "### " + r.Experiment }
 
 func (r *fakeResult) Verdict() Verdict {
 	if !r.Miss {
@@ -113,7 +109,7 @@ func TestRunWritesRecordsPrintsAndReports(t *testing.T) {
 	require.True(t, r.Quick)
 	require.EqualValues(t, 7, r.Seed)
 
-	require.Equal(t, "| fake |\nresult: "+path+"\n", out.String())
+	require.Equal(t, "### x\nresult: "+path+"\n", out.String())
 	doc, err := os.ReadFile(perf)
 	require.NoError(t, err)
 	require.Contains(t, string(doc), "<!-- BEGIN GENERATED: x -->\n### x\nMachine: "+r.Machine.String()+". Result file: `"+path+"`.\n")

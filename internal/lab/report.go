@@ -68,7 +68,7 @@ func (k Kinds) Report(paths []string, o ReportOptions) ([]string, map[string]str
 		if so.ChartDir == "" {
 			so.ChartDir = filepath.Dir(in.path)
 		}
-		sec, err := in.res.Section(in.path, so)
+		sec, err := section(in.res, in.path, so)
 		if err != nil {
 			return nil, nil, err
 		}

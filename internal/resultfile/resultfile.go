@@ -8,6 +8,9 @@
 //     command, quick, start and the Machine (CollectMachine: host, kernel,
 //     CPU, memory, the data dir's file system and disk, the commit);
 //   - Duration, the one JSON duration type of experiment and result files;
+//   - what experiment files share: Spec (name, kind, description; the
+//     result's Header of a run), ReadExperiment (strict, kind checked),
+//     Forms (base settings and the quick form's overrides) and CheckForms;
 //   - DecodeStrict and ReadStrict (an unknown field is an error) and Kind,
 //     the "kind" an experiment or result file names;
 //   - PERFORMANCE.md's generated sections (Heading, UpdateSections).

@@ -28,8 +28,8 @@
 package backlog
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,12 +44,8 @@ const Kind = "backlog-drain"
 
 // Experiment is an experiment file of kind "backlog-drain".
 type Experiment struct {
-	Name        string `json:"name"`
-	Kind        string `json:"kind"`
-	Description string `json:"description"`
-	// Base is what a run does; Quick overrides it for --quick.
-	Base  Settings        `json:"base"`
-	Quick json.RawMessage `json:"quick,omitempty"`
+	resultfile.Spec
+	resultfile.Forms[Settings, *Settings]
 	// DrainTarget is what drain MB/s ÷ raw read MB/s should reach
 	// (default 0.8); P99Target what during p99 ÷ before p99 should stay
 	// at or below (default 2).
@@ -101,40 +97,19 @@ type Settings struct {
 	DirectColdReads bool `json:"direct_cold_reads,omitempty"`
 }
 
-func (s *Settings) ensureDefaults() {
-	if s.Flush == "" {
-		s.Flush = "async"
-	}
-	if s.MessageSize == 0 {
-		s.MessageSize = 1024
-	}
-	if s.Queues == 0 {
-		s.Queues = 8
-	}
-	if s.Consumers == 0 {
-		s.Consumers = 2
-	}
-	if s.SteadyRate == 0 {
-		s.SteadyRate = 2000
-	}
-	if s.SteadyProducers == 0 {
-		s.SteadyProducers = 2
-	}
-	if s.Before == 0 {
-		s.Before = resultfile.Duration(5 * time.Second)
-	}
-	if s.DrainTimeout == 0 {
-		s.DrainTimeout = resultfile.Duration(10 * time.Minute)
-	}
-	if s.ReadSize == 0 {
-		s.ReadSize = min(s.BacklogBytes, 4<<30)
-	}
-	if s.Repeats == 0 {
-		s.Repeats = 1
-	}
+// EnsureDefaults fills the zero fields with their defaults.
+func (s *Settings) EnsureDefaults() {
+	s.Flush, s.MessageSize, s.Queues = cmp.Or(s.Flush, "async"), cmp.Or(s.MessageSize, 1024), cmp.Or(s.Queues, 8)
+	s.Consumers = cmp.Or(s.Consumers, 2)
+	s.SteadyRate, s.SteadyProducers = cmp.Or(s.SteadyRate, 2000), cmp.Or(s.SteadyProducers, 2)
+	s.Before = cmp.Or(s.Before, resultfile.Duration(5*time.Second))
+	s.DrainTimeout = cmp.Or(s.DrainTimeout, resultfile.Duration(10*time.Minute))
+	s.ReadSize = cmp.Or(s.ReadSize, min(s.BacklogBytes, 4<<30))
+	s.Repeats = cmp.Or(s.Repeats, 1)
 }
 
-func (s *Settings) validate() error {
+// Validate reports every bad field at once.
+func (s *Settings) Validate() error {
 	var errs []error
 	if s.Flush != "async" && s.Flush != "sync" {
 		errs = append(errs, fmt.Errorf("flush %q: want async or sync", s.Flush))
@@ -160,38 +135,15 @@ func (s *Settings) validate() error {
 
 // LoadExperiment reads and checks a backlog-drain experiment file.
 func LoadExperiment(path string) (*Experiment, error) {
-	var e Experiment
-	if err := resultfile.ReadStrict(path, &e); err != nil {
+	e, err := resultfile.ReadExperiment[Experiment](path, Kind)
+	if err != nil {
 		return nil, err
 	}
-	if e.Kind != Kind {
-		return nil, fmt.Errorf("%s: kind %q is not %s", path, e.Kind, Kind)
+	e.DrainTarget, e.P99Target = cmp.Or(e.DrainTarget, 0.8), cmp.Or(e.P99Target, 2)
+	if err := resultfile.CheckForms(path, e.Settings); err != nil {
+		return nil, err
 	}
-	if e.DrainTarget == 0 {
-		e.DrainTarget = 0.8
-	}
-	if e.P99Target == 0 {
-		e.P99Target = 2
-	}
-	for _, quick := range []bool{false, true} {
-		if _, err := e.Settings(quick); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return &e, nil
-}
-
-// Settings are the base, with the quick overrides for quick, defaulted
-// and checked.
-func (e *Experiment) Settings(quick bool) (Settings, error) {
-	s := e.Base
-	if quick && len(e.Quick) > 0 {
-		if err := resultfile.DecodeStrict(e.Quick, &s); err != nil {
-			return s, fmt.Errorf("quick: %w", err)
-		}
-	}
-	s.ensureDefaults()
-	return s, s.validate()
+	return e, nil
 }
 
 // TargetOptions are what a repeat asks of its cluster.

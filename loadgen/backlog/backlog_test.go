@@ -84,9 +84,9 @@ type fakeConsumer struct {
 func (c *fakeConsumer) Close() error { close(c.stop); c.wg.Wait(); return nil }
 
 func TestRunExperimentFake(t *testing.T) {
-	e := &Experiment{Name: "backlog-test", Kind: Kind, DrainTarget: 0.8, P99Target: 2,
-		Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: resultfile.Duration(200 * time.Millisecond),
-			DrainTimeout: resultfile.Duration(30 * time.Second), SteadyRate: 200, WarmReference: true}}
+	e := &Experiment{Spec: resultfile.Spec{Name: "backlog-test", Kind: Kind}, DrainTarget: 0.8, P99Target: 2,
+		Forms: resultfile.Forms[Settings, *Settings]{Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: resultfile.Duration(200 * time.Millisecond),
+			DrainTimeout: resultfile.Duration(30 * time.Second), SteadyRate: 200, WarmReference: true}}}
 	var targets []*fakeTarget
 	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(),
 		NewTarget: func(_ context.Context, to TargetOptions) (Target, error) {
@@ -127,9 +127,9 @@ func TestRunExperimentFake(t *testing.T) {
 // pace gives the backlog's bodies, the target the options ask for reaches
 // NewTarget, and the drain target is marked as not applying.
 func TestRunExperimentPaced(t *testing.T) {
-	e := &Experiment{Name: "backlog-paced", Kind: Kind, DrainTarget: 0.8, P99Target: 2,
-		Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: resultfile.Duration(200 * time.Millisecond),
-			DrainTimeout: resultfile.Duration(30 * time.Second), SteadyRate: 200, PaceMBps: 8, DirectColdReads: true}}
+	e := &Experiment{Spec: resultfile.Spec{Name: "backlog-paced", Kind: Kind}, DrainTarget: 0.8, P99Target: 2,
+		Forms: resultfile.Forms[Settings, *Settings]{Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: resultfile.Duration(200 * time.Millisecond),
+			DrainTimeout: resultfile.Duration(30 * time.Second), SteadyRate: 200, PaceMBps: 8, DirectColdReads: true}}}
 	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(),
 		NewTarget: func(_ context.Context, to TargetOptions) (Target, error) {
 			require.Equal(t, TargetOptions{Flush: "async", DirectColdReads: true}, to)
@@ -144,7 +144,7 @@ func TestRunExperimentPaced(t *testing.T) {
 	require.Contains(t, md, "not applicable (paced)")
 	require.NotContains(t, md, "no consumer that receives the backlog over TCP", "the drain target does not apply to a paced run")
 	require.Contains(t, md, "paced together at 8 MB/s of message bodies, the broker reading what the page cache lacks with O_DIRECT")
-	_, err = (&Experiment{Name: "x", Kind: Kind, Base: Settings{BacklogBytes: 2 << 20, PaceMBps: -1}}).Settings(false)
+	_, err = (&Experiment{Spec: resultfile.Spec{Name: "x", Kind: Kind}, Forms: resultfile.Forms[Settings, *Settings]{Base: Settings{BacklogBytes: 2 << 20, PaceMBps: -1}}}).Settings(false)
 	require.ErrorContains(t, err, "pace_mb_per_sec -1")
 }
 
@@ -163,8 +163,8 @@ func TestShippedExperimentLoads(t *testing.T) {
 
 func TestSettingsErrors(t *testing.T) {
 	s := Settings{Flush: "maybe", BacklogBytes: 10, SteadyRate: -1}
-	s.ensureDefaults()
-	err := s.validate()
+	s.EnsureDefaults()
+	err := s.Validate()
 	require.Error(t, err)
 	for _, want := range []string{`flush "maybe"`, "backlog_bytes 10", "steady_rate -1", "read_size"} {
 		require.True(t, strings.Contains(err.Error(), want), "%q lacks %q", err, want)

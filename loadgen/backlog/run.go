@@ -1,16 +1,17 @@
 package backlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
 )
@@ -94,47 +95,35 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	if opts.Progress == nil {
-		opts.Progress = io.Discard
-	}
-	if opts.Poll == 0 {
-		opts.Poll = 5 * time.Millisecond
-	}
-	res := &Result{Header: resultfile.Header{Experiment: e.Name, Kind: Kind, Description: e.Description, Quick: opts.Quick,
-		Start: time.Now().UTC()}, Settings: s, DrainTarget: e.DrainTarget, P99Target: e.P99Target}
-	for i := 0; i < s.Repeats; i++ {
-		progressf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, drop it from the page cache, drain it beside %g msg/s\n",
-			e.Name, i+1, s.Repeats, s.BacklogBytes>>20, s.SteadyRate)
+	opts.Progress, opts.Poll = cmp.Or(opts.Progress, io.Discard), cmp.Or(opts.Poll, 5*time.Millisecond)
+	res := &Result{Header: e.Header(opts.Quick), Settings: s, DrainTarget: e.DrainTarget, P99Target: e.P99Target}
+	if res.Runs, err = lab.Repeat(s.Repeats, "backlog", func(i int) (Run, error) {
+		lab.Progressf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, drop it from the page cache, drain it beside %g msg/s\n",
+			e.Name, i, s.Repeats, s.BacklogBytes>>20, s.SteadyRate)
 		r, err := runOnce(ctx, s, opts)
-		if err != nil {
-			return nil, fmt.Errorf("backlog: repeat %d: %w", i+1, err)
+		if err == nil {
+			lab.Progressf(opts.Progress, "   drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; loopback TCP %.1f MB/s: ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f\n",
+				r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, r.ReadMBps, r.ReadMethod, r.DrainRatio, r.LoopbackMBps, r.LoopbackRatio,
+				float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.P99Ratio)
 		}
-		progressf(opts.Progress, "   drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; loopback TCP %.1f MB/s: ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f\n",
-			r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, r.ReadMBps, r.ReadMethod, r.DrainRatio, r.LoopbackMBps, r.LoopbackRatio,
-			float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.P99Ratio)
-		res.Runs = append(res.Runs, r)
+		return r, err
+	}); err != nil {
+		return nil, err
 	}
 	if s.WarmReference && !s.Warm {
 		ws := s
 		ws.Warm = true
-		progressf(opts.Progress, "== %s: the warm reference: the same backlog drained from the page cache\n", e.Name)
+		lab.Progressf(opts.Progress, "== %s: the warm reference: the same backlog drained from the page cache\n", e.Name)
 		r, err := runOnce(ctx, ws, opts)
 		if err != nil {
 			return nil, fmt.Errorf("backlog: warm reference: %w", err)
 		}
-		progressf(opts.Progress, "   drained %d MiB warm in %.2fs: %.1f MB/s; send p99 %.2f ms before, %.2f ms during\n",
+		lab.Progressf(opts.Progress, "   drained %d MiB warm in %.2fs: %.1f MB/s; send p99 %.2f ms before, %.2f ms during\n",
 			r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000)
 		res.Warm = &r
 	}
-	sorted := append([]Run(nil), res.Runs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].DrainRatio < sorted[j].DrainRatio })
-	res.Median = sorted[(len(sorted)-1)/2]
-	p99s := make([]float64, len(res.Runs))
-	for i, r := range res.Runs {
-		p99s[i] = r.P99Ratio
-	}
-	sort.Float64s(p99s)
-	res.MedianP99Ratio = p99s[(len(p99s)-1)/2]
+	res.Median = lab.Median(res.Runs, func(r Run) float64 { return r.DrainRatio })
+	res.MedianP99Ratio = lab.Median(res.Runs, func(r Run) float64 { return r.P99Ratio }).P99Ratio
 	res.DrainMet = res.Median.DrainRatio >= res.DrainTarget
 	res.DrainNA = s.PaceMBps > 0
 	res.P99Met = res.MedianP99Ratio > 0 && res.MedianP99Ratio <= res.P99Target
@@ -165,7 +154,7 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 		return r, fmt.Errorf("fill: %w", err)
 	}
 	r.FillSeconds = time.Since(t0).Seconds()
-	progressf(opts.Progress, "   filled %d messages, %d MiB in %.1fs\n", r.BacklogMsgs, r.BacklogBytes>>20, r.FillSeconds)
+	lab.Progressf(opts.Progress, "   filled %d messages, %d MiB in %.1fs\n", r.BacklogMsgs, r.BacklogBytes>>20, r.FillSeconds)
 	if s.Warm {
 		if r.Drop, err = bench.ResidentDir(t.StoreDir()); err != nil {
 			return r, err
@@ -174,7 +163,7 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	} else if r.Drop, err = bench.DropDirCache(t.StoreDir()); err != nil {
 		return r, fmt.Errorf("drop the store from the page cache: %w", err)
 	}
-	progressf(opts.Progress, "   page cache (%s), %d files: %d MiB resident before, %d MiB after\n",
+	lab.Progressf(opts.Progress, "   page cache (%s), %d files: %d MiB resident before, %d MiB after\n",
 		r.Drop.Method, r.Drop.Files, r.Drop.ResidentBefore>>20, r.Drop.ResidentAfter>>20)
 
 	st, err := startSteady(ctx, d, s)
@@ -183,11 +172,11 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	}
 	defer st.stop()
 	// one second's warm-up (connections, routes), then the before window
-	if !sleepCtx(ctx, time.Second) {
+	if lab.Sleep(ctx, time.Second) != nil {
 		return r, ctx.Err()
 	}
 	st.before.SetMeasuring(true)
-	if !sleepCtx(ctx, time.Duration(s.Before)) {
+	if lab.Sleep(ctx, time.Duration(s.Before)) != nil {
 		return r, ctx.Err()
 	}
 	st.before.SetMeasuring(false)
@@ -230,7 +219,7 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	nextReport := t0.Add(5 * time.Second)
 	for received.Load() < r.BacklogMsgs {
 		if now := time.Now(); now.After(nextReport) {
-			progressf(opts.Progress, "   draining: %d of %d messages after %.0fs\n", received.Load(), r.BacklogMsgs, now.Sub(t0).Seconds())
+			lab.Progressf(opts.Progress, "   draining: %d of %d messages after %.0fs\n", received.Load(), r.BacklogMsgs, now.Sub(t0).Seconds())
 			nextReport = now.Add(5 * time.Second)
 		}
 		if time.Now().After(deadline) {
@@ -371,18 +360,3 @@ func residentDir(dir string) (resident, size int64, err error) {
 	d, err := bench.ResidentDir(dir)
 	return d.ResidentBefore, d.Bytes, err
 }
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// progressf writes a progress line. Progress is best effort, as a
-// command's prints to stdout are: the result does not depend on it.
-func progressf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }

@@ -17,16 +17,16 @@
 package catchup
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/samsamq/samsa/bench"
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/internal/resultfile"
 )
 
@@ -35,12 +35,8 @@ const Kind = "replication-catchup"
 
 // Experiment is an experiment file of kind "replication-catchup".
 type Experiment struct {
-	Name        string `json:"name"`
-	Kind        string `json:"kind"`
-	Description string `json:"description"`
-	// Base is what a run does; Quick overrides it for --quick.
-	Base  Settings        `json:"base"`
-	Quick json.RawMessage `json:"quick,omitempty"`
+	resultfile.Spec
+	resultfile.Forms[Settings, *Settings]
 	// Target is what catch-up MB/s ÷ disk MB/s should reach; default 0.8.
 	Target float64 `json:"target,omitempty"`
 }
@@ -83,28 +79,16 @@ func (s *Settings) settle() time.Duration {
 	return time.Duration(*s.Settle)
 }
 
-func (s *Settings) ensureDefaults() {
-	if s.MessageSize == 0 {
-		s.MessageSize = 1024
-	}
-	if s.Repeats == 0 {
-		s.Repeats = 1
-	}
-	if s.DiskBlock == 0 {
-		s.DiskBlock = 32 << 10
-	}
-	if s.DiskFsync == "" {
-		s.DiskFsync = bench.FsyncInterval
-	}
-	if s.DiskDuration == 0 {
-		s.DiskDuration = resultfile.Duration(5 * time.Second)
-	}
-	if s.Timeout == 0 {
-		s.Timeout = resultfile.Duration(10 * time.Minute)
-	}
+// EnsureDefaults fills the zero fields with their defaults.
+func (s *Settings) EnsureDefaults() {
+	s.MessageSize, s.Repeats = cmp.Or(s.MessageSize, 1024), cmp.Or(s.Repeats, 1)
+	s.DiskBlock, s.DiskFsync = cmp.Or(s.DiskBlock, 32<<10), cmp.Or(s.DiskFsync, bench.FsyncInterval)
+	s.DiskDuration = cmp.Or(s.DiskDuration, resultfile.Duration(5*time.Second))
+	s.Timeout = cmp.Or(s.Timeout, resultfile.Duration(10*time.Minute))
 }
 
-func (s *Settings) validate() error {
+// Validate reports every bad field at once.
+func (s *Settings) Validate() error {
 	var errs []error
 	if s.FillBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("fill_bytes %d: want at least 1 MiB", s.FillBytes))
@@ -126,35 +110,15 @@ func (s *Settings) validate() error {
 
 // LoadExperiment reads and checks a catch-up experiment file.
 func LoadExperiment(path string) (*Experiment, error) {
-	var e Experiment
-	if err := resultfile.ReadStrict(path, &e); err != nil {
+	e, err := resultfile.ReadExperiment[Experiment](path, Kind)
+	if err != nil {
 		return nil, err
 	}
-	if e.Kind != Kind {
-		return nil, fmt.Errorf("%s: kind %q is not %s", path, e.Kind, Kind)
+	e.Target = cmp.Or(e.Target, 0.8)
+	if err := resultfile.CheckForms(path, e.Settings); err != nil {
+		return nil, err
 	}
-	if e.Target == 0 {
-		e.Target = 0.8
-	}
-	for _, quick := range []bool{false, true} {
-		if _, err := e.Settings(quick); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return &e, nil
-}
-
-// Settings are the base, with the quick overrides for quick, defaulted
-// and checked.
-func (e *Experiment) Settings(quick bool) (Settings, error) {
-	s := e.Base
-	if quick && len(e.Quick) > 0 {
-		if err := resultfile.DecodeStrict(e.Quick, &s); err != nil {
-			return s, fmt.Errorf("quick: %w", err)
-		}
-	}
-	s.ensureDefaults()
-	return s, s.validate()
+	return e, nil
 }
 
 // Target is the cluster a run fills and a slave joins.
@@ -220,27 +184,20 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	if opts.Progress == nil {
-		opts.Progress = io.Discard
-	}
-	if opts.Poll == 0 {
-		opts.Poll = 2 * time.Millisecond
-	}
-	res := &Result{Header: resultfile.Header{Experiment: e.Name, Kind: Kind, Description: e.Description, Quick: opts.Quick,
-		Start: time.Now().UTC()}, Settings: s, Target: e.Target}
-	for i := 0; i < s.Repeats; i++ {
-		progressf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, then an empty slave\n", e.Name, i+1, s.Repeats, s.FillBytes>>20)
+	opts.Progress, opts.Poll = cmp.Or(opts.Progress, io.Discard), cmp.Or(opts.Poll, 2*time.Millisecond)
+	res := &Result{Header: e.Header(opts.Quick), Settings: s, Target: e.Target}
+	if res.Runs, err = lab.Repeat(s.Repeats, "catchup", func(i int) (Run, error) {
+		lab.Progressf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, then an empty slave\n", e.Name, i, s.Repeats, s.FillBytes>>20)
 		r, err := runOnce(ctx, s, opts)
-		if err != nil {
-			return nil, fmt.Errorf("catchup: repeat %d: %w", i+1, err)
+		if err == nil {
+			lab.Progressf(opts.Progress, "   filled %d MiB in %.1fs; caught up in %.2fs: %.1f MB/s; disk %.1f MB/s; ratio %.2f\n",
+				r.FillBytes>>20, r.FillSeconds, r.CatchUpSeconds, r.CatchUpMBps, r.DiskMBps, r.Ratio)
 		}
-		progressf(opts.Progress, "   filled %d MiB in %.1fs; caught up in %.2fs: %.1f MB/s; disk %.1f MB/s; ratio %.2f\n",
-			r.FillBytes>>20, r.FillSeconds, r.CatchUpSeconds, r.CatchUpMBps, r.DiskMBps, r.Ratio)
-		res.Runs = append(res.Runs, r)
+		return r, err
+	}); err != nil {
+		return nil, err
 	}
-	sorted := append([]Run(nil), res.Runs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Ratio < sorted[j].Ratio })
-	res.Median = sorted[(len(sorted)-1)/2]
+	res.Median = lab.Median(res.Runs, func(r Run) float64 { return r.Ratio })
 	res.Met = res.Median.Ratio >= res.Target
 	return res, nil
 }
@@ -262,7 +219,7 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 		return r, fmt.Errorf("fill: %w", err)
 	}
 	r.FillBytes, r.FillSeconds = handed, time.Since(t0).Seconds()
-	if err := sleepCtx(ctx, s.settle()); err != nil {
+	if err := lab.Sleep(ctx, s.settle()); err != nil {
 		return r, err
 	}
 	t0 = time.Now()
@@ -290,7 +247,7 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	if err := t.Close(); err != nil {
 		return r, err
 	}
-	if err := sleepCtx(ctx, s.settle()); err != nil {
+	if err := lab.Sleep(ctx, s.settle()); err != nil {
 		return r, err
 	}
 	d, err := bench.RunDisk(ctx, bench.DiskOptions{Dir: opts.DiskDir, Block: s.DiskBlock, Fsync: s.DiskFsync,
@@ -303,20 +260,6 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 		r.Ratio = r.CatchUpMBps / r.DiskMBps
 	}
 	return r, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // WriteResult writes res as results/<experiment>/<host>-<UTC time>.json
@@ -342,7 +285,3 @@ func (r *Result) Markdown() string {
 		r.Target, r.Median.Ratio, r.Median.CatchUpMBps, r.Median.DiskMBps, met)
 	return b.String()
 }
-
-// progressf writes a progress line. Progress is best effort, as a
-// command's prints to stdout are: the result does not depend on it.
-func progressf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }

@@ -32,7 +32,7 @@ func TestShippedExperimentParses(t *testing.T) {
 func TestExperimentRejects(t *testing.T) {
 	base := `{"name": "c", "kind": "replication-catchup", "base": {"fill_bytes": 1048576}, "quick": {"repeats": 1}}`
 	for _, tc := range []struct{ from, to, want string }{
-		{`"kind": "replication-catchup"`, `"kind": "e2e"`, "is not replication-catchup"},
+		{`"kind": "replication-catchup"`, `"kind": "e2e"`, `is not "replication-catchup"`},
 		{`"fill_bytes": 1048576`, `"fill_bytes": 1000`, "at least 1 MiB"},
 		{`"fill_bytes": 1048576`, `"fill_bytes": 1048576, "disk_fsync": "sometimes"`, "disk_fsync"},
 		{`"fill_bytes": 1048576`, `"fill_bytes": 1048576, "settle": "-1s"`, "settle"},
@@ -69,8 +69,8 @@ func (s *fakeSlave) Offset() int64               { return s.off.Add(s.t.handed/4
 func (s *fakeSlave) Describe() string            { return "fake slave" }
 
 func TestRunExperimentWithAFake(t *testing.T) {
-	e := &Experiment{Name: "c", Kind: Kind, Target: 0.8,
-		Base: Settings{FillBytes: 1 << 20, DiskBlock: 4096, DiskDuration: resultfile.Duration(50e6), Settle: new(resultfile.Duration(0))}}
+	e := &Experiment{Spec: resultfile.Spec{Name: "c", Kind: Kind}, Target: 0.8,
+		Forms: resultfile.Forms[Settings, *Settings]{Base: Settings{FillBytes: 1 << 20, DiskBlock: 4096, DiskDuration: resultfile.Duration(50e6), Settle: new(resultfile.Duration(0))}}}
 	var targets []*fakeTarget
 	var progress bytes.Buffer
 	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(), Progress: &progress,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/samsamq/samsa/controller/ctlclient"
 	"github.com/samsamq/samsa/internal/freeport"
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
@@ -202,7 +203,7 @@ func (c *cluster) awaitLeader(ctx context.Context, cli *ctlclient.Client, timeou
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("no controller replica is the Raft leader after %v\n%s", timeout, c.tails(c.ctls[:], 10))
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := lab.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
@@ -270,18 +271,6 @@ func (c *cluster) tails(ns []*node, lines int) string {
 		out = append(out, c.tail(n, lines))
 	}
 	return strings.Join(out, "\n")
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 var errNoMaster = errors.New("no broker is a writable master")

@@ -1,10 +1,8 @@
 package chaos
 
 import (
-	"bytes"
-	"encoding/json"
+	"cmp"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/samsamq/samsa/internal/resultfile"
@@ -17,11 +15,9 @@ const Kind = "chaos"
 // Experiment is a chaos experiment file: one run's settings, and the
 // overrides of its quick form.
 type Experiment struct {
-	Name        string   `json:"name"`
-	Kind        string   `json:"kind"`
-	Description string   `json:"description"`
-	Base        Settings `json:"base"`
-	Quick       Settings `json:"quick"`
+	resultfile.Spec
+	Base  Settings `json:"base"`
+	Quick Settings `json:"quick"`
 }
 
 // Settings are the Options an experiment file sets; zero fields keep the
@@ -41,18 +37,9 @@ type Settings struct {
 // LoadExperiment reads and checks a chaos experiment file (unknown
 // fields, another kind and options that do not validate are errors).
 func LoadExperiment(path string) (*Experiment, error) {
-	b, err := os.ReadFile(path)
+	e, err := resultfile.ReadExperiment[Experiment](path, Kind)
 	if err != nil {
 		return nil, err
-	}
-	var e Experiment
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if e.Kind != Kind {
-		return nil, fmt.Errorf("%s: kind %q is not %q", path, e.Kind, Kind)
 	}
 	for _, quick := range []bool{false, true} {
 		o := e.Options("samsa", "", 0, quick)
@@ -61,7 +48,7 @@ func LoadExperiment(path string) (*Experiment, error) {
 			return nil, fmt.Errorf("%s (quick %v): %w", path, quick, err)
 		}
 	}
-	return &e, nil
+	return e, nil
 }
 
 // Options are the run's options: Base, with quick Quick's non-zero
@@ -70,25 +57,17 @@ func (e *Experiment) Options(binary, dir string, seed uint64, quick bool) Option
 	s := e.Base
 	if quick {
 		q := e.Quick
-		s.Cycles = or(q.Cycles, s.Cycles)
+		s.Cycles = cmp.Or(q.Cycles, s.Cycles)
 		if len(q.Faults) > 0 {
 			s.Faults = q.Faults
 		}
-		s.ElectionTimeout = or(q.ElectionTimeout, s.ElectionTimeout)
-		s.SlaveNotCatchup = or(q.SlaveNotCatchup, s.SlaveNotCatchup)
-		s.Producers, s.Queues, s.BodySize = or(q.Producers, s.Producers), or(q.Queues, s.Queues), or(q.BodySize, s.BodySize)
-		s.MinUp, s.MaxUp = or(q.MinUp, s.MinUp), or(q.MaxUp, s.MaxUp)
+		s.ElectionTimeout = cmp.Or(q.ElectionTimeout, s.ElectionTimeout)
+		s.SlaveNotCatchup = cmp.Or(q.SlaveNotCatchup, s.SlaveNotCatchup)
+		s.Producers, s.Queues, s.BodySize = cmp.Or(q.Producers, s.Producers), cmp.Or(q.Queues, s.Queues), cmp.Or(q.BodySize, s.BodySize)
+		s.MinUp, s.MaxUp = cmp.Or(q.MinUp, s.MinUp), cmp.Or(q.MaxUp, s.MaxUp)
 	}
 	return Options{Binary: binary, Dir: dir, Seed: seed, Cycles: s.Cycles, Faults: s.Faults,
 		ElectionTimeout: time.Duration(s.ElectionTimeout), SlaveNotCatchup: time.Duration(s.SlaveNotCatchup),
 		Producers: s.Producers, Queues: s.Queues, BodySize: s.BodySize,
 		MinUp: time.Duration(s.MinUp), MaxUp: time.Duration(s.MaxUp)}
-}
-
-func or[T comparable](a, b T) T {
-	var zero T
-	if a != zero {
-		return a
-	}
-	return b
 }

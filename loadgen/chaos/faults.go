@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/samsamq/samsa/internal/lab"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // CycleResult is one fault and what it cost.
@@ -57,12 +60,9 @@ type CycleResult struct {
 // master is restarted once another broker took writes.
 func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, error) {
 	o, c := r.o, r.c
-	up := o.MinUp
-	if span := o.MaxUp - o.MinUp; span > 0 {
-		up += time.Duration(r.rng.Int64N(int64(span) + 1))
-	}
+	up := killloop.UpTime(r.rng, o.MinUp, o.MaxUp)
 	cy := CycleResult{Cycle: n, Fault: fault, UpMs: float64(up) / 1e6}
-	if err := sleep(ctx, up); err != nil {
+	if err := lab.Sleep(ctx, up); err != nil {
 		return cy, err
 	}
 	m, err := r.awaitSettled(ctx, o.RecoveryTimeout)
@@ -123,7 +123,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 		deadline := time.Now().Add(o.RecoveryTimeout)
 		for at, err = -1, nil; at < 0 && err == nil && time.Now().Before(deadline); {
 			if at, err = damageSealed(filepath.Join(c.dir, c.brokers[s].name), r.rng); at < 0 && err == nil {
-				err = sleep(ctx, 200*time.Millisecond) // no sealed segment yet: the load fills one
+				err = lab.Sleep(ctx, 200*time.Millisecond) // no sealed segment yet: the load fills one
 			}
 		}
 		if err == nil && at < 0 {
@@ -155,7 +155,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 		// first, the others a seeded moment later: it must not be
 		// elected for being back first.
 		if err == nil {
-			err = sleep(ctx, time.Until(t.Add(hold)))
+			err = lab.Sleep(ctx, time.Until(t.Add(hold)))
 		}
 		if err == nil {
 			err = c.startEach([]*node{c.brokers[s]})
@@ -163,7 +163,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 		// Its RTO runs from there: the group's downtime is the harness's.
 		t = time.Now()
 		if err == nil {
-			err = sleep(ctx, time.Duration(r.rng.Int64N(int64(o.ElectionTimeout/2)+1)))
+			err = lab.Sleep(ctx, time.Duration(r.rng.Int64N(int64(o.ElectionTimeout/2)+1)))
 		}
 		for i, b := range c.brokers {
 			if i != s && err == nil {
@@ -183,7 +183,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 	cy.RecoveryMs = float64(rto) / 1e6
 	switch fault {
 	case PauseMaster, PartitionMaster:
-		if err := sleep(ctx, time.Until(t.Add(hold))); err != nil {
+		if err := lab.Sleep(ctx, time.Until(t.Add(hold))); err != nil {
 			return cy, err
 		}
 		if fault == PauseMaster {
@@ -206,7 +206,7 @@ func (r *runner) cycle(ctx context.Context, n int, fault string) (CycleResult, e
 				return cy, err
 			}
 		}
-		if err := sleep(ctx, time.Until(t.Add(hold))); err != nil {
+		if err := lab.Sleep(ctx, time.Until(t.Add(hold))); err != nil {
 			return cy, err
 		}
 	}

@@ -23,14 +23,11 @@ func TestLabResult(t *testing.T) {
 	if filepath.Dir(p) != filepath.Join(dir, "chaos") || !strings.HasPrefix(filepath.Base(p), "box-") {
 		t.Fatalf("result file %s: want chaos/box-<start>.json", p)
 	}
-	back, err := Lab{}.Read(p)
+	back, err := LabKind().Read(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec, err := back.Section(p, lab.SectionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sec := lab.Section(back.Markdown(), back.Head(), p, "")
 	if !strings.Contains(sec, "Seed 3; cycles=1.") || !strings.Contains(sec, "\nMachine: box: Linux") || !strings.Contains(sec, "Result file: `"+p+"`.") {
 		t.Fatalf("section:\n%s", sec)
 	}

@@ -1,17 +1,13 @@
 package chaos
 
 import (
-	"context"
 	"net/netip"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/loadgen/killloop"
-	"github.com/samsamq/samsa/protocol"
 )
 
 // load is the producers of a run (a killloop.Load) and the role sampler.
@@ -84,76 +80,6 @@ func startLoad(o *Options, namesrv string, brokers []string, l *killloop.Ledger)
 	return ld, nil
 }
 
-// sample is the role sampler: each broker's controller_role and
-// controller_master_epoch every 100 ms until stop. A broker that does not
-// answer (down, paused) is not sampled.
-func (ld *load) sample(stop <-chan struct{}, a *client.Admin, brokers []string) {
-	for {
-		for _, b := range brokers {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			st, err := a.BrokerStats(ctx, b, "ha")
-			cancel()
-			if err != nil {
-				continue
-			}
-			if s, ok := roleOf(b, st, time.Now()); ok {
-				ld.mu.Lock()
-				ld.mu.samples = append(ld.mu.samples, s)
-				ld.mu.Unlock()
-			}
-		}
-		if sleepUntil(stop, 100*time.Millisecond) {
-			return
-		}
-	}
-}
-
-// sleepUntil waits d, or less if stop closes first; it reports whether
-// stop did.
-func sleepUntil(stop <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-stop:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// brokerRole is a broker's controller-mode state from its `stats ha`.
-type brokerRole struct {
-	master, writable bool
-	epoch            int64
-	syncSet          int // members of the sync-state set it reports
-}
-
-func roleStateOf(st []protocol.Stat) (brokerRole, bool) {
-	var r brokerRole
-	found := false
-	for _, s := range st {
-		switch s.Name {
-		case "controller_role":
-			r.master, found = s.Value == "master", true
-		case "controller_master_epoch":
-			r.epoch, _ = strconv.ParseInt(s.Value, 10, 64)
-		case "controller_writable":
-			r.writable = s.Value == "1"
-		case "controller_sync_set":
-			v, _ := strconv.Unquote(s.Value)
-			if v != "" {
-				r.syncSet = len(strings.Split(v, ","))
-			}
-		}
-	}
-	return r, found
-}
-
-func roleOf(broker string, st []protocol.Stat, at time.Time) (RoleSample, bool) {
-	r, ok := roleStateOf(st)
-	return RoleSample{Broker: broker, Master: r.master, Epoch: r.epoch, At: at}, ok
-}
-
 // acksCopy is a copy of the acknowledgements (in time order).
 func (ld *load) acksCopy() []Ack { return ld.acksSince(0) }
 
@@ -181,10 +107,4 @@ func (ld *load) acksSince(mark int) []Ack {
 	ld.mu.Unlock()
 	slices.SortStableFunc(out, func(a, b Ack) int { return a.At.Compare(b.At) })
 	return out
-}
-
-func (ld *load) samplesCopy() []RoleSample {
-	ld.mu.Lock()
-	defer ld.mu.Unlock()
-	return slices.Clone(ld.mu.samples)
 }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -112,51 +113,19 @@ type Options struct {
 
 // EnsureDefaults fills the zero fields.
 func (o *Options) EnsureDefaults() {
-	if o.Cycles == 0 {
-		o.Cycles = 6
-	}
+	o.Cycles = cmp.Or(o.Cycles, 6)
 	if len(o.Faults) == 0 {
 		o.Faults = slices.Clone(AllFaults)
 	}
-	if o.ElectionTimeout == 0 {
-		o.ElectionTimeout = 3 * time.Second
-	}
-	if o.HeartbeatInterval == 0 {
-		o.HeartbeatInterval = min(o.ElectionTimeout/3, time.Second)
-	}
-	if o.SlaveNotCatchup == 0 {
-		o.SlaveNotCatchup = 15 * time.Second
-	}
-	if o.SendTimeout == 0 {
-		o.SendTimeout = 3 * time.Second
-	}
-	if o.Producers == 0 {
-		o.Producers = 4
-	}
-	if o.Queues == 0 {
-		o.Queues = 4
-	}
-	if o.BodySize == 0 {
-		o.BodySize = 256
-	}
-	if o.MinUp == 0 {
-		o.MinUp = time.Second
-	}
-	if o.MaxUp == 0 {
-		o.MaxUp = max(3*time.Second, o.MinUp)
-	}
-	if o.StartTimeout == 0 {
-		o.StartTimeout = 60 * time.Second
-	}
-	if o.RecoveryTimeout == 0 {
-		o.RecoveryTimeout = 60 * time.Second
-	}
-	if o.ReadTimeout == 0 {
-		o.ReadTimeout = 120 * time.Second
-	}
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
+	o.ElectionTimeout = cmp.Or(o.ElectionTimeout, 3*time.Second)
+	o.HeartbeatInterval = cmp.Or(o.HeartbeatInterval, min(o.ElectionTimeout/3, time.Second))
+	o.SlaveNotCatchup, o.SendTimeout = cmp.Or(o.SlaveNotCatchup, 15*time.Second), cmp.Or(o.SendTimeout, 3*time.Second)
+	o.Producers, o.Queues, o.BodySize = cmp.Or(o.Producers, 4), cmp.Or(o.Queues, 4), cmp.Or(o.BodySize, 256)
+	o.MinUp = cmp.Or(o.MinUp, time.Second)
+	o.MaxUp = cmp.Or(o.MaxUp, max(3*time.Second, o.MinUp))
+	o.StartTimeout, o.RecoveryTimeout = cmp.Or(o.StartTimeout, 60*time.Second), cmp.Or(o.RecoveryTimeout, 60*time.Second)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, 120*time.Second)
+	o.Progress = cmp.Or(o.Progress, io.Discard)
 }
 
 // Validate reports every bad field at once.

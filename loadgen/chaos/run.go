@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/controller/ctlclient"
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen/killloop"
 )
@@ -26,16 +26,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	if o.Seed == 0 {
-		o.Seed = uint64(time.Now().UnixNano())
-	}
+	o.Seed = killloop.Seed(o.Seed)
 	began := time.Now()
 	c, err := newCluster(&o)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	progressf(o.Progress, "chaos: seed %d, dir %s\n", o.Seed, c.dir)
-	r := &runner{o: &o, c: c, l: killloop.NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
+	lab.Progressf(o.Progress, "chaos: seed %d, dir %s\n", o.Seed, c.dir)
+	r := &runner{o: &o, c: c, l: killloop.NewLedger(), rng: killloop.NewRand(o.Seed)}
 	r.self = startSelfWatch()
 	res, err := r.run(ctx)
 	r.self.close()
@@ -134,11 +132,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		if cy.TailCutBytes > 0 {
 			cut = fmt.Sprintf(" (%d bytes of its tail)", cy.TailCutBytes)
 		}
-		progressf(o.Progress, "  cycle %d: %s %s%s: recovered in %.0f ms, longest send gap %.0f ms from +%.0f ms, settled in %.0f ms, %d not acknowledged, %d failed (harness: late %.0f ms, GC CPU %.0f ms)\n",
+		lab.Progressf(o.Progress, "  cycle %d: %s %s%s: recovered in %.0f ms, longest send gap %.0f ms from +%.0f ms, settled in %.0f ms, %d not acknowledged, %d failed (harness: late %.0f ms, GC CPU %.0f ms)\n",
 			cy.Cycle, cy.Fault, cy.Target, cut, cy.RecoveryMs, cy.GapMs, cy.GapAtMs, cy.SettleMs, cy.NotAcked, cy.SendErrors, cy.HarnessLateMs, cy.HarnessGCMs)
 	}
 	// The last state runs a while too, then the load stops.
-	if err := sleep(ctx, o.MinUp); err != nil {
+	if err := lab.Sleep(ctx, o.MinUp); err != nil {
 		return nil, err
 	}
 	if err := r.ld.Stop(loadStopTimeout); err != nil {
@@ -152,7 +150,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("read-back: %w\n%s", err, c.tails(c.brokers[:], 15))
 	}
 	res.judge(r.l, n, short, r.ld.acksCopy(), r.ld.samplesCopy())
-	progressf(o.Progress, "%s\n", res.Summary())
+	lab.Progressf(o.Progress, "%s\n", res.Summary())
 	return res, nil
 }
 
@@ -196,7 +194,7 @@ func (r *runner) awaitMaster(ctx context.Context, timeout time.Duration) (int, e
 		if time.Now().After(deadline) {
 			return -1, fmt.Errorf("%w after %v\n%s", errNoMaster, timeout, r.c.tails(r.c.brokers[:], 10))
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := lab.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return -1, err
 		}
 	}
@@ -217,7 +215,7 @@ func (r *runner) awaitSettled(ctx context.Context, timeout time.Duration) (int, 
 			return -1, fmt.Errorf("the cluster did not settle (a writable master with all %d replicas in sync) within %v: %+v\n%s",
 				replicas, timeout, last, r.c.tails(r.c.brokers[:], 10))
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := lab.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return -1, err
 		}
 	}
@@ -263,12 +261,8 @@ func (r *runner) awaitAck(ctx context.Context, mark int, t time.Time, gone strin
 			}
 			return 0, fmt.Errorf("no send acknowledged by %s within %v of the fault\n%s", what, timeout, r.c.tails(r.c.brokers[:], 15))
 		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+		if err := lab.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return 0, err
 		}
 	}
 }
-
-// progressf writes a progress line. Progress is best effort, as a
-// command's prints to stdout are: the result does not depend on it.
-func progressf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }

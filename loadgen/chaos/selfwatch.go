@@ -4,6 +4,8 @@ import (
 	"runtime/metrics"
 	"sync"
 	"time"
+
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // selfWatch measures the harness itself, so that a send gap can be told
@@ -16,9 +18,8 @@ import (
 //   - GC CPU: runtime/metrics' GC CPU time (mark workers and mark assists,
 //     which stall the allocating producers) spent in a window.
 type selfWatch struct {
-	stop chan struct{}
-	done chan struct{}
-	mu   struct {
+	p  *killloop.Poller
+	mu struct {
 		sync.Mutex
 		lates []late // lateness above lateFloor, in time order
 	}
@@ -35,37 +36,22 @@ const (
 )
 
 func startSelfWatch() *selfWatch {
-	w := &selfWatch{stop: make(chan struct{}), done: make(chan struct{})}
-	go w.run()
+	w := &selfWatch{}
+	prev := time.Now() // the poller's goroutine owns it
+	w.p = killloop.StartPoller(selfTick, func(now time.Time) {
+		// The ticker drops ticks it could not deliver: the time since
+		// the last one received, less one period, is how late it is.
+		if d := now.Sub(prev) - selfTick; d >= lateFloor {
+			w.mu.Lock()
+			w.mu.lates = append(w.mu.lates, late{at: prev, d: d})
+			w.mu.Unlock()
+		}
+		prev = now
+	})
 	return w
 }
 
-func (w *selfWatch) run() {
-	defer close(w.done)
-	t := time.NewTicker(selfTick)
-	defer t.Stop()
-	prev := time.Now()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case now := <-t.C:
-			// The ticker drops ticks it could not deliver: the time since
-			// the last one received, less one period, is how late it is.
-			if d := now.Sub(prev) - selfTick; d >= lateFloor {
-				w.mu.Lock()
-				w.mu.lates = append(w.mu.lates, late{at: prev, d: d})
-				w.mu.Unlock()
-			}
-			prev = now
-		}
-	}
-}
-
-func (w *selfWatch) close() {
-	close(w.stop)
-	<-w.done
-}
+func (w *selfWatch) close() { w.p.Stop() }
 
 // maxLate is the longest lateness that began in [from, to].
 func (w *selfWatch) maxLate(from, to time.Time) time.Duration {

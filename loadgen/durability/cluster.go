@@ -46,19 +46,23 @@ func (c *cluster) brokerAddr() string { return killloop.Addr(c.brokerPort) }
 
 func (c *cluster) slaveAddr() string { return killloop.Addr(c.slavePort) }
 
-// start starts a process of the run, its output in <dir>/<name>.log.
-func (c *cluster) start(name string, args []string) (*killloop.Proc, error) {
-	return killloop.StartProc(name, c.opts.Binary, filepath.Join(c.dir, name+".log"), args)
+// start starts a process of the run into *p, its output in
+// <dir>/<name>.log; it does not wait for it.
+func (c *cluster) start(p **killloop.Proc, name string, args []string) error {
+	np, err := killloop.StartProc(name, c.opts.Binary, filepath.Join(c.dir, name+".log"), args)
+	if err != nil {
+		return err
+	}
+	*p = np
+	return nil
 }
 
 // startNamesrv starts the name server and waits until it listens.
 func (c *cluster) startNamesrv() error {
-	p, err := c.start("namesrv", []string{"namesrv", "-listen", c.namesrvAddr, "-log-level", "warn"})
-	if err != nil {
+	if err := c.start(&c.namesrv, "namesrv", []string{"namesrv", "-listen", c.namesrvAddr, "-log-level", "warn"}); err != nil {
 		return err
 	}
-	c.namesrv = p
-	return p.WaitListening(c.namesrvAddr, c.opts.StartTimeout)
+	return c.namesrv.WaitListening(c.namesrvAddr, c.opts.StartTimeout)
 }
 
 // brokerArgs is the broker's command line for the run's configuration:
@@ -110,24 +114,15 @@ func (c *cluster) propArgs() []string {
 
 // startBroker starts a broker incarnation; it does not wait for it.
 func (c *cluster) startBroker() error {
-	p, err := c.start("broker", c.brokerArgs())
-	if err != nil {
-		return err
+	err := c.start(&c.broker, "broker", c.brokerArgs())
+	if err == nil {
+		c.starts++
 	}
-	c.broker = p
-	c.starts++
-	return nil
+	return err
 }
 
 // startSlave starts the slave; it does not wait for it.
-func (c *cluster) startSlave() error {
-	p, err := c.start("slave", c.slaveArgs())
-	if err != nil {
-		return err
-	}
-	c.slave = p
-	return nil
-}
+func (c *cluster) startSlave() error { return c.start(&c.slave, "slave", c.slaveArgs()) }
 
 // close kills whatever still runs.
 func (c *cluster) close() {

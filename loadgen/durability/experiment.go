@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -27,9 +26,7 @@ func IsKind(kind string) bool { return kind == Kind || kind == ReplicationKind }
 // cells, backends × flush policies plus any listed one by one (a
 // replication experiment lists its cells, each with a Role).
 type Experiment struct {
-	Name        string `json:"name"`
-	Kind        string `json:"kind"`
-	Description string `json:"description"`
+	resultfile.Spec
 	// Base is every cell's settings; Quick overrides them for --quick.
 	Base  Settings        `json:"base"`
 	Quick json.RawMessage `json:"quick,omitempty"`
@@ -80,16 +77,9 @@ type CellSpec struct {
 
 // LoadExperiment reads and checks a durability experiment file.
 func LoadExperiment(path string) (*Experiment, error) {
-	b, err := os.ReadFile(path)
+	e, err := resultfile.ReadExperiment[Experiment](path, Kind, ReplicationKind)
 	if err != nil {
 		return nil, err
-	}
-	var e Experiment
-	if err := resultfile.DecodeStrict(b, &e); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if !IsKind(e.Kind) {
-		return nil, fmt.Errorf("%s: kind %q is not %q or %q", path, e.Kind, Kind, ReplicationKind)
 	}
 	if _, err := e.Expand(false); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -97,7 +87,7 @@ func LoadExperiment(path string) (*Experiment, error) {
 	if _, err := e.Expand(true); err != nil {
 		return nil, fmt.Errorf("%s: quick: %w", path, err)
 	}
-	return &e, nil
+	return e, nil
 }
 
 // Cell is a CellSpec with the settings it runs with.

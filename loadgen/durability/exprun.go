@@ -1,13 +1,14 @@
 package durability
 
 import (
+	"cmp"
 	"context"
-	"fmt"
 	"io"
-	"strings"
 	"time"
 
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/internal/resultfile"
+	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
 // ExperimentResult is what a durability experiment writes under results/.
@@ -71,32 +72,23 @@ func RunExperiment(ctx context.Context, e *Experiment, ro RunOptions) (*Experime
 	if err != nil {
 		return nil, err
 	}
-	if ro.Progress == nil {
-		ro.Progress = io.Discard
-	}
-	seed := ro.Seed
-	if seed == 0 {
-		seed = e.Seed
-	}
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	res := &ExperimentResult{Header: resultfile.Header{Experiment: e.Name, Kind: e.Kind, Description: e.Description, Quick: ro.Quick,
-		Start: time.Now().UTC()}, Seed: seed}
-	progressf(ro.Progress, "== %s: %d cells, seed %d (cell i uses seed+i)\n", e.Name, len(cells), seed)
+	ro.Progress = cmp.Or(ro.Progress, io.Discard)
+	seed := killloop.Seed(cmp.Or(ro.Seed, e.Seed))
+	res := &ExperimentResult{Header: e.Header(ro.Quick), Seed: seed}
+	lab.Progressf(ro.Progress, "== %s: %d cells, seed %d (cell i uses seed+i)\n", e.Name, len(cells), seed)
 	for i, c := range cells {
 		o := c.Options(ro.Binary, ro.Dir, seed+uint64(i))
-		o.Progress = prefixWriter{ro.Progress, "   "}
+		o.Progress = lab.Indent(ro.Progress, "   ")
 		cr := CellResult{CellSpec: c.CellSpec, Settings: c.Settings,
 			Durability: o.Durability().String(), DurabilityNote: o.DurabilityNote()}
-		progressf(ro.Progress, "== %s: cell %d/%d: %s (durability %s)\n", e.Name, i+1, len(cells), c.Label, cr.Durability)
+		lab.Progressf(ro.Progress, "== %s: cell %d/%d: %s (durability %s)\n", e.Name, i+1, len(cells), c.Label, cr.Durability)
 		r, err := Run(ctx, o)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			cr.Failed = err.Error()
-			progressf(ro.Progress, "   failed: %v\n", err)
+			lab.Progressf(ro.Progress, "   failed: %v\n", err)
 		}
 		cr.Result = r
 		res.Cells = append(res.Cells, cr)
@@ -126,19 +118,3 @@ func WriteResult(dir string, res *ExperimentResult) (string, error) {
 func ReadResult(path string) (*ExperimentResult, error) {
 	return resultfile.Read[ExperimentResult](path)
 }
-
-// prefixWriter indents a cell's progress lines under its header.
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-}
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	s := strings.TrimRight(string(b), "\n")
-	_, err := io.WriteString(p.w, p.prefix+strings.ReplaceAll(s, "\n", "\n"+p.prefix)+"\n")
-	return len(b), err
-}
-
-// progressf writes a progress line. Progress is best effort, as a
-// command's prints to stdout are: the result does not depend on it.
-func progressf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }

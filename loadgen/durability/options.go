@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -85,48 +86,14 @@ type Options struct {
 
 // EnsureDefaults fills zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
-	if o.Backend == "" {
-		o.Backend = "pwrite"
-	}
-	if o.Flush == "" {
-		o.Flush = "async"
-	}
-	if o.SegmentSize == 0 {
-		o.SegmentSize = 16 << 20
-	}
-	if o.Producers == 0 {
-		o.Producers = 8
-	}
-	if o.Queues == 0 {
-		o.Queues = 8
-	}
-	if o.BodySize == 0 {
-		o.BodySize = 1024
-	}
-	if o.Kills == 0 {
-		o.Kills = 5
-	}
-	if o.MinUp == 0 {
-		o.MinUp = 300 * time.Millisecond
-	}
-	if o.MaxUp == 0 {
-		o.MaxUp = 2 * time.Second
-	}
-	if o.StartTimeout == 0 {
-		o.StartTimeout = 30 * time.Second
-	}
-	if o.RecoveryTimeout == 0 {
-		o.RecoveryTimeout = 60 * time.Second
-	}
-	if o.StopTimeout == 0 {
-		o.StopTimeout = 20 * time.Second
-	}
-	if o.ReadTimeout == 0 {
-		o.ReadTimeout = 120 * time.Second
-	}
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
+	o.Backend, o.Flush = cmp.Or(o.Backend, "pwrite"), cmp.Or(o.Flush, "async")
+	o.SegmentSize = cmp.Or(o.SegmentSize, 16<<20)
+	o.Producers, o.Queues, o.BodySize = cmp.Or(o.Producers, 8), cmp.Or(o.Queues, 8), cmp.Or(o.BodySize, 1024)
+	o.Kills = cmp.Or(o.Kills, 5)
+	o.MinUp, o.MaxUp = cmp.Or(o.MinUp, 300*time.Millisecond), cmp.Or(o.MaxUp, 2*time.Second)
+	o.StartTimeout, o.RecoveryTimeout = cmp.Or(o.StartTimeout, 30*time.Second), cmp.Or(o.RecoveryTimeout, 60*time.Second)
+	o.StopTimeout, o.ReadTimeout = cmp.Or(o.StopTimeout, 20*time.Second), cmp.Or(o.ReadTimeout, 120*time.Second)
+	o.Progress = cmp.Or(o.Progress, io.Discard)
 }
 
 // maxKills bounds Kills: a loop with a count, not a soak without end.

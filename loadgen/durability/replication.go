@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
@@ -101,7 +102,7 @@ func (r *runner) runReplication(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	rep.summarize()
-	progressf(o.Progress, "replication: %s %s/%s: %d kills, %d acked (SEND_OK), %d stored not replicated; missing on the slave %d in %d kills (%d beyond the lag), %d duplicates; max lag before a kill %d B / %d ms; after catch-up %d missing; recovery p50 %.0f ms, max %.0f ms\n",
+	lab.Progressf(o.Progress, "replication: %s %s/%s: %d kills, %d acked (SEND_OK), %d stored not replicated; missing on the slave %d in %d kills (%d beyond the lag), %d duplicates; max lag before a kill %d B / %d ms; after catch-up %d missing; recovery p50 %.0f ms, max %.0f ms\n",
 		o.Role, o.Backend, o.Flush, rep.Kills, res.Acked, res.StoredNotAcked, rep.Missing, rep.KillsWithMissing, rep.BeyondLag,
 		rep.Duplicates, rep.MaxLagBytes, rep.MaxLagMs, rep.FinalMissing, res.RecoveryMs.P50, res.RecoveryMs.Max)
 	return res, nil
@@ -178,10 +179,7 @@ func (r *runner) awaitSlaveListed(ctx context.Context, admin *client.Admin, firs
 // lag, kills it, and checks the slave's copy.
 func (r *runner) killAndCheck(ctx context.Context, i int, admin *client.Admin, check *client.PullConsumer, lp *lagPoller) (KillCheck, error) {
 	o, c := r.o, r.c
-	up := o.MinUp
-	if span := o.MaxUp - o.MinUp; span > 0 {
-		up += time.Duration(r.rng.Int64N(int64(span) + 1))
-	}
+	up := killloop.UpTime(r.rng, o.MinUp, o.MaxUp)
 	k := KillCheck{Kill: i + 1, Epoch: i + 1, UpMs: float64(up) / 1e6}
 	if err := r.sleep(ctx, up); err != nil {
 		return k, err
@@ -226,7 +224,7 @@ func (r *runner) killAndCheck(ctx context.Context, i int, admin *client.Admin, c
 	got := checkReplica(r.l, rr.Found, sample, r.recordBytes)
 	got.Kill, got.Epoch, got.UpMs, got.Lag, got.SlaveOffset = k.Kill, k.Epoch, k.UpMs, sample, slaveEnd
 	got.ReadShort, got.ReadMs = rr.Short, float64(time.Since(began))/1e6
-	progressf(o.Progress, "  kill %d after %v up: lag %d B / %d ms (slave acked %d); slave holds %d of %d acked: %d missing (%d beyond the lag), %d duplicates; read %.0f ms; restarting\n",
+	lab.Progressf(o.Progress, "  kill %d after %v up: lag %d B / %d ms (slave acked %d); slave holds %d of %d acked: %d missing (%d beyond the lag), %d duplicates; read %.0f ms; restarting\n",
 		got.Kill, up.Round(time.Millisecond), sample.BehindBytes, sample.LagMs, sample.AckOffset, got.Acked-got.Missing, got.Acked,
 		got.Missing, got.BeyondLag, got.Duplicates, got.ReadMs)
 	return got, nil

@@ -71,8 +71,7 @@ type lagPoller struct {
 	admin  *client.Admin
 	addr   string
 	ledger *killloop.Ledger
-	stopCh chan struct{}
-	done   chan struct{}
+	p      *killloop.Poller
 	mu     struct {
 		sync.Mutex
 		last             LagSample // the last sample that named a slave
@@ -85,28 +84,16 @@ type lagPoller struct {
 const lagPollInterval = 100 * time.Millisecond
 
 func startLagPoller(a *client.Admin, addr string, l *killloop.Ledger) *lagPoller {
-	p := &lagPoller{admin: a, addr: addr, ledger: l, stopCh: make(chan struct{}), done: make(chan struct{})}
-	go p.run()
-	return p
-}
-
-func (p *lagPoller) run() {
-	defer close(p.done)
-	t := time.NewTicker(lagPollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stopCh:
-			return
-		case <-t.C:
-		}
+	p := &lagPoller{admin: a, addr: addr, ledger: l}
+	p.p = killloop.StartPoller(lagPollInterval, func(time.Time) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		s, err := sampleLag(ctx, p.admin, p.addr, p.ledger)
 		cancel()
 		if err == nil { // the master is down between a kill and its restart
 			p.note(s)
 		}
-	}
+	})
+	return p
 }
 
 // note records a sample taken by the poller or by the loop itself.
@@ -136,10 +123,7 @@ func (p *lagPoller) maxima() (bytes, ms, samples int64) {
 	return p.mu.maxBytes, p.mu.maxLag, p.mu.samples
 }
 
-func (p *lagPoller) stop() {
-	close(p.stopCh)
-	<-p.done
-}
+func (p *lagPoller) stop() { p.p.Stop() }
 
 // KillCheck is what the slave held after one SIGKILL of the master.
 type KillCheck struct {

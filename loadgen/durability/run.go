@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
@@ -21,9 +22,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("durability: %w", err)
 	}
-	if o.Seed == 0 {
-		o.Seed = uint64(time.Now().UnixNano())
-	}
+	o.Seed = killloop.Seed(o.Seed)
 	began := time.Now()
 	c, err := newCluster(&o)
 	if err != nil {
@@ -33,8 +32,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Role != "" {
 		what = "replication: " + o.Role + " " + o.Backend + "/" + o.Flush
 	}
-	progressf(o.Progress, "%s: seed %d, dir %s\n", what, o.Seed, c.dir)
-	r := &runner{o: &o, c: c, l: killloop.NewLedger(), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
+	lab.Progressf(o.Progress, "%s: seed %d, dir %s\n", what, o.Seed, c.dir)
+	r := &runner{o: &o, c: c, l: killloop.NewLedger(), rng: killloop.NewRand(o.Seed)}
 	var res *Result
 	if o.Role != "" {
 		res, err = r.runReplication(ctx)
@@ -104,7 +103,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if files, err := filepath.Glob(filepath.Join(c.dir, "store", "commitlog", "*")); err == nil {
 		res.SegmentFiles = len(files)
 	}
-	progressf(o.Progress, "durability: %s/%s: %d kills, %d acked, %d lost (%d in the TERM cycle), %d duplicates, %d offsets reused, %d acked offsets reassigned; recovery p50 %.0f ms, max %.0f ms\n",
+	lab.Progressf(o.Progress, "durability: %s/%s: %d kills, %d acked, %d lost (%d in the TERM cycle), %d duplicates, %d offsets reused, %d acked offsets reassigned; recovery p50 %.0f ms, max %.0f ms\n",
 		o.Backend, o.Flush, res.Kills, res.Acked, res.Lost, res.LostInTerm, res.Duplicates, res.OffsetsReused,
 		res.AckedReassigned, res.RecoveryMs.P50, res.RecoveryMs.Max)
 	return res, nil
@@ -204,10 +203,7 @@ func (r *runner) awaitFirstAck(ctx context.Context, first bool) error {
 // SIGTERM when term), and starts the next.
 func (r *runner) cycle(ctx context.Context, i int, term bool) (Cycle, error) {
 	o, c := r.o, r.c
-	up := o.MinUp
-	if span := o.MaxUp - o.MinUp; span > 0 {
-		up += time.Duration(r.rng.Int64N(int64(span) + 1))
-	}
+	up := killloop.UpTime(r.rng, o.MinUp, o.MaxUp)
 	cy := Cycle{Signal: "KILL", Epoch: i + 1, UpMs: float64(up) / 1e6}
 	if term {
 		cy.Signal = "TERM"
@@ -222,7 +218,7 @@ func (r *runner) cycle(ctx context.Context, i int, term bool) (Cycle, error) {
 	} else if err := c.broker.Kill(o.StopTimeout); err != nil {
 		return cy, r.brokerErr(err)
 	}
-	progressf(o.Progress, "  cycle %d: %s after %v up; restarting\n", i+1, cy.Signal, up.Round(time.Millisecond))
+	lab.Progressf(o.Progress, "  cycle %d: %s after %v up; restarting\n", i+1, cy.Signal, up.Round(time.Millisecond))
 	r.l.Restarted(time.Now())
 	return cy, c.startBroker()
 }

@@ -183,22 +183,31 @@ func (ld *Load) Go(f func(stop <-chan struct{})) {
 func (ld *Load) NotOK() int64  { return ld.notOK.Load() }
 func (ld *Load) Failed() int64 { return ld.failed.Load() }
 
-func (ld *Load) stopped() bool {
+func (ld *Load) stopped() bool { return closed(ld.stopping) }
+
+// pause waits d, or less if the load is stopping.
+func (ld *Load) pause(d time.Duration) { Wait(ld.stopping, d) }
+
+// Wait waits d, or less if stop closes first; it reports whether stop
+// did.
+func Wait(stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-ld.stopping:
+	case <-stop:
 		return true
-	default:
+	case <-t.C:
 		return false
 	}
 }
 
-// pause waits d, or less if the load is stopping.
-func (ld *Load) pause(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
 	select {
-	case <-ld.stopping:
-	case <-t.C:
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -68,14 +68,7 @@ func (p *Proc) Err() error {
 }
 
 // Alive reports whether the process has not exited yet.
-func (p *Proc) Alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (p *Proc) Alive() bool { return !closed(p.exited) }
 
 // Kill sends SIGKILL and waits (up to timeout) until the process is reaped.
 func (p *Proc) Kill(timeout time.Duration) error {
