@@ -167,7 +167,19 @@ func TestSealSyncFailureSticks(t *testing.T) {
 	tb := openTable(t, efs, "/cq", 10)
 	defer tb.Close()
 	q := tb.Queue("T", 0)
-	appendN(t, q, 0, 12) // seals file 0; its sync fails
+	appendN(t, q, 0, 10)
+	// Entry 10 starts file 1 and seals file 0, whose sync fails: the
+	// append that rolls, or one after it, may already meet the failure
+	// (the seal's sync may have run by then), or none yet.
+	for i := int64(10); i < 12; i++ {
+		e := entryFor(i)
+		if err := q.Append(i, e.PhysOffset, e.Size, e.TagsCode); err != nil {
+			if !errors.Is(err, errorfs.ErrInjected) {
+				t.Fatalf("Append(%d): %v, want nil or the injected error", i, err)
+			}
+			break
+		}
+	}
 	if err := q.Flush(); !errors.Is(err, errorfs.ErrInjected) {
 		t.Fatalf("Flush after a failed seal: %v, want the injected error", err)
 	}
