@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/samsamq/samsa/protocol"
 )
@@ -15,30 +16,37 @@ import (
 //     the consumer-offset table (offsets.DefaultMaxBytes), names
 //     (ValidateTopic, ValidateGroup), client ids (MaxClientIDLength), lock
 //     batches (MaxLockBatch), batches (batch_limits.go), query results
-//     (handleQueryMessage stops at answerLimit);
-//   - at the answer: bodyResponse and limitAnswer turn a body past
-//     answerLimit into SYSTEM_ERROR saying so, never an unreadable frame.
+//     (handleQueryMessage stops at answers.limit);
+//   - at the answer: answers.body and answers.bounded turn a body past
+//     answers.limit into SYSTEM_ERROR saying so, never an unreadable frame.
 
-// answerHeaderRoom is what answerLimit leaves for an answer's header.
+// answerHeaderRoom is what answers.limit leaves for an answer's header.
 const answerHeaderRoom = 64 << 10
 
-// answerLimit is the largest answer body a client can read: the smaller of
-// the broker's frame limit and RocketMQ's clients' (16 MiB), less room for
-// the header.
-func (b *Broker) answerLimit() int {
-	return min(b.cfg.MaxFrameSize, protocol.DefaultMaxFrame) - answerHeaderRoom
+// answers bounds what the request handlers answer (the frame limit and a
+// logger are all it needs); every handler group holds a copy.
+type answers struct {
+	maxFrame int
+	log      *slog.Logger
 }
 
-// bodyResponse is protocol.NewBodyResponse bounded by answerLimit.
-func (b *Broker) bodyResponse(req *protocol.Command, v any) *protocol.Command {
-	return b.limitAnswer(req, protocol.NewBodyResponse(req, v))
+// limit is the largest answer body a client can read: the smaller of the
+// broker's frame limit and RocketMQ's clients' (16 MiB), less room for the
+// header.
+func (a answers) limit() int {
+	return min(a.maxFrame, protocol.DefaultMaxFrame) - answerHeaderRoom
 }
 
-// limitAnswer returns r, or SYSTEM_ERROR in its place when r's body is past
-// answerLimit.
-func (b *Broker) limitAnswer(req, r *protocol.Command) *protocol.Command {
-	if limit := b.answerLimit(); len(r.Body) > limit {
-		b.log.Warn("broker: an answer too large for a frame refused", "request", protocol.RequestName(req.Code),
+// body is protocol.NewBodyResponse bounded by limit.
+func (a answers) body(req *protocol.Command, v any) *protocol.Command {
+	return a.bounded(req, protocol.NewBodyResponse(req, v))
+}
+
+// bounded returns r, or SYSTEM_ERROR in its place when r's body is past
+// limit.
+func (a answers) bounded(req, r *protocol.Command) *protocol.Command {
+	if limit := a.limit(); len(r.Body) > limit {
+		a.log.Warn("broker: an answer too large for a frame refused", "request", protocol.RequestName(req.Code),
 			"bytes", len(r.Body), "limit", limit)
 		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf(
 			"the answer to %s would take %d bytes, more than a frame allows (%d)", protocol.RequestName(req.Code), len(r.Body), limit))

@@ -18,7 +18,7 @@ func TestAnswersFitAFrame(t *testing.T) {
 	b := startBroker(t, "", func(c *Config) { c.MaxFrameSize, c.MaxMessageSize = 128<<10, 40<<10 })
 	defer b.Close()
 	c := dialRaw(t, b.Addr())
-	limit := b.answerLimit()
+	limit := b.ans.limit()
 	for i := 0; ; i++ {
 		if r := c.call(createTopicReq(fmt.Sprintf("topic-%s-%04d", strings.Repeat("x", 100), i), 1)); r.Code != protocol.Success {
 			t.Fatal(r)

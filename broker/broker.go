@@ -31,6 +31,7 @@ const DefaultVersion = "samsa-0.1.0-dev"
 type Broker struct {
 	cfg      Config
 	log      *slog.Logger
+	ans      answers // bounds answers (answer_limits.go)
 	store    *storage.Store
 	topics   *topicManager
 	offsets  *offsets.Table
@@ -43,6 +44,8 @@ type Broker struct {
 	metrics  *metrics
 	reg      *registrar
 	handlers map[int16]requestHandler
+	offReq   *offsetRequests  // the offset requests (handle_offsets.go)
+	mqadmin  *mqadminRequests // mqadmin's requests (mqadmin*.go)
 	sem      chan struct{}
 	pid      int
 	started  time.Time
@@ -103,7 +106,7 @@ func New(cfg Config) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), sem: make(chan struct{}, cfg.MaxConcurrentRequests),
+	b := &Broker{cfg: cfg, log: cfg.Logger, ans: answers{maxFrame: cfg.MaxFrameSize, log: cfg.Logger}, stop: make(chan struct{}), sem: make(chan struct{}, cfg.MaxConcurrentRequests),
 		pid: os.Getpid()}
 	var err error
 	if b.acl, err = openACL(&b.cfg); err != nil {
@@ -181,6 +184,9 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.openRepair(); err != nil {
 		return nil, closeStoreAfter(st, err)
 	}
+	b.mqadmin = &mqadminRequests{cfg: &b.cfg, store: st, offsets: b.offsets, topics: b.topics, clients: b.clients,
+		stats: &b.stats, rates: &b.rates, now: cfg.Clock, ans: b.ans}
+	b.offReq = &offsetRequests{store: st, offsets: b.offsets, topics: b.topics, isSlave: b.isSlave, now: cfg.Clock, ans: b.ans}
 	b.handlers = b.requestHandlers()
 	opened = true
 	return b, nil
@@ -271,11 +277,12 @@ func (b *Broker) Start() error {
 		b.web = a
 	}
 	b.started = b.cfg.Clock()
+	b.mqadmin.started = b.started
 	b.goLoop(func() { b.poll.run(b.stop) })
 	b.goLoop(b.acceptLoop)
 	b.goLoop(func() { b.offsets.Run(b.stop) })
 	b.goLoop(b.clientScanLoop)
-	b.goLoop(b.rateSampleLoop)
+	b.goLoop(func() { b.rates.run(b.cfg.Clock, &b.stats.cmdPut, &b.stats.cmdGet, b.stop) })
 	b.goLoop(func() { b.repair.Run(b.stop) })
 	if b.metaSync != nil {
 		b.goLoop(b.metaSync.run)

@@ -73,7 +73,7 @@ func (s dashboardSource) Local() dashboard.LocalBroker {
 	b := s.b
 	l := dashboard.LocalBroker{Cluster: b.cfg.BrokerClusterName, Broker: b.cfg.BrokerName, ID: b.cfg.BrokerID,
 		BrokerRole: string(b.cfg.BrokerRole), Addr: b.Addr(), NameServers: append([]string{}, b.cfg.NamesrvAddrs...), Slaves: s.slaves()}
-	resp := b.handleGetBrokerRuntimeInfo(nil, protocol.NewRequest(protocol.GetBrokerRuntimeInfo, nil, nil))
+	resp := b.mqadmin.handleGetBrokerRuntimeInfo(nil, protocol.NewRequest(protocol.GetBrokerRuntimeInfo, nil, nil))
 	var kv protocol.KVTable
 	if resp.Code == protocol.Success && protocol.UnmarshalBody(resp.Body, &kv) == nil {
 		l.Runtime = kv.Table

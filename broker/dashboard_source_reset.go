@@ -55,7 +55,7 @@ func (s dashboardSource) ResetOffsets(req dashboard.ResetRequest) (dashboard.Res
 		return ans, nil
 	}
 	for _, m := range ans.Queues {
-		if code, remark := b.checkOffsetCommit(req.Group, req.Topic, m.Queue, m.To); code != protocol.Success {
+		if code, remark := b.offReq.checkOffsetCommit(req.Group, req.Topic, m.Queue, m.To); code != protocol.Success {
 			return dashboard.ResetAnswer{}, dashboard.Invalid("queue %d: %s", m.Queue, remark)
 		}
 	}

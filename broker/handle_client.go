@@ -97,7 +97,7 @@ func (b *Broker) handleGetConsumerList(_ *conn, req *protocol.Command) *protocol
 	if len(ids) == 0 {
 		return protocol.NewResponse(req, protocol.SystemError, "no consumer for this group, "+h.ConsumerGroup)
 	}
-	return b.bodyResponse(req, protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
+	return b.ans.body(req, protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
 }
 
 // handleLockBatch answers LOCK_BATCH_MQ (41): the orderly consumer asks
@@ -130,7 +130,7 @@ func (b *Broker) handleLockBatch(_ *conn, req *protocol.Command) *protocol.Comma
 	for _, k := range locked {
 		out.LockOKMQSet = append(out.LockOKMQSet, protocol.MessageQueue{Topic: k.Topic, BrokerName: b.cfg.BrokerName, QueueID: k.QueueID})
 	}
-	return b.bodyResponse(req, out)
+	return b.ans.body(req, out)
 }
 
 // Bounds on what a client's requests put into the broker's tables (see

@@ -16,5 +16,5 @@ func (b *Broker) handleGetAllDelayOffset(c *conn, req *protocol.Command) *protoc
 	}
 	r := protocol.NewResponse(req, protocol.Success, "")
 	r.Body = body
-	return b.limitAnswer(req, r)
+	return b.ans.bounded(req, r)
 }

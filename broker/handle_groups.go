@@ -32,7 +32,7 @@ func (b *Broker) handleUpdateAndCreateGroup(_ *conn, req *protocol.Command) *pro
 // table as a SubscriptionGroupWrapper (what a slave copies).
 func (b *Broker) handleGetAllGroups(_ *conn, req *protocol.Command) *protocol.Command {
 	table, v := b.groups.snapshot()
-	return b.bodyResponse(req, protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: table,
+	return b.ans.body(req, protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: table,
 		DataVersion: protocol.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}})
 }
 

@@ -3,23 +3,40 @@ package broker
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/samsamq/samsa/broker/offsets"
 	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage"
 )
+
+// offsetRequests answer the offset requests: consumer offsets (query,
+// commit, the whole table for a slave) and the store's queue offsets (max,
+// min, by time, earliest store time). RocketMQ splits these between its
+// ConsumerManageProcessor and AdminBrokerProcessor.
+type offsetRequests struct {
+	store   *storage.Store
+	offsets *offsets.Table
+	topics  *topicManager
+	// isSlave says this replica is not master now (commits for topics it
+	// has not copied yet are taken; see checkOffsetCommit).
+	isSlave func() bool
+	now     func() time.Time
+	ans     answers
+}
 
 // handleQueryConsumerOffset answers QUERY_CONSUMER_OFFSET (14): the
 // group's committed offset; for a group without one, 0 when the queue
 // holds nothing older than the group (offsets.Table.Start; RocketMQ: when
 // its first message is in memory), else QUERY_NOT_FOUND so the client
 // applies its consumeFromWhere.
-func (b *Broker) handleQueryConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (o *offsetRequests) handleQueryConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.QueryConsumerOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
 	zero := !h.HasSetZeroIfNotFound || h.SetZeroIfNotFound
-	off, ok := b.offsets.Start(h.ConsumerGroup, h.Topic, h.QueueID, zero)
+	off, ok := o.offsets.Start(h.ConsumerGroup, h.Topic, h.QueueID, zero)
 	switch {
 	case ok:
 		return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
@@ -32,15 +49,15 @@ func (b *Broker) handleQueryConsumerOffset(_ *conn, req *protocol.Command) *prot
 // handleUpdateConsumerOffset answers UPDATE_CONSUMER_OFFSET (15), usually
 // sent one-way. Offsets reach consumerOffset.json within
 // flushConsumerOffsetInterval and at shutdown.
-func (b *Broker) handleUpdateConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (o *offsetRequests) handleUpdateConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.UpdateConsumerOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	if code, remark := b.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); code != protocol.Success {
+	if code, remark := o.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); code != protocol.Success {
 		return protocol.NewResponse(req, code, remark)
 	}
-	if err := b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
+	if err := o.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, err.Error())
 	}
 	return protocol.NewResponse(req, protocol.Success, "")
@@ -56,7 +73,7 @@ func (b *Broker) handleUpdateConsumerOffset(_ *conn, req *protocol.Command) *pro
 // INVALID_PARAMETER. One difference: a well-formed group not in the
 // subscription table is accepted (RocketMQ 4 took any group, and a
 // consumer may commit before its first heartbeat reaches this broker).
-func (b *Broker) checkOffsetCommit(group, topic string, queue int32, offset int64) (protocol.ResponseCode, string) {
+func (o *offsetRequests) checkOffsetCommit(group, topic string, queue int32, offset int64) (protocol.ResponseCode, string) {
 	if err := ValidateGroup(group); err != nil {
 		return protocol.SubscriptionGroupNotExist, fmt.Sprintf("Group %q not exist! (%v)", group, err)
 	}
@@ -66,9 +83,9 @@ func (b *Broker) checkOffsetCommit(group, topic string, queue int32, offset int6
 	if queue < 0 {
 		return protocol.InvalidParameter, fmt.Sprintf("negative queue id %d", queue)
 	}
-	tc, ok := b.topics.get(topic)
+	tc, ok := o.topics.get(topic)
 	switch {
-	case !ok && b.isSlave():
+	case !ok && o.isSlave():
 		// A slave's table is its master's copy, up to slaveSyncInterval
 		// old: a consumer that failed over to it commits for topics it may
 		// not have copied yet. The names are checked; the rest is the
@@ -87,47 +104,58 @@ func (b *Broker) checkOffsetCommit(group, topic string, queue int32, offset int6
 
 // handleGetMaxOffset answers GET_MAX_OFFSET (30): the next offset the
 // queue will assign.
-func (b *Broker) handleGetMaxOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (o *offsetRequests) handleGetMaxOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.GetMaxOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	off := b.store.MaxQueueOffset(h.Topic, h.QueueID)
+	off := o.store.MaxQueueOffset(h.Topic, h.QueueID)
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }
 
 // handleGetMinOffset answers GET_MIN_OFFSET (31): the first offset still
 // stored.
-func (b *Broker) handleGetMinOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (o *offsetRequests) handleGetMinOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.GetMinOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	off := b.store.MinQueueOffset(h.Topic, h.QueueID)
+	off := o.store.MinQueueOffset(h.Topic, h.QueueID)
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }
 
 // handleSearchOffset answers SEARCH_OFFSET_BY_TIMESTAMP (29): the first
 // offset stored at or after the timestamp, or with boundaryType UPPER the
 // last stored at or before it (offsets.ByTime).
-func (b *Broker) handleSearchOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (o *offsetRequests) handleSearchOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.SearchOffsetRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	off := offsets.ByTime(b.store, h.Topic, h.QueueID, h.Timestamp, strings.EqualFold(h.BoundaryType, "UPPER"))
+	off := offsets.ByTime(o.store, h.Topic, h.QueueID, h.Timestamp, strings.EqualFold(h.BoundaryType, "UPPER"))
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }
 
 // handleEarliestMsgStoreTime answers GET_EARLIEST_MSG_STORETIME (32).
-func (b *Broker) handleEarliestMsgStoreTime(_ *conn, req *protocol.Command) *protocol.Command {
+func (o *offsetRequests) handleEarliestMsgStoreTime(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.GetEarliestMsgStoretimeRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	ts, err := b.store.EarliestStoreTime(h.Topic, h.QueueID)
+	ts, err := o.store.EarliestStoreTime(h.Topic, h.QueueID)
 	if err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "no earliest message store time: "+err.Error())
 	}
 	return respond(req, protocol.Success, "", (&protocol.GetEarliestMsgStoretimeResponseHeader{Timestamp: ts}).Encode())
+}
+
+// handleGetAllConsumerOffset answers GET_ALL_CONSUMER_OFFSET (43): every
+// committed offset, as a ConsumerOffsetSerializeWrapper (what a slave
+// copies from its master). An empty table is a SUCCESS with an empty body
+// object (RocketMQ answers SYSTEM_ERROR "No consumer offset in this
+// broker", which its own slave just logs).
+func (o *offsetRequests) handleGetAllConsumerOffset(_ *conn, req *protocol.Command) *protocol.Command {
+	w := protocol.ConsumerOffsetSerializeWrapper{OffsetTable: o.offsets.All(),
+		DataVersion: protocol.DataVersion{Timestamp: o.now().UnixMilli()}}
+	return o.ans.body(req, w)
 }

@@ -82,7 +82,7 @@ func (b *Broker) handlePull(c *conn, req *protocol.Command) *protocol.Command {
 		// A slave ignores the flag (RocketMQ's PullMessageProcessor): a
 		// pull's commit is a by-product, UPDATE_CONSUMER_OFFSET the
 		// commit a slave keeps for its master.
-		code, remark := b.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+		code, remark := b.offReq.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 		if code == protocol.Success {
 			if err := b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset); err != nil {
 				code, remark = protocol.SystemError, err.Error()

@@ -52,7 +52,7 @@ func (b *Broker) handleQueryMessage(_ *conn, req *protocol.Command) *protocol.Co
 	// The newest records that fit a frame (64 messages of up to
 	// maxMessageSize each would not): the rest are left out, as a pull
 	// leaves out what does not fit; at least one is always answered.
-	n, keep, limit := 0, 0, b.answerLimit()
+	n, keep, limit := 0, 0, b.ans.limit()
 	for _, r := range res.Records {
 		if keep > 0 && n+len(r) > limit {
 			break

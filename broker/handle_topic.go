@@ -50,7 +50,7 @@ func (b *Broker) handleGetAllTopicConfig(_ *conn, req *protocol.Command) *protoc
 	}
 	r := respond(req, protocol.Success, "", (&protocol.GetAllTopicConfigResponseHeader{TotalTopicNum: int32(len(w.TopicConfigTable))}).Encode())
 	r.Body = body
-	return b.limitAnswer(req, r)
+	return b.ans.bounded(req, r)
 }
 
 // handleDeleteTopic answers DELETE_TOPIC_IN_BROKER (215): the topic's

@@ -16,8 +16,8 @@ var secretProperty = regexp.MustCompile(`(?i)secret|password|passwd|token|creden
 // the values of secret keys masked (the broker's secretKey shows as
 // "(set)" or nothing). Nothing can change the configuration remotely (no
 // UPDATE_BROKER_CONFIG).
-func (b *Broker) handleGetBrokerConfig(_ *conn, req *protocol.Command) *protocol.Command {
-	lines := b.cfg.propertyLines()
+func (a *mqadminRequests) handleGetBrokerConfig(_ *conn, req *protocol.Command) *protocol.Command {
+	lines := a.cfg.propertyLines()
 	for i, l := range lines {
 		k, v, _ := strings.Cut(l, "=")
 		if secretProperty.MatchString(k) && v != "" && v != "(set)" {
@@ -26,5 +26,5 @@ func (b *Broker) handleGetBrokerConfig(_ *conn, req *protocol.Command) *protocol
 	}
 	r := protocol.NewResponse(req, protocol.Success, "")
 	r.Body = []byte(strings.Join(lines, "\n") + "\n")
-	return b.limitAnswer(req, r)
+	return a.ans.bounded(req, r)
 }

@@ -12,36 +12,36 @@ import (
 // subscribe to are left out when they subscribe to any (RocketMQ's rule).
 // Samsa keeps no pull offset apart from the committed one, and no
 // per-group rate (consumeTps is not sent).
-func (b *Broker) handleGetConsumeStats(_ *conn, req *protocol.Command) *protocol.Command {
+func (a *mqadminRequests) handleGetConsumeStats(_ *conn, req *protocol.Command) *protocol.Command {
 	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
 	if group == "" {
 		return protocol.NewResponse(req, protocol.InvalidParameter, "consumerGroup is required")
 	}
 	topics := []string{topic}
 	if topic == "" {
-		topics = b.offsets.TopicsOf(group)
+		topics = a.offsets.TopicsOf(group)
 	}
-	_, subscribes := b.clients.connections(group)
+	_, subscribes := a.clients.connections(group)
 	cs := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
 	for _, t := range topics {
-		tc, ok := b.topics.get(t)
+		tc, ok := a.topics.get(t)
 		if !ok {
 			continue
 		}
-		if _, sub := b.clients.subscription(group, t); !sub && subscribes {
+		if _, sub := a.clients.subscription(group, t); !sub && subscribes {
 			continue
 		}
 		for i := range tc.ReadQueueNums {
 			qid := int32(i)
-			w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxQueueOffset(t, qid), 0)}
-			if off, ok := b.offsets.Query(group, t, qid); ok && off > 0 {
+			w := protocol.OffsetWrapper{BrokerOffset: max(a.store.MaxQueueOffset(t, qid), 0)}
+			if off, ok := a.offsets.Query(group, t, qid); ok && off > 0 {
 				w.ConsumerOffset = off
 			}
 			w.PullOffset = w.ConsumerOffset
 			if w.ConsumerOffset > 0 {
-				w.LastTimestamp = storeTimeAt(b.store, t, qid, w.ConsumerOffset-1)
+				w.LastTimestamp = storeTimeAt(a.store, t, qid, w.ConsumerOffset-1)
 			}
-			cs.OffsetTable[protocol.MessageQueue{Topic: t, BrokerName: b.cfg.BrokerName, QueueID: qid}] = w
+			cs.OffsetTable[protocol.MessageQueue{Topic: t, BrokerName: a.cfg.BrokerName, QueueID: qid}] = w
 		}
 	}
 	body, err := cs.Encode()
@@ -50,5 +50,5 @@ func (b *Broker) handleGetConsumeStats(_ *conn, req *protocol.Command) *protocol
 	}
 	r := protocol.NewResponse(req, protocol.Success, "")
 	r.Body = body
-	return b.limitAnswer(req, r)
+	return a.ans.bounded(req, r)
 }

@@ -9,13 +9,13 @@ import (
 // handleGetConsumerConnectionList answers GET_CONSUMER_CONNECTION_LIST
 // (203): a group's online members (client id, address, language,
 // version) and subscriptions; CONSUMER_NOT_ONLINE when it has none.
-func (b *Broker) handleGetConsumerConnectionList(_ *conn, req *protocol.Command) *protocol.Command {
+func (a *mqadminRequests) handleGetConsumerConnectionList(_ *conn, req *protocol.Command) *protocol.Command {
 	group := req.Ext("consumerGroup")
-	cc, ok := b.clients.connections(group)
+	cc, ok := a.clients.connections(group)
 	if !ok {
 		return protocol.NewResponse(req, protocol.ConsumerNotOnline, "the consumer group["+group+"] not online")
 	}
-	return b.bodyResponse(req, cc)
+	return a.ans.body(req, cc)
 }
 
 // connections is group's ConsumerConnection; false when no member is

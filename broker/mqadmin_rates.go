@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,7 +19,7 @@ type rateSample struct {
 
 // rateSampler keeps one sample a second of the put and get counts for
 // the longest window, and answers the rate over each window. A plain
-// state machine: the broker's rateSampleLoop feeds it. Safe for
+// state machine fed by run. Safe for
 // concurrent use.
 type rateSampler struct {
 	mu struct {
@@ -71,20 +72,18 @@ func (r *rateSampler) rates() (put, get [3]float64) {
 // tpsText is RocketMQ's form of the three rates: "10s 1min 10min".
 func tpsText(r [3]float64) string { return fmt.Sprintf("%.2f %.2f %.2f", r[0], r[1], r[2]) }
 
-// rateSampleLoop samples the message counts once a second until the
-// broker stops; it owns nothing but the sampler's feed.
-func (b *Broker) rateSampleLoop() {
+// run samples the counts once a second until stop closes; it owns
+// nothing but the sampler's feed.
+func (r *rateSampler) run(now func() time.Time, put, get *atomic.Int64, stop <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	sample := func() {
-		b.rates.add(rateSample{at: b.cfg.Clock(), put: b.stats.cmdPut.Load(), get: b.stats.cmdGet.Load()})
-	}
+	sample := func() { r.add(rateSample{at: now(), put: put.Load(), get: get.Load()}) }
 	sample()
 	for {
 		select {
 		case <-t.C:
 			sample()
-		case <-b.stop:
+		case <-stop:
 			return
 		}
 	}

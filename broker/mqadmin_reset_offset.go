@@ -17,7 +17,7 @@ import (
 // with a clear remark: RocketMQ pushes RESET_CONSUMER_CLIENT_OFFSET to
 // the members, which Samsa's client does not obey; a running member
 // would write its own offsets back. Stop the consumers, then reset.
-func (b *Broker) handleInvokeBrokerToResetOffset(_ *conn, req *protocol.Command) *protocol.Command {
+func (a *mqadminRequests) handleInvokeBrokerToResetOffset(_ *conn, req *protocol.Command) *protocol.Command {
 	topic, group := req.Ext("topic"), req.Ext("group")
 	if topic == "" || group == "" {
 		return protocol.NewResponse(req, protocol.InvalidParameter, "topic and group are required")
@@ -25,16 +25,16 @@ func (b *Broker) handleInvokeBrokerToResetOffset(_ *conn, req *protocol.Command)
 	if _, err := strconv.ParseInt(req.Ext("timestamp"), 10, 64); err != nil {
 		return protocol.NewResponse(req, protocol.InvalidParameter, "timestamp: "+err.Error())
 	}
-	tc, ok := b.topics.get(topic)
+	tc, ok := a.topics.get(topic)
 	if !ok {
 		return protocol.NewResponse(req, protocol.TopicNotExist, "[reset-offset] reset offset failed, no topic in this broker. topic="+topic)
 	}
 	for i := range tc.WriteQueueNums {
-		if _, ok := b.offsets.Query(group, topic, int32(i)); !ok {
+		if _, ok := a.offsets.Query(group, topic, int32(i)); !ok {
 			return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("The consumer group <%s> not exist", group))
 		}
 	}
-	if ids := b.clients.consumerIDs(group); len(ids) > 0 {
+	if ids := a.clients.consumerIDs(group); len(ids) > 0 {
 		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf(
 			"resetting the offsets of group %s while %d member(s) are online is not supported (its clients are not told to reset): stop its consumers and reset again",
 			group, len(ids)))

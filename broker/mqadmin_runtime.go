@@ -18,30 +18,30 @@ import (
 // getTransferedTps (also spelt getTransferredTps, as 5.x does) are
 // messages stored and delivered per second over 10 s, 1 min and 10 min,
 // as RocketMQ gives them (mqadmin_rates.go).
-func (b *Broker) handleGetBrokerRuntimeInfo(_ *conn, req *protocol.Command) *protocol.Command {
-	m := b.store.Metrics()
-	now := b.cfg.Clock()
+func (a *mqadminRequests) handleGetBrokerRuntimeInfo(_ *conn, req *protocol.Command) *protocol.Command {
+	m := a.store.Metrics()
+	now := a.now()
 	t := map[string]string{
-		"brokerVersionDesc":  b.cfg.Version,
-		"brokerRole":         string(b.cfg.BrokerRole),
-		"bootTimestamp":      strconv.FormatInt(b.started.UnixMilli(), 10),
-		"runtime":            runtimeText(now.Sub(b.started)),
+		"brokerVersionDesc":  a.cfg.Version,
+		"brokerRole":         string(a.cfg.BrokerRole),
+		"bootTimestamp":      strconv.FormatInt(a.started.UnixMilli(), 10),
+		"runtime":            runtimeText(now.Sub(a.started)),
 		"commitLogMaxOffset": strconv.FormatInt(m.WrittenOffset, 10),
 		"commitLogMinOffset": strconv.FormatInt(m.MinOffset, 10),
-		"msgPutTotal":        strconv.FormatInt(b.stats.cmdPut.Load(), 10),
-		"msgGetTotal":        strconv.FormatInt(b.stats.cmdGet.Load(), 10),
+		"msgPutTotal":        strconv.FormatInt(a.stats.cmdPut.Load(), 10),
+		"msgGetTotal":        strconv.FormatInt(a.stats.cmdGet.Load(), 10),
 		"timestamp":          strconv.FormatInt(now.UnixMilli(), 10),
 	}
-	put, get := b.rates.rates()
+	put, get := a.rates.rates()
 	t["putTps"] = tpsText(put)
 	t["getTransferedTps"] = tpsText(get)  // RocketMQ 4.x's spelling
 	t["getTransferredTps"] = tpsText(get) // and 5.x's
-	if used, total, err := diskUsage(b.cfg.StorePathRootDir); err == nil && total > 0 {
+	if used, total, err := diskUsage(a.cfg.StorePathRootDir); err == nil && total > 0 {
 		t["commitLogDiskRatio"] = strconv.FormatFloat(float64(used)/float64(total), 'f', 4, 64)
 		t["storeDiskUsedBytes"] = strconv.FormatInt(used, 10)
 		t["storeDiskTotalBytes"] = strconv.FormatInt(total, 10)
 	}
-	return b.bodyResponse(req, protocol.KVTable{Table: t})
+	return a.ans.body(req, protocol.KVTable{Table: t})
 }
 
 // runtimeText is RocketMQ's runtime figure: "[ 0 days, 1 hours, 2 minutes, 3 seconds ]".

@@ -10,20 +10,20 @@ import (
 // queue of the topic (the larger of its read and write counts) with its
 // min and max offsets and the store time of its last message, as
 // RocketMQ's AdminBrokerProcessor.getTopicStatsInfo.
-func (b *Broker) handleGetTopicStatsInfo(_ *conn, req *protocol.Command) *protocol.Command {
+func (a *mqadminRequests) handleGetTopicStatsInfo(_ *conn, req *protocol.Command) *protocol.Command {
 	topic := req.Ext("topic")
-	tc, ok := b.topics.get(topic)
+	tc, ok := a.topics.get(topic)
 	if !ok {
 		return protocol.NewResponse(req, protocol.TopicNotExist, "topic["+topic+"] not exist")
 	}
 	t := protocol.TopicStatsTable{OffsetTable: map[protocol.MessageQueue]protocol.TopicOffset{}}
 	for i := range max(tc.ReadQueueNums, tc.WriteQueueNums) {
 		qid := int32(i)
-		o := protocol.TopicOffset{MinOffset: max(b.store.MinQueueOffset(topic, qid), 0), MaxOffset: max(b.store.MaxQueueOffset(topic, qid), 0)}
+		o := protocol.TopicOffset{MinOffset: max(a.store.MinQueueOffset(topic, qid), 0), MaxOffset: max(a.store.MaxQueueOffset(topic, qid), 0)}
 		if o.MaxOffset > 0 {
-			o.LastUpdateTimestamp = storeTimeAt(b.store, topic, qid, o.MaxOffset-1)
+			o.LastUpdateTimestamp = storeTimeAt(a.store, topic, qid, o.MaxOffset-1)
 		}
-		t.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: b.cfg.BrokerName, QueueID: qid}] = o
+		t.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: a.cfg.BrokerName, QueueID: qid}] = o
 	}
 	body, err := t.Encode()
 	if err != nil {
@@ -31,7 +31,7 @@ func (b *Broker) handleGetTopicStatsInfo(_ *conn, req *protocol.Command) *protoc
 	}
 	r := protocol.NewResponse(req, protocol.Success, "")
 	r.Body = body
-	return b.limitAnswer(req, r)
+	return a.ans.bounded(req, r)
 }
 
 // storeTimeAt is the store time (Unix ms) of the message at a queue

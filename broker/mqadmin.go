@@ -1,0 +1,28 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/samsamq/samsa/broker/offsets"
+	"github.com/samsamq/samsa/storage"
+)
+
+// mqadminRequests answer what RocketMQ's mqadmin asks a broker beyond the
+// client protocol (RocketMQ's AdminBrokerProcessor): topic and consume
+// stats, a group's connections, the configuration, run-time figures and
+// the first step of an offset reset, one file each (mqadmin_*.go). They
+// read the broker's tables and change none of them.
+type mqadminRequests struct {
+	cfg     *Config // read only
+	store   *storage.Store
+	offsets *offsets.Table
+	topics  *topicManager
+	clients *clientManager
+	stats   *stats
+	rates   *rateSampler
+	now     func() time.Time
+	ans     answers
+	// started is when the broker started (Start sets it before anything
+	// is read).
+	started time.Time
+}
