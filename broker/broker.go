@@ -29,26 +29,27 @@ const DefaultVersion = "samsa-0.1.0-dev"
 // store (recovering it), Start listens and registers, Close shuts down
 // cleanly. Methods are safe for concurrent use.
 type Broker struct {
-	cfg      Config
-	log      *slog.Logger
-	ans      answers // bounds answers (answer_limits.go)
-	store    *storage.Store
-	topics   *topicManager
-	offsets  *offsets.Table
-	clients  *clientManager
-	locks    *lockManager
-	groups   *groupManager
-	poll     *longPoll
-	appends  *appendCombiner // nil with SYNC_FLUSH: single sends append alone
-	stats    stats
-	metrics  *metrics
-	reg      *registrar
-	handlers map[int16]requestHandler
-	offReq   *offsetRequests  // the offset requests (handle_offsets.go)
-	mqadmin  *mqadminRequests // mqadmin's requests (mqadmin*.go)
-	sem      chan struct{}
-	pid      int
-	started  time.Time
+	cfg       Config
+	log       *slog.Logger
+	ans       answers // bounds answers (answer_limits.go)
+	store     *storage.Store
+	topics    *topicManager
+	offsets   *offsets.Table
+	clients   *clientManager
+	locks     *lockManager
+	groups    *groupManager
+	poll      *longPoll
+	appends   *appendCombiner // nil with SYNC_FLUSH: single sends append alone
+	stats     stats
+	metrics   *metrics
+	reg       *registrar
+	handlers  map[int16]requestHandler
+	offReq    *offsetRequests  // the offset requests (handle_offsets.go)
+	mqadmin   *mqadminRequests // mqadmin's requests (mqadmin*.go)
+	clientReq *clientRequests  // clients' heartbeats and locks (handle_client.go)
+	sem       chan struct{}
+	pid       int
+	started   time.Time
 	// storeHost is the address stamped in every record (BrokerIP1 and the
 	// listening port), set by Start before any request is read.
 	storeHost netip.AddrPort
@@ -186,6 +187,8 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.mqadmin = &mqadminRequests{cfg: &b.cfg, store: st, offsets: b.offsets, topics: b.topics, clients: b.clients,
 		stats: &b.stats, rates: &b.rates, now: cfg.Clock, ans: b.ans}
+	b.clientReq = &clientRequests{cfg: &b.cfg, log: b.log, clients: b.clients, groups: b.groups, topics: b.topics, locks: b.locks,
+		isSlave: b.isSlave, topicsChanged: b.reg.topicsChanged, ans: b.ans}
 	b.offReq = &offsetRequests{store: st, offsets: b.offsets, topics: b.topics, isSlave: b.isSlave, now: cfg.Clock, ans: b.ans}
 	b.handlers = b.requestHandlers()
 	opened = true

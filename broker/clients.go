@@ -311,3 +311,25 @@ func (m *clientManager) counts() (producerGroups, consumerGroups, clients int) {
 	}
 	return len(m.mu.producers), len(m.mu.consumers), len(seen)
 }
+
+// notify sends NOTIFY_CONSUMER_IDS_CHANGED to every member of each group
+// (RocketMQ's DefaultConsumerIdsChangeListener, CHANGE event).
+func (m *clientManager) notify(groups []string) {
+	for _, g := range groups {
+		for _, p := range m.members(g) {
+			p.notifyConsumerIdsChanged(g)
+		}
+	}
+}
+
+// expireIdle closes the connections of clients silent for maxIdle and
+// tells their groups.
+func (m *clientManager) expireIdle(now time.Time) {
+	dropped, changed := m.expire(now)
+	for _, p := range dropped {
+		if c, ok := p.(*conn); ok {
+			c.close("client channel expired (no heartbeat for " + m.maxIdle.String() + ")")
+		}
+	}
+	m.notify(changed)
+}

@@ -3,9 +3,29 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/samsamq/samsa/protocol"
 )
+
+// clientRequests answer what clients say of themselves: heartbeats (their
+// groups and subscriptions), leaving, their group's members, and the
+// queue locks of orderly consumers (RocketMQ's ClientManageProcessor and
+// the lock half of AdminBrokerProcessor).
+type clientRequests struct {
+	cfg     *Config // read only
+	log     *slog.Logger
+	clients *clientManager
+	groups  *groupManager
+	topics  *topicManager
+	locks   *lockManager
+	// isSlave says this replica is not master now: it creates no retry
+	// topics or groups (its master's come by the sync).
+	isSlave func() bool
+	// topicsChanged tells the name servers of a topic created here.
+	topicsChanged func()
+	ans           answers
+}
 
 // handleHeartbeat answers HEART_BEAT (34): it learns the client's
 // producer and consumer groups and subscriptions, creates each consumer
@@ -13,7 +33,7 @@ import (
 // its subscription group config (not on a slave: those come from the
 // master), and notifies a group's members when its membership or
 // subscriptions changed.
-func (b *Broker) handleHeartbeat(c *conn, req *protocol.Command) *protocol.Command {
+func (cr *clientRequests) handleHeartbeat(c *conn, req *protocol.Command) *protocol.Command {
 	var hb protocol.HeartbeatData
 	if err := protocol.UnmarshalBody(req.Body, &hb); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad heartbeat body: "+err.Error())
@@ -46,63 +66,63 @@ func (b *Broker) handleHeartbeat(c *conn, req *protocol.Command) *protocol.Comma
 			s.Tags = f
 			if isSQL92(s.ExpType) {
 				if s.SQL, err = sqlCache.compile(s.SubString); err != nil {
-					b.log.Warn("broker: SQL92 subscription does not compile", "group", cd.GroupName, "topic", s.Topic, "err", err)
+					cr.log.Warn("broker: SQL92 subscription does not compile", "group", cd.GroupName, "topic", s.Topic, "err", err)
 				}
 			}
 			ch.Subscriptions = append(ch.Subscriptions, s)
 		}
 		h.Consumers = append(h.Consumers, ch)
-		if b.isSlave() {
+		if cr.isSlave() {
 			continue // the master creates the retry topic and group; the sync copies them
 		}
-		if b.cfg.AutoCreateSubscriptionGroup {
-			if _, err := b.groups.createIfMissing(cd.GroupName); err != nil {
-				b.log.Error("broker: create subscription group", "group", cd.GroupName, "err", err)
+		if cr.cfg.AutoCreateSubscriptionGroup {
+			if _, err := cr.groups.createIfMissing(cd.GroupName); err != nil {
+				cr.log.Error("broker: create subscription group", "group", cd.GroupName, "err", err)
 			}
 		}
 		retry := RetryGroupPrefix + cd.GroupName
 		if ValidateTopic(retry) == nil {
-			_, created, err := b.topics.createIfMissing(retry, 1, PermRead|PermWrite)
+			_, created, err := cr.topics.createIfMissing(retry, 1, PermRead|PermWrite)
 			if err != nil {
-				b.log.Error("broker: create retry topic", "topic", retry, "err", err)
+				cr.log.Error("broker: create retry topic", "topic", retry, "err", err)
 			}
 			topicsChanged = topicsChanged || created
 		}
 	}
 	if topicsChanged {
-		b.reg.topicsChanged()
+		cr.topicsChanged()
 	}
-	b.notifyGroups(b.clients.heartbeat(c, h, b.cfg.Clock()))
+	cr.clients.notify(cr.clients.heartbeat(c, h, cr.cfg.Clock()))
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 
 // handleUnregisterClient answers UNREGISTER_CLIENT (35).
-func (b *Broker) handleUnregisterClient(c *conn, req *protocol.Command) *protocol.Command {
+func (cr *clientRequests) handleUnregisterClient(c *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.UnregisterClientRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	b.notifyGroups(b.clients.unregister(c, h.ProducerGroup, h.ConsumerGroup))
+	cr.clients.notify(cr.clients.unregister(c, h.ProducerGroup, h.ConsumerGroup))
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 
 // handleGetConsumerList answers GET_CONSUMER_LIST_BY_GROUP (38): the
 // client ids of the group's live members.
-func (b *Broker) handleGetConsumerList(_ *conn, req *protocol.Command) *protocol.Command {
+func (cr *clientRequests) handleGetConsumerList(_ *conn, req *protocol.Command) *protocol.Command {
 	h := &protocol.GetConsumerListByGroupRequestHeader{}
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	ids := b.clients.consumerIDs(h.ConsumerGroup)
+	ids := cr.clients.consumerIDs(h.ConsumerGroup)
 	if len(ids) == 0 {
 		return protocol.NewResponse(req, protocol.SystemError, "no consumer for this group, "+h.ConsumerGroup)
 	}
-	return b.ans.body(req, protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
+	return cr.ans.body(req, protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
 }
 
 // handleLockBatch answers LOCK_BATCH_MQ (41): the orderly consumer asks
 // to own queues; the answer lists those it now holds.
-func (b *Broker) handleLockBatch(_ *conn, req *protocol.Command) *protocol.Command {
+func (cr *clientRequests) handleLockBatch(_ *conn, req *protocol.Command) *protocol.Command {
 	var body protocol.LockBatchRequestBody
 	if err := protocol.UnmarshalBody(req.Body, &body); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad lock body: "+err.Error())
@@ -121,16 +141,16 @@ func (b *Broker) handleLockBatch(_ *conn, req *protocol.Command) *protocol.Comma
 	// holds no names a client made up.
 	keys := make([]QueueKey, 0, len(body.MQSet))
 	for _, mq := range body.MQSet {
-		if tc, ok := b.topics.get(mq.Topic); ok && mq.QueueID >= 0 && int(mq.QueueID) < max(tc.ReadQueueNums, tc.WriteQueueNums) {
+		if tc, ok := cr.topics.get(mq.Topic); ok && mq.QueueID >= 0 && int(mq.QueueID) < max(tc.ReadQueueNums, tc.WriteQueueNums) {
 			keys = append(keys, QueueKey{mq.Topic, mq.QueueID})
 		}
 	}
-	locked := b.locks.tryLock(body.ConsumerGroup, body.ClientID, keys, b.cfg.Clock())
+	locked := cr.locks.tryLock(body.ConsumerGroup, body.ClientID, keys, cr.cfg.Clock())
 	out := protocol.LockBatchResponseBody{LockOKMQSet: make([]protocol.MessageQueue, 0, len(locked))}
 	for _, k := range locked {
-		out.LockOKMQSet = append(out.LockOKMQSet, protocol.MessageQueue{Topic: k.Topic, BrokerName: b.cfg.BrokerName, QueueID: k.QueueID})
+		out.LockOKMQSet = append(out.LockOKMQSet, protocol.MessageQueue{Topic: k.Topic, BrokerName: cr.cfg.BrokerName, QueueID: k.QueueID})
 	}
-	return b.ans.body(req, out)
+	return cr.ans.body(req, out)
 }
 
 // Bounds on what a client's requests put into the broker's tables (see
@@ -145,7 +165,7 @@ const (
 )
 
 // handleUnlockBatch answers UNLOCK_BATCH_MQ (42).
-func (b *Broker) handleUnlockBatch(_ *conn, req *protocol.Command) *protocol.Command {
+func (cr *clientRequests) handleUnlockBatch(_ *conn, req *protocol.Command) *protocol.Command {
 	var body protocol.UnlockBatchRequestBody
 	if err := protocol.UnmarshalBody(req.Body, &body); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "bad unlock body: "+err.Error())
@@ -154,7 +174,7 @@ func (b *Broker) handleUnlockBatch(_ *conn, req *protocol.Command) *protocol.Com
 	for i, mq := range body.MQSet {
 		keys[i] = QueueKey{mq.Topic, mq.QueueID}
 	}
-	b.locks.unlock(body.ConsumerGroup, body.ClientID, keys)
+	cr.locks.unlock(body.ConsumerGroup, body.ClientID, keys)
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 

@@ -74,17 +74,7 @@ func (b *Broker) connClosed(c *conn) {
 	if ok {
 		b.stats.currConns.Add(-1)
 	}
-	b.notifyGroups(b.clients.closed(c))
-}
-
-// notifyGroups sends NOTIFY_CONSUMER_IDS_CHANGED to every member of each
-// group (RocketMQ's DefaultConsumerIdsChangeListener, CHANGE event).
-func (b *Broker) notifyGroups(groups []string) {
-	for _, g := range groups {
-		for _, p := range b.clients.members(g) {
-			p.notifyConsumerIdsChanged(g)
-		}
-	}
+	b.clients.notify(b.clients.closed(c))
 }
 
 // clientScanLoop drops clients silent for ClientChannelMaxIdle, every 10 s
@@ -95,19 +85,9 @@ func (b *Broker) clientScanLoop() {
 	for {
 		select {
 		case <-t.C:
-			b.expireClients()
+			b.clients.expireIdle(b.cfg.Clock())
 		case <-b.stop:
 			return
 		}
 	}
-}
-
-func (b *Broker) expireClients() {
-	dropped, changed := b.clients.expire(b.cfg.Clock())
-	for _, p := range dropped {
-		if c, ok := p.(*conn); ok {
-			c.close("client channel expired (no heartbeat for " + b.cfg.ClientChannelMaxIdle.String() + ")")
-		}
-	}
-	b.notifyGroups(changed)
 }
