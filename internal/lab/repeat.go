@@ -2,17 +2,37 @@ package lab
 
 import (
 	"fmt"
+	"io"
 	"slices"
 )
 
-// Repeat runs run for i = 1 to n and returns what each returned, in
-// order; the first error ends it, as "<what>: repeat i: <error>".
-func Repeat[R any](n int, what string, run func(i int) (R, error)) ([]R, error) {
-	out := make([]R, 0, n)
-	for i := 1; i <= n; i++ {
+// Repeats says how Repeat runs and reports a kind's repeats.
+type Repeats[R any] struct {
+	// N is the number of repeats; What names them in errors ("<What>:
+	// repeat i: <error>").
+	N    int
+	What string
+	// Progress, when set, gets "== <Title(i)>" before repeat i and
+	// "   <Done(r)>" after one that succeeded (either func may be nil).
+	Progress io.Writer
+	Title    func(i int) string
+	Done     func(r R) string
+}
+
+// Repeat runs run for i = 1 to o.N and returns what each returned, in
+// order; the first error ends it.
+func Repeat[R any](o Repeats[R], run func(i int) (R, error)) ([]R, error) {
+	out := make([]R, 0, o.N)
+	for i := 1; i <= o.N; i++ {
+		if o.Progress != nil && o.Title != nil {
+			Progressf(o.Progress, "== %s\n", o.Title(i))
+		}
 		r, err := run(i)
 		if err != nil {
-			return nil, fmt.Errorf("%s: repeat %d: %w", what, i, err)
+			return nil, fmt.Errorf("%s: repeat %d: %w", o.What, i, err)
+		}
+		if o.Progress != nil && o.Done != nil {
+			Progressf(o.Progress, "   %s\n", o.Done(r))
 		}
 		out = append(out, r)
 	}

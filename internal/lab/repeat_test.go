@@ -2,16 +2,23 @@ package lab
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
 func TestRepeatNamesTheFailedRepeat(t *testing.T) {
-	got, err := Repeat(3, "x", func(i int) (int, error) { return i * 10, nil })
+	var progress strings.Builder
+	got, err := Repeat(Repeats[int]{N: 3, What: "x", Progress: &progress,
+		Title: func(i int) string { return fmt.Sprintf("x: repeat %d/3", i) },
+		Done:  func(r int) string { return fmt.Sprintf("got %d", r) }},
+		func(i int) (int, error) { return i * 10, nil })
 	require.NoError(t, err)
 	require.Equal(t, []int{10, 20, 30}, got)
-	_, err = Repeat(3, "backlog", func(i int) (int, error) {
+	require.Equal(t, "== x: repeat 1/3\n   got 10\n== x: repeat 2/3\n   got 20\n== x: repeat 3/3\n   got 30\n", progress.String())
+	_, err = Repeat(Repeats[int]{N: 3, What: "backlog"}, func(i int) (int, error) {
 		if i == 2 {
 			return 0, errors.New("boom")
 		}

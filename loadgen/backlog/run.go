@@ -97,17 +97,16 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 	}
 	opts.Progress, opts.Poll = cmp.Or(opts.Progress, io.Discard), cmp.Or(opts.Poll, 5*time.Millisecond)
 	res := &Result{Header: e.Header(opts.Quick), Settings: s, DrainTarget: e.DrainTarget, P99Target: e.P99Target}
-	if res.Runs, err = lab.Repeat(s.Repeats, "backlog", func(i int) (Run, error) {
-		lab.Progressf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, drop it from the page cache, drain it beside %g msg/s\n",
-			e.Name, i, s.Repeats, s.BacklogBytes>>20, s.SteadyRate)
-		r, err := runOnce(ctx, s, opts)
-		if err == nil {
-			lab.Progressf(opts.Progress, "   drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; loopback TCP %.1f MB/s: ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f\n",
+	if res.Runs, err = lab.Repeat(lab.Repeats[Run]{N: s.Repeats, What: "backlog", Progress: opts.Progress,
+		Title: func(i int) string {
+			return fmt.Sprintf("%s: repeat %d/%d: fill %d MiB, drop it from the page cache, drain it beside %g msg/s",
+				e.Name, i, s.Repeats, s.BacklogBytes>>20, s.SteadyRate)
+		},
+		Done: func(r Run) string {
+			return fmt.Sprintf("drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; loopback TCP %.1f MB/s: ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f",
 				r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, r.ReadMBps, r.ReadMethod, r.DrainRatio, r.LoopbackMBps, r.LoopbackRatio,
 				float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.P99Ratio)
-		}
-		return r, err
-	}); err != nil {
+		}}, func(int) (Run, error) { return runOnce(ctx, s, opts) }); err != nil {
 		return nil, err
 	}
 	if s.WarmReference && !s.Warm {

@@ -186,15 +186,14 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 	}
 	opts.Progress, opts.Poll = cmp.Or(opts.Progress, io.Discard), cmp.Or(opts.Poll, 2*time.Millisecond)
 	res := &Result{Header: e.Header(opts.Quick), Settings: s, Target: e.Target}
-	if res.Runs, err = lab.Repeat(s.Repeats, "catchup", func(i int) (Run, error) {
-		lab.Progressf(opts.Progress, "== %s: repeat %d/%d: fill %d MiB, then an empty slave\n", e.Name, i, s.Repeats, s.FillBytes>>20)
-		r, err := runOnce(ctx, s, opts)
-		if err == nil {
-			lab.Progressf(opts.Progress, "   filled %d MiB in %.1fs; caught up in %.2fs: %.1f MB/s; disk %.1f MB/s; ratio %.2f\n",
+	if res.Runs, err = lab.Repeat(lab.Repeats[Run]{N: s.Repeats, What: "catchup", Progress: opts.Progress,
+		Title: func(i int) string {
+			return fmt.Sprintf("%s: repeat %d/%d: fill %d MiB, then an empty slave", e.Name, i, s.Repeats, s.FillBytes>>20)
+		},
+		Done: func(r Run) string {
+			return fmt.Sprintf("filled %d MiB in %.1fs; caught up in %.2fs: %.1f MB/s; disk %.1f MB/s; ratio %.2f",
 				r.FillBytes>>20, r.FillSeconds, r.CatchUpSeconds, r.CatchUpMBps, r.DiskMBps, r.Ratio)
-		}
-		return r, err
-	}); err != nil {
+		}}, func(int) (Run, error) { return runOnce(ctx, s, opts) }); err != nil {
 		return nil, err
 	}
 	res.Median = lab.Median(res.Runs, func(r Run) float64 { return r.Ratio })
