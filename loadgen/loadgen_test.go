@@ -90,7 +90,7 @@ func TestReportLineLabelsWarmup(t *testing.T) {
 	var out bytes.Buffer
 	w := Workload{}
 	w.EnsureDefaults()
-	r := &run{w: &w, opts: Options{Out: &out}, send: NewRecorder(), e2e: NewRecorder()}
+	r := &run{w: &w, opts: Options{Out: &out}, send: NewRecorder(), e2e: NewRecorder(), lag: NewRecorder()}
 	rep := newReporter(r)
 	rep.line()
 	require.Contains(t, out.String(), "[warm-up]")
@@ -136,4 +136,54 @@ func TestWarmupStallIsNoFigure(t *testing.T) {
 	due := 500 * res.MeasuredSeconds
 	require.InDelta(t, due, float64(res.E2ELatencyUs.Count), 0.15*due)
 	require.InDelta(t, due, float64(res.SendLatencyUs.Count), 0.15*due)
+}
+
+// TestBacklogPhase: with a backlog asked for, the consumers hold off
+// until it is built, then drain it while production goes on, and the
+// window runs its duration after; nothing acknowledged is lost.
+func TestBacklogPhase(t *testing.T) {
+	d := newMemDriver()
+	d.queued = true
+	w := quick(Workload{MessageSize: 100, Rate: 5000, BacklogBytes: 2500 * 100, BacklogTimeout: time.Minute})
+	var out bytes.Buffer
+	res, err := Run(context.Background(), d, w, Options{Out: &out})
+	require.NoError(t, err)
+	bp := res.Backlog
+	require.NotNil(t, bp)
+	require.True(t, bp.Drained, "%+v", bp)
+	require.GreaterOrEqual(t, bp.Messages, int64(2500))
+	require.Greater(t, bp.DrainMsgsPerSec, 0.0)
+	require.True(t, res.Drained)
+	require.Zero(t, res.NeverReceived)
+	require.NotEmpty(t, res.Intervals)
+	var maxBacklog int64
+	for _, iv := range res.Intervals {
+		maxBacklog = max(maxBacklog, iv.Backlog)
+	}
+	require.Greater(t, maxBacklog, int64(1000), "an interval saw the backlog")
+	require.Contains(t, out.String(), "backlog building")
+	require.Contains(t, out.String(), "drained in")
+}
+
+// TestRandomPayloadsAndKeys: a pool of random payloads is sent in turn,
+// each random over its ratio and zero after, and random keys are drawn
+// from the key set.
+func TestRandomPayloadsAndKeys(t *testing.T) {
+	w := Workload{MessageSize: 64, RandomPayloads: 4, RandomBytesRatio: 0.5, KeyCount: 3, RandomKeys: true}
+	w.EnsureDefaults()
+	require.NoError(t, w.Validate())
+	ps, err := basePayloads(&w)
+	require.NoError(t, err)
+	require.Len(t, ps, 4)
+	require.NotEqual(t, ps[0], ps[1])
+	for _, p := range ps {
+		require.Len(t, p, 64)
+		require.Equal(t, make([]byte, 32), p[32:], "the share after the random bytes is zero")
+	}
+	bad := w
+	bad.RandomBytesRatio = 2
+	require.Error(t, bad.Validate())
+	bad = Workload{BacklogBytes: 1 << 20}
+	bad.EnsureDefaults()
+	require.ErrorContains(t, bad.Validate(), "backlog phase needs")
 }

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"sync"
@@ -22,7 +23,11 @@ type memDriver struct {
 	deliveries func(n int64) int
 	// sent, if set, gets every message's stamp as it is sent.
 	sent func(dueNs int64)
-	n    int64
+	// queued makes delivery asynchronous, as a broker's is: each
+	// consumer takes copies from its own queue on its own goroutine, so a
+	// consumer that holds back holds back no send.
+	queued bool
+	n      int64
 }
 
 func newMemDriver() *memDriver { return &memDriver{topics: map[string][]Handler{}} }
@@ -47,9 +52,28 @@ func (d *memDriver) NewProducer(_ context.Context, topic string, _ ProducerOptio
 func (d *memDriver) NewConsumer(_ context.Context, topic, _ string, _ ConsumerOptions, h Handler) (Consumer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.topics[topic] = append(d.topics[topic], h)
-	return memConsumer{}, nil
+	if !d.queued {
+		d.topics[topic] = append(d.topics[topic], h)
+		return memConsumer{}, nil
+	}
+	q := make(chan []byte, 1<<16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for p := range q {
+			h(p)
+		}
+	}()
+	d.topics[topic] = append(d.topics[topic], func(p []byte) { q <- bytes.Clone(p) })
+	return queuedConsumer{q: q, done: done}, nil
 }
+
+type queuedConsumer struct {
+	q    chan []byte
+	done chan struct{}
+}
+
+func (c queuedConsumer) Close() error { close(c.q); <-c.done; return nil }
 
 type memProducer struct {
 	d     *memDriver

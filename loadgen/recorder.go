@@ -108,9 +108,11 @@ type Percentiles struct {
 	Count int64   `json:"count"`
 	Mean  float64 `json:"mean"`
 	P50   int64   `json:"p50"`
+	P75   int64   `json:"p75,omitempty"`
 	P95   int64   `json:"p95"`
 	P99   int64   `json:"p99"`
 	P999  int64   `json:"p999"`
+	P9999 int64   `json:"p9999,omitempty"`
 	Max   int64   `json:"max"`
 }
 
@@ -123,9 +125,11 @@ func Summarize(h *hdr.Histogram) Percentiles {
 		Count: h.TotalCount(),
 		Mean:  h.Mean(),
 		P50:   h.ValueAtQuantile(50),
+		P75:   h.ValueAtQuantile(75),
 		P95:   h.ValueAtQuantile(95),
 		P99:   h.ValueAtQuantile(99),
 		P999:  h.ValueAtQuantile(99.9),
+		P9999: h.ValueAtQuantile(99.99),
 		Max:   h.Max(),
 	}
 }

@@ -16,10 +16,13 @@ type reporter struct {
 	measuring atomic.Bool
 	log       *hdr.HistogramLogWriter
 	// logErr is the HDR log's first failed write; Run returns it.
-	logErr    error
-	lastAcked int64
-	lastRecv  int64
-	last      time.Time
+	logErr     error
+	lastAcked  int64
+	lastRecv   int64
+	lastFailed int64
+	last       time.Time
+	// intervals are the measured window's (line's; Result.Intervals).
+	intervals []Interval
 }
 
 func newReporter(r *run) *reporter {
@@ -73,14 +76,23 @@ func (rep *reporter) loop(ctx context.Context) {
 func (rep *reporter) line() {
 	now := time.Now()
 	secs := now.Sub(rep.last).Seconds()
-	acked, recv := rep.r.c.acked.Load(), rep.r.c.received.Load()
-	dAcked, dRecv := acked-rep.lastAcked, recv-rep.lastRecv
+	acked, recv, failed := rep.r.c.acked.Load(), rep.r.c.received.Load(), rep.r.c.failed.Load()
+	dAcked, dRecv, dFailed := acked-rep.lastAcked, recv-rep.lastRecv, failed-rep.lastFailed
 	prev := rep.last
-	rep.lastAcked, rep.lastRecv, rep.last = acked, recv, now
-	sendH, e2eH := rep.r.send.TakeInterval(), rep.r.e2e.TakeInterval()
+	rep.lastAcked, rep.lastRecv, rep.lastFailed, rep.last = acked, recv, failed, now
+	sendH, e2eH, lagH := rep.r.send.TakeInterval(), rep.r.e2e.TakeInterval(), rep.r.lag.TakeInterval()
+	if rep.measuring.Load() && secs > 0 {
+		size := float64(rep.r.w.MessageSize)
+		rep.intervals = append(rep.intervals, Interval{Seconds: secs,
+			PublishRate: float64(dAcked) / secs, PublishMBps: float64(dAcked) * size / secs / 1e6,
+			ErrorRate: float64(dFailed) / secs, ConsumeRate: float64(dRecv) / secs, ConsumeMBps: float64(dRecv) * size / secs / 1e6,
+			Backlog: max(rep.r.backlog(), 0), SendUs: Summarize(sendH), LagUs: Summarize(lagH), E2EUs: Summarize(e2eH)})
+	}
 	phase := ""
 	if !rep.measuring.Load() {
 		phase = " [warm-up]"
+	} else if rep.r.gate.held.Load() != nil {
+		phase = fmt.Sprintf(" [backlog building: %d]", rep.r.backlog())
 	}
 	rate := float64(dAcked) / secs
 	rep.printf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency; %d received, %.2f ms avg e2e, %.2f ms max e2e; %d errors%s\n",
@@ -102,6 +114,7 @@ func (rep *reporter) line() {
 
 // final prints the run's summary lines.
 func (rep *reporter) final(res *Result) {
+	res.Intervals = rep.intervals
 	s, e := res.SendLatencyUs, res.E2ELatencyUs
 	rep.printf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th.\n",
 		res.Acked, res.MsgsPerSec, res.MBPerSec, s.Mean/1e3, float64(s.Max)/1e3,
@@ -110,6 +123,16 @@ func (rep *reporter) final(res *Result) {
 		rep.printf("%d records received, %.1f records/sec, end-to-end %.2f ms avg, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max; drained: %v.\n",
 			res.Received, res.ConsumedPerSec, e.Mean/1e3, float64(e.P50)/1e3, float64(e.P95)/1e3,
 			float64(e.P99)/1e3, float64(e.P999)/1e3, float64(e.Max)/1e3, res.Drained)
+	}
+	if bp := res.Backlog; bp != nil {
+		rep.printf("backlog: %d MiB asked; %d messages built in %.1fs", bp.Bytes>>20, bp.Messages, bp.BuildSeconds)
+		if bp.DrainSeconds > 0 {
+			rep.printf(", drained in %.1fs at %.1f msg/s (%.2f MB/s)", bp.DrainSeconds, bp.DrainMsgsPerSec, bp.DrainMBPerSec)
+		}
+		if bp.TimedOut != "" {
+			rep.printf("; the %s ran out of its %s", bp.TimedOut, rep.r.w.BacklogTimeout)
+		}
+		rep.printf(".\n")
 	}
 	if l := res.SendLagUs; l != nil {
 		rep.printf("schedule lag (intended to actual send, included above): %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max.\n",

@@ -63,6 +63,12 @@ type Result struct {
 	// files: the percentile-spectrum charts read them.
 	SendHistogram string `json:"send_histogram,omitempty"`
 	E2EHistogram  string `json:"e2e_histogram,omitempty"`
+	// Backlog is the backlog phase (Workload.BacklogBytes); nil without.
+	Backlog *BacklogPhase `json:"backlog,omitempty"`
+	// Intervals are the measured window's report intervals, in order:
+	// rates, backlog and latencies of each (OpenMessaging Benchmark's
+	// per-period figures).
+	Intervals []Interval `json:"intervals,omitempty"`
 	// Replication is the cluster's replication and its sampled lag (a
 	// ReplicatedDriver's); nil without slaves.
 	Replication *Replication `json:"replication,omitempty"`
@@ -100,4 +106,20 @@ func (r *Result) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Interval is one report interval of the measured window.
+type Interval struct {
+	Seconds     float64 `json:"seconds"`
+	PublishRate float64 `json:"publish_rate"` // acknowledged msg/s
+	PublishMBps float64 `json:"publish_mb_per_sec"`
+	ErrorRate   float64 `json:"error_rate"` // failed sends/s
+	ConsumeRate float64 `json:"consume_rate"`
+	ConsumeMBps float64 `json:"consume_mb_per_sec"`
+	// Backlog is acknowledged messages not yet received (all groups) at
+	// the interval's end.
+	Backlog int64       `json:"backlog"`
+	SendUs  Percentiles `json:"send_us"`
+	LagUs   Percentiles `json:"lag_us"`
+	E2EUs   Percentiles `json:"e2e_us"`
 }

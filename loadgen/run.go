@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -43,7 +44,7 @@ func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, erro
 	if opts.Out == nil {
 		opts.Out = os.Stdout
 	}
-	payload, err := basePayload(&w)
+	payloads, err := basePayloads(&w)
 	if err != nil {
 		return nil, err
 	}
@@ -51,10 +52,10 @@ func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, erro
 		return nil, err
 	}
 
-	r := &run{w: &w, d: d, opts: opts, payload: payload,
+	r := &run{w: &w, d: d, opts: opts, payloads: payloads,
 		send: NewRecorder(), e2e: NewRecorder(), lag: NewRecorder(),
 		closed: make(chan struct{}), dl: newDeliveries(w.Topics, w.Producers, w.ConsumerGroups)}
-	r.pool.New = func() any { b := make([]byte, len(payload)); copy(b, payload); return &b }
+	r.pool.New = func() any { b := make([]byte, w.MessageSize); copy(b, payloads[0]); return &b }
 	r.window.from.Store(math.MaxInt64)
 	r.window.to.Store(math.MaxInt64)
 
@@ -71,13 +72,15 @@ func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, erro
 }
 
 type run struct {
-	w       *Workload
-	d       Driver
-	opts    Options
-	payload []byte
-	pool    sync.Pool // *[]byte payload buffers, returned when a send is done
-	send    *Recorder
-	e2e     *Recorder
+	w    *Workload
+	d    Driver
+	opts Options
+	// payloads are the bodies sends start from: one, or a pool of
+	// random ones (Workload.RandomPayloads) taken in turn.
+	payloads [][]byte
+	pool     sync.Pool // *[]byte payload buffers, returned when a send is done
+	send     *Recorder
+	e2e      *Recorder
 	// lag is the open-loop schedule lag: how late each send was issued
 	// after its intended time (OpenMessaging Benchmark's "publish delay"):
 	// the generator's timer and scheduling, or a Send that blocked on a
@@ -94,6 +97,8 @@ type run struct {
 	// what is still due before it and stop.
 	closed chan struct{}
 	dl     *deliveries
+	// gate holds the consumers while a backlog builds (backlog_phase.go).
+	gate gate
 }
 
 // inWindow reports whether a message due at dueNs (Unix ns) is measured.
@@ -110,6 +115,7 @@ func (r *run) startConsumers(ctx context.Context) ([]Consumer, error) {
 	// (delivery.go) names it; a redelivery is counted apart.
 	handler := func(g int) Handler {
 		return func(p []byte) {
+			r.gate.wait() // closed while a backlog builds
 			sentAt, first, ok := r.dl.received(g, p)
 			if !first || !ok {
 				return
@@ -206,10 +212,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		if lagSampler != nil {
 			lagSampler.SetMeasuring(true)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(w.Duration):
-		}
+		res.Backlog = r.measure(ctx) // Duration, after a backlog phase if asked (backlog_phase.go)
 	}
 	if measureStart.IsZero() { // cancelled in the warm-up: an empty window, closing now
 		measureStart = time.Now()
@@ -345,9 +348,15 @@ func (r *run) produceLoop(sendCtx context.Context, p Producer, id int, rate floa
 			r.lag.Record(max(time.Since(due).Microseconds(), 0))
 		}
 		bufp := r.pool.Get().(*[]byte)
+		if len(r.payloads) > 1 {
+			copy(*bufp, r.payloads[(n+int64(id))%int64(len(r.payloads))])
+		}
 		putHeader(*bufp, due.UnixNano(), r.dl.tag, id, n)
 		key := ""
-		if len(keys) > 0 {
+		switch {
+		case len(keys) > 0 && r.w.RandomKeys:
+			key = keys[rand.IntN(len(keys))]
+		case len(keys) > 0:
 			key = keys[(n+int64(id))%int64(len(keys))]
 		}
 		r.c.sent.Add(1)
@@ -429,8 +438,24 @@ func createTopics(ctx context.Context, d Driver, w *Workload) error {
 	return nil
 }
 
-// basePayload is the message body every send starts from.
-func basePayload(w *Workload) ([]byte, error) {
+// basePayloads are the message bodies sends start from: the payload
+// file's bytes or letters, or RandomPayloads bodies whose first
+// RandomBytesRatio share is random (a fixed seed: every run sends the same
+// bytes) and the rest zero.
+func basePayloads(w *Workload) ([][]byte, error) {
+	if w.RandomPayloads > 0 {
+		rng := rand.New(rand.NewChaCha8([32]byte{'s', 'a', 'm', 's', 'a'}))
+		random := int(float64(w.MessageSize) * w.RandomBytesRatio)
+		out := make([][]byte, w.RandomPayloads)
+		for i := range out {
+			p := make([]byte, w.MessageSize)
+			for j := range random {
+				p[j] = byte(rng.Uint32())
+			}
+			out[i] = p
+		}
+		return out, nil
+	}
 	p := make([]byte, w.MessageSize)
 	if w.PayloadFile != "" {
 		src, err := os.ReadFile(w.PayloadFile)
@@ -442,12 +467,12 @@ func basePayload(w *Workload) ([]byte, error) {
 		}
 		for i := 0; i < len(p); i += copy(p[i:], src) {
 		}
-		return p, nil
+		return [][]byte{p}, nil
 	}
 	for i := range p {
 		p[i] = byte('a' + i%26)
 	}
-	return p, nil
+	return [][]byte{p}, nil
 }
 
 // encodeHist is h in HdrHistogram's compressed V2 form ("" when empty).

@@ -70,7 +70,27 @@ type Workload struct {
 	PullInterval time.Duration `json:"pull_interval,omitempty"`
 	// KeyCount, when > 0, gives messages keys cycling over this many
 	// distinct values (ordered/hashed routing); 0 sends no keys.
-	KeyCount int `json:"key_count,omitempty"`
+	// RandomKeys picks each message's key at random among them instead.
+	KeyCount   int  `json:"key_count,omitempty"`
+	RandomKeys bool `json:"random_keys,omitempty"`
+	// RandomPayloads, when > 0, sends payloads drawn from a pool of this
+	// many, each of whose first RandomBytesRatio × MessageSize bytes are
+	// random and the rest zero (compressible as much as the ratio says),
+	// in place of PayloadFile's or the default letters.
+	RandomPayloads   int     `json:"random_payloads,omitempty"`
+	RandomBytesRatio float64 `json:"random_bytes_ratio,omitempty"`
+	// BacklogBytes, when > 0, adds a backlog phase to the measured window
+	// (OpenMessaging Benchmark's consumerBacklogSizeGB): the consumers
+	// stop taking messages when the window opens, the producers go on at
+	// Rate until the groups' backlog (groups × acknowledged − received,
+	// times MessageSize) reaches BacklogBytes, then the consumers resume
+	// and drain it while production goes on; once the backlog is down to
+	// (1 − BacklogDrainRatio) of its size (at least 1,000 messages) the
+	// window runs Duration more. BacklogTimeout (default 30m) bounds the
+	// build and the drain, each.
+	BacklogBytes      int64         `json:"backlog_bytes,omitempty"`
+	BacklogDrainRatio float64       `json:"backlog_drain_ratio,omitempty"`
+	BacklogTimeout    time.Duration `json:"backlog_timeout,omitempty"`
 	// ReportInterval is how often a progress line prints; default 5s.
 	ReportInterval time.Duration `json:"report_interval"`
 	// Drain is how long, after producing stops, to wait for consumers to
@@ -122,6 +142,12 @@ func (w *Workload) EnsureDefaults() {
 	defd(&w.PullInterval, 100*time.Millisecond)
 	defd(&w.ReportInterval, 5*time.Second)
 	defd(&w.Drain, 10*time.Second)
+	if w.BacklogBytes > 0 {
+		if w.BacklogDrainRatio == 0 {
+			w.BacklogDrainRatio = 1
+		}
+		defd(&w.BacklogTimeout, 30*time.Minute)
+	}
 }
 
 // Validate reports every problem at once.
@@ -167,6 +193,22 @@ func (w *Workload) Validate() error {
 			bad("payload file: %v", err)
 		}
 	}
+	if w.KeyCount < 0 || (w.RandomKeys && w.KeyCount == 0) {
+		bad("keys must be >= 0 (and > 0 for random keys), got %d", w.KeyCount)
+	}
+	if w.RandomPayloads < 0 || w.RandomPayloads > 1<<20 || w.RandomBytesRatio < 0 || w.RandomBytesRatio > 1 {
+		bad("random payloads must be 0 to 2^20 with a random-bytes ratio of 0 to 1, got %d and %g", w.RandomPayloads, w.RandomBytesRatio)
+	}
+	if w.RandomPayloads > 0 && w.PayloadFile != "" {
+		bad("random payloads and a payload file exclude each other")
+	}
+	if w.BacklogBytes < 0 || w.BacklogDrainRatio < 0 || w.BacklogDrainRatio > 1 || w.BacklogTimeout < 0 {
+		bad("backlog must be >= 0 bytes with a drain ratio of 0 to 1 and a timeout >= 0, got %d, %g and %v",
+			w.BacklogBytes, w.BacklogDrainRatio, w.BacklogTimeout)
+	}
+	if w.BacklogBytes > 0 && (w.NoConsumers || w.Rate <= 0) {
+		bad("a backlog phase needs consumers and a rate (as fast as it goes would never let them drain it)")
+	}
 	return errors.Join(errs...)
 }
 
@@ -187,6 +229,15 @@ func (w *Workload) String() string {
 	}
 	if w.KeyCount > 0 {
 		fmt.Fprintf(&b, " keys=%d", w.KeyCount)
+		if w.RandomKeys {
+			b.WriteString(" random_keys")
+		}
+	}
+	if w.RandomPayloads > 0 {
+		fmt.Fprintf(&b, " random_payloads=%d random_ratio=%g", w.RandomPayloads, w.RandomBytesRatio)
+	}
+	if w.BacklogBytes > 0 {
+		fmt.Fprintf(&b, " backlog=%d drain_ratio=%g backlog_timeout=%s", w.BacklogBytes, w.BacklogDrainRatio, w.BacklogTimeout)
 	}
 	if w.PayloadFile != "" {
 		fmt.Fprintf(&b, " payload=%s", w.PayloadFile)

@@ -8,7 +8,7 @@ import (
 )
 
 // durationKeys are the Workload fields that are time.Durations.
-var durationKeys = []string{"warmup", "duration", "batch_linger", "pull_interval", "report_interval", "drain", "setup_timeout"}
+var durationKeys = []string{"warmup", "duration", "batch_linger", "pull_interval", "report_interval", "drain", "setup_timeout", "backlog_timeout"}
 
 // MarshalJSON writes durations as Go duration strings ("5s"), so result and
 // experiment files read naturally.
