@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -19,8 +22,11 @@ type Experiment struct {
 	resultfile.Spec // Kind "e2e"
 	// Repeats per cell (median and spread are reported); default 3.
 	Repeats int `json:"repeats"`
-	// Base is the workload every cell starts from.
-	Base Workload `json:"base"`
+	// Base is the workload every cell starts from. OMBWorkload, in its
+	// place, names an OpenMessaging Benchmark workload file whose
+	// figures, with OMB's meaning (omb_workload.go), are the base.
+	Base        Workload `json:"base"`
+	OMBWorkload string   `json:"omb_workload,omitempty"`
 	// Quick overrides the base for --quick runs (shorter durations).
 	Quick json.RawMessage `json:"quick,omitempty"`
 	// QuickRepeats, if set, replaces Repeats for --quick runs.
@@ -103,7 +109,7 @@ type Comparison struct {
 	Name   string `json:"name"`
 	Num    string `json:"num"`    // cell label
 	Den    string `json:"den"`    // cell label
-	Metric string `json:"metric"` // msgs_per_sec | e2e_p50 | e2e_p99 | send_p99 | send_p999
+	Metric string `json:"metric"` // msgs_per_sec | e2e_p50 | e2e_p99 | send_p99 | send_p999 | pub_p99 | drain_msgs_per_sec
 	// Kind is "ratio" (default): Num over Den against Target; or
 	// "additive" (latency metrics): Num minus Den, which must stay at or
 	// below PlusRTT × Num's measured link round trip + PlusMs.
@@ -135,6 +141,24 @@ func LoadExperiment(path string) (*Experiment, error) {
 	}
 	if len(e.Cells) == 0 {
 		return nil, fmt.Errorf("%s: no cells", path)
+	}
+	if e.OMBWorkload != "" {
+		if !reflect.DeepEqual(e.Base, Workload{}) {
+			return nil, fmt.Errorf("%s: base and omb_workload exclude each other (quick and the cells' workloads still apply)", path)
+		}
+		// As named from where the lab runs (the repository's top), or from
+		// the experiment file's directory's parent when run elsewhere.
+		wpath := e.OMBWorkload
+		if _, err := os.Stat(wpath); err != nil && !filepath.IsAbs(wpath) {
+			wpath = filepath.Join(filepath.Dir(path), "..", wpath)
+		}
+		ow, err := LoadOMBWorkload(wpath)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if e.Base, err = ow.Workload(OMBScale{}); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	if err := e.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -18,6 +18,9 @@ type DriverFactory func(ctx context.Context, c Cell) (Driver, error)
 // ExperimentResult is what an e2e experiment run writes under results/.
 type ExperimentResult struct {
 	resultfile.Header
+	// OMBWorkload is the OpenMessaging Benchmark workload file the cells
+	// ran (Experiment.OMBWorkload); its figures get a table of their own.
+	OMBWorkload string             `json:"omb_workload,omitempty"`
 	Cells       []CellResult       `json:"cells"`
 	Comparisons []ComparisonResult `json:"comparisons,omitempty"`
 }
@@ -49,8 +52,19 @@ type Summary struct {
 	E2EP50Us   float64 `json:"e2e_p50_us"`
 	E2EP99Us   float64 `json:"e2e_p99_us"`
 	E2EP999Us  float64 `json:"e2e_p999_us"`
+	E2EMaxUs   float64 `json:"e2e_max_us,omitempty"`
 	// LagP99Us is the open-loop schedule lag's p99 (Result.SendLagUs).
 	LagP99Us float64 `json:"lag_p99_us,omitempty"`
+	// PubP50Us to PubMaxUs are the open-loop send latency from the actual
+	// send (Result.ServiceLatencyUs: OMB's publish latency).
+	PubP50Us  float64 `json:"pub_p50_us,omitempty"`
+	PubP99Us  float64 `json:"pub_p99_us,omitempty"`
+	PubP999Us float64 `json:"pub_p999_us,omitempty"`
+	PubMaxUs  float64 `json:"pub_max_us,omitempty"`
+	// ConsumedPerSec is the consumers' rate over the window; DrainMsgsPerSec
+	// the backlog phase's drain rate (Result.Backlog).
+	ConsumedPerSec  float64 `json:"consumed_per_sec,omitempty"`
+	DrainMsgsPerSec float64 `json:"drain_msgs_per_sec,omitempty"`
 	// ReplLagP99Us and ReplBehindP99 are the slaves' replication lag
 	// p99, in time and in bytes (Replication.Lag).
 	ReplLagP99Us  float64 `json:"repl_lag_p99_us,omitempty"`
@@ -89,7 +103,7 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 	if err != nil {
 		return nil, err
 	}
-	res := &ExperimentResult{Header: e.Header(quick)}
+	res := &ExperimentResult{Header: e.Header(quick), OMBWorkload: e.OMBWorkload}
 	crs := make([]CellResult, len(cells))
 	for i, c := range cells {
 		crs[i].Cell = c
@@ -185,8 +199,15 @@ func summarize(r *Result) Summary {
 		SendP999Us: float64(r.SendLatencyUs.P999),
 		E2EP50Us:   float64(r.E2ELatencyUs.P50), E2EP99Us: float64(r.E2ELatencyUs.P99), E2EP999Us: float64(r.E2ELatencyUs.P999),
 		Errors: float64(r.Errors), Duplicates: float64(r.Duplicates), NeverReceived: float64(r.NeverReceived)}
+	s.E2EMaxUs, s.ConsumedPerSec = float64(r.E2ELatencyUs.Max), r.ConsumedPerSec
 	if r.SendLagUs != nil {
 		s.LagP99Us = float64(r.SendLagUs.P99)
+	}
+	if p := r.ServiceLatencyUs; p != nil {
+		s.PubP50Us, s.PubP99Us, s.PubP999Us, s.PubMaxUs = float64(p.P50), float64(p.P99), float64(p.P999), float64(p.Max)
+	}
+	if r.Backlog != nil {
+		s.DrainMsgsPerSec = r.Backlog.DrainMsgsPerSec
 	}
 	if r.Server != nil && r.Server.Error == "" {
 		s.OpenFiles, s.RSSMB = float64(r.Server.OpenFiles), float64(r.Server.RSSBytes)/1e6
@@ -204,7 +225,8 @@ func summarizeRuns(runs []*Result) (med, lo, hi Summary) {
 	}
 	fields := func(s *Summary) []*float64 {
 		return []*float64{&s.MsgsPerSec, &s.MBPerSec, &s.SendP50Us, &s.SendP99Us, &s.SendP999Us, &s.E2EP50Us, &s.E2EP99Us, &s.E2EP999Us,
-			&s.LagP99Us, &s.ReplLagP99Us, &s.ReplBehindP99, &s.Errors, &s.Duplicates, &s.NeverReceived, &s.OpenFiles, &s.RSSMB}
+			&s.LagP99Us, &s.ReplLagP99Us, &s.ReplBehindP99, &s.Errors, &s.Duplicates, &s.NeverReceived, &s.OpenFiles, &s.RSSMB,
+			&s.E2EMaxUs, &s.PubP50Us, &s.PubP99Us, &s.PubP999Us, &s.PubMaxUs, &s.ConsumedPerSec, &s.DrainMsgsPerSec}
 	}
 	ss := make([]Summary, len(runs))
 	for i, r := range runs {
@@ -235,6 +257,10 @@ func metric(s Summary, name string) (float64, bool, error) {
 		return s.SendP99Us, false, nil
 	case "send_p999":
 		return s.SendP999Us, false, nil
+	case "pub_p99":
+		return s.PubP99Us, false, nil
+	case "drain_msgs_per_sec":
+		return s.DrainMsgsPerSec, true, nil
 	}
 	return 0, false, fmt.Errorf("unknown metric %q", name)
 }

@@ -90,7 +90,7 @@ func TestReportLineLabelsWarmup(t *testing.T) {
 	var out bytes.Buffer
 	w := Workload{}
 	w.EnsureDefaults()
-	r := &run{w: &w, opts: Options{Out: &out}, send: NewRecorder(), e2e: NewRecorder(), lag: NewRecorder()}
+	r := &run{w: &w, opts: Options{Out: &out}, send: NewRecorder(), e2e: NewRecorder(), lag: NewRecorder(), svc: NewRecorder()}
 	rep := newReporter(r)
 	rep.line()
 	require.Contains(t, out.String(), "[warm-up]")

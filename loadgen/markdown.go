@@ -46,10 +46,36 @@ func (r *ExperimentResult) Markdown() string {
 			c.Label, c.Driver, c.Cluster.Flush, dur, rate, m.MsgsPerSec, c.Min.MsgsPerSec, c.Max.MsgsPerSec, m.MBPerSec,
 			ms(m.SendP50Us), ms(m.SendP99Us), e2e(m.E2EP50Us), e2e(m.E2EP99Us), e2e(m.E2EP999Us), lag, m.Errors)
 	}
+	r.ombTable(&b)
 	r.deliveryNotes(&b)
 	r.serverTable(&b)
 	r.comparisonTable(&b)
 	return b.String()
+}
+
+// ombTable gives an OMB workload's cells in OpenMessaging Benchmark's
+// headline terms: publish and consume rates, publish latency from the
+// actual send, publish delay, end-to-end latency, backlog drain.
+func (r *ExperimentResult) ombTable(b *strings.Builder) {
+	if r.OMBWorkload == "" {
+		return
+	}
+	fmt.Fprintf(b, "\nIn OpenMessaging Benchmark's terms (workload `%s`; medians over repeats; ms; pub = actual send → acknowledgement, OMB's publish latency; delay = OMB's publish delay; e2e from the intended send, so OMB's e2e plus the delay):\n\n", r.OMBWorkload)
+	b.WriteString("| cell | pub rate msg/s | cons rate msg/s | pub p50 | pub p99 | pub p99.9 | pub max | delay p99 | e2e p50 | e2e p99 | e2e p99.9 | e2e max | backlog drain msg/s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range r.Cells {
+		if c.Skipped != "" {
+			continue
+		}
+		m := c.Median
+		drain := "–"
+		if c.Workload.BacklogBytes > 0 {
+			drain = fmt.Sprintf("%.0f", m.DrainMsgsPerSec)
+		}
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			c.Label, m.MsgsPerSec, m.ConsumedPerSec, ms(m.PubP50Us), ms(m.PubP99Us), ms(m.PubP999Us), ms(m.PubMaxUs),
+			ms(m.LagP99Us), ms(m.E2EP50Us), ms(m.E2EP99Us), ms(m.E2EP999Us), ms(m.E2EMaxUs), drain)
+	}
 }
 
 // ratioText is a ratio as "1.23×"; one below 0.01 keeps two significant

@@ -80,13 +80,13 @@ func (rep *reporter) line() {
 	dAcked, dRecv, dFailed := acked-rep.lastAcked, recv-rep.lastRecv, failed-rep.lastFailed
 	prev := rep.last
 	rep.lastAcked, rep.lastRecv, rep.lastFailed, rep.last = acked, recv, failed, now
-	sendH, e2eH, lagH := rep.r.send.TakeInterval(), rep.r.e2e.TakeInterval(), rep.r.lag.TakeInterval()
+	sendH, e2eH, lagH, svcH := rep.r.send.TakeInterval(), rep.r.e2e.TakeInterval(), rep.r.lag.TakeInterval(), rep.r.svc.TakeInterval()
 	if rep.measuring.Load() && secs > 0 {
 		size := float64(rep.r.w.MessageSize)
 		rep.intervals = append(rep.intervals, Interval{Seconds: secs,
 			PublishRate: float64(dAcked) / secs, PublishMBps: float64(dAcked) * size / secs / 1e6,
 			ErrorRate: float64(dFailed) / secs, ConsumeRate: float64(dRecv) / secs, ConsumeMBps: float64(dRecv) * size / secs / 1e6,
-			Backlog: max(rep.r.backlog(), 0), SendUs: Summarize(sendH), LagUs: Summarize(lagH), E2EUs: Summarize(e2eH)})
+			Backlog: max(rep.r.backlog(), 0), SendUs: Summarize(sendH), ServiceUs: Summarize(svcH), LagUs: Summarize(lagH), E2EUs: Summarize(e2eH)})
 	}
 	phase := ""
 	if !rep.measuring.Load() {

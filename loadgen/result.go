@@ -58,6 +58,10 @@ type Result struct {
 	// its intended time (timer granularity, scheduling, or a Send blocked
 	// on a full in-flight window): a share of both latencies above.
 	SendLagUs *Percentiles `json:"send_lag_us,omitempty"`
+	// ServiceLatencyUs (open loop only) is the send latency from the
+	// actual send, lag left out: what the system took to acknowledge
+	// (OpenMessaging Benchmark's publish latency).
+	ServiceLatencyUs *Percentiles `json:"service_latency_us,omitempty"`
 	// SendHistogram and E2EHistogram are the whole window's histograms
 	// (µs) in HdrHistogram's compressed V2 encoding, base64, as in its log
 	// files: the percentile-spectrum charts read them.
@@ -118,8 +122,9 @@ type Interval struct {
 	ConsumeMBps float64 `json:"consume_mb_per_sec"`
 	// Backlog is acknowledged messages not yet received (all groups) at
 	// the interval's end.
-	Backlog int64       `json:"backlog"`
-	SendUs  Percentiles `json:"send_us"`
-	LagUs   Percentiles `json:"lag_us"`
-	E2EUs   Percentiles `json:"e2e_us"`
+	Backlog   int64       `json:"backlog"`
+	SendUs    Percentiles `json:"send_us"`
+	ServiceUs Percentiles `json:"service_us"`
+	LagUs     Percentiles `json:"lag_us"`
+	E2EUs     Percentiles `json:"e2e_us"`
 }

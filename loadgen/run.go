@@ -53,7 +53,7 @@ func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, erro
 	}
 
 	r := &run{w: &w, d: d, opts: opts, payloads: payloads,
-		send: NewRecorder(), e2e: NewRecorder(), lag: NewRecorder(),
+		send: NewRecorder(), e2e: NewRecorder(), lag: NewRecorder(), svc: NewRecorder(),
 		closed: make(chan struct{}), dl: newDeliveries(w.Topics, w.Producers, w.ConsumerGroups)}
 	r.pool.New = func() any { b := make([]byte, w.MessageSize); copy(b, payloads[0]); return &b }
 	r.window.from.Store(math.MaxInt64)
@@ -86,6 +86,9 @@ type run struct {
 	// the generator's timer and scheduling, or a Send that blocked on a
 	// full in-flight window. It is part of send and e2e latency.
 	lag *Recorder
+	// svc is the open-loop send latency from the actual send (the send
+	// latency less lag: OpenMessaging Benchmark's "publish latency").
+	svc *Recorder
 	c   counters
 	// window is the measured window, [from, to) in Unix ns: only messages
 	// due inside it are figures, whenever they are acknowledged or
@@ -206,6 +209,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		r.window.from.Store(measureStart.UnixNano())
 		ackedAtStart, receivedAtStart = r.c.acked.Load(), r.c.received.Load()
 		r.send.SetMeasuring(true)
+		r.svc.SetMeasuring(true)
 		r.e2e.SetMeasuring(true)
 		r.lag.SetMeasuring(true)
 		rep.measuring.Store(true)
@@ -247,6 +251,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	}
 	stopSends()
 	r.send.SetMeasuring(false)
+	r.svc.SetMeasuring(false)
 	r.lag.SetMeasuring(false)
 	if err := ctx.Err(); err != nil {
 		stopReporter()
@@ -285,8 +290,8 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	}
 	res.OpenLoop = w.Rate > 0
 	if res.OpenLoop {
-		lag := Summarize(r.lag.Total())
-		res.SendLagUs = &lag
+		lag, svc := Summarize(r.lag.Total()), Summarize(r.svc.Total())
+		res.SendLagUs, res.ServiceLatencyUs = &lag, &svc
 	}
 	rep.final(res)
 	if rep.logErr != nil {
@@ -360,6 +365,7 @@ func (r *run) produceLoop(sendCtx context.Context, p Producer, id int, rate floa
 			key = keys[(n+int64(id))%int64(len(keys))]
 		}
 		r.c.sent.Add(1)
+		issued := time.Now()
 		p.Send(sendCtx, key, *bufp, func(err error) {
 			if err != nil {
 				r.c.failed.Add(1)
@@ -369,6 +375,9 @@ func (r *run) produceLoop(sendCtx context.Context, p Producer, id int, rate floa
 				r.dl.ack(id, n)
 				if r.inWindow(due.UnixNano()) {
 					r.send.Record(time.Since(due).Microseconds())
+					if gap > 0 {
+						r.svc.Record(time.Since(issued).Microseconds())
+					}
 				}
 			}
 			r.pool.Put(bufp)

@@ -10,6 +10,7 @@ import (
 	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
+	"github.com/samsamq/samsa/loadgen/omb"
 )
 
 func init() {
@@ -56,6 +57,9 @@ func runLoadgen(args []string) (err error) {
 	fs.DurationVar(&w.Drain, "drain", 10*time.Second, "after producing, wait this long at most for consumers to catch up")
 	jsonOut := fs.String("json", "", "write the result as JSON to this file")
 	hdrOut := fs.String("hdr", "", "write the interval histograms (HdrHistogram log format) to this file")
+	ombFile := fs.String("omb-workload", "", "run an OpenMessaging Benchmark workload file (workloads/*.yaml) with OMB's meaning; --rate, --warmup, --duration and --omb-backlog given here replace its figures; prints OMB's headline figures")
+	ombJSON := fs.String("omb-json", "", "with --omb-workload: also write the result as OMB's JSON result file")
+	ombBacklog := fs.Int64("omb-backlog", 0, "with --omb-workload: the backlog phase's size in bytes in place of consumerBacklogSizeGB (where the workload asks for one)")
 	experiment := fs.String("experiment", "", "run an e2e experiment file (experiments/*.json) instead of one workload")
 	quick := fs.Bool("quick", false, "with --experiment: the quick durations")
 	out := fs.String("out", "results", "with --experiment: results directory")
@@ -94,6 +98,30 @@ func runLoadgen(args []string) (err error) {
 	if w.Consumers == 0 {
 		w.NoConsumers = true
 	}
+	var ombW *loadgen.OMBWorkload
+	if *ombFile != "" {
+		if ombW, err = loadgen.LoadOMBWorkload(*ombFile); err != nil {
+			return err
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		var sc loadgen.OMBScale
+		if set["warmup"] {
+			sc.Warmup = w.Warmup
+		}
+		if set["duration"] {
+			sc.Duration = w.Duration
+		}
+		if set["rate"] {
+			sc.Rate = w.Rate
+		}
+		sc.BacklogBytes = *ombBacklog
+		if w, err = ombW.Workload(sc); err != nil {
+			return err
+		}
+	} else if *ombJSON != "" || *ombBacklog != 0 {
+		return errors.New("--omb-json and --omb-backlog go with --omb-workload")
+	}
 	repl.Flush, repl.Backend = *flush, *backendName
 	if err := repl.EnsureReplication(*driver); err != nil {
 		return err
@@ -129,6 +157,18 @@ func runLoadgen(args []string) (err error) {
 		return err
 	}
 	res.Machine = resultfile.CollectMachine(ls.benchDir())
+	if ombW != nil {
+		omb.Report(os.Stdout, ombW, res)
+		if *ombJSON != "" {
+			tr, err := omb.NewTestResult(ombW, res)
+			if err != nil {
+				return err
+			}
+			if err := tr.WriteJSON(*ombJSON); err != nil {
+				return err
+			}
+		}
+	}
 	if *jsonOut != "" {
 		if err := res.WriteJSON(*jsonOut); err != nil {
 			return err
