@@ -160,9 +160,9 @@ func New(cfg Config) (*Broker, error) {
 		if err := b.openControllerMode(); err != nil { // controller_mode.go
 			return nil, closeStoreAfter(st, err)
 		}
-		b.metaSync = newSlaveSync(b) // copies the master's tables while this replica is not master
+		b.metaSync = b.newMetaSync() // copies the master's tables while this replica is not master
 	} else if cfg.BrokerRole == Slave {
-		b.metaSync = newSlaveSync(b)
+		b.metaSync = b.newMetaSync()
 	} else if err := b.startHAMaster(); err != nil && !isDiskFull(err) {
 		return nil, closeStoreAfter(st, err)
 	} else if err != nil {

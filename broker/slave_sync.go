@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,8 +41,7 @@ var errNoMaster = errors.New("broker: no master known (the name server names non
 // The loop (run) is the only goroutine; round may also be called directly
 // (tests). Rounds are serialised.
 type slaveSync struct {
-	b    *Broker
-	rpc  *rpcClient
+	slaveSyncDeps
 	kick chan struct{} // cap 1: a round is wanted now
 
 	mu       sync.Mutex // one round at a time
@@ -50,6 +50,37 @@ type slaveSync struct {
 	lastOK   atomic.Int64 // unix ms of the last round that copied everything
 	failing  atomic.Bool  // the last round failed (logged once per streak)
 	lastHint atomic.Int64 // unix ns of the last kick onDispatch gave
+}
+
+// slaveSyncDeps is what the metadata sync takes from the broker: the
+// tables it copies into, the client it asks the master with, and the
+// replication wiring's word on the master and the role.
+type slaveSyncDeps struct {
+	log      *slog.Logger
+	clock    func() time.Time // Config.Clock: lastOK's time
+	interval time.Duration    // slaveSyncInterval
+	stop     <-chan struct{}  // closed when the broker stops: run returns
+	rpc      *rpcClient       // signed, with the broker's outbound TLS; close closes it
+	topics   *topicManager
+	groups   *groupManager
+	offsets  *offsets.Table
+	// topicsChanged re-registers with the name servers now (a copied
+	// topic table).
+	topicsChanged func()
+	// adoptDelayOffsets and adoptTimerCheckpoint hand the master's
+	// delay-level progress and timer checkpoint (an answer's body) to
+	// delayed delivery (slave_sync_delay.go).
+	adoptDelayOffsets    func(body []byte) error
+	adoptTimerCheckpoint func(body []byte) error
+	// isSlave: this broker takes no writes now (slave.go); masterAddr:
+	// the master's remoting address as the name server last named it;
+	// addr: this broker's own.
+	isSlave    func() bool
+	masterAddr func() string
+	addr       func() string
+	// controllerMode: the role changes at runtime; a round while this
+	// replica is master copies nothing.
+	controllerMode bool
 }
 
 // hintEvery bounds how often replicated records of unknown queues kick a
@@ -64,10 +95,10 @@ const hintEvery = time.Second
 // otherwise lack the topic's config (a send would auto-create it with
 // the default queue count). The check costs one comparison a record.
 func (s *slaveSync) onDispatch(topic string, qid int32, qoff int64) {
-	if qoff != 0 || !s.b.isSlave() {
+	if qoff != 0 || !s.isSlave() {
 		return
 	}
-	if tc, ok := s.b.topics.get(topic); ok && int(qid) < tc.ReadQueueNums {
+	if tc, ok := s.topics.get(topic); ok && int(qid) < tc.ReadQueueNums {
 		return
 	}
 	now := time.Now().UnixNano()
@@ -78,8 +109,8 @@ func (s *slaveSync) onDispatch(topic string, qid int32, qoff int64) {
 	s.kickNow()
 }
 
-func newSlaveSync(b *Broker) *slaveSync {
-	return &slaveSync{b: b, rpc: newRPCClient(b.cfg.MaxFrameSize, b.net.tlsClient).signedBy(b.cfg.AccessKey, b.cfg.SecretKey), kick: make(chan struct{}, 1)}
+func newSlaveSync(d slaveSyncDeps) *slaveSync {
+	return &slaveSync{slaveSyncDeps: d, kick: make(chan struct{}, 1)}
 }
 
 // kickNow asks the loop for a round now (the master changed).
@@ -93,11 +124,11 @@ func (s *slaveSync) kickNow() {
 // run is the loop: a round every SlaveSyncInterval or when kicked, until
 // the broker stops.
 func (s *slaveSync) run() {
-	t := time.NewTicker(s.b.cfg.SlaveSyncInterval)
+	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.b.stop:
+		case <-s.stop:
 			return
 		case <-t.C:
 		case <-s.kick:
@@ -109,10 +140,10 @@ func (s *slaveSync) run() {
 func (s *slaveSync) logRound(err error) {
 	switch {
 	case err == nil && s.failing.Swap(false):
-		s.b.log.Info("broker: metadata copied from the master again", "master", s.b.MasterAddr())
+		s.log.Info("broker: metadata copied from the master again", "master", s.masterAddr())
 	case err != nil && !s.failing.Swap(true):
-		s.b.log.Warn("broker: metadata sync with the master failed; retrying every slaveSyncInterval",
-			"master", s.b.MasterAddr(), "err", err)
+		s.log.Warn("broker: metadata sync with the master failed; retrying every slaveSyncInterval",
+			"master", s.masterAddr(), "err", err)
 	}
 }
 
@@ -120,12 +151,12 @@ func (s *slaveSync) logRound(err error) {
 func (s *slaveSync) round() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.b.ctl != nil && !s.b.isSlave() {
+	if s.controllerMode && !s.isSlave() {
 		return nil // controller mode, master now: nothing to copy
 	}
 	s.rounds.Add(1)
-	master := s.b.MasterAddr()
-	if master == "" || master == s.b.Addr() {
+	master := s.masterAddr()
+	if master == "" || master == s.addr() {
 		s.failures.Add(1)
 		return errNoMaster
 	}
@@ -136,7 +167,7 @@ func (s *slaveSync) round() error {
 		s.failures.Add(1)
 		return err
 	}
-	s.lastOK.Store(s.b.cfg.Clock().UnixMilli())
+	s.lastOK.Store(s.clock().UnixMilli())
 	return nil
 }
 
@@ -175,13 +206,13 @@ func (s *slaveSync) syncTopics(master string) error {
 	for name, tc := range w.TopicConfigTable {
 		table[name] = topicFromWire(name, tc)
 	}
-	removed, changed, err := s.b.topics.adopt(table, DataVersion{Timestamp: w.DataVersion.Timestamp, Counter: w.DataVersion.Counter})
+	removed, changed, err := s.topics.adopt(table, DataVersion{Timestamp: w.DataVersion.Timestamp, Counter: w.DataVersion.Counter})
 	for _, t := range removed {
-		s.b.offsets.RemoveTopic(t)
+		s.offsets.RemoveTopic(t)
 	}
 	if changed {
-		s.b.log.Info("broker: topic table copied from the master", "master", master, "topics", len(table), "removed", len(removed))
-		s.b.reg.topicsChanged()
+		s.log.Info("broker: topic table copied from the master", "master", master, "topics", len(table), "removed", len(removed))
+		s.topicsChanged()
 	}
 	return err
 }
@@ -194,7 +225,7 @@ func (s *slaveSync) syncOffsets(master string) error {
 	if err := s.fetch(master, protocol.GetAllConsumerOffset, &w); err != nil {
 		return err
 	}
-	return s.b.offsets.Sync(master, w.OffsetTable, func(k offsets.Key, off int64) error {
+	return s.offsets.Sync(master, w.OffsetTable, func(k offsets.Key, off int64) error {
 		h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: k.Group, Topic: k.Topic, QueueID: k.Queue, CommitOffset: off}
 		resp, err := s.rpc.call(master, protocol.NewRequest(protocol.UpdateConsumerOffset, h.Encode(), nil), masterCallTimeout)
 		if err == nil && refusedCommit(resp.Code) {
@@ -217,9 +248,9 @@ func (s *slaveSync) syncGroups(master string) error {
 	if err := s.fetch(master, protocol.GetAllSubscriptionGroupConfig, &w); err != nil {
 		return err
 	}
-	changed, err := s.b.groups.adopt(w.SubscriptionGroupTable, DataVersion{Timestamp: w.DataVersion.Timestamp, Counter: w.DataVersion.Counter})
+	changed, err := s.groups.adopt(w.SubscriptionGroupTable, DataVersion{Timestamp: w.DataVersion.Timestamp, Counter: w.DataVersion.Counter})
 	if changed {
-		s.b.log.Info("broker: subscription groups copied from the master", "master", master, "groups", len(w.SubscriptionGroupTable))
+		s.log.Info("broker: subscription groups copied from the master", "master", master, "groups", len(w.SubscriptionGroupTable))
 	}
 	return err
 }
@@ -230,4 +261,22 @@ func (s *slaveSync) close() { s.rpc.close() }
 // get again (checkOffsetCommit).
 func refusedCommit(code protocol.ResponseCode) bool {
 	return code == protocol.TopicNotExist || code == protocol.SubscriptionGroupNotExist || code == protocol.InvalidParameter
+}
+
+// newMetaSync makes the metadata sync of a slave (or a controller-mode
+// replica) in New: its dependencies are the broker's tables, registrar and
+// delayed delivery (opened after it, hence the late-binding closures).
+func (b *Broker) newMetaSync() *slaveSync {
+	return newSlaveSync(slaveSyncDeps{
+		log: b.log, clock: b.cfg.Clock, interval: b.cfg.SlaveSyncInterval, stop: b.stop,
+		rpc:    newRPCClient(b.cfg.MaxFrameSize, b.net.tlsClient).signedBy(b.cfg.AccessKey, b.cfg.SecretKey),
+		topics: b.topics, groups: b.groups, offsets: b.offsets,
+		topicsChanged:        b.reg.topicsChanged,
+		adoptDelayOffsets:    func(body []byte) error { return b.delay.AdoptOffsets(body) },
+		adoptTimerCheckpoint: func(body []byte) error { return b.delay.AdoptTimerCheckpoint(body) },
+		isSlave:              b.isSlave,
+		masterAddr:           b.MasterAddr,
+		addr:                 b.Addr,
+		controllerMode:       b.cfg.EnableControllerMode,
+	})
 }

@@ -15,7 +15,7 @@ func (s *slaveSync) syncDelayOffsets(master string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.b.delay.AdoptOffsets(resp.Body); err != nil {
+	if err := s.adoptDelayOffsets(resp.Body); err != nil {
 		return fmt.Errorf("broker: GET_ALL_DELAY_OFFSET from master %s: %w", master, err)
 	}
 	return nil
@@ -29,7 +29,7 @@ func (s *slaveSync) syncTimerCheckpoint(master string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.b.delay.AdoptTimerCheckpoint(resp.Body); err != nil {
+	if err := s.adoptTimerCheckpoint(resp.Body); err != nil {
 		return fmt.Errorf("broker: GET_TIMER_CHECK_POINT from master %s: %w", master, err)
 	}
 	return nil
