@@ -16,7 +16,6 @@ import (
 	"github.com/samsamq/samsa/broker/offsets"
 	"github.com/samsamq/samsa/broker/repair"
 	"github.com/samsamq/samsa/broker/txn"
-	"github.com/samsamq/samsa/ha"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
 )
@@ -71,24 +70,10 @@ type Broker struct {
 	closeErr  error
 	closeOnce sync.Once
 
-	// Replication (ha.go). repl is the master side of the link, nil until
-	// one is attached (set before Start); haPort the link's listening
-	// port once known; master what a slave learned of its master.
-	repl     replicator
-	haPort   atomic.Int32
-	haMaster *ha.Master               // a master's end of the link (ha_link.go)
-	haSlave  atomic.Pointer[ha.Slave] // a slave's end; the registrar kicks it
-	master   struct {
-		mu struct {
-			sync.Mutex
-			addr, haAddr string
-		}
-	}
-	ctl      *ctlMode   // controller mode (controller_mode.go); nil without
-	metaSync *slaveSync // nil on a master
-	repair   *repair.Repairer
-	txn      *txn.Service // transactions (package txn, txn_wiring.go); nil on a slave
-	acl      *brokerACL   // access control (acl.go); nil with aclEnable=false
+	repl   *Replication // replication and controller mode (ha.go, ha_wiring.go)
+	repair *repair.Repairer
+	txn    *txn.Service // transactions (package txn, txn_wiring.go); nil on a slave
+	acl    *brokerACL   // access control (acl.go); nil with aclEnable=false
 
 	delay *delay.Service // delayed delivery (package delay, delay_wiring.go)
 }
@@ -156,23 +141,8 @@ func New(cfg Config) (*Broker, error) {
 	st.OnDispatch(b.poll.onDispatch)
 	b.metrics = newMetrics(b)
 	b.reg = newRegistrar(b)
-	if cfg.EnableControllerMode {
-		if err := b.openControllerMode(); err != nil { // controller_mode.go
-			return nil, closeStoreAfter(st, err)
-		}
-		b.metaSync = b.newMetaSync() // copies the master's tables while this replica is not master
-	} else if cfg.BrokerRole == Slave {
-		b.metaSync = b.newMetaSync()
-	} else if err := b.startHAMaster(); err != nil && !isDiskFull(err) {
+	if err := b.openReplication(); err != nil { // ha_wiring.go
 		return nil, closeStoreAfter(st, err)
-	} else if err != nil {
-		// The new epoch cannot be recorded: no slave may follow a log
-		// whose epochs are unknown, and the store takes no writes anyway.
-		b.log.Warn("broker: disk full at start: the replication epoch cannot be written; this master runs without "+
-			"its replication link until a restart with free space (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE)", "err", err)
-	}
-	if b.metaSync != nil {
-		st.OnDispatch(b.metaSync.onDispatch) // a replicated record of an unknown queue: copy the tables now
 	}
 	if cfg.BrokerRole != Slave {
 		if err := b.openTxn(); err != nil {
@@ -188,8 +158,8 @@ func New(cfg Config) (*Broker, error) {
 	b.mqadmin = &mqadminRequests{cfg: &b.cfg, store: st, offsets: b.offsets, topics: b.topics, clients: b.clients,
 		stats: &b.stats, rates: &b.rates, now: cfg.Clock, ans: b.ans}
 	b.clientReq = &clientRequests{cfg: &b.cfg, log: b.log, clients: b.clients, groups: b.groups, topics: b.topics, locks: b.locks,
-		isSlave: b.isSlave, topicsChanged: b.reg.topicsChanged, ans: b.ans}
-	b.offReq = &offsetRequests{store: st, offsets: b.offsets, topics: b.topics, isSlave: b.isSlave, now: cfg.Clock, ans: b.ans}
+		isSlave: b.repl.isSlave, topicsChanged: b.reg.topicsChanged, ans: b.ans}
+	b.offReq = &offsetRequests{store: st, offsets: b.offsets, topics: b.topics, isSlave: b.repl.isSlave, now: cfg.Clock, ans: b.ans}
 	b.handlers = b.requestHandlers()
 	opened = true
 	return b, nil
@@ -287,8 +257,8 @@ func (b *Broker) Start() error {
 	b.goLoop(b.clientScanLoop)
 	b.goLoop(func() { b.rates.run(b.cfg.Clock, &b.stats.cmdPut, &b.stats.cmdGet, b.stop) })
 	b.goLoop(func() { b.repair.Run(b.stop) })
-	if b.metaSync != nil {
-		b.goLoop(b.metaSync.run)
+	if b.repl.meta != nil {
+		b.goLoop(b.repl.meta.run)
 	}
 	if b.txn != nil {
 		b.goLoop(func() { b.txn.Run(b.stop) })
@@ -296,11 +266,11 @@ func (b *Broker) Start() error {
 	b.goLoop(func() { b.delay.Run(b.stop) }) // returns at once on a slave
 	b.reg.registerAll(true)
 	b.goLoop(b.reg.run)
-	if b.ctl != nil {
-		b.goLoop(b.ctl.run)
+	if b.repl.ctl != nil {
+		b.goLoop(b.repl.ctl.run)
 	}
 	if b.cfg.BrokerRole == Slave {
-		if err := b.startHASlave(); err != nil {
+		if err := b.repl.startHASlave(); err != nil {
 			return err
 		}
 	}
@@ -410,10 +380,7 @@ func (b *Broker) shutdown() error {
 		b.reg.unregisterAll()
 	}
 	b.reg.close()
-	if b.metaSync != nil {
-		b.metaSync.close()
-	}
-	b.closeHA()
+	b.repl.close()
 	b.acl.close()
 	if err := b.store.Close(); err != nil && !errors.Is(err, storage.ErrDiskFullAtClose) {
 		errs = append(errs, fmt.Errorf("broker: close store: %w", err))

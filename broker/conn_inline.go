@@ -163,19 +163,19 @@ func (c *conn) handleSends(cmds []*protocol.Command) {
 // pile up unbounded waits: the reader blocks in acquire instead.
 func (c *conn) replicated(req, resp *protocol.Command, res []storage.AppendResult) bool {
 	b := c.b
-	if b.repl == nil {
+	if b.repl.link == nil {
 		b.stats.slaveNotAvailable.Add(1)
 		resp.Code, resp.Remark = protocol.SlaveNotAvailable, "no slave attached to this SYNC_MASTER"
 		return false
 	}
 	if !b.acquire(c.closed) {
-		resp.Code, resp.Remark = b.replicaOutcome(errSlaveNotAvailable)
+		resp.Code, resp.Remark = b.repl.replicaOutcome(errSlaveNotAvailable)
 		return false
 	}
 	last := res[len(res)-1]
 	oneway := req.IsOneway()
-	done, err := b.repl.WaitReplicatedFunc(last.PhysicalOffset+int64(last.Size), func(err error) {
-		if code, remark := b.replicaOutcome(err); code != protocol.Success {
+	done, err := b.repl.link.WaitReplicatedFunc(last.PhysicalOffset+int64(last.Size), func(err error) {
+		if code, remark := b.repl.replicaOutcome(err); code != protocol.Success {
 			resp.Code, resp.Remark = code, remark
 		}
 		b.release()
@@ -192,7 +192,7 @@ func (c *conn) replicated(req, resp *protocol.Command, res []storage.AppendResul
 	})
 	if done {
 		b.release()
-		if code, remark := b.replicaOutcome(err); code != protocol.Success {
+		if code, remark := b.repl.replicaOutcome(err); code != protocol.Success {
 			resp.Code, resp.Remark = code, remark
 		}
 		return false

@@ -140,11 +140,11 @@ func (b *Broker) openControllerMode() error {
 			return fmt.Errorf("broker: controller client: %w", err)
 		}
 	}
-	epochs, err := b.openEpochs()
+	epochs, err := b.repl.openEpochs()
 	if err != nil {
 		return err
 	}
-	acked, err := ha.OpenAckedMark(b.cfg.FS, filepath.Join(filepath.Dir(b.epochPath()), "acked"))
+	acked, err := ha.OpenAckedMark(b.cfg.FS, filepath.Join(filepath.Dir(b.repl.epochPath()), "acked"))
 	if err != nil {
 		return err
 	}
@@ -154,8 +154,8 @@ func (b *Broker) openControllerMode() error {
 		caughtUp: map[int64]time.Time{}, linkedOnce: map[int64]bool{}}
 	c.mu.role, c.mu.masterID = controller.RoleNone, controller.NoMaster
 	b.store.SetFenced(true)
-	b.ctl = c
-	b.setReplicator(ctlReplicator{c})
+	b.repl.ctl = c
+	b.repl.setReplicator(ctlReplicator{c})
 	return nil
 }
 
@@ -216,36 +216,36 @@ func (c *ctlMode) masterAddr() string {
 
 // ControllerRole is the broker's role as the controller last told it: "master",
 // "slave" or "none" ("" outside controller mode).
-func (b *Broker) ControllerRole() string {
-	if b.ctl == nil {
+func (r *Replication) ControllerRole() string {
+	if r.ctl == nil {
 		return ""
 	}
-	b.ctl.mu.Lock()
-	defer b.ctl.mu.Unlock()
-	return b.ctl.mu.role.String()
+	r.ctl.mu.Lock()
+	defer r.ctl.mu.Unlock()
+	return r.ctl.mu.role.String()
 }
 
 // ControllerSyncSet is the group's sync-state set as the controller last
 // told this broker (nil outside controller mode): the replicas an election
 // may choose from.
-func (b *Broker) ControllerSyncSet() []int64 {
-	if b.ctl == nil {
+func (r *Replication) ControllerSyncSet() []int64 {
+	if r.ctl == nil {
 		return nil
 	}
-	b.ctl.mu.Lock()
-	defer b.ctl.mu.Unlock()
-	return slices.Clone(b.ctl.mu.syncSet)
+	r.ctl.mu.Lock()
+	defer r.ctl.mu.Unlock()
+	return slices.Clone(r.ctl.mu.syncSet)
 }
 
 // MasterEpoch is the master epoch a controller-mode broker works under
 // (0 outside controller mode).
-func (b *Broker) MasterEpoch() int64 {
-	if b.ctl == nil {
+func (r *Replication) MasterEpoch() int64 {
+	if r.ctl == nil {
 		return 0
 	}
-	b.ctl.mu.Lock()
-	defer b.ctl.mu.Unlock()
-	return b.ctl.mu.epoch
+	r.ctl.mu.Lock()
+	defer r.ctl.mu.Unlock()
+	return r.ctl.mu.epoch
 }
 
 // slaveLink is the replication link while this broker is a slave (nil
@@ -260,9 +260,9 @@ func (c *ctlMode) slaveLink() *ha.Slave {
 // onHALinkDown is the ha.Master's word that a slave's replication link
 // ended: in controller mode the next round (now) drops it from the
 // sync-state set, since a SYNC_MASTER's sends wait for every member.
-func (b *Broker) onHALinkDown(int64) {
-	if b.ctl != nil {
-		b.ctl.heartbeatNow()
+func (r *Replication) onHALinkDown(int64) {
+	if r.ctl != nil {
+		r.ctl.heartbeatNow()
 	}
 }
 
@@ -297,36 +297,36 @@ func (c *ctlMode) close() {
 // address the name servers gave with the master's registration, taken only
 // once they name the master the controller named (until then an old
 // master, dead or fenced, may still hold id 0 there).
-func (b *Broker) ctlHAMasterAddr() string {
-	want := b.ctl.masterAddr()
+func (r *Replication) ctlHAMasterAddr() string {
+	want := r.ctl.masterAddr()
 	if want == "" {
 		return ""
 	}
-	b.master.mu.Lock()
-	defer b.master.mu.Unlock()
-	if b.master.mu.addr != want {
+	r.master.mu.Lock()
+	defer r.master.mu.Unlock()
+	if r.master.mu.addr != want {
 		return ""
 	}
-	return b.master.mu.haAddr
+	return r.master.mu.haAddr
 }
 
 // registrationID is the brokerId the name servers get: 0 for the master
 // (RocketMQ routes: id 0 is the master), else brokerId; in controller mode
 // it follows the controller's word.
-func (b *Broker) registrationID() int64 {
-	if b.ctl != nil && b.ctl.isMasterRole() {
+func (r *Replication) registrationID() int64 {
+	if r.ctl != nil && r.ctl.isMasterRole() {
 		return 0
 	}
-	return b.cfg.BrokerID
+	return r.cfg.BrokerID
 }
 
 // stateVersion is the registration's stateVersion: the master epoch in
 // controller mode (the name servers keep the newer master), else 0.
-func (b *Broker) stateVersion() int64 {
-	if b.ctl == nil {
+func (r *Replication) stateVersion() int64 {
+	if r.ctl == nil {
 		return 0
 	}
-	return b.ctl.stateVersion.Load()
+	return r.ctl.stateVersion.Load()
 }
 
 // stats are the controller-mode lines of the text stats:

@@ -288,7 +288,7 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 	}
 	var m *ha.Master
 	if err == nil {
-		m, err = c.b.newHAMaster(c.epochs, haEpoch)
+		m, err = c.b.repl.newHAMaster(c.epochs, haEpoch)
 	}
 	if err != nil {
 		// Retried at the next heartbeat; no writes meanwhile. The
@@ -332,7 +332,7 @@ func (c *ctlMode) becomeSlave(r controller.Result) {
 	c.b.log.Warn("broker: the controller made this broker a slave", "master", r.MasterID, "masterAddr", r.MasterAddr,
 		"epoch", r.MasterEpoch)
 	c.reregister() // as a slave; the answer names the master's HA address
-	s, err := c.b.newHASlave(c.epochs)
+	s, err := c.b.repl.newHASlave(c.epochs)
 	if err != nil {
 		c.noteErr("broker: cannot start the replication link", err)
 		return

@@ -163,7 +163,7 @@ func (c *ctlCluster) waitMaster(not int64) *Broker {
 	waitLong(c.t, func() bool {
 		r := c.ctl.show(ctlGroup)
 		b := c.b[r.MasterID]
-		if r.MasterID == not || b == nil || b.ControllerRole() != "master" || b.MasterEpoch() != r.MasterEpoch || b.isSlave() {
+		if r.MasterID == not || b == nil || b.ControllerRole() != "master" || b.MasterEpoch() != r.MasterEpoch || b.repl.isSlave() {
 			return false
 		}
 		m = b
@@ -368,7 +368,7 @@ func TestControllerFencing(t *testing.T) {
 		t.Fatalf("send to the master: %s", resp)
 	}
 	c.ctl.setCut(1, true)
-	waitLong(t, func() bool { return m1.isSlave() }, "the cut-off master to stop taking writes")
+	waitLong(t, func() bool { return m1.repl.isSlave() }, "the cut-off master to stop taking writes")
 	if resp := rc.call(sendReq("fence", 0, []byte("refused"), nil)); resp.Code == protocol.Success {
 		t.Fatalf("a fenced master took a send: %s", resp)
 	}
@@ -508,7 +508,7 @@ func TestControllerMasterRestartIsRanked(t *testing.T) {
 	if m.MasterEpoch() <= epoch {
 		t.Fatalf("controller epoch %d after the restart, want above %d", m.MasterEpoch(), epoch)
 	}
-	ep, ok := m.ctl.epochs.Last()
+	ep, ok := m.repl.ctl.epochs.Last()
 	if !ok || ctlEpochOf(ep.Epoch) != m.MasterEpoch() {
 		t.Fatalf("replication epoch %+v: want one of controller epoch %d", ep, m.MasterEpoch())
 	}

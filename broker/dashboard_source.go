@@ -56,8 +56,8 @@ func (s dashboardSource) Overview() dashboard.Overview {
 		PutBytes: b.stats.putBytes.Load(), GetBytes: b.stats.getBytes.Load(), PutTps: put, GetTps: get,
 		Connections: b.stats.currConns.Load(), Written: b.store.Metrics().WrittenOffset,
 		NameServers: append([]string{}, b.cfg.NamesrvAddrs...), Slaves: s.slaves()}
-	if b.isSlave() {
-		o.MasterAddr = b.MasterAddr()
+	if b.repl.isSlave() {
+		o.MasterAddr = b.repl.MasterAddr()
 	}
 	if used, total, err := diskUsage(b.cfg.StorePathRootDir); err == nil && total > 0 {
 		r := float64(used) / float64(total)
@@ -84,7 +84,7 @@ func (s dashboardSource) Local() dashboard.LocalBroker {
 // slaves are a master's slaves, as its replication sees them.
 func (s dashboardSource) slaves() []dashboard.Slave {
 	var out []dashboard.Slave
-	for _, sl := range s.b.Slaves() {
+	for _, sl := range s.b.repl.Slaves() {
 		out = append(out, dashboard.Slave{Addr: sl.Addr, AckOffset: sl.AckOffset, BehindBytes: sl.Behind, LagMs: sl.LagTime.Milliseconds(), InSync: sl.InSync})
 	}
 	return out

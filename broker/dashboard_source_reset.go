@@ -19,8 +19,8 @@ func (s dashboardSource) ResetOffsets(req dashboard.ResetRequest) (dashboard.Res
 	if err := ValidateGroup(req.Group); err != nil {
 		return dashboard.ResetAnswer{}, dashboard.Invalid("group: %v", err)
 	}
-	if b.isSlave() {
-		return dashboard.ResetAnswer{}, dashboard.Conflict("this broker is a slave: its offsets are its master's; reset them on the master %s", b.MasterAddr())
+	if b.repl.isSlave() {
+		return dashboard.ResetAnswer{}, dashboard.Conflict("this broker is a slave: its offsets are its master's; reset them on the master %s", b.repl.MasterAddr())
 	}
 	tc, ok := b.topics.get(req.Topic)
 	if !ok {

@@ -1,15 +1,35 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
+	"log/slog"
 	"net"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/samsamq/samsa/ha"
+	"github.com/samsamq/samsa/internal/netx"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
 )
 
+// The broker's replication wiring is one struct, Replication, built in New
+// from a replDeps (ha_wiring.go) and never holding the *Broker. What lives
+// where:
+//
+//   - ha.go: the struct, the hooks the send path uses (replicator), and
+//     the addresses: this broker's HA address, the master a slave follows;
+//   - ha_link.go: the ends of the link (package ha), started and stopped;
+//   - slave.go: what a broker that may not write refuses;
+//   - stats_ha.go: the replication lines of the text stats;
+//   - controller_mode*.go: controller mode (ctlMode), which starts and
+//     stops the link's ends as the controller decides;
+//   - slave_sync*.go: the metadata sync (slaveSync), a slave's copy of
+//     its master's tables.
+//
 // Hook points for the replication link (package ha), which is wired into
 // the broker separately. The broker itself knows nothing of how bytes
 // reach a slave; it needs three things from the link and gives it three:
@@ -24,6 +44,59 @@ import (
 //   - the link reads HAMasterAddr (a slave's master, static or learned from
 //     the name server) and calls setHAPort once its listener has a port,
 //     so the broker advertises it when it registers.
+
+// Replication is a broker's replication wiring: the ends of the
+// replication link (package ha), the master a slave follows, controller
+// mode and the slave's metadata sync. Broker.Replication hands it to
+// callers outside the package, who see its exported methods. Methods are
+// safe for concurrent use.
+type Replication struct {
+	replDeps
+	// link is the master side of the replication link as the send path
+	// uses it, nil until one is attached (set before Start); haPort the
+	// link's listening port once known; master what a slave learned of
+	// its master.
+	link     replicator
+	haPort   atomic.Int32
+	haMaster *ha.Master               // a master's end of the link (ha_link.go)
+	haSlave  atomic.Pointer[ha.Slave] // a slave's end; the registrar kicks it
+	master   struct {
+		mu struct {
+			sync.Mutex
+			addr, haAddr string
+		}
+	}
+	ctl  *ctlMode   // controller mode (controller_mode.go); nil without
+	meta *slaveSync // the metadata sync (slave_sync.go); nil on a master
+}
+
+// replDeps is what the replication wiring takes from the broker
+// (openReplication builds it).
+type replDeps struct {
+	cfg   *Config // the broker's configuration, read only
+	store *storage.Store
+	log   *slog.Logger
+	// addr is the broker's advertised remoting address ("" before Start).
+	addr func() string
+	// listen opens a capped listener (conn_net.go); haListener is handed
+	// a static master's replication listener, whose refused connections
+	// the broker counts (controller mode's change at runtime: not
+	// counted).
+	listen     func(addr, name string) (*netx.Listener, error)
+	haListener func(*netx.Listener)
+	// accept runs an accepted replication connection's TLS handshake;
+	// tlsClient is the outbound TLS (nil: the link dials plain).
+	accept    func(net.Conn) (net.Conn, error)
+	tlsClient *tls.Config
+	// adminSecret and authRefused are the ACL's hooks for the link's
+	// handshake (nil with ACL off).
+	adminSecret func(accessKey string) (string, bool)
+	authRefused func(accessKey, reason string)
+	// The broker's counters (stats.go) the wiring adds to: sends a
+	// SYNC_MASTER could not replicate or timed out on, sends refused as a
+	// slave, bytes a slave cut below its acknowledged mark.
+	slaveNotAvailable, slaveTimeouts, slaveRefused, cutAcknowledged *atomic.Int64
+}
 
 // Errors a replicator's WaitReplicated returns; sendResponse maps them to
 // the SEND answer. Either way the message stays stored on the master.
@@ -78,49 +151,49 @@ type SlaveStatus struct {
 }
 
 // setReplicator attaches the replication link. It must be called before
-// Start (the send path reads b.repl without a lock).
-func (b *Broker) setReplicator(r replicator) { b.repl = r }
+// Start (the send path reads r.link without a lock).
+func (r *Replication) setReplicator(l replicator) { r.link = l }
 
 // Slaves reports the slaves of this master's replication link (none
 // without one).
-func (b *Broker) Slaves() []SlaveStatus {
-	if b.repl == nil {
+func (r *Replication) Slaves() []SlaveStatus {
+	if r.link == nil {
 		return nil
 	}
-	return b.repl.Slaves()
+	return r.link.Slaves()
 }
 
 // waitsForSlaves reports whether a send waits for slaves after its append:
 // a SYNC_MASTER with a replicator.
-func (b *Broker) waitsForSlaves() bool { return b.cfg.BrokerRole == SyncMaster && b.repl != nil }
+func (r *Replication) waitsForSlaves() bool { return r.cfg.BrokerRole == SyncMaster && r.link != nil }
 
 // replicaStatus waits, on a SYNC_MASTER, until the slaves hold the records
 // of res, and gives the answer code that outcome means: SUCCESS, or
 // SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT with a remark (the records
 // stay stored). Without a replicator a SYNC_MASTER has no slave.
-func (b *Broker) replicaStatus(res []storage.AppendResult) (code int16, remark string) {
-	if b.cfg.BrokerRole != SyncMaster || len(res) == 0 {
+func (r *Replication) replicaStatus(res []storage.AppendResult) (code int16, remark string) {
+	if r.cfg.BrokerRole != SyncMaster || len(res) == 0 {
 		return protocol.Success, ""
 	}
-	if b.repl == nil {
-		b.stats.slaveNotAvailable.Add(1)
+	if r.link == nil {
+		r.slaveNotAvailable.Add(1)
 		return protocol.SlaveNotAvailable, "no slave attached to this SYNC_MASTER"
 	}
 	last := res[len(res)-1]
-	return b.replicaOutcome(b.repl.WaitReplicated(last.PhysicalOffset + int64(last.Size)))
+	return r.replicaOutcome(r.link.WaitReplicated(last.PhysicalOffset + int64(last.Size)))
 }
 
 // replicaOutcome is the answer code a wait for slaves' outcome means;
 // err may be package ha's own (a WaitReplicatedFunc callback's).
-func (b *Broker) replicaOutcome(err error) (code int16, remark string) {
+func (r *Replication) replicaOutcome(err error) (code int16, remark string) {
 	switch err = haError(err); {
 	case err == nil:
 		return protocol.Success, ""
 	case errors.Is(err, errSlaveTimeout):
-		b.stats.slaveTimeouts.Add(1)
-		return protocol.FlushSlaveTimeout, "stored, but no slave acknowledged it within haSlaveAckTimeout " + b.cfg.HASlaveAckTimeout.String()
+		r.slaveTimeouts.Add(1)
+		return protocol.FlushSlaveTimeout, "stored, but no slave acknowledged it within haSlaveAckTimeout " + r.cfg.HASlaveAckTimeout.String()
 	default:
-		b.stats.slaveNotAvailable.Add(1)
+		r.slaveNotAvailable.Add(1)
 		return protocol.SlaveNotAvailable, "stored, but no slave in sync: " + err.Error()
 	}
 }
@@ -130,71 +203,71 @@ func (b *Broker) replicaOutcome(err error) (code int16, remark string) {
 // while that port is not known (haListenPort 0 before the link listens).
 // devcluster hands it to a test's or the lab's proxy between master and
 // slave.
-func (b *Broker) HAAddr() string {
-	port := b.haPort.Load()
+func (r *Replication) HAAddr() string {
+	port := r.haPort.Load()
 	if port == 0 {
-		port = int32(b.cfg.HAListenPort)
+		port = int32(r.cfg.HAListenPort)
 	}
 	if port == 0 {
 		return ""
 	}
-	return net.JoinHostPort(b.cfg.BrokerIP1, strconv.Itoa(int(port)))
+	return net.JoinHostPort(r.cfg.BrokerIP1, strconv.Itoa(int(port)))
 }
 
 // setHAPort records the port the replication listener bound (haListenPort
 // 0 picks a free one); the next registration advertises it.
-func (b *Broker) setHAPort(port int) { b.haPort.Store(int32(port)) }
+func (r *Replication) setHAPort(port int) { r.haPort.Store(int32(port)) }
 
 // HAMasterAddr is where a slave's replication link connects: haMasterAddress
 // when configured, else the master's HA address the name server named in
 // its last REGISTER_BROKER answer (RocketMQ keeps the last one it was told
 // when an answer names none). "" on a master, or before it is known.
-func (b *Broker) HAMasterAddr() string {
-	if b.ctl != nil {
-		return b.ctlHAMasterAddr()
+func (r *Replication) HAMasterAddr() string {
+	if r.ctl != nil {
+		return r.ctlHAMasterAddr()
 	}
-	if b.cfg.BrokerRole != Slave {
+	if r.cfg.BrokerRole != Slave {
 		return ""
 	}
-	if b.cfg.HAMasterAddress != "" {
-		return b.cfg.HAMasterAddress
+	if r.cfg.HAMasterAddress != "" {
+		return r.cfg.HAMasterAddress
 	}
-	b.master.mu.Lock()
-	defer b.master.mu.Unlock()
-	return b.master.mu.haAddr
+	r.master.mu.Lock()
+	defer r.master.mu.Unlock()
+	return r.master.mu.haAddr
 }
 
 // MasterAddr is a slave's master's remoting address as the name server's
 // last REGISTER_BROKER answer gave it: "" when the name server knows no
 // live master (the metadata sync then waits), and on a master.
-func (b *Broker) MasterAddr() string {
-	b.master.mu.Lock()
-	defer b.master.mu.Unlock()
-	return b.master.mu.addr
+func (r *Replication) MasterAddr() string {
+	r.master.mu.Lock()
+	defer r.master.mu.Unlock()
+	return r.master.mu.addr
 }
 
 // learnMaster records what a REGISTER_BROKER answer says of a slave's
 // master (RocketMQ's BrokerController.registerBrokerAll: the HA address is
 // kept when the answer has none, the master address is replaced).
-func (b *Broker) learnMaster(haAddr, masterAddr string) {
-	if b.cfg.BrokerRole != Slave && b.ctl == nil {
+func (r *Replication) learnMaster(haAddr, masterAddr string) {
+	if r.cfg.BrokerRole != Slave && r.ctl == nil {
 		return
 	}
-	b.master.mu.Lock()
-	changed := b.master.mu.addr != masterAddr
-	haChanged := haAddr != "" && haAddr != b.master.mu.haAddr
+	r.master.mu.Lock()
+	changed := r.master.mu.addr != masterAddr
+	haChanged := haAddr != "" && haAddr != r.master.mu.haAddr
 	if haAddr != "" {
-		b.master.mu.haAddr = haAddr
+		r.master.mu.haAddr = haAddr
 	}
-	b.master.mu.addr = masterAddr
-	b.master.mu.Unlock()
+	r.master.mu.addr = masterAddr
+	r.master.mu.Unlock()
 	if (changed || haChanged) && masterAddr != "" {
-		b.kickHASlave() // a link backing off while the address was unknown dials now
+		r.kickHASlave() // a link backing off while the address was unknown dials now
 	}
 	if changed {
-		b.log.Info("broker: master address changed", "master", masterAddr, "ha", haAddr)
-		if masterAddr != "" && b.metaSync != nil {
-			b.metaSync.kickNow() // a master (back): hand it local offsets, copy its tables
+		r.log.Info("broker: master address changed", "master", masterAddr, "ha", haAddr)
+		if masterAddr != "" && r.meta != nil {
+			r.meta.kickNow() // a master (back): hand it local offsets, copy its tables
 		}
 	}
 }

@@ -53,29 +53,31 @@ func (h haMaster) Slaves() []SlaveStatus {
 }
 
 // epochPath is where the broker keeps its replication epochs.
-func (b *Broker) epochPath() string { return filepath.Join(b.cfg.StorePathRootDir, "ha", "epochs") }
+func (r *Replication) epochPath() string {
+	return filepath.Join(r.cfg.StorePathRootDir, "ha", "epochs")
+}
 
-func (b *Broker) openEpochs() (*ha.EpochFile, error) {
-	if err := b.cfg.FS.MkdirAll(filepath.Dir(b.epochPath())); err != nil {
+func (r *Replication) openEpochs() (*ha.EpochFile, error) {
+	if err := r.cfg.FS.MkdirAll(filepath.Dir(r.epochPath())); err != nil {
 		return nil, fmt.Errorf("broker: replication epochs: %w", err)
 	}
-	return ha.OpenEpochFile(b.cfg.FS, b.epochPath(), b.log)
+	return ha.OpenEpochFile(r.cfg.FS, r.epochPath(), r.log)
 }
 
 // startHAMaster opens a master's replication listener and its new epoch.
 // It runs in New, before the broker takes its first send: the epoch must
 // start where the recovered log ends.
-func (b *Broker) startHAMaster() error {
-	epochs, err := b.openEpochs()
+func (r *Replication) startHAMaster() error {
+	epochs, err := r.openEpochs()
 	if err != nil {
 		return err
 	}
-	m, err := b.newHAMaster(epochs, 0)
+	m, err := r.newHAMaster(epochs, 0)
 	if err != nil {
 		return err
 	}
-	b.haMaster = m
-	b.setReplicator(haMaster{m})
+	r.haMaster = m
+	r.setReplicator(haMaster{m})
 	return nil
 }
 
@@ -83,26 +85,23 @@ func (b *Broker) startHAMaster() error {
 // that opens epoch in epochs (0: the static roles' rule, one above the
 // history). The first listener with haListenPort 0 picks a free port; later
 // ones (controller mode: each time the broker becomes master) reuse it.
-func (b *Broker) newHAMaster(epochs *ha.EpochFile, epoch uint64) (*ha.Master, error) {
-	c := &b.cfg
-	port := int(b.haPort.Load())
+func (r *Replication) newHAMaster(epochs *ha.EpochFile, epoch uint64) (*ha.Master, error) {
+	c := r.cfg
+	port := int(r.haPort.Load())
 	if port == 0 {
 		port = c.HAListenPort
 	}
-	ln, err := b.listen(net.JoinHostPort(c.ListenAddr, strconv.Itoa(port)), "ha")
+	ln, err := r.listen(net.JoinHostPort(c.ListenAddr, strconv.Itoa(port)), "ha")
 	if err != nil {
 		return nil, fmt.Errorf("broker: replication listener: %w", err)
 	}
-	if b.ctl == nil { // controller mode: the listener changes at runtime; not counted
-		b.net.haLn = ln
+	if r.ctl == nil { // controller mode: the listener changes at runtime; not counted
+		r.haListener(ln)
 	}
 	m, err := ha.NewMaster(ha.MasterConfig{
-		Listener: ln,
-		Accept: func(nc net.Conn) (net.Conn, error) {
-			nc, _, err := b.tlsAccept(nc)
-			return nc, err
-		},
-		Log:                  b.store,
+		Listener:             ln,
+		Accept:               r.accept,
+		Log:                  r.store,
 		Epochs:               epochs,
 		Epoch:                epoch,
 		InSyncReplicas:       c.SlaveAcksNeeded() + 1, // ha counts the master
@@ -111,59 +110,59 @@ func (b *Broker) newHAMaster(epochs *ha.EpochFile, epoch uint64) (*ha.Master, er
 		MaxGapNotInSync:      c.HAMaxGapNotInSync,
 		HeartbeatInterval:    c.HASendHeartbeatInterval,
 		HousekeepingInterval: c.HAHousekeepingInterval,
-		Logger:               b.log,
-		AdminSecret:          b.acl.adminSecret(), // nil with ACL off
-		OnAuthRefused:        b.acl.haRefused(),
-		OnLinkDown:           b.onHALinkDown,
+		Logger:               r.log,
+		AdminSecret:          r.adminSecret, // nil with ACL off
+		OnAuthRefused:        r.authRefused,
+		OnLinkDown:           r.onHALinkDown,
 	})
 	if err != nil {
 		_ = ln.Close() // nothing accepted on it yet
 		return nil, fmt.Errorf("broker: replication listener: %w", err)
 	}
-	b.setHAPort(m.Addr().(*net.TCPAddr).Port)
+	r.setHAPort(m.Addr().(*net.TCPAddr).Port)
 	return m, nil
 }
 
 // startHASlave starts a slave's link. It follows HAMasterAddr, which the
 // first registration may only just have learned; until an address is
 // known the link retries with back-off.
-func (b *Broker) startHASlave() error {
-	epochs, err := b.openEpochs()
+func (r *Replication) startHASlave() error {
+	epochs, err := r.openEpochs()
 	if err != nil {
 		return err
 	}
-	s, err := b.newHASlave(epochs)
+	s, err := r.newHASlave(epochs)
 	if err != nil {
 		return err
 	}
-	b.haSlave.Store(s)
+	r.haSlave.Store(s)
 	return nil
 }
 
-func (b *Broker) newHASlave(epochs *ha.EpochFile) (*ha.Slave, error) {
-	c := &b.cfg
+func (r *Replication) newHASlave(epochs *ha.EpochFile) (*ha.Slave, error) {
+	c := r.cfg
 	sc := ha.SlaveConfig{
-		MasterAddr:           b.HAMasterAddr,
+		MasterAddr:           r.HAMasterAddr,
 		BrokerID:             c.BrokerID,
-		Addr:                 b.Addr(),
-		Log:                  b.store,
+		Addr:                 r.addr(),
+		Log:                  r.store,
 		Epochs:               epochs,
 		FromLastSegment:      !c.HAFullCopy,
 		AckFlushed:           c.HASlaveAckFlushed,
 		HeartbeatInterval:    c.HASendHeartbeatInterval,
 		HousekeepingInterval: c.HAHousekeepingInterval,
 		Fault:                c.HAFault,
-		TLS:                  b.net.tlsClient,
-		Logger:               b.log,
+		TLS:                  r.tlsClient,
+		Logger:               r.log,
 		AccessKey:            c.AccessKey,
 		SecretKey:            c.SecretKey,
 		OnCut: func(_, _, acknowledged int64) {
-			b.stats.cutAcknowledged.Add(acknowledged)
+			r.cutAcknowledged.Add(acknowledged)
 		},
 	}
-	if b.ctl != nil {
-		sc.Acked = b.ctl.acked
-		sc.MayCutAcked = b.ctl.mayCutAcked
+	if r.ctl != nil {
+		sc.Acked = r.ctl.acked
+		sc.MayCutAcked = r.ctl.mayCutAcked
 	}
 	s, err := ha.NewSlave(sc)
 	if err != nil {
@@ -174,8 +173,8 @@ func (b *Broker) newHASlave(epochs *ha.EpochFile) (*ha.Slave, error) {
 
 // LinkStatus is a slave's replication link as it stands (zero on a
 // master).
-func (b *Broker) LinkStatus() ha.LinkStatus {
-	s := b.slaveLink()
+func (r *Replication) LinkStatus() ha.LinkStatus {
+	s := r.slaveLink()
 	if s == nil {
 		return ha.LinkStatus{}
 	}
@@ -184,32 +183,36 @@ func (b *Broker) LinkStatus() ha.LinkStatus {
 
 // slaveLink is a slave's replication link (nil on a master, and before
 // it starts).
-func (b *Broker) slaveLink() *ha.Slave {
-	if b.ctl != nil {
-		return b.ctl.slaveLink()
+func (r *Replication) slaveLink() *ha.Slave {
+	if r.ctl != nil {
+		return r.ctl.slaveLink()
 	}
-	return b.haSlave.Load()
+	return r.haSlave.Load()
 }
 
 // kickHASlave tells a slave's replication link that its master's address
 // changed: a link waiting out a back-off dials now.
-func (b *Broker) kickHASlave() {
-	if s := b.slaveLink(); s != nil {
+func (r *Replication) kickHASlave() {
+	if s := r.slaveLink(); s != nil {
 		s.Kick()
 	}
 }
 
-// closeHA stops the replication link before the store closes.
-func (b *Broker) closeHA() {
-	if b.ctl != nil {
-		b.ctl.close()
+// close stops the metadata sync's client, then the replication link,
+// before the store closes (the broker's loops have ended).
+func (r *Replication) close() {
+	if r.meta != nil {
+		r.meta.close()
+	}
+	if r.ctl != nil {
+		r.ctl.close()
 	}
 	// Shutting down: ha.Slave's Close reports nothing, ha.Master's only its
 	// listener's close.
-	if s := b.haSlave.Load(); s != nil {
+	if s := r.haSlave.Load(); s != nil {
 		_ = s.Close()
 	}
-	if b.haMaster != nil {
-		_ = b.haMaster.Close()
+	if r.haMaster != nil {
+		_ = r.haMaster.Close()
 	}
 }

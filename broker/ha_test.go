@@ -82,7 +82,7 @@ func startSyncMaster(t *testing.T, dir string, repl replicator, mutate func(*Con
 		}
 	})
 	if repl != nil {
-		b.setReplicator(repl)
+		b.repl.setReplicator(repl)
 	}
 	if err := b.Start(); err != nil {
 		b.Close()

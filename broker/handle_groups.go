@@ -10,7 +10,7 @@ import (
 // (200): the body is a SubscriptionGroupConfig (fields it lacks take
 // RocketMQ's defaults). A slave refuses it.
 func (b *Broker) handleUpdateAndCreateGroup(_ *conn, req *protocol.Command) *protocol.Command {
-	if r := b.refuseMetadataOnSlave(req); r != nil {
+	if r := b.repl.refuseMetadataOnSlave(req); r != nil {
 		return r
 	}
 	var g protocol.SubscriptionGroupConfig
@@ -40,7 +40,7 @@ func (b *Broker) handleGetAllGroups(_ *conn, req *protocol.Command) *protocol.Co
 // config goes, and with cleanOffset its offsets on every topic. A slave
 // refuses it.
 func (b *Broker) handleDeleteGroup(_ *conn, req *protocol.Command) *protocol.Command {
-	if r := b.refuseMetadataOnSlave(req); r != nil {
+	if r := b.repl.refuseMetadataOnSlave(req); r != nil {
 		return r
 	}
 	group := req.Ext("groupName")

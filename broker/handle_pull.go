@@ -78,7 +78,7 @@ func (b *Broker) handlePull(c *conn, req *protocol.Command) *protocol.Command {
 		return refuse
 	}
 	pc := &pullCtx{c: c, req: req, h: h, filter: filter, sql: sql}
-	if h.HasFlag(protocol.PullFlagCommitOffset) && !b.isSlave() {
+	if h.HasFlag(protocol.PullFlagCommitOffset) && !b.repl.isSlave() {
 		// A slave ignores the flag (RocketMQ's PullMessageProcessor): a
 		// pull's commit is a by-product, UPDATE_CONSUMER_OFFSET the
 		// commit a slave keeps for its master.
@@ -117,7 +117,7 @@ func (b *Broker) holdPull(pc *pullCtx) bool {
 	}
 	// A slave's pull below what it holds (slaveOutOfRange) waits out its
 	// hold: arrivals would wake it at once, and nothing there will match.
-	timerOnly := short || b.isSlave() && pc.h.QueueOffset < b.store.MinQueueOffset(pc.h.Topic, pc.h.QueueID)
+	timerOnly := short || b.repl.isSlave() && pc.h.QueueOffset < b.store.MinQueueOffset(pc.h.Topic, pc.h.QueueID)
 	hold = min(max(hold, 0), b.cfg.LongPollingMaxHold)
 	p := &heldPull{key: QueueKey{pc.h.Topic, pc.h.QueueID}, offset: pc.h.QueueOffset,
 		deadline: b.cfg.Clock().Add(hold), timerOnly: timerOnly, req: pc}

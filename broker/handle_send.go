@@ -39,7 +39,7 @@ func (b *Broker) handleSend(c *conn, req *protocol.Command) *protocol.Command {
 // prepareSend checks a single send and makes its message, or gives the
 // answer instead (a refusal, or a batch's whole answer).
 func (b *Broker) prepareSend(c *conn, req *protocol.Command) (*storage.Message, *protocol.Command) {
-	if r := b.refuseSendOnSlave(req); r != nil {
+	if r := b.repl.refuseSendOnSlave(req); r != nil {
 		return nil, r
 	}
 	h, err := protocol.DecodeSendMessageRequest(req)
@@ -113,7 +113,7 @@ func (b *Broker) sendResponse(req *protocol.Command, topic string, queue int32, 
 	res []storage.AppendResult, err error) *protocol.Command {
 	r, replicate := b.appendResponse(req, topic, queue, bodyBytes, res, err)
 	if replicate {
-		if c, remark := b.replicaStatus(res); c != protocol.Success {
+		if c, remark := b.repl.replicaStatus(res); c != protocol.Success {
 			r.Code, r.Remark = c, remark
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // one whose answer would not fit a frame, is refused before anything is
 // stored (batch_limits.go).
 func (b *Broker) handleSendBatch(c *conn, req *protocol.Command) *protocol.Command {
-	if r := b.refuseSendOnSlave(req); r != nil {
+	if r := b.repl.refuseSendOnSlave(req); r != nil {
 		return r
 	}
 	h, err := protocol.DecodeSendMessageRequest(req)

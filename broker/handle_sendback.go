@@ -30,7 +30,7 @@ const (
 // refuses it (SYSTEM_ERROR, as RocketMQ 4.x answers a put its slave store
 // refused).
 func (b *Broker) handleSendBack(c *conn, req *protocol.Command) *protocol.Command {
-	if r := b.refuseSendBackOnSlave(req); r != nil {
+	if r := b.repl.refuseSendBackOnSlave(req); r != nil {
 		return r
 	}
 	h := &protocol.ConsumerSendMsgBackRequestHeader{}
@@ -78,13 +78,13 @@ func (b *Broker) handleSendBack(c *conn, req *protocol.Command) *protocol.Comman
 	if err != nil && !errors.Is(err, storage.ErrFlushTimeout) {
 		return errorResponse(req, err)
 	}
-	if b.waitsForSlaves() {
+	if b.repl.waitsForSlaves() {
 		// As safe as a send when the slaves are there; when they are not
 		// the copy is stored all the same, and a failure answer would only
 		// make the client store a second one (RocketMQ answers
 		// SYSTEM_ERROR with the put status; we answer as for a flush
 		// timeout).
-		if code, remark := b.replicaStatus([]storage.AppendResult{res}); code != protocol.Success {
+		if code, remark := b.repl.replicaStatus([]storage.AppendResult{res}); code != protocol.Success {
 			b.log.Debug("broker: send-back stored without its slave copy", "topic", topic, "code", code, "remark", remark)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 // answering, so a client can route to the topic as soon as it has the
 // answer. A slave refuses it (its topics are its master's).
 func (b *Broker) handleUpdateAndCreateTopic(_ *conn, req *protocol.Command) *protocol.Command {
-	if r := b.refuseMetadataOnSlave(req); r != nil {
+	if r := b.repl.refuseMetadataOnSlave(req); r != nil {
 		return r
 	}
 	h := &protocol.CreateTopicRequestHeader{}
@@ -57,7 +57,7 @@ func (b *Broker) handleGetAllTopicConfig(_ *conn, req *protocol.Command) *protoc
 // config and its groups' offsets go (its records stay until retention
 // deletes their segments). A slave refuses it.
 func (b *Broker) handleDeleteTopic(_ *conn, req *protocol.Command) *protocol.Command {
-	if r := b.refuseMetadataOnSlave(req); r != nil {
+	if r := b.repl.refuseMetadataOnSlave(req); r != nil {
 		return r
 	}
 	topic := req.Ext("topic")

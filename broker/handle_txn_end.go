@@ -19,7 +19,7 @@ import (
 // "queueOffset:commitLogOffset" a line, and they are settled together.
 // A slave answers SLAVE_NOT_AVAILABLE (RocketMQ's answer).
 func (b *Broker) handleEndTransaction(_ *conn, req *protocol.Command) *protocol.Command {
-	if b.isSlave() || b.txn == nil {
+	if b.repl.isSlave() || b.txn == nil {
 		return protocol.NewResponse(req, protocol.SlaveNotAvailable, "a slave broker does not settle transactions")
 	}
 	h := &protocol.EndTransactionRequestHeader{}
@@ -58,7 +58,7 @@ func (b *Broker) handleEndTransaction(_ *conn, req *protocol.Command) *protocol.
 	if err != nil {
 		code, remark = protocol.FlushDiskTimeout, "settled, but not flushed to disk within syncFlushTimeout"
 	}
-	if c, r := b.replicaStatus(res); c != protocol.Success {
+	if c, r := b.repl.replicaStatus(res); c != protocol.Success {
 		code, remark = c, r
 	}
 	return protocol.NewResponse(req, code, remark)

@@ -162,13 +162,13 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mSlaveNA, s.slaveNotAvailable.Load())
 	emit(mSlaveTO, s.slaveTimeouts.Load())
 	emit(mSlaveRef, s.slaveRefused.Load())
-	for _, sl := range c.b.Slaves() {
+	for _, sl := range c.b.repl.Slaves() {
 		emit(mHASlaveAck, sl.AckOffset, sl.Addr)
 		emit(mHASlaveLag, sl.Behind, sl.Addr)
 		ch <- prometheus.MustNewConstMetric(mHASlaveLagT.d, mHASlaveLagT.kind, sl.LagTime.Seconds(), sl.Addr)
 		emit(mHASlaveSync, int64(boolInt(sl.InSync)), sl.Addr)
 	}
-	if m := c.b.metaSync; m != nil {
+	if m := c.b.repl.meta; m != nil {
 		emit(mSyncRounds, m.rounds.Load())
 		emit(mSyncFails, m.failures.Load())
 	}

@@ -27,8 +27,8 @@ func (b *Broker) openOffsets() error {
 	if c.BrokerRole == Slave || c.EnableControllerMode {
 		// Commits made while not master go to the master first
 		// (slave_sync.go); a controller-mode replica's role changes at
-		// runtime.
-		cfg.Slave = b.isSlave
+		// runtime. (The replication wiring opens after the offsets.)
+		cfg.Slave = func() bool { return b.repl.isSlave() }
 	}
 	t, err := offsets.Open(cfg)
 	if err != nil {

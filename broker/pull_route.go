@@ -57,7 +57,7 @@ func (b *Broker) farBehind(res *storage.GetResult) bool {
 // repeats at once, in a loop; PULL_NOT_FOUND is held like any empty pull,
 // so the consumer waits for the slave to catch up or the master to return.
 func (b *Broker) slaveOutOfRange(code int16, h *protocol.PullMessageRequestHeader, rh *protocol.PullMessageResponseHeader) int16 {
-	if !b.isSlave() || code != protocol.PullOffsetMoved {
+	if !b.repl.isSlave() || code != protocol.PullOffsetMoved {
 		return code
 	}
 	rh.NextBeginOffset = h.QueueOffset

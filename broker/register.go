@@ -39,7 +39,7 @@ func (r *registrar) run() {
 	// servers, and a SYNC_MASTER's first acknowledgement after a
 	// fail-over waits for that slave.
 	every := time.Second
-	if r.b.ctl != nil {
+	if r.b.repl.ctl != nil {
 		every = min(every, max(r.b.cfg.ControllerHeartBeatTimeout/15, 50*time.Millisecond))
 	}
 	fast := time.NewTicker(every)
@@ -49,7 +49,7 @@ func (r *registrar) run() {
 		case <-t.C:
 			r.registerAll(false)
 		case <-fast.C:
-			if r.b.isSlave() && (r.b.MasterAddr() == "" || r.b.ctl != nil && r.b.HAMasterAddr() == "") {
+			if r.b.repl.isSlave() && (r.b.repl.MasterAddr() == "" || r.b.repl.ctl != nil && r.b.repl.HAMasterAddr() == "") {
 				r.registerAll(false)
 			}
 		case <-r.b.stop:
@@ -82,14 +82,14 @@ func (r *registrar) registerAll(first bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tw := r.b.topicWrapper()
-	tw.DataVersion.StateVersion = r.b.stateVersion()
+	tw.DataVersion.StateVersion = r.b.repl.stateVersion()
 	body, err := protocol.MarshalBody(protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: tw})
 	if err != nil {
 		r.b.log.Error("broker: encode registration", "err", err)
 		return
 	}
 	h := protocol.RegisterBrokerRequestHeader{BrokerName: r.b.cfg.BrokerName, BrokerAddr: r.b.Addr(),
-		ClusterName: r.b.cfg.BrokerClusterName, HAServerAddr: r.b.HAAddr(), BrokerID: r.b.registrationID(),
+		ClusterName: r.b.cfg.BrokerClusterName, HAServerAddr: r.b.repl.HAAddr(), BrokerID: r.b.repl.registrationID(),
 		BodyCrc32: protocol.BodyCRC32(body)}
 	answers := make([]*protocol.RegisterBrokerResponseHeader, len(addrs))
 	var wg sync.WaitGroup
@@ -123,7 +123,7 @@ func (r *registrar) registerAll(first bool) {
 		}
 	}
 	if got != nil {
-		r.b.learnMaster(got.HAServerAddr, got.MasterAddr)
+		r.b.repl.learnMaster(got.HAServerAddr, got.MasterAddr)
 	}
 }
 
@@ -136,7 +136,7 @@ func (r *registrar) unregisterAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := protocol.UnregisterBrokerRequestHeader{BrokerName: r.b.cfg.BrokerName, BrokerAddr: r.b.Addr(),
-		ClusterName: r.b.cfg.BrokerClusterName, BrokerID: r.b.registrationID()}
+		ClusterName: r.b.cfg.BrokerClusterName, BrokerID: r.b.repl.registrationID()}
 	var wg sync.WaitGroup
 	for _, a := range addrs {
 		wg.Add(1)

@@ -45,10 +45,10 @@ func (b *Broker) openRepair() error {
 // and a master's linked slaves.
 func (b *Broker) repairPeers() []string {
 	var out []string
-	if m := b.MasterAddr(); m != "" && m != b.Addr() {
+	if m := b.repl.MasterAddr(); m != "" && m != b.Addr() {
 		out = append(out, m)
 	}
-	for _, s := range b.Slaves() {
+	for _, s := range b.repl.Slaves() {
 		if s.Addr != "" && s.Addr != b.Addr() {
 			out = append(out, s.Addr)
 		}

@@ -329,7 +329,7 @@ func TestSlaveCopiesTablesOnUnknownQueue(t *testing.T) {
 	// rounds counts a round when it starts: wait for one to have copied
 	// everything, so that it cannot fetch the table after the topic below
 	// is made.
-	waitLong(t, func() bool { return slave.metaSync.lastOK.Load() > 0 }, "the slave's first copy at start")
+	waitLong(t, func() bool { return slave.repl.meta.lastOK.Load() > 0 }, "the slave's first copy at start")
 	c := dialRaw(t, master.Addr())
 	// A round kicked by something else (the master's address learned
 	// again, a record of an internal topic) may still copy a new topic

@@ -138,7 +138,7 @@ func TestDelayAndTimersAfterMasterChange(t *testing.T) {
 	waitFor(t, func() bool {
 		return slave.store.MaxQueueOffset(TimerTopic, 0) == 10 && slave.store.MaxQueueOffset(ScheduleTopic, 3) == 5
 	}, "the slave to hold every delayed message")
-	if err := slave.metaSync.round(); err != nil {
+	if err := slave.repl.meta.round(); err != nil {
 		t.Fatal(err)
 	}
 	scfg := slave.Config()

@@ -203,7 +203,7 @@ func TestSlaveCopiesDelayOffsets(t *testing.T) {
 		t.Fatal(r)
 	}
 	waitRecord(t, mc, "sd", 0, 0, 20*time.Second)
-	if err := slave.metaSync.round(); err != nil {
+	if err := slave.repl.meta.round(); err != nil {
 		t.Fatal(err)
 	}
 	if got := slave.delay.Offsets().OffsetTable[1]; got != 1 {

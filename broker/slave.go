@@ -32,17 +32,17 @@ const slaveSendRemark = "service not available now. It may be caused by one of t
 
 // isSlave reports whether the broker is a slave: by brokerRole, or in
 // controller mode whenever it may not take writes (controller_mode.go).
-func (b *Broker) isSlave() bool {
-	return b.cfg.BrokerRole == Slave || b.ctl != nil && !b.ctl.canWrite()
+func (r *Replication) isSlave() bool {
+	return r.cfg.BrokerRole == Slave || r.ctl != nil && !r.ctl.canWrite()
 }
 
 // refuseSendOnSlave is a slave's answer to SEND_MESSAGE, SEND_MESSAGE_V2
 // and SEND_BATCH_MESSAGE; nil on a master.
-func (b *Broker) refuseSendOnSlave(req *protocol.Command) *protocol.Command {
-	if !b.isSlave() {
+func (r *Replication) refuseSendOnSlave(req *protocol.Command) *protocol.Command {
+	if !r.isSlave() {
 		return nil
 	}
-	b.stats.slaveRefused.Add(1)
+	r.slaveRefused.Add(1)
 	return protocol.NewResponse(req, protocol.ServiceNotAvailable, slaveSendRemark)
 }
 
@@ -50,18 +50,18 @@ func (b *Broker) refuseSendOnSlave(req *protocol.Command) *protocol.Command {
 // RocketMQ 4.x answers a failed put there with SYSTEM_ERROR and the put
 // status's name; the client then sends the retry message to the master
 // itself.
-func (b *Broker) refuseSendBackOnSlave(req *protocol.Command) *protocol.Command {
-	if !b.isSlave() {
+func (r *Replication) refuseSendBackOnSlave(req *protocol.Command) *protocol.Command {
+	if !r.isSlave() {
 		return nil
 	}
-	b.stats.slaveRefused.Add(1)
+	r.slaveRefused.Add(1)
 	return protocol.NewResponse(req, protocol.SystemError, "SERVICE_NOT_AVAILABLE: messages are put to the slave (send back to the master)")
 }
 
 // refuseMetadataOnSlave is a slave's answer to a topic or subscription
 // group change; nil on a master.
-func (b *Broker) refuseMetadataOnSlave(req *protocol.Command) *protocol.Command {
-	if !b.isSlave() {
+func (r *Replication) refuseMetadataOnSlave(req *protocol.Command) *protocol.Command {
+	if !r.isSlave() {
 		return nil
 	}
 	return protocol.NewResponse(req, protocol.SystemError, slaveMetadataRemark)

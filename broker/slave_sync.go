@@ -262,21 +262,3 @@ func (s *slaveSync) close() { s.rpc.close() }
 func refusedCommit(code protocol.ResponseCode) bool {
 	return code == protocol.TopicNotExist || code == protocol.SubscriptionGroupNotExist || code == protocol.InvalidParameter
 }
-
-// newMetaSync makes the metadata sync of a slave (or a controller-mode
-// replica) in New: its dependencies are the broker's tables, registrar and
-// delayed delivery (opened after it, hence the late-binding closures).
-func (b *Broker) newMetaSync() *slaveSync {
-	return newSlaveSync(slaveSyncDeps{
-		log: b.log, clock: b.cfg.Clock, interval: b.cfg.SlaveSyncInterval, stop: b.stop,
-		rpc:    newRPCClient(b.cfg.MaxFrameSize, b.net.tlsClient).signedBy(b.cfg.AccessKey, b.cfg.SecretKey),
-		topics: b.topics, groups: b.groups, offsets: b.offsets,
-		topicsChanged:        b.reg.topicsChanged,
-		adoptDelayOffsets:    func(body []byte) error { return b.delay.AdoptOffsets(body) },
-		adoptTimerCheckpoint: func(body []byte) error { return b.delay.AdoptTimerCheckpoint(body) },
-		isSlave:              b.isSlave,
-		masterAddr:           b.MasterAddr,
-		addr:                 b.Addr,
-		controllerMode:       b.cfg.EnableControllerMode,
-	})
-}

@@ -198,7 +198,7 @@ func TestSlaveMetadataSync(t *testing.T) {
 			t.Fatal(r)
 		}
 	}
-	if err := slave.metaSync.round(); err != nil {
+	if err := slave.repl.meta.round(); err != nil {
 		t.Fatal(err)
 	}
 	if tc, ok := slave.topics.get("ms-t"); !ok || tc.WriteQueueNums != 4 {
@@ -230,7 +230,7 @@ func TestSlaveMetadataSync(t *testing.T) {
 			t.Fatal(r)
 		}
 	}
-	if err := slave.metaSync.round(); err == nil {
+	if err := slave.repl.meta.round(); err == nil {
 		t.Fatal("a round without a master succeeded")
 	}
 	// The slave restarts while the master is away: its local commits
@@ -254,7 +254,7 @@ func TestSlaveMetadataSync(t *testing.T) {
 	if slave.MasterAddr() != master2.Addr() {
 		t.Fatalf("the slave follows %q, want %q", slave.MasterAddr(), master2.Addr())
 	}
-	if err := slave.metaSync.round(); err != nil {
+	if err := slave.repl.meta.round(); err != nil {
 		t.Fatal(err)
 	}
 	for q, want := range map[int32]int64{0: 9, 1: 3, 2: 7} {
@@ -275,7 +275,7 @@ func TestSlaveMetadataSync(t *testing.T) {
 	if r := dialRaw(t, master2.Addr()).call(updateOffsetReq("g1", "ms-t", 0, 4)); r.Code != protocol.Success {
 		t.Fatal(r)
 	}
-	if err := slave.metaSync.round(); err != nil {
+	if err := slave.repl.meta.round(); err != nil {
 		t.Fatal(err)
 	}
 	if got := offsetOf(t, slave, "g1", "ms-t", 0); got != 4 {
@@ -302,7 +302,7 @@ func TestSlaveMetadataPersists(t *testing.T) {
 			t.Fatal(r)
 		}
 	}
-	if err := slave.metaSync.round(); err != nil {
+	if err := slave.repl.meta.round(); err != nil {
 		t.Fatal(err)
 	}
 	if err := slave.Close(); err != nil {

@@ -13,21 +13,20 @@ import (
 // slave:<addr>:<field> lines, protocol.SlaveStat's (ack_offset,
 // behind_bytes, lag_ms, in_sync, since_ms); or, on a slave, its master
 // and the metadata sync's progress.
-func (b *Broker) haStats() []statLine {
-	s := &b.stats
+func (r *Replication) haStats() []statLine {
 	lines := []statLine{
-		{"ha_role", string(b.cfg.BrokerRole)},
-		{"ha_send_slave_not_available", s.slaveNotAvailable.Load()},
-		{"ha_send_flush_slave_timeout", s.slaveTimeouts.Load()},
-		{"ha_send_refused_as_slave", s.slaveRefused.Load()},
+		{"ha_role", string(r.cfg.BrokerRole)},
+		{"ha_send_slave_not_available", r.slaveNotAvailable.Load()},
+		{"ha_send_flush_slave_timeout", r.slaveTimeouts.Load()},
+		{"ha_send_refused_as_slave", r.slaveRefused.Load()},
 	}
-	if b.ctl != nil {
-		lines = append(lines, b.ctl.stats()...) // controller_mode.go
+	if r.ctl != nil {
+		lines = append(lines, r.ctl.stats()...) // controller_mode.go
 	}
-	if b.isSlave() {
-		return append(lines, b.slaveSideStats()...)
+	if r.isSlave() {
+		return append(lines, r.slaveSideStats()...)
 	}
-	slaves := b.Slaves()
+	slaves := r.Slaves()
 	lines = append(lines, statLine{"ha_slaves", len(slaves)})
 	for _, sl := range slaves {
 		st := protocol.SlaveStat{Addr: sl.Addr, AckOffset: sl.AckOffset, BehindBytes: sl.Behind,
@@ -41,15 +40,15 @@ func (b *Broker) haStats() []statLine {
 
 // slaveSideStats are a slave's lines: whom it follows and how the
 // metadata sync goes.
-func (b *Broker) slaveSideStats() []statLine {
-	ls := b.LinkStatus()
+func (r *Replication) slaveSideStats() []statLine {
+	ls := r.LinkStatus()
 	lastErr := ""
 	if ls.LastError != nil {
 		lastErr = ls.LastError.Error()
 	}
 	lines := []statLine{
-		{"ha_master_addr", b.MasterAddr()},
-		{"ha_master_ha_addr", b.HAMasterAddr()},
+		{"ha_master_addr", r.MasterAddr()},
+		{"ha_master_ha_addr", r.HAMasterAddr()},
 		{"ha_link_connected", boolInt(ls.Connected)},
 		{"ha_link_offset", ls.Offset},
 		{"ha_link_behind_bytes", max(ls.MasterHanded-ls.Offset, 0)},
@@ -58,12 +57,12 @@ func (b *Broker) slaveSideStats() []statLine {
 		{"ha_link_cut_refused", boolInt(ls.CutRefused)},
 		{"ha_link_last_error", strconv.Quote(lastErr)},
 	}
-	if m := b.metaSync; m != nil {
+	if m := r.meta; m != nil {
 		lines = append(lines,
 			statLine{"slave_sync_rounds", m.rounds.Load()},
 			statLine{"slave_sync_failures", m.failures.Load()},
 			statLine{"slave_sync_last_ok_ms", m.lastOK.Load()},
-			statLine{"slave_local_offsets", len(b.offsets.Local())})
+			statLine{"slave_local_offsets", len(m.offsets.Local())})
 	}
 	return lines
 }

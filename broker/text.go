@@ -115,7 +115,7 @@ func (b *Broker) writeStats(w *bufio.Writer, item string) bool {
 	case "":
 		lines = append(b.generalStats(), b.topicStats()...)
 		lines = append(lines, b.storeStats()...)
-		lines = append(lines, b.haStats()...)
+		lines = append(lines, b.repl.haStats()...)
 		lines = append(lines, delayStats(b.delay)...)
 		lines = append(lines, b.aclStats()...)
 	case "schedule":
@@ -123,7 +123,7 @@ func (b *Broker) writeStats(w *bufio.Writer, item string) bool {
 	case "acl":
 		lines = b.aclStats()
 	case "ha":
-		lines = b.haStats()
+		lines = b.repl.haStats()
 	case "topics":
 		lines = b.topicStats()
 	case "store":

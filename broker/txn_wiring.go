@@ -46,7 +46,7 @@ func (b *Broker) openTxn() error {
 		BrokerName:    c.BrokerName,
 		StoreHost:     func() netip.AddrPort { return b.storeHost }, // known once Start listens
 		Producers:     b.clients.checkProducers,
-		Master:        func() bool { return !b.isSlave() },
+		Master:        func() bool { return !b.repl.isSlave() },
 		Now:           c.Clock,
 		Logger:        b.log,
 		FilesSetAside: &b.stats.configSetAside,

@@ -1,0 +1,83 @@
+package broker
+
+import (
+	"net"
+
+	"github.com/samsamq/samsa/ha"
+	"github.com/samsamq/samsa/internal/netx"
+)
+
+// The replication wiring (Replication, ha.go) is built here from what the
+// broker has; it never holds the *Broker.
+
+// openReplication builds the broker's replication wiring in New, once the
+// store, the offsets and the registrar are there. In controller mode the
+// controller decides the role (controller_mode.go). A SLAVE's link starts
+// with Start: it follows an address the first registration may only then
+// learn. A master opens its link here, before the broker takes its first
+// send: the new epoch must start where the recovered log ends. A slave,
+// and a controller-mode replica, copy their master's tables
+// (slave_sync.go).
+func (b *Broker) openReplication() error {
+	c := &b.cfg
+	r := &Replication{replDeps: replDeps{
+		cfg: c, store: b.store, log: b.log, addr: b.Addr,
+		listen:     b.listen,
+		haListener: func(ln *netx.Listener) { b.net.haLn = ln },
+		accept: func(nc net.Conn) (net.Conn, error) {
+			nc, _, err := b.tlsAccept(nc)
+			return nc, err
+		},
+		tlsClient:         b.net.tlsClient,
+		adminSecret:       b.acl.adminSecret(),
+		authRefused:       b.acl.haRefused(),
+		slaveNotAvailable: &b.stats.slaveNotAvailable, slaveTimeouts: &b.stats.slaveTimeouts,
+		slaveRefused: &b.stats.slaveRefused, cutAcknowledged: &b.stats.cutAcknowledged,
+	}}
+	b.repl = r
+	if c.EnableControllerMode {
+		if err := b.openControllerMode(); err != nil { // controller_mode.go
+			return err
+		}
+	} else if c.BrokerRole != Slave {
+		if err := r.startHAMaster(); err != nil && !isDiskFull(err) {
+			return err
+		} else if err != nil {
+			// The new epoch cannot be recorded: no slave may follow a log
+			// whose epochs are unknown, and the store takes no writes anyway.
+			b.log.Warn("broker: disk full at start: the replication epoch cannot be written; this master runs without "+
+				"its replication link until a restart with free space (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE)", "err", err)
+		}
+	}
+	if c.EnableControllerMode || c.BrokerRole == Slave {
+		// Copies the master's tables while this replica is not master.
+		// Delayed delivery opens after this, hence the closures.
+		r.meta = newSlaveSync(slaveSyncDeps{
+			log: b.log, clock: c.Clock, interval: c.SlaveSyncInterval, stop: b.stop,
+			rpc:    newRPCClient(c.MaxFrameSize, b.net.tlsClient).signedBy(c.AccessKey, c.SecretKey),
+			topics: b.topics, groups: b.groups, offsets: b.offsets,
+			topicsChanged:        b.reg.topicsChanged,
+			adoptDelayOffsets:    func(body []byte) error { return b.delay.AdoptOffsets(body) },
+			adoptTimerCheckpoint: func(body []byte) error { return b.delay.AdoptTimerCheckpoint(body) },
+			isSlave:              r.isSlave,
+			masterAddr:           r.MasterAddr,
+			addr:                 b.Addr,
+			controllerMode:       c.EnableControllerMode,
+		})
+		b.store.OnDispatch(r.meta.onDispatch) // a replicated record of an unknown queue: copy the tables now
+	}
+	return nil
+}
+
+// Replication is the broker's replication wiring: its slaves, its HA
+// address, the master it follows, its role in controller mode.
+func (b *Broker) Replication() *Replication { return b.repl }
+
+func (b *Broker) Slaves() []SlaveStatus      { return b.repl.Slaves() }
+func (b *Broker) HAAddr() string             { return b.repl.HAAddr() }
+func (b *Broker) HAMasterAddr() string       { return b.repl.HAMasterAddr() }
+func (b *Broker) MasterAddr() string         { return b.repl.MasterAddr() }
+func (b *Broker) LinkStatus() ha.LinkStatus  { return b.repl.LinkStatus() }
+func (b *Broker) ControllerRole() string     { return b.repl.ControllerRole() }
+func (b *Broker) ControllerSyncSet() []int64 { return b.repl.ControllerSyncSet() }
+func (b *Broker) MasterEpoch() int64         { return b.repl.MasterEpoch() }
