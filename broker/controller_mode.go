@@ -67,9 +67,9 @@ type controllerClient interface {
 // leader, dials with the broker's outbound TLS and signs with its
 // accessKey/secretKey. It connects lazily: a broker whose controller is
 // not reachable yet starts fenced and keeps heartbeating.
-func dialController(b *Broker) (controllerClient, error) {
-	return ctlclient.New(ctlclient.Options{Addrs: b.cfg.ControllerAddrs, TLS: b.net.tlsClient,
-		AccessKey: b.cfg.AccessKey, SecretKey: b.cfg.SecretKey, Logger: b.log,
+func dialController(d *replDeps) (controllerClient, error) {
+	return ctlclient.New(ctlclient.Options{Addrs: d.cfg.ControllerAddrs, TLS: d.tlsClient,
+		AccessKey: d.cfg.AccessKey, SecretKey: d.cfg.SecretKey, Logger: d.log,
 		// During a controller fail-over the replicas name no leader, or
 		// the dead one, for a Raft election; the client's default pauses
 		// (100 ms doubling to 1 s) then answer up to 0.8 s after the new
@@ -78,12 +78,16 @@ func dialController(b *Broker) (controllerClient, error) {
 		RetryPause: 50 * time.Millisecond, MaxRetryPause: 200 * time.Millisecond})
 }
 
-// ctlMode is the broker's controller-mode state.
+// ctlMode is the broker's controller-mode state. It shares the replication
+// wiring's dependencies (replDeps) and starts the link's ends through
+// newMaster and newSlave (Replication's newHAMaster and newHASlave).
 type ctlMode struct {
-	b      *Broker
-	cli    controllerClient
-	group  controller.Group
-	epochs *ha.EpochFile
+	*replDeps
+	newMaster func(epochs *ha.EpochFile, epoch uint64) (*ha.Master, error)
+	newSlave  func(epochs *ha.EpochFile) (*ha.Slave, error)
+	cli       controllerClient
+	group     controller.Group
+	epochs    *ha.EpochFile
 	// acked is what this broker's group acknowledged while it was master
 	// (raised every round from its confirm offset): a slave cut below it
 	// drops acknowledged messages, logged and counted (ha.AckedMark).
@@ -132,30 +136,31 @@ type ctlMode struct {
 
 // openControllerMode prepares controller mode in New: the client, the epoch
 // file, a fenced store (no writes until the controller says master).
-func (b *Broker) openControllerMode() error {
-	cli := b.cfg.controllerClient
+func (r *Replication) openControllerMode() error {
+	cli := r.cfg.controllerClient
 	if cli == nil {
 		var err error
-		if cli, err = dialController(b); err != nil {
+		if cli, err = dialController(&r.replDeps); err != nil {
 			return fmt.Errorf("broker: controller client: %w", err)
 		}
 	}
-	epochs, err := b.repl.openEpochs()
+	epochs, err := r.openEpochs()
 	if err != nil {
 		return err
 	}
-	acked, err := ha.OpenAckedMark(b.cfg.FS, filepath.Join(filepath.Dir(b.repl.epochPath()), "acked"))
+	acked, err := ha.OpenAckedMark(r.cfg.FS, filepath.Join(filepath.Dir(r.epochPath()), "acked"))
 	if err != nil {
 		return err
 	}
-	c := &ctlMode{b: b, cli: cli, epochs: epochs, acked: acked, now: time.Now,
-		group:    controller.Group{Cluster: b.cfg.BrokerClusterName, Broker: b.cfg.BrokerName},
+	c := &ctlMode{replDeps: &r.replDeps, newMaster: r.newHAMaster, newSlave: r.newHASlave,
+		cli: cli, epochs: epochs, acked: acked, now: time.Now,
+		group:    controller.Group{Cluster: r.cfg.BrokerClusterName, Broker: r.cfg.BrokerName},
 		kick:     make(chan struct{}, 1),
 		caughtUp: map[int64]time.Time{}, linkedOnce: map[int64]bool{}}
 	c.mu.role, c.mu.masterID = controller.RoleNone, controller.NoMaster
-	b.store.SetFenced(true)
-	b.repl.ctl = c
-	b.repl.setReplicator(ctlReplicator{c})
+	r.store.SetFenced(true)
+	r.ctl = c
+	r.setReplicator(ctlReplicator{c})
 	return nil
 }
 
@@ -193,7 +198,7 @@ func (c *ctlMode) canWrite() bool {
 	if !c.writable.Load() {
 		return false
 	}
-	return c.now().UnixNano()-c.lastOK.Load() < int64(c.b.cfg.ControllerHeartBeatTimeout)
+	return c.now().UnixNano()-c.lastOK.Load() < int64(c.cfg.ControllerHeartBeatTimeout)
 }
 
 // isMasterRole: the controller named this broker master (fenced by timeout
@@ -276,7 +281,7 @@ func (c *ctlMode) heartbeatNow() {
 // close stops the replication link, then the client. Called by the
 // broker's shutdown after its loops (run among them) ended.
 func (c *ctlMode) close() {
-	c.b.store.SetFenced(true)
+	c.store.SetFenced(true)
 	c.writable.Store(false)
 	// Shutting down: ha.Master's Close reports only its listener's close,
 	// ha.Slave's and the client's report nothing.

@@ -39,7 +39,7 @@ func TestNextHAEpoch(t *testing.T) {
 // or never since it began leading) asks the controller every
 // timeout/15; a master and a slave of a live master keep the interval.
 func TestNextHeartbeat(t *testing.T) {
-	c := &ctlMode{b: &Broker{cfg: Config{BrokerHeartbeatInterval: time.Second, ControllerHeartBeatTimeout: 3 * time.Second}}}
+	c := &ctlMode{replDeps: &replDeps{cfg: &Config{BrokerHeartbeatInterval: time.Second, ControllerHeartBeatTimeout: 3 * time.Second}}}
 	fast, slow := 200*time.Millisecond, time.Second
 	for _, tc := range []struct {
 		role   controller.Role
@@ -61,7 +61,7 @@ func TestNextHeartbeat(t *testing.T) {
 		t.Errorf("a master whose last heartbeat failed: next in %v, want %v", got, fast)
 	}
 	c.mu.lastErr = ""
-	c.b.cfg.ControllerHeartBeatTimeout = 300 * time.Millisecond
+	c.cfg.ControllerHeartBeatTimeout = 300 * time.Millisecond
 	c.mu.role = controller.RoleNone
 	if got := c.nextHeartbeat(); got != 50*time.Millisecond {
 		t.Errorf("a 300 ms timeout: next heartbeat in %v, want the 50 ms floor", got)

@@ -17,13 +17,13 @@ import (
 // master cut off from the controller, and keeps the sync-state set. Ends
 // when the broker stops.
 func (c *ctlMode) run() {
-	t := time.NewTimer(c.b.cfg.BrokerHeartbeatInterval)
+	t := time.NewTimer(c.cfg.BrokerHeartbeatInterval)
 	defer t.Stop()
 	for {
 		c.round()
 		t.Reset(c.nextHeartbeat())
 		select {
-		case <-c.b.stop:
+		case <-c.stop:
 			return
 		case <-t.C:
 		case <-c.kick:
@@ -44,7 +44,7 @@ func (c *ctlMode) run() {
 // as there is one. A master, and a slave of a live master, keep the
 // configured pace.
 func (c *ctlMode) nextHeartbeat() time.Duration {
-	every := c.b.cfg.BrokerHeartbeatInterval
+	every := c.cfg.BrokerHeartbeatInterval
 	c.mu.Lock()
 	role, slave, silent, failed := c.mu.role, c.mu.slave, c.mu.masterSilent, c.mu.lastErr != ""
 	c.mu.Unlock()
@@ -54,12 +54,12 @@ func (c *ctlMode) nextHeartbeat() time.Duration {
 	if !waiting {
 		return every
 	}
-	return min(every, max(c.b.cfg.ControllerHeartBeatTimeout/15, 50*time.Millisecond))
+	return min(every, max(c.cfg.ControllerHeartBeatTimeout/15, 50*time.Millisecond))
 }
 
 // round is one heartbeat (or registration) and what follows from it.
 func (c *ctlMode) round() {
-	timeout := c.b.cfg.ControllerHeartBeatTimeout
+	timeout := c.cfg.ControllerHeartBeatTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	sent, start := c.now(), time.Now()
@@ -77,18 +77,18 @@ func (c *ctlMode) round() {
 		}
 	}
 	if !registered {
-		res, err = c.cli.RegisterBroker(ctx, controller.RegisterBroker{Group: c.group, ID: c.b.cfg.BrokerID,
-			Addr: c.b.Addr(), Epoch: c.registerEpoch(), FenceTimeout: c.b.cfg.ControllerHeartBeatTimeout, Pos: pos})
+		res, err = c.cli.RegisterBroker(ctx, controller.RegisterBroker{Group: c.group, ID: c.cfg.BrokerID,
+			Addr: c.addr(), Epoch: c.registerEpoch(), FenceTimeout: c.cfg.ControllerHeartBeatTimeout, Pos: pos})
 	} else {
-		res, err = c.cli.Heartbeat(ctx, controller.Heartbeat{Group: c.group, ID: c.b.cfg.BrokerID, Epoch: epoch,
+		res, err = c.cli.Heartbeat(ctx, controller.Heartbeat{Group: c.group, ID: c.cfg.BrokerID, Epoch: epoch,
 			Pos: pos, MasterFailed: c.masterFailed()})
 	}
 	switch {
 	case err == nil:
 		c.apply(res) // first: a demotion must not see a fresh lastOK while still writable
 		c.noteOK(sent, registered)
-		if took := time.Since(start); took >= c.b.cfg.BrokerHeartbeatInterval/2 {
-			c.b.log.Info("broker: the controller answered late", "took", took.Round(time.Millisecond), "register", !registered)
+		if took := time.Since(start); took >= c.cfg.BrokerHeartbeatInterval/2 {
+			c.log.Info("broker: the controller answered late", "took", took.Round(time.Millisecond), "register", !registered)
 		}
 	case errors.Is(err, controller.ErrUnknownGroup), errors.Is(err, controller.ErrUnknownBroker):
 		c.noteErr("broker: the controller does not know this broker: registering again", err)
@@ -110,7 +110,7 @@ func (c *ctlMode) round() {
 // damaged ranges wait for a repair, and how much of the log a restart has
 // not yet read back.
 func (c *ctlMode) position() controller.Position {
-	p := controller.Position{End: c.b.store.WrittenOffset()}
+	p := controller.Position{End: c.store.WrittenOffset()}
 	for _, e := range slices.Backward(c.epochs.Entries()) {
 		if e.Start < p.End {
 			p.Epoch = e.Epoch
@@ -120,8 +120,8 @@ func (c *ctlMode) position() controller.Position {
 	if m := c.master.Load(); m != nil {
 		p.Confirmed = c.confirmed(m)
 	}
-	p.Damaged = len(c.b.store.Damaged())  // not electable until repaired (broker/repair)
-	p.Unverified = c.b.store.Unverified() // nor until a restart's verification is done
+	p.Damaged = len(c.store.Damaged())  // not electable until repaired (broker/repair)
+	p.Unverified = c.store.Unverified() // nor until a restart's verification is done
 	return p
 }
 
@@ -133,9 +133,9 @@ func (c *ctlMode) confirmed(m *ha.Master) int64 {
 	c.mu.Lock()
 	set := slices.Clone(c.mu.syncSet)
 	c.mu.Unlock()
-	conf := c.b.store.HandedOffset()
+	conf := c.store.HandedOffset()
 	for _, s := range m.Slaves() {
-		if s.BrokerID != c.b.cfg.BrokerID && slices.Contains(set, s.BrokerID) {
+		if s.BrokerID != c.cfg.BrokerID && slices.Contains(set, s.BrokerID) {
 			conf = min(conf, s.AckOffset)
 		}
 	}
@@ -180,7 +180,7 @@ func (c *ctlMode) noteOK(sent time.Time, registered bool) {
 	c.mu.lastErr = ""
 	c.mu.Unlock()
 	if had != "" || !registered {
-		c.b.log.Info("broker: controller answered", "registered", !registered)
+		c.log.Info("broker: controller answered", "registered", !registered)
 	}
 }
 
@@ -191,7 +191,7 @@ func (c *ctlMode) noteErr(msg string, err error) {
 	c.mu.lastErr = err.Error()
 	c.mu.Unlock()
 	if !repeat {
-		c.b.log.Warn(msg, "err", err, "group", c.group.String(), "id", c.b.cfg.BrokerID)
+		c.log.Warn(msg, "err", err, "group", c.group.String(), "id", c.cfg.BrokerID)
 	}
 }
 
@@ -203,15 +203,15 @@ func (c *ctlMode) checkFence() {
 		return
 	}
 	ok := c.canWrite()
-	if ok == !c.b.store.Fenced() {
+	if ok == !c.store.Fenced() {
 		return
 	}
-	c.b.store.SetFenced(!ok)
+	c.store.SetFenced(!ok)
 	if ok {
-		c.b.log.Info("broker: controller reached again: this master takes writes")
+		c.log.Info("broker: controller reached again: this master takes writes")
 	} else {
-		c.b.log.Warn("broker: no answer from the controller within controllerHeartBeatTimeoutMills: this master takes no writes "+
-			"(another may be elected)", "timeout", c.b.cfg.ControllerHeartBeatTimeout)
+		c.log.Warn("broker: no answer from the controller within controllerHeartBeatTimeoutMills: this master takes no writes "+
+			"(another may be elected)", "timeout", c.cfg.ControllerHeartBeatTimeout)
 	}
 }
 
@@ -228,15 +228,15 @@ func (c *ctlMode) apply(r controller.Result) {
 	slave := c.mu.slave
 	c.mu.Unlock()
 	if raised && slave != nil && slave.Status().CutRefused {
-		c.b.log.Warn("broker: the controller made an unclean decision: cutting the acknowledged messages this replica kept, to follow the master",
+		c.log.Warn("broker: the controller made an unclean decision: cutting the acknowledged messages this replica kept, to follow the master",
 			"uncleanEpoch", r.UncleanEpoch)
 		slave.Kick()
 	}
 	if r.Fenced {
-		c.b.log.Warn("broker: fenced by the controller", "note", r.Note, "masterEpoch", r.MasterEpoch)
+		c.log.Warn("broker: fenced by the controller", "note", r.Note, "masterEpoch", r.MasterEpoch)
 	}
 	switch {
-	case r.Role == controller.RoleMaster && r.MasterID == c.b.cfg.BrokerID:
+	case r.Role == controller.RoleMaster && r.MasterID == c.cfg.BrokerID:
 		if role != controller.RoleMaster || epoch != r.MasterEpoch || c.master.Load() == nil {
 			c.becomeMaster(r)
 		} else if m := c.master.Load(); m != nil {
@@ -257,7 +257,7 @@ func (c *ctlMode) apply(r controller.Result) {
 // and none is in progress when it returns.
 func (c *ctlMode) stopWriting() {
 	c.writable.Store(false)
-	c.b.store.SetFenced(true)
+	c.store.SetFenced(true)
 	if m := c.master.Swap(nil); m != nil {
 		// Waiting SYNC_MASTER sends answer SLAVE_NOT_AVAILABLE; the Close
 		// error is only the replication listener's.
@@ -279,16 +279,16 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 	c.stopWriting()
 	c.stopSlave()
 	haEpoch, err := nextHAEpoch(c.epochs.MaxEpoch(), r.MasterEpoch)
-	if err == nil && c.b.txn != nil {
+	if err == nil {
 		// What replication brought while a slave (half messages, op
 		// records) never passed through the transactions' state.
-		if err = c.b.txn.Resync(); err != nil {
+		if err = c.resyncTxn(); err != nil {
 			err = fmt.Errorf("rebuild the transactions' state: %w", err)
 		}
 	}
 	var m *ha.Master
 	if err == nil {
-		m, err = c.b.repl.newHAMaster(c.epochs, haEpoch)
+		m, err = c.newMaster(c.epochs, haEpoch)
 	}
 	if err != nil {
 		// Retried at the next heartbeat; no writes meanwhile. The
@@ -312,11 +312,11 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 		c.caughtUp[id] = now
 	}
 	m.SetRequired(others(r.SyncSet, r.MasterID))
-	c.b.offsets.DropLocal() // commits made here as a slave are in the table: this is the master now
+	c.dropLocalOffsets() // commits made here as a slave are in the table: this is the master now
 	c.master.Store(m)
-	c.b.store.SetFenced(false)
+	c.store.SetFenced(false)
 	c.writable.Store(true)
-	c.b.log.Warn("broker: the controller made this broker master", "epoch", r.MasterEpoch, "haEpoch", haEpoch, "epochStart", m.Epoch().Start,
+	c.log.Warn("broker: the controller made this broker master", "epoch", r.MasterEpoch, "haEpoch", haEpoch, "epochStart", m.Epoch().Start,
 		"syncSet", r.SyncSet)
 	c.reregister() // as brokerId 0: routes follow
 }
@@ -329,10 +329,10 @@ func (c *ctlMode) becomeSlave(r controller.Result) {
 	c.mu.masterFailed = ""
 	c.mu.Unlock()
 	c.stateVersion.Store(r.MasterEpoch)
-	c.b.log.Warn("broker: the controller made this broker a slave", "master", r.MasterID, "masterAddr", r.MasterAddr,
+	c.log.Warn("broker: the controller made this broker a slave", "master", r.MasterID, "masterAddr", r.MasterAddr,
 		"epoch", r.MasterEpoch)
 	c.reregister() // as a slave; the answer names the master's HA address
-	s, err := c.b.repl.newHASlave(c.epochs)
+	s, err := c.newSlave(c.epochs)
 	if err != nil {
 		c.noteErr("broker: cannot start the replication link", err)
 		return
@@ -349,16 +349,16 @@ func (c *ctlMode) becomeNone(r controller.Result) {
 	c.mu.masterFailed = ""
 	c.mu.Unlock()
 	c.stateVersion.Store(r.MasterEpoch)
-	c.b.log.Warn("broker: the controller names no master for this group: no writes", "epoch", r.MasterEpoch, "note", r.Note)
+	c.log.Warn("broker: the controller names no master for this group: no writes", "epoch", r.MasterEpoch, "note", r.Note)
 	c.reregister()
 }
 
 // reregister registers with the name servers now, on a goroutine of its
 // own: a slow or dead name server must not delay the next heartbeat (the
 // controller would take this broker for dead). run is one of the broker's
-// loops, so adding one here never races their Wait.
+// loops, so adding one here (registerNow: goLoop) never races their Wait.
 func (c *ctlMode) reregister() {
-	c.b.goLoop(func() { c.b.reg.registerAll(false) })
+	c.registerNow()
 }
 
 // keepSyncSet shrinks or expands the sync-state set (master only): a
@@ -370,7 +370,7 @@ func (c *ctlMode) keepSyncSet() {
 	set, setEpoch, epoch := slices.Clone(c.mu.syncSet), c.mu.syncSetEpoch, c.mu.epoch
 	c.mu.Unlock()
 	now := c.now()
-	self := c.b.cfg.BrokerID
+	self := c.cfg.BrokerID
 	next := []int64{self}
 	slaves := m.Slaves()
 	linked := make(map[int64]bool, len(slaves))
@@ -390,12 +390,12 @@ func (c *ctlMode) keepSyncSet() {
 		// controllerHeartBeatTimeoutMills, as long as the controller
 		// takes to call a master dead. A linked member that trails keeps
 		// haMaxTimeSlaveNotCatchup to catch up.
-		limit := c.b.cfg.HAMaxTimeSlaveNotCatchup
+		limit := c.cfg.HAMaxTimeSlaveNotCatchup
 		switch {
 		case !linked[id] && c.linkedOnce[id]:
 			limit = -1
 		case !linked[id]:
-			limit = min(limit, c.b.cfg.ControllerHeartBeatTimeout)
+			limit = min(limit, c.cfg.ControllerHeartBeatTimeout)
 		}
 		if id != self && now.Sub(c.caughtUp[id]) <= limit {
 			next = append(next, id)
@@ -413,7 +413,7 @@ func (c *ctlMode) keepSyncSet() {
 	// A SYNC_MASTER waits for every member (ha.Master.SetRequired): a new
 	// one from before the controller has it, a dropped one until after.
 	m.SetRequired(others(union(set, next), self))
-	ctx, cancel := context.WithTimeout(context.Background(), c.b.cfg.ControllerHeartBeatTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ControllerHeartBeatTimeout)
 	defer cancel()
 	res, err := c.cli.AlterSyncStateSet(ctx, controller.AlterSyncStateSet{Group: c.group, From: self, MasterEpoch: epoch,
 		NewSet: next, SyncSetEpoch: setEpoch})
@@ -427,7 +427,7 @@ func (c *ctlMode) keepSyncSet() {
 		}
 		return
 	}
-	c.b.log.Info("broker: sync-state set changed", "from", set, "to", res.SyncSet, "setEpoch", res.SyncSetEpoch)
+	c.log.Info("broker: sync-state set changed", "from", set, "to", res.SyncSet, "setEpoch", res.SyncSetEpoch)
 	m.SetRequired(others(res.SyncSet, self))
 	c.mu.Lock()
 	c.mu.syncSet, c.mu.syncSetEpoch = slices.Clone(res.SyncSet), res.SyncSetEpoch

@@ -96,6 +96,17 @@ type replDeps struct {
 	// SYNC_MASTER could not replicate or timed out on, sends refused as a
 	// slave, bytes a slave cut below its acknowledged mark.
 	slaveNotAvailable, slaveTimeouts, slaveRefused, cutAcknowledged *atomic.Int64
+
+	// Controller mode's (controller_mode*.go). stop is closed when the
+	// broker stops (ctlMode.run returns). registerNow registers with the
+	// name servers on a new goroutine among the broker's loops;
+	// resyncTxn rebuilds the transactions' state (nil error without
+	// them) when this replica becomes master; dropLocalOffsets drops
+	// the offsets committed here while it was not (offsets.Table.DropLocal).
+	stop             <-chan struct{}
+	registerNow      func()
+	resyncTxn        func() error
+	dropLocalOffsets func()
 }
 
 // Errors a replicator's WaitReplicated returns; sendResponse maps them to

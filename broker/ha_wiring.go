@@ -21,7 +21,10 @@ import (
 func (b *Broker) openReplication() error {
 	c := &b.cfg
 	r := &Replication{replDeps: replDeps{
-		cfg: c, store: b.store, log: b.log, addr: b.Addr,
+		cfg:        c,
+		store:      b.store,
+		log:        b.log,
+		addr:       b.Addr,
 		listen:     b.listen,
 		haListener: func(ln *netx.Listener) { b.net.haLn = ln },
 		accept: func(nc net.Conn) (net.Conn, error) {
@@ -31,12 +34,23 @@ func (b *Broker) openReplication() error {
 		tlsClient:         b.net.tlsClient,
 		adminSecret:       b.acl.adminSecret(),
 		authRefused:       b.acl.haRefused(),
-		slaveNotAvailable: &b.stats.slaveNotAvailable, slaveTimeouts: &b.stats.slaveTimeouts,
-		slaveRefused: &b.stats.slaveRefused, cutAcknowledged: &b.stats.cutAcknowledged,
+		slaveNotAvailable: &b.stats.slaveNotAvailable,
+		slaveTimeouts:     &b.stats.slaveTimeouts,
+		slaveRefused:      &b.stats.slaveRefused,
+		cutAcknowledged:   &b.stats.cutAcknowledged,
+		stop:              b.stop,
+		registerNow:       func() { b.goLoop(func() { b.reg.registerAll(false) }) },
+		resyncTxn: func() error {
+			if b.txn == nil { // read now: it opens after this (never with brokerRole SLAVE)
+				return nil
+			}
+			return b.txn.Resync()
+		},
+		dropLocalOffsets: b.offsets.DropLocal,
 	}}
 	b.repl = r
 	if c.EnableControllerMode {
-		if err := b.openControllerMode(); err != nil { // controller_mode.go
+		if err := r.openControllerMode(); err != nil { // controller_mode.go
 			return err
 		}
 	} else if c.BrokerRole != Slave {
