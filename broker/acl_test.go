@@ -347,7 +347,7 @@ func TestACLSlave(t *testing.T) {
 	defer dev.Close()
 	slaveIDs := func() map[int64]bool {
 		m := map[int64]bool{}
-		for _, s := range dev.Broker.Slaves() {
+		for _, s := range dev.Broker.repl.Slaves() {
 			m[s.BrokerID] = true
 		}
 		return m
@@ -361,7 +361,7 @@ func TestACLSlave(t *testing.T) {
 
 	bad := slaveConfig(dev.master, dir, 2)
 	bad.AccessKey, bad.SecretKey = "", ""
-	bad.HAMasterAddress = dev.Broker.HAAddr()
+	bad.HAMasterAddress = dev.Broker.repl.HAAddr()
 	s, err := startConfigured(bad)
 	if err != nil {
 		t.Fatal(err)

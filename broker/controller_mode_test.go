@@ -163,7 +163,7 @@ func (c *ctlCluster) waitMaster(not int64) *Broker {
 	waitLong(c.t, func() bool {
 		r := c.ctl.show(ctlGroup)
 		b := c.b[r.MasterID]
-		if r.MasterID == not || b == nil || b.ControllerRole() != "master" || b.MasterEpoch() != r.MasterEpoch || b.repl.isSlave() {
+		if r.MasterID == not || b == nil || b.repl.ControllerRole() != "master" || b.repl.MasterEpoch() != r.MasterEpoch || b.repl.isSlave() {
 			return false
 		}
 		m = b
@@ -272,8 +272,8 @@ func TestControllerFailover(t *testing.T) {
 
 	// Kill the master; write a tail into its store that no slave got.
 	opts := first.Store().Options()
-	epoch1 := first.MasterEpoch()
-	oldAddr, oldHA, oldTopics := first.Addr(), first.HAAddr(), first.topicWrapper()
+	epoch1 := first.repl.MasterEpoch()
+	oldAddr, oldHA, oldTopics := first.Addr(), first.repl.HAAddr(), first.topicWrapper()
 	c.kill(1)
 	// As if it had crashed: the name server still holds it as brokerId 0
 	// (a clean close unregistered it). The new master's registration must
@@ -307,7 +307,7 @@ func TestControllerFailover(t *testing.T) {
 	}
 
 	m2 := c.waitMaster(1)
-	if e := m2.MasterEpoch(); e != epoch1+1 {
+	if e := m2.repl.MasterEpoch(); e != epoch1+1 {
 		t.Fatalf("new master at epoch %d, want %d", e, epoch1+1)
 	}
 	c.waitSyncSet(2) // the other slave follows the new master and is caught up
@@ -317,7 +317,7 @@ func TestControllerFailover(t *testing.T) {
 	old := c.start(1)
 	waitLong(t, func() bool {
 		w := m2.Store().WrittenOffset()
-		return old.ControllerRole() == "slave" && old.MasterEpoch() == m2.MasterEpoch() && old.LinkStatus().Connected &&
+		return old.repl.ControllerRole() == "slave" && old.repl.MasterEpoch() == m2.repl.MasterEpoch() && old.repl.LinkStatus().Connected &&
 			old.Store().WrittenOffset() == w && old.Store().HandedOffset() == w && m2.Store().HandedOffset() == w
 	}, "the old master following the new one")
 	if old.Store().WrittenOffset() <= tailFrom || tailTo <= tailFrom {
@@ -375,7 +375,7 @@ func TestControllerFencing(t *testing.T) {
 	m2 := c.waitMaster(1)
 	c.ctl.setCut(1, false)
 	waitLong(t, func() bool {
-		return m1.ControllerRole() == "slave" && m1.MasterEpoch() == m2.MasterEpoch() && m1.LinkStatus().Connected
+		return m1.repl.ControllerRole() == "slave" && m1.repl.MasterEpoch() == m2.repl.MasterEpoch() && m1.repl.LinkStatus().Connected
 	}, "the old master following")
 	if resp := rc.call(sendReq("fence", 0, []byte("refused-again"), nil)); resp.Code == protocol.Success {
 		t.Fatalf("a demoted master took a send: %s", resp)
@@ -388,7 +388,7 @@ func TestControllerFencing(t *testing.T) {
 	waitLong(t, func() bool {
 		var out bytes.Buffer
 		writeStatsTo(&out, m1, "ha")
-		for _, want := range []string{"controller_role slave", fmt.Sprintf("controller_master_epoch %d", m2.MasterEpoch()),
+		for _, want := range []string{"controller_role slave", fmt.Sprintf("controller_master_epoch %d", m2.repl.MasterEpoch()),
 			"controller_writable 0", `controller_sync_set "1,2"`} {
 			if !strings.Contains(out.String(), want) {
 				return false
@@ -500,19 +500,21 @@ func TestControllerMasterRestartIsRanked(t *testing.T) {
 	}
 	s := c.b[2]
 	waitLong(t, func() bool { return s.store.WrittenOffset() == m.store.WrittenOffset() }, "the slave to hold the whole log")
-	epoch := m.MasterEpoch()
+	epoch := m.repl.MasterEpoch()
 	c.kill(1)
 	c.start(1)
 	m = c.waitMaster(-1)
 	s = c.b[3-m.cfg.BrokerID] // the other one
-	if m.MasterEpoch() <= epoch {
-		t.Fatalf("controller epoch %d after the restart, want above %d", m.MasterEpoch(), epoch)
+	if m.repl.MasterEpoch() <= epoch {
+		t.Fatalf("controller epoch %d after the restart, want above %d", m.repl.MasterEpoch(), epoch)
 	}
 	ep, ok := m.repl.ctl.epochs.Last()
-	if !ok || ctlEpochOf(ep.Epoch) != m.MasterEpoch() {
-		t.Fatalf("replication epoch %+v: want one of controller epoch %d", ep, m.MasterEpoch())
+	if !ok || ctlEpochOf(ep.Epoch) != m.repl.MasterEpoch() {
+		t.Fatalf("replication epoch %+v: want one of controller epoch %d", ep, m.repl.MasterEpoch())
 	}
-	waitLong(t, func() bool { return s.LinkStatus().Connected && len(m.Slaves()) == 1 && m.Slaves()[0].InSync },
+	waitLong(t, func() bool {
+		return s.repl.LinkStatus().Connected && len(m.repl.Slaves()) == 1 && m.repl.Slaves()[0].InSync
+	},
 		"the slave following the restarted master")
 	if resp := dialRaw(t, m.Addr()).call(sendReq("restart", 0, []byte("after"), nil)); resp.Code != protocol.Success {
 		t.Fatalf("send after the restart: %s", resp)

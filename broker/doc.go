@@ -85,6 +85,13 @@
 //
 // # Master and slave
 //
+// The replication wiring is one struct, Replication (ha.go): the ends of
+// the replication link, the master a slave follows, controller mode and
+// the slave's metadata sync. openReplication (ha_wiring.go) builds it in
+// New from a small replDeps (config, store, logger, hooks and callbacks;
+// never the *Broker), and Broker.Replication hands it to callers outside
+// the package.
+//
 // brokerRole is ASYNC_MASTER or SYNC_MASTER (brokerId 0) or SLAVE
 // (brokerId 1 or more, the same brokerName as its master). What a role
 // means here, apart from the CommitLog bytes the replication link ships

@@ -22,6 +22,8 @@ import (
 //
 //   - ha.go: the struct, the hooks the send path uses (replicator), and
 //     the addresses: this broker's HA address, the master a slave follows;
+//   - ha_wiring.go: openReplication, which builds it, and
+//     Broker.Replication;
 //   - ha_link.go: the ends of the link (package ha), started and stopped;
 //   - slave.go: what a broker that may not write refuses;
 //   - stats_ha.go: the replication lines of the text stats;

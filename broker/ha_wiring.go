@@ -3,7 +3,6 @@ package broker
 import (
 	"net"
 
-	"github.com/samsamq/samsa/ha"
 	"github.com/samsamq/samsa/internal/netx"
 )
 
@@ -83,15 +82,7 @@ func (b *Broker) openReplication() error {
 	return nil
 }
 
-// Replication is the broker's replication wiring: its slaves, its HA
-// address, the master it follows, its role in controller mode.
+// Replication is the broker's replication wiring, for callers outside the
+// package: its slaves, its HA address, the master it follows and, in
+// controller mode, its role, master epoch and sync-state set.
 func (b *Broker) Replication() *Replication { return b.repl }
-
-func (b *Broker) Slaves() []SlaveStatus      { return b.repl.Slaves() }
-func (b *Broker) HAAddr() string             { return b.repl.HAAddr() }
-func (b *Broker) HAMasterAddr() string       { return b.repl.HAMasterAddr() }
-func (b *Broker) MasterAddr() string         { return b.repl.MasterAddr() }
-func (b *Broker) LinkStatus() ha.LinkStatus  { return b.repl.LinkStatus() }
-func (b *Broker) ControllerRole() string     { return b.repl.ControllerRole() }
-func (b *Broker) ControllerSyncSet() []int64 { return b.repl.ControllerSyncSet() }
-func (b *Broker) MasterEpoch() int64         { return b.repl.MasterEpoch() }

@@ -168,7 +168,7 @@ func TestTLSReplication(t *testing.T) {
 	}
 	t.Cleanup(func() { dev.Close() })
 	waitLong(t, func() bool {
-		s := dev.Broker.Slaves()
+		s := dev.Broker.repl.Slaves()
 		return len(s) == 1 && s[0].InSync
 	}, "the slave in sync over TLS")
 	if err := produceConsume(dev.NamesrvAddr(), "tls-repl", certs.ClientConfig(t, false), 20); err != nil {

@@ -39,7 +39,7 @@ func startReplicated(t *testing.T, role BrokerRole, mutate func(*Config)) *testC
 	}
 	t.Cleanup(func() { dev.Close() })
 	waitLong(t, func() bool {
-		s := dev.Broker.Slaves()
+		s := dev.Broker.repl.Slaves()
 		return len(s) == 1 && s[0].InSync
 	}, "the slave in sync")
 	return dev

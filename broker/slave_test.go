@@ -178,13 +178,13 @@ func TestSlaveMetadataSync(t *testing.T) {
 	slaveDir := t.TempDir()
 	slave := startBroker(t, slaveDir, asSlave(ns.Addr(), 1, nil))
 	defer func() { slave.Close() }()
-	if slave.MasterAddr() != master.Addr() {
-		t.Fatalf("the slave learned master %q, want %q", slave.MasterAddr(), master.Addr())
+	if slave.repl.MasterAddr() != master.Addr() {
+		t.Fatalf("the slave learned master %q, want %q", slave.repl.MasterAddr(), master.Addr())
 	}
 	// With listenPort 0 the HA port is free too: advertised as the
 	// replication listener bound it.
-	if want := master.HAAddr(); want == "" || slave.HAMasterAddr() != want {
-		t.Fatalf("the slave learned HA address %q, want %q", slave.HAMasterAddr(), want)
+	if want := master.repl.HAAddr(); want == "" || slave.repl.HAMasterAddr() != want {
+		t.Fatalf("the slave learned HA address %q, want %q", slave.repl.HAMasterAddr(), want)
 	}
 
 	mc := dialRaw(t, master.Addr())
@@ -217,8 +217,8 @@ func TestSlaveMetadataSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	slave.reg.registerAll(false)
-	if slave.MasterAddr() != "" {
-		t.Fatalf("master still known: %q", slave.MasterAddr())
+	if slave.repl.MasterAddr() != "" {
+		t.Fatalf("master still known: %q", slave.repl.MasterAddr())
 	}
 	sc := dialRaw(t, slave.Addr())
 	for _, req := range []*protocol.Command{
@@ -251,8 +251,8 @@ func TestSlaveMetadataSync(t *testing.T) {
 		t.Fatal(r)
 	}
 	slave.reg.registerAll(false)
-	if slave.MasterAddr() != master2.Addr() {
-		t.Fatalf("the slave follows %q, want %q", slave.MasterAddr(), master2.Addr())
+	if slave.repl.MasterAddr() != master2.Addr() {
+		t.Fatalf("the slave follows %q, want %q", slave.repl.MasterAddr(), master2.Addr())
 	}
 	if err := slave.repl.meta.round(); err != nil {
 		t.Fatal(err)
@@ -328,10 +328,10 @@ func TestSlaveStartedFirstFindsItsMaster(t *testing.T) {
 	ns := startNamesrv(t)
 	slave := startBroker(t, t.TempDir(), asSlave(ns.Addr(), 1, func(c *Config) { c.RegisterNameServerPeriod = time.Hour }))
 	defer slave.Close()
-	if slave.MasterAddr() != "" {
-		t.Fatalf("the slave knows master %q before there is one", slave.MasterAddr())
+	if slave.repl.MasterAddr() != "" {
+		t.Fatalf("the slave knows master %q before there is one", slave.repl.MasterAddr())
 	}
 	master := startBroker(t, t.TempDir(), withNamesrv(ns.Addr(), nil))
 	defer master.Close()
-	waitFor(t, func() bool { return slave.MasterAddr() == master.Addr() }, "the slave learning its master")
+	waitFor(t, func() bool { return slave.repl.MasterAddr() == master.Addr() }, "the slave learning its master")
 }

@@ -25,10 +25,10 @@ func TestSlaveHAAddr(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	if len(asked) != 1 || asked[0] != dev.Broker.HAAddr() || asked[0] == "" {
-		t.Fatalf("hook asked %q; the master advertises %q", asked, dev.Broker.HAAddr())
+	if len(asked) != 1 || asked[0] != dev.Broker.Replication().HAAddr() || asked[0] == "" {
+		t.Fatalf("hook asked %q; the master advertises %q", asked, dev.Broker.Replication().HAAddr())
 	}
-	if got := dev.Slaves[0].HAMasterAddr(); got != asked[0] {
+	if got := dev.Slaves[0].Replication().HAMasterAddr(); got != asked[0] {
 		t.Fatalf("slave follows %q, want the hook's %q", got, asked[0])
 	}
 	co := client.ClientOptions{NameServers: []string{dev.NamesrvAddr()}}

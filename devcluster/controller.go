@@ -85,10 +85,10 @@ const controllerWait = 60 * time.Second
 // waitControllerMaster waits until the controller has named b master.
 func waitControllerMaster(b *broker.Broker, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
-	for b.ControllerRole() != "master" {
+	for b.Replication().ControllerRole() != "master" {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("devcluster: the controller did not name %s broker %d master within %v (role %q)",
-				b.Config().BrokerName, b.Config().BrokerID, limit, b.ControllerRole())
+				b.Config().BrokerName, b.Config().BrokerID, limit, b.Replication().ControllerRole())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -100,10 +100,10 @@ func waitControllerMaster(b *broker.Broker, limit time.Duration) error {
 // the master asks for once they caught up.
 func waitSyncStateSet(master *broker.Broker, n int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
-	for len(master.ControllerSyncSet()) < n {
+	for len(master.Replication().ControllerSyncSet()) < n {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("devcluster: %s: the slaves did not join the sync-state set within %v (set %v)",
-				master.Config().BrokerName, limit, master.ControllerSyncSet())
+				master.Config().BrokerName, limit, master.Replication().ControllerSyncSet())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

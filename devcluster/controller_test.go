@@ -29,7 +29,7 @@ func TestControllerFailsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	if r, set := dev.Broker.ControllerRole(), dev.Broker.ControllerSyncSet(); r != "master" || len(set) != 2 {
+	if r, set := dev.Broker.Replication().ControllerRole(), dev.Broker.Replication().ControllerSyncSet(); r != "master" || len(set) != 2 {
 		t.Fatalf("after Start the broker's role is %q and the sync-state set %v; want master and [1 2]", r, set)
 	}
 	co := client.ClientOptions{NameServers: []string{dev.NamesrvAddr()}}
@@ -77,9 +77,9 @@ func TestControllerFailsOver(t *testing.T) {
 	if err := dev.Broker.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for slave.ControllerRole() != "master" {
+	for slave.Replication().ControllerRole() != "master" {
 		if time.Now().After(deadline.Add(60 * time.Second)) {
-			t.Fatalf("the slave's role is %q after the master stopped, want master", slave.ControllerRole())
+			t.Fatalf("the slave's role is %q after the master stopped, want master", slave.Replication().ControllerRole())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -113,7 +113,7 @@ func (g *Group) AddSlave(dir string) (*broker.Broker, error) {
 		c.StorePathRootDir = dir
 	}
 	if g.slaveHA != nil {
-		addr, err := g.slaveHA(g.Broker.HAAddr())
+		addr, err := g.slaveHA(g.Broker.Replication().HAAddr())
 		if err != nil {
 			return nil, fmt.Errorf("devcluster: %s slave %d: its master's replication address: %w", g.Name, i, err)
 		}

@@ -208,7 +208,7 @@ func TestGroupsWithSlaves(t *testing.T) {
 			t.Fatalf("%s has %d slaves", g.Name, len(g.Slaves))
 		}
 		s := g.Slaves[0]
-		waitFor(t, func() bool { return s.HAMasterAddr() == g.Broker.HAAddr() }, g.Name+"'s slave following its master")
+		waitFor(t, func() bool { return s.Replication().HAMasterAddr() == g.Broker.Replication().HAAddr() }, g.Name+"'s slave following its master")
 		if s.Config().BrokerName != g.Name || g.Broker.Config().StorePathRootDir != filepath.Join(dir, g.Name, "master") ||
 			s.Config().StorePathRootDir != filepath.Join(dir, g.Name, "slave-1") {
 			t.Fatalf("%s: master store %s, slave %s (%s) store %s", g.Name, g.Broker.Config().StorePathRootDir,

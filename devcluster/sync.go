@@ -36,7 +36,7 @@ func waitInSync(ctx context.Context, master *broker.Broker, n int, deadline time
 	defer tick.Stop()
 	for {
 		in := 0
-		for _, s := range master.Slaves() {
+		for _, s := range master.Replication().Slaves() {
 			if s.InSync {
 				in++
 			}

@@ -143,7 +143,7 @@ func printDev(out io.Writer, dev *devcluster.Cluster, withCtl bool) {
 		for _, s := range g.Slaves {
 			follows := string(b.Config().BrokerRole)
 			if withCtl {
-				follows = fmt.Sprintf("the controller's master; sync-state set %v", b.ControllerSyncSet())
+				follows = fmt.Sprintf("the controller's master; sync-state set %v", b.Replication().ControllerSyncSet())
 			}
 			_, _ = fmt.Fprintf(out, "samsa dev: slave %s (brokerId %d, following %s)  metrics http://%s/metrics\n", s.Addr(), s.Config().BrokerID,
 				follows, s.AdminAddr())

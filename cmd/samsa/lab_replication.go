@@ -155,7 +155,8 @@ func (w *withCluster) Replication() (*loadgen.Replication, loadgen.LagProbe) {
 	return &info, masterLagProbe{w.repl.master}
 }
 
-// masterLagProbe reads an embedded master's Broker.Slaves().
+// masterLagProbe reads an embedded master's Broker.Replication().Slaves()
+// (Source keeps the name the result files record).
 type masterLagProbe struct{ b *broker.Broker }
 
 func (masterLagProbe) Source() string { return "embedded: the master's Broker.Slaves()" }
@@ -164,7 +165,7 @@ func (p masterLagProbe) Read(context.Context) (loadgen.LagReading, error) {
 	// The handed offset first: a slave's acknowledgement read after it
 	// may be past it (then caught up), never behind by more than it is.
 	r := loadgen.LagReading{Handed: p.b.Store().HandedOffset()}
-	for _, s := range p.b.Slaves() {
+	for _, s := range p.b.Replication().Slaves() {
 		r.Slaves = append(r.Slaves, loadgen.SlaveLag{Slave: s.Addr, Ack: s.AckOffset, MasterTime: s.LagTime})
 	}
 	return r, nil
