@@ -84,8 +84,11 @@ fuzz:
 # embedded cluster per run; make bench runs their quick form. The
 # durability-kill experiment goes the same way, with real name server and
 # broker processes killed (3 kills per cell quick, 50 in bench-full).
+# Two OpenMessaging Benchmark workloads (workloads/) run as they are
+# against Samsa and NATS, their durations shortened (about a minute).
 BENCH_E2E_EXPERIMENTS     ?= experiments/consume-pull-vs-longpoll.json experiments/flush-e2e.json \
                              experiments/group-commit-e2e.json experiments/peer-nats.json \
+                             experiments/omb-1-topic-16-partitions-1kb.json experiments/omb-1-topic-1-partition-100b.json \
                              experiments/client-vs-official.json experiments/durability-kill.json
 BENCH_EXPERIMENTS         ?= experiments/storage-quick.json $(BENCH_E2E_EXPERIMENTS)
 BENCH_STORAGE_EXPERIMENTS ?= experiments/storage-quick.json
