@@ -61,7 +61,7 @@ func (e *Experiment) settle() time.Duration {
 // CellSpec is one configuration to run.
 type CellSpec struct {
 	Label   string  `json:"label"`
-	Driver  string  `json:"driver"` // samsa | rocketmq | nats | redis | rabbitmq
+	Driver  string  `json:"driver"` // samsa | rocketmq | nats | redis | rabbitmq | kafka
 	Cluster Cluster `json:"cluster"`
 	// Workload overrides fields of the base (and of the quick overrides).
 	Workload json.RawMessage `json:"workload,omitempty"`
@@ -102,6 +102,12 @@ type Cluster struct {
 	// linkdelay.Available says so, else the proxy; the result says which
 	// ran and why), "netem" or "proxy".
 	LinkMethod string `json:"link_method,omitempty"`
+
+	// Kafka is a kafka cell's producer, consumer and topic settings
+	// (kafka.go; EnsureKafka fills and checks them). Flush, Backend and
+	// the replication fields are Samsa's and mean nothing to a Kafka
+	// cluster, whose own configuration decides when it fsyncs.
+	Kafka Kafka `json:"kafka,omitzero"`
 }
 
 // Comparison names a ratio to report: metric of Num over Den.
@@ -239,7 +245,7 @@ func (e *Experiment) Expand(quick bool) ([]Cell, error) {
 			continue
 		}
 		cl := cs.Cluster
-		if err := cl.EnsureReplication(cs.Driver); err != nil {
+		if err := errors.Join(cl.EnsureReplication(cs.Driver), cl.EnsureKafka(cs.Driver)); err != nil {
 			errs = append(errs, fmt.Errorf("cell %s: %w", cs.Label, err))
 			continue
 		}

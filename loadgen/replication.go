@@ -63,7 +63,7 @@ func (c *Cluster) EnsureReplication(driver string) error {
 		bad("replication %q: want none, async or sync", c.Replication)
 	}
 	if c.Replicated() {
-		if driver == "nats" || driver == "redis" || driver == "rabbitmq" {
+		if driver == "nats" || driver == "redis" || driver == "rabbitmq" || driver == "kafka" {
 			bad("replication %s: the %s driver runs no Samsa cluster", c.Replication, driver)
 		}
 		if c.Slaves == 0 {
