@@ -4,8 +4,14 @@ go 1.26.8
 
 require (
 	github.com/cockroachdb/datadriven v1.0.3
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kadm v1.20.0
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	go.yaml.in/yaml/v3 v3.0.5
 )
+
+require github.com/pierrec/lz4/v4 v4.1.33 // indirect
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
