@@ -24,7 +24,7 @@ func runLoadgen(args []string) (err error) {
 	namesrv := fs.String("namesrv", "", "name server address(es), ;-separated; empty starts an embedded cluster (samsa dev)")
 	embedded := fs.Bool("embedded", false, "start an embedded name server + broker on loopback (the default when --namesrv is empty)")
 	brokerAddr := fs.String("broker", "", "broker address for topic creation (default: from the cluster's route)")
-	driver := fs.String("driver", "samsa", "driver: samsa (our client), rocketmq (the official Go client), nats (NATS JetStream), redis (Redis streams), rabbitmq (RabbitMQ; --flush sync: quorum queues, async: streams)")
+	driver := fs.String("driver", "samsa", "driver: samsa (our client), rocketmq (the official Go client), nats (NATS JetStream), redis (Redis streams), rabbitmq (RabbitMQ; --flush sync: quorum queues, async: streams), kafka (a Kafka-API cluster at --brokers, on franz-go)")
 	flush := fs.String("flush", "async", "embedded cluster flush policy: sync (group commit) or async; for nats, sync = sync_interval always; redis, appendfsync always (async: everysec); rabbitmq, quorum queues (async: streams)")
 	backendName := fs.String("backend", "", "embedded broker store backend (pwrite, mmap, odirect, uring)")
 	var repl loadgen.Cluster
@@ -33,7 +33,8 @@ func runLoadgen(args []string) (err error) {
 	fs.Float64Var(&repl.LinkDelayMs, "link-delay-ms", 0, "embedded cluster with --replication: one-way delay on the master→slave link, ms")
 	fs.StringVar(&repl.LinkMethod, "link-method", "", "with --link-delay-ms: auto (default), proxy or netem")
 	natsURL := fs.String("nats-url", "", "nats driver: a running server's URL (default: start one in-process)")
-	secure := addSecureFlags(fs) // a live cluster's TLS and ACL (our driver)
+	secure := addSecureFlags(fs) // a live cluster's TLS and ACL (our driver; TLS for kafka too)
+	kafka := addKafkaFlags(fs)
 	dataDir := fs.String("dir", "", "embedded cluster data dir (default: a temp dir, removed after)")
 	fs.StringVar(&w.TopicPrefix, "topic", "loadgen", "topic name prefix (topics are <prefix>-<i>)")
 	fs.IntVar(&w.Topics, "topics", 1, "number of topics")
@@ -87,6 +88,7 @@ func runLoadgen(args []string) (err error) {
 	if err := secure.apply(&ls.client); err != nil {
 		return err
 	}
+	kafka.apply(&ls)
 	if *experiment != "" {
 		bin, _ := os.Executable() // the kill loops and chaos start this binary; without it they say so
 		_, err := labKinds(ls, profileFlags{}).Run(ctx, *experiment, lab.Options{
@@ -123,7 +125,10 @@ func runLoadgen(args []string) (err error) {
 		return errors.New("--omb-json and --omb-backlog go with --omb-workload")
 	}
 	repl.Flush, repl.Backend = *flush, *backendName
-	if err := repl.EnsureReplication(*driver); err != nil {
+	if repl.Kafka, err = kafka.settings(); err != nil {
+		return err
+	}
+	if err := errors.Join(repl.EnsureReplication(*driver), repl.EnsureKafka(*driver)); err != nil {
 		return err
 	}
 	cell := loadgen.Cell{Label: "cli", Driver: *driver, Cluster: repl, Workload: w}
@@ -152,6 +157,9 @@ func runLoadgen(args []string) (err error) {
 	}
 	w.EnsureDefaults()
 	fmt.Printf("loadgen: driver %s, %s\n", d.Name(), w.String())
+	if *driver == "kafka" {
+		fmt.Printf("loadgen: kafka %s\n", repl.Kafka.String())
+	}
 	res, err := loadgen.Run(ctx, d, w, opts)
 	if err != nil {
 		return err

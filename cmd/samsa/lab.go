@@ -19,6 +19,7 @@ import (
 	"github.com/samsamq/samsa/loadgen/catchup"
 	"github.com/samsamq/samsa/loadgen/chaos"
 	"github.com/samsamq/samsa/loadgen/durability"
+	"github.com/samsamq/samsa/loadgen/kafkadriver"
 	"github.com/samsamq/samsa/loadgen/natsdriver"
 	"github.com/samsamq/samsa/loadgen/rabbitdriver"
 	"github.com/samsamq/samsa/loadgen/redisdriver"
@@ -62,8 +63,12 @@ type labSettings struct {
 	dataDir    string // parent of embedded clusters' data dirs; default a temp dir
 	backend    string
 	// client carries the TLS and ACL settings for our driver's clients
-	// (a live cluster's; embedded clusters run without either).
+	// (a live cluster's; embedded clusters run without either); its TLS
+	// is the kafka driver's too.
 	client client.ClientOptions
+	// kafkaBrokers and kafkaSASL are the kafka driver's cluster and login.
+	kafkaBrokers []string
+	kafkaSASL    kafkadriver.SASL
 }
 
 // benchDir is the directory whose disk the run measures.
@@ -92,9 +97,14 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 	case "rabbitmq": // quorum queues for a sync cell
 		dir := l.cellDir("rabbitmq")
 		return withDir(dir)(rabbitdriver.New(rabbitdriver.Options{Queue: bySync(c, "quorum", "stream"), Dir: dir}))
+	case "kafka": // a live cluster only: the lab starts no Kafka
+		if len(l.kafkaBrokers) == 0 {
+			return nil, errors.New("the kafka driver drives a live cluster: give its brokers, --brokers host:9092,...")
+		}
+		return kafkadriver.New(kafkadriver.Options{Brokers: l.kafkaBrokers, Settings: c.Cluster.Kafka, SASL: l.kafkaSASL, TLS: l.client.TLS})
 	case "samsa", "rocketmq":
 	default:
-		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats, redis, rabbitmq)", c.Driver)
+		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats, redis, rabbitmq, kafka)", c.Driver)
 	}
 	var dev *devcluster.Cluster
 	var repl *replicaSide
