@@ -4,11 +4,13 @@
 // A Workload names topics, queues, message size, producers, consumers, a
 // target rate, warm-up and duration, and how messages are sent and consumed.
 // A Driver adapts one system (Samsa's own client, the official RocketMQ Go
-// client against a Samsa cluster, NATS JetStream, Redis streams, RabbitMQ)
-// to the three things the workload needs: create topics, produce, consume.
-// The peers' drivers start their server themselves on loopback in a temp
-// dir (natsdriver in-process; redisdriver and rabbitdriver run the
-// installed binary through peerproc) and stop it on Close.
+// client against a Samsa cluster, NATS JetStream, Redis streams, RabbitMQ,
+// a Kafka-API cluster through franz-go) to the three things the workload
+// needs: create topics, produce, consume. The peers' drivers start their
+// server themselves on loopback in a temp dir (natsdriver in-process;
+// redisdriver and rabbitdriver run the installed binary through peerproc)
+// and stop it on Close; kafkadriver drives a live cluster only, with a
+// cell's Kafka settings (kafka.go).
 //
 // Latency is measured two ways:
 //

@@ -12,7 +12,7 @@ import (
 // Driver adapts one messaging system to a workload.
 type Driver interface {
 	// Name identifies the driver in results ("samsa", "rocketmq", "nats",
-	// "redis", "rabbitmq").
+	// "redis", "rabbitmq", "kafka").
 	Name() string
 	// CreateTopic makes a topic with the given number of queues (a driver
 	// whose system has no queues maps them to its own partitioning or
