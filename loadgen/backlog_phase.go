@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/samsamq/samsa/internal/lab"
 )
 
 // BacklogPhase is what a run's backlog phase did (Workload.BacklogBytes),
@@ -65,7 +67,7 @@ func (r *run) backlog() int64 {
 func (r *run) measure(ctx context.Context) *BacklogPhase {
 	w := r.w
 	if w.BacklogBytes <= 0 {
-		sleepCtx(ctx, w.Duration)
+		_ = lab.Sleep(ctx, w.Duration) // ctx ending ends the window early, as Run says
 		return nil
 	}
 	bp := &BacklogPhase{Bytes: w.BacklogBytes}
@@ -98,7 +100,7 @@ func (r *run) measure(ctx context.Context) *BacklogPhase {
 		return bp
 	}
 	bp.Drained = true
-	sleepCtx(ctx, w.Duration)
+	_ = lab.Sleep(ctx, w.Duration) // ctx ending ends the window early, as Run says
 	return bp
 }
 
@@ -118,14 +120,4 @@ func (r *run) waitUntil(ctx context.Context, deadline time.Time, cond func() boo
 		}
 	}
 	return true
-}
-
-// sleepCtx sleeps d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/loadgen"
 )
 
@@ -97,20 +98,9 @@ func (c *consumer) loop(ctx context.Context, pull bool, interval time.Duration, 
 		case n == 0 && len(fs.Errors()) > 0:
 			pause = errorPause // an error that repeats does not spin
 		}
-		if pause > 0 && !sleep(ctx, pause) {
+		if pause > 0 && lab.Sleep(ctx, pause) != nil {
 			return
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -103,24 +103,41 @@ type TestResult struct {
 
 func ms(us int64) float64 { return float64(us) / 1e3 }
 
+// msFields are where one latency's eight OMB figures go (avg, 50, 75, 95,
+// 99, 99.9, 99.99 and max), in ms.
+type msFields [8]*float64
+
+func (f msFields) set(p loadgen.Percentiles) {
+	for i, v := range [8]float64{p.Mean / 1e3, ms(p.P50), ms(p.P75), ms(p.P95), ms(p.P99), ms(p.P999), ms(p.P9999), ms(p.Max)} {
+		*f[i] = v
+	}
+}
+
+// msSeries are where one latency's eight per-interval lists go, in ms.
+type msSeries [8]*[]float64
+
+func (s msSeries) add(p loadgen.Percentiles) {
+	for i, v := range [8]float64{p.Mean / 1e3, ms(p.P50), ms(p.P75), ms(p.P95), ms(p.P99), ms(p.P999), ms(p.P9999), ms(p.Max)} {
+		*s[i] = append(*s[i], v)
+	}
+}
+
 // NewTestResult gives res in OMB's result form.
 func NewTestResult(w *loadgen.OMBWorkload, res *loadgen.Result) (*TestResult, error) {
 	t := &TestResult{Workload: w.Name, Driver: res.Driver, MessageSize: int64(w.MessageSize), Topics: w.Topics,
 		Partitions: w.PartitionsPerTopic, ProducersPerTopic: w.ProducersPerTopic, ConsumersPerTopic: w.ConsumerPerSubscription}
+	pub := msSeries{&t.PublishLatencyAvg, &t.PublishLatency50pct, &t.PublishLatency75pct, &t.PublishLatency95pct,
+		&t.PublishLatency99pct, &t.PublishLatency999pct, &t.PublishLatency9999pct, &t.PublishLatencyMax}
+	e2e := msSeries{&t.EndToEndLatencyAvg, &t.EndToEndLatency50pct, &t.EndToEndLatency75pct, &t.EndToEndLatency95pct,
+		&t.EndToEndLatency99pct, &t.EndToEndLatency999pct, &t.EndToEndLatency9999pct, &t.EndToEndLatencyMax}
 	for _, iv := range res.Intervals {
 		t.PublishRate = append(t.PublishRate, iv.PublishRate)
 		t.PublishErrorRate = append(t.PublishErrorRate, iv.ErrorRate)
 		t.ConsumeRate = append(t.ConsumeRate, iv.ConsumeRate)
 		t.Backlog = append(t.Backlog, iv.Backlog)
-		p, d, e := iv.ServiceUs, iv.LagUs, iv.E2EUs
-		t.PublishLatencyAvg = append(t.PublishLatencyAvg, p.Mean/1e3)
-		t.PublishLatency50pct = append(t.PublishLatency50pct, ms(p.P50))
-		t.PublishLatency75pct = append(t.PublishLatency75pct, ms(p.P75))
-		t.PublishLatency95pct = append(t.PublishLatency95pct, ms(p.P95))
-		t.PublishLatency99pct = append(t.PublishLatency99pct, ms(p.P99))
-		t.PublishLatency999pct = append(t.PublishLatency999pct, ms(p.P999))
-		t.PublishLatency9999pct = append(t.PublishLatency9999pct, ms(p.P9999))
-		t.PublishLatencyMax = append(t.PublishLatencyMax, ms(p.Max))
+		pub.add(iv.ServiceUs)
+		e2e.add(iv.E2EUs)
+		d := iv.LagUs // OMB's publish delay: µs, whole
 		t.PublishDelayLatencyAvg = append(t.PublishDelayLatencyAvg, d.Mean)
 		t.PublishDelayLatency50pct = append(t.PublishDelayLatency50pct, d.P50)
 		t.PublishDelayLatency75pct = append(t.PublishDelayLatency75pct, d.P75)
@@ -129,40 +146,31 @@ func NewTestResult(w *loadgen.OMBWorkload, res *loadgen.Result) (*TestResult, er
 		t.PublishDelayLatency999pct = append(t.PublishDelayLatency999pct, d.P999)
 		t.PublishDelayLatency9999pct = append(t.PublishDelayLatency9999pct, d.P9999)
 		t.PublishDelayLatencyMax = append(t.PublishDelayLatencyMax, d.Max)
-		t.EndToEndLatencyAvg = append(t.EndToEndLatencyAvg, e.Mean/1e3)
-		t.EndToEndLatency50pct = append(t.EndToEndLatency50pct, ms(e.P50))
-		t.EndToEndLatency75pct = append(t.EndToEndLatency75pct, ms(e.P75))
-		t.EndToEndLatency95pct = append(t.EndToEndLatency95pct, ms(e.P95))
-		t.EndToEndLatency99pct = append(t.EndToEndLatency99pct, ms(e.P99))
-		t.EndToEndLatency999pct = append(t.EndToEndLatency999pct, ms(e.P999))
-		t.EndToEndLatency9999pct = append(t.EndToEndLatency9999pct, ms(e.P9999))
-		t.EndToEndLatencyMax = append(t.EndToEndLatencyMax, ms(e.Max))
 	}
 	if p := res.ServiceLatencyUs; p != nil {
-		t.AggregatedPublishLatencyAvg, t.AggregatedPublishLatency50pct = p.Mean/1e3, ms(p.P50)
-		t.AggregatedPublishLatency75pct, t.AggregatedPublishLatency95pct = ms(p.P75), ms(p.P95)
-		t.AggregatedPublishLatency99pct, t.AggregatedPublishLatency999pct = ms(p.P99), ms(p.P999)
-		t.AggregatedPublishLatency9999pct, t.AggregatedPublishLatencyMax = ms(p.P9999), ms(p.Max)
+		msFields{&t.AggregatedPublishLatencyAvg, &t.AggregatedPublishLatency50pct, &t.AggregatedPublishLatency75pct,
+			&t.AggregatedPublishLatency95pct, &t.AggregatedPublishLatency99pct, &t.AggregatedPublishLatency999pct,
+			&t.AggregatedPublishLatency9999pct, &t.AggregatedPublishLatencyMax}.set(*p)
 	}
 	if d := res.SendLagUs; d != nil {
-		t.AggregatedPublishDelayLatencyAvg, t.AggregatedPublishDelayLatency50pct = d.Mean, d.P50
-		t.AggregatedPublishDelayLatency75pct, t.AggregatedPublishDelayLatency95pct = d.P75, d.P95
-		t.AggregatedPublishDelayLatency99pct, t.AggregatedPublishDelayLatency999pct = d.P99, d.P999
-		t.AggregatedPublishDelayLatency9999pct, t.AggregatedPublishDelayLatencyMax = d.P9999, d.Max
+		t.AggregatedPublishDelayLatencyAvg = d.Mean
+		t.AggregatedPublishDelayLatency50pct, t.AggregatedPublishDelayLatency75pct = d.P50, d.P75
+		t.AggregatedPublishDelayLatency95pct, t.AggregatedPublishDelayLatency99pct = d.P95, d.P99
+		t.AggregatedPublishDelayLatency999pct, t.AggregatedPublishDelayLatency9999pct = d.P999, d.P9999
+		t.AggregatedPublishDelayLatencyMax = d.Max
 	}
-	e := res.E2ELatencyUs
-	t.AggregatedEndToEndLatencyAvg, t.AggregatedEndToEndLatency50pct = e.Mean/1e3, ms(e.P50)
-	t.AggregatedEndToEndLatency75pct, t.AggregatedEndToEndLatency95pct = ms(e.P75), ms(e.P95)
-	t.AggregatedEndToEndLatency99pct, t.AggregatedEndToEndLatency999pct = ms(e.P99), ms(e.P999)
-	t.AggregatedEndToEndLatency9999pct, t.AggregatedEndToEndLatencyMax = ms(e.P9999), ms(e.Max)
+	msFields{&t.AggregatedEndToEndLatencyAvg, &t.AggregatedEndToEndLatency50pct, &t.AggregatedEndToEndLatency75pct,
+		&t.AggregatedEndToEndLatency95pct, &t.AggregatedEndToEndLatency99pct, &t.AggregatedEndToEndLatency999pct,
+		&t.AggregatedEndToEndLatency9999pct, &t.AggregatedEndToEndLatencyMax}.set(res.E2ELatencyUs)
 	// The quantile maps: the send histogram stands for publish latency
-	// where no service histogram is kept (closed loop: the two are one).
-	send, e2e, err := res.Histograms()
+	// (the service histogram is not kept whole; open loop, the two differ
+	// by the publish delay).
+	send, e2eH, err := res.Histograms()
 	if err != nil {
 		return nil, err
 	}
 	t.AggregatedPublishLatencyQuantiles = quantiles(send)
-	t.AggregatedEndToEndLatencyQuantiles = quantiles(e2e)
+	t.AggregatedEndToEndLatencyQuantiles = quantiles(e2eH)
 	t.AggregatedPublishDelayLatencyQuantiles = map[string]int64{}
 	return t, nil
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/loadgen"
 )
 
@@ -196,7 +197,7 @@ func (c *consumer) loop(ctx context.Context, q client.MessageQueue, d Options, o
 	for ctx.Err() == nil {
 		res, err := c.pc.Pull(ctx, q, offset, po)
 		if err != nil {
-			if !sleep(ctx, 50*time.Millisecond) {
+			if lab.Sleep(ctx, 50*time.Millisecond) != nil {
 				return
 			}
 			continue
@@ -208,21 +209,10 @@ func (c *consumer) loop(ctx context.Context, q client.MessageQueue, d Options, o
 			offset = res.NextOffset
 		}
 		if len(res.Messages) == 0 && o.Mode == loadgen.ConsumePull {
-			if !sleep(ctx, o.PullInterval) {
+			if lab.Sleep(ctx, o.PullInterval) != nil {
 				return
 			}
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
