@@ -17,24 +17,36 @@ import (
 )
 
 // ABOptions configure RunAB: two samsa binaries measured in turns by one
-// measuring bench subcommand, on the same machine in the same minutes.
+// measuring command, on the same machine in the same minutes: a bench
+// subcommand (the storage engine, the raw disk) or loadgen (the wire: an
+// embedded name server and broker in the measured process, producers and
+// consumers over loopback).
 // A single run of either spreads ±15% on a shared machine; the ratio of
 // two runs taken back to back spreads less, and the median of many such
 // ratios is what PERFORMANCE.md reports when it compares binaries.
 type ABOptions struct {
 	// A and B are the binaries; B is measured against A (ratio B/A).
 	A, B string
-	// Args is the bench subcommand and its flags, as after "samsa bench"
-	// (for instance storage --backend pwrite ...), without --json, which
-	// RunAB adds.
+	// Command is the samsa command each run starts (default "bench"):
+	// "bench", whose Args begin with a measuring subcommand, or
+	// "loadgen", whose Args are its flags (without --namesrv it runs
+	// one workload against an embedded cluster). Both write their
+	// result as JSON where --json says, and both exist in binaries older
+	// than this option, so an old commit's binary can be measured.
+	Command string
+	// Args follow "samsa Command": for bench the subcommand and its flags
+	// (for instance storage --backend pwrite ...), for loadgen its flags;
+	// never --json, which RunAB adds.
 	Args []string
 	// Rounds is the number of rounds (default 8). A round runs both
 	// binaries: A then B in odd rounds, B then A in even ones (A-B-B-A),
 	// so neither always runs on a machine the other just warmed up or
 	// filled with dirty pages.
 	Rounds int
-	// Metric is the top-level numeric field of the subcommand's JSON
-	// result compared (default msgs_per_sec).
+	// Metric is the numeric field of the run's JSON result compared
+	// (default msgs_per_sec): a top-level field or a dotted path into
+	// nested objects (send_latency_us.p99). The ratio is B/A whatever the
+	// metric: for a latency, above 1 is worse.
 	Metric string
 	// Dir holds the runs' JSON files (default: a temporary directory,
 	// removed at the end).
@@ -59,6 +71,7 @@ type ABResult struct {
 	Kind    string             `json:"kind"` // "ab"
 	A       string             `json:"a"`
 	B       string             `json:"b"`
+	Command string             `json:"command"` // bench or loadgen
 	Args    []string           `json:"args"`
 	Metric  string             `json:"metric"`
 	Start   time.Time          `json:"start"`
@@ -82,6 +95,9 @@ func (o *ABOptions) defaults() error {
 	if o.Rounds == 0 {
 		o.Rounds = 8
 	}
+	if o.Command == "" {
+		o.Command = "bench"
+	}
 	if o.Metric == "" {
 		o.Metric = "msgs_per_sec"
 	}
@@ -90,8 +106,15 @@ func (o *ABOptions) defaults() error {
 		return errors.New("bench ab: want two binaries (--a and --b)")
 	case o.Rounds < 1:
 		return fmt.Errorf("bench ab: %d rounds", o.Rounds)
-	case len(o.Args) == 0:
+	case o.Command != "bench" && o.Command != "loadgen":
+		return fmt.Errorf("bench ab: command %q: want bench or loadgen", o.Command)
+	case o.Command == "bench" && len(o.Args) == 0:
 		return errors.New("bench ab: want the bench subcommand to run (after --), e.g. storage --backend pwrite ...")
+	}
+	for _, a := range o.Args {
+		if o.Command == "loadgen" && (a == "--experiment" || strings.HasPrefix(a, "--experiment=") || a == "-experiment" || strings.HasPrefix(a, "-experiment=")) {
+			return errors.New("bench ab: loadgen --experiment writes no one result to compare: give one workload's flags")
+		}
 	}
 	for _, a := range o.Args {
 		if a == "--json" || strings.HasPrefix(a, "--json=") || a == "-json" || strings.HasPrefix(a, "-json=") {
@@ -119,7 +142,7 @@ func RunAB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	res := &ABResult{Kind: "ab", A: o.A, B: o.B, Args: o.Args, Metric: o.Metric, Start: time.Now().UTC(),
+	res := &ABResult{Kind: "ab", A: o.A, B: o.B, Command: o.Command, Args: o.Args, Metric: o.Metric, Start: time.Now().UTC(),
 		Machine: *resultfile.CollectMachine(dir)}
 	var ratios, as, bs []float64
 	for i := 1; i <= o.Rounds; i++ {
@@ -134,7 +157,7 @@ func RunAB(ctx context.Context, o ABOptions) (*ABResult, error) {
 				bin = o.B
 			}
 			file := filepath.Join(dir, fmt.Sprintf("round%02d-%s.json", i, which))
-			v, err := runABOnce(ctx, bin, o.Args, file, o.Metric)
+			v, err := runABOnce(ctx, bin, o.Command, o.Args, file, o.Metric)
 			if err != nil {
 				return nil, fmt.Errorf("bench ab: round %d, %s (%s): %w", i, which, bin, err)
 			}
@@ -161,9 +184,9 @@ func RunAB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	return res, nil
 }
 
-// runABOnce runs "bin bench args --json file" and returns the metric.
-func runABOnce(ctx context.Context, bin string, args []string, file, metric string) (float64, error) {
-	argv := append(append([]string{"bench"}, args...), "--json", file)
+// runABOnce runs "bin command args --json file" and returns the metric.
+func runABOnce(ctx context.Context, bin, command string, args []string, file, metric string) (float64, error) {
+	argv := append(append([]string{command}, args...), "--json", file)
 	cmd := exec.CommandContext(ctx, bin, argv...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -174,20 +197,36 @@ func runABOnce(ctx context.Context, bin string, args []string, file, metric stri
 	if err != nil {
 		return 0, fmt.Errorf("no JSON result (%w); its output: %s", err, lastLines(out.String(), 5))
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
+	v, err := metricOf(b, metric)
+	if err != nil {
 		return 0, fmt.Errorf("%s: %w", file, err)
-	}
-	raw, ok := fields[metric]
-	if !ok {
-		return 0, fmt.Errorf("%s has no field %q", file, metric)
-	}
-	var v float64
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return 0, fmt.Errorf("%s: field %q is not a number: %s", file, metric, raw)
 	}
 	if v <= 0 {
 		return 0, fmt.Errorf("%s: %s is %v: nothing to compare", file, metric, v)
+	}
+	return v, nil
+}
+
+// metricOf reads the number at path (a field name, or names joined by
+// dots into nested objects) from the JSON object b.
+func metricOf(b []byte, path string) (float64, error) {
+	raw := json.RawMessage(b)
+	for i, name := range strings.Split(path, ".") {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			if i == 0 {
+				return 0, err
+			}
+			return 0, fmt.Errorf("field %q is not an object", strings.Join(strings.Split(path, ".")[:i], "."))
+		}
+		var ok bool
+		if raw, ok = fields[name]; !ok {
+			return 0, fmt.Errorf("has no field %q", path)
+		}
+	}
+	var v float64
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, fmt.Errorf("field %q is not a number: %s", path, raw)
 	}
 	return v, nil
 }

@@ -31,7 +31,7 @@ var benchSubs = []struct {
 	{"run", "run EXPERIMENT_FILE [--quick] [--dir DIR] [--out results/]", benchRun},
 	{"report", "report RESULT... [--out PERFORMANCE.md] [--svg-dir DIR]", benchReport},
 	{"check", "check --baseline FILE [--tolerance 0.15] [--strict] RESULT", benchCheck},
-	{"ab", "ab --a BINARY --b BINARY [--rounds 8] [--metric msgs_per_sec] [--dir DIR] [--json FILE] -- SUBCOMMAND [FLAGS]: two binaries in alternated A-B-B-A rounds of one measuring subcommand (e.g. -- storage --backend pwrite --flush async --size 1024 --writers 1 --duration 3s --dir .benchdata/ab), the median of the rounds' B/A", benchAB},
+	{"ab", "ab --a BINARY --b BINARY [--rounds 8] [--cmd bench|loadgen] [--metric msgs_per_sec] [--dir DIR] [--json FILE] -- SUBCOMMAND [FLAGS]: two binaries in alternated A-B-B-A rounds of one measuring subcommand (e.g. -- storage --backend pwrite --flush async --size 1024 --writers 1 --duration 3s --dir .benchdata/ab; with --cmd loadgen, loadgen's flags: -- --warmup 1s --duration 3s --producers 8, an embedded cluster), the median of the rounds' B/A", benchAB},
 }
 
 func runBench(args []string) error {
@@ -411,7 +411,8 @@ func benchAB(args []string) error {
 	fs.StringVar(&o.A, "a", "", "the binary measured against (required)")
 	fs.StringVar(&o.B, "b", "", "the binary measured (required): ratios are B/A")
 	fs.IntVar(&o.Rounds, "rounds", 8, "rounds; each runs both binaries, A first in odd rounds, B first in even ones")
-	fs.StringVar(&o.Metric, "metric", "msgs_per_sec", "the numeric field of the subcommand's JSON result compared")
+	fs.StringVar(&o.Command, "cmd", "bench", "the samsa command each run starts: bench (what follows -- is a bench subcommand) or loadgen (what follows -- are loadgen's flags: one workload, an embedded cluster without --namesrv)")
+	fs.StringVar(&o.Metric, "metric", "msgs_per_sec", "the numeric field of the run's JSON result compared: a top-level name or a dotted path (send_latency_us.p99)")
 	fs.StringVar(&o.Dir, "dir", "", "keep each run's JSON result here (default: a temporary directory, removed)")
 	fs.StringVar(&jsonPath, "json", "", "write the rounds and their spread as JSON")
 	if err := fs.Parse(args); err != nil {
