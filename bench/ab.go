@@ -51,6 +51,11 @@ type ABOptions struct {
 	// Dir holds the runs' JSON files (default: a temporary directory,
 	// removed at the end).
 	Dir string
+	// Resamples and Seed drive the bootstrap of the median's confidence
+	// interval (defaults DefaultABResamples and DefaultABSeed): fixed,
+	// so the same rounds always give the same interval.
+	Resamples int
+	Seed      uint64
 	// Log, if set, gets a line per run and per round.
 	Log io.Writer
 }
@@ -68,15 +73,17 @@ type ABRound struct {
 
 // ABResult is RunAB's answer (samsa bench ab --json).
 type ABResult struct {
-	Kind    string             `json:"kind"` // "ab"
-	A       string             `json:"a"`
-	B       string             `json:"b"`
-	Command string             `json:"command"` // bench or loadgen
-	Args    []string           `json:"args"`
-	Metric  string             `json:"metric"`
-	Start   time.Time          `json:"start"`
-	Rounds  []ABRound          `json:"rounds"`
-	Ratio   Spread             `json:"ratio"` // of the rounds' B/A
+	Kind    string    `json:"kind"` // "ab"
+	A       string    `json:"a"`
+	B       string    `json:"b"`
+	Command string    `json:"command"` // bench or loadgen
+	Args    []string  `json:"args"`
+	Metric  string    `json:"metric"`
+	Start   time.Time `json:"start"`
+	Rounds  []ABRound `json:"rounds"`
+	Ratio   Spread    `json:"ratio"` // of the rounds' B/A
+	// CI is the bootstrap confidence interval of Ratio.Median.
+	CI      ABInterval         `json:"ci"`
 	AValues Spread             `json:"a_values"`
 	BValues Spread             `json:"b_values"`
 	Machine resultfile.Machine `json:"machine"`
@@ -87,8 +94,8 @@ func (r *ABResult) WriteJSON(path string) error { return writeJSON(path, r) }
 
 // Summary is the result in one line.
 func (r *ABResult) Summary() string {
-	return fmt.Sprintf("B/A %s: median %.3f× (rounds %.3f–%.3f×, %d rounds); A median %.0f, B median %.0f",
-		r.Metric, r.Ratio.Median, r.Ratio.Min, r.Ratio.Max, r.Ratio.N, r.AValues.Median, r.BValues.Median)
+	return fmt.Sprintf("B/A %s: median %.3f×, %s (rounds %.3f–%.3f×, %d rounds); A median %.0f, B median %.0f",
+		r.Metric, r.Ratio.Median, r.CI, r.Ratio.Min, r.Ratio.Max, r.Ratio.N, r.AValues.Median, r.BValues.Median)
 }
 
 func (o *ABOptions) defaults() error {
@@ -97,6 +104,12 @@ func (o *ABOptions) defaults() error {
 	}
 	if o.Command == "" {
 		o.Command = "bench"
+	}
+	if o.Resamples == 0 {
+		o.Resamples = DefaultABResamples
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultABSeed
 	}
 	if o.Metric == "" {
 		o.Metric = "msgs_per_sec"
@@ -181,6 +194,7 @@ func RunAB(ctx context.Context, o ABOptions) (*ABResult, error) {
 		}
 	}
 	res.Ratio, res.AValues, res.BValues = SpreadOf(ratios), SpreadOf(as), SpreadOf(bs)
+	res.CI = BootstrapMedianCI(ratios, ABLevel, o.Resamples, o.Seed)
 	return res, nil
 }
 

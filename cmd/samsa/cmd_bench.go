@@ -31,7 +31,7 @@ var benchSubs = []struct {
 	{"run", "run EXPERIMENT_FILE [--quick] [--dir DIR] [--out results/]", benchRun},
 	{"report", "report RESULT... [--out PERFORMANCE.md] [--svg-dir DIR]", benchReport},
 	{"check", "check --baseline FILE [--tolerance 0.15] [--strict] RESULT", benchCheck},
-	{"ab", "ab --a BINARY --b BINARY [--rounds 8] [--cmd bench|loadgen] [--metric msgs_per_sec] [--dir DIR] [--json FILE] -- SUBCOMMAND [FLAGS]: two binaries in alternated A-B-B-A rounds of one measuring subcommand (e.g. -- storage --backend pwrite --flush async --size 1024 --writers 1 --duration 3s --dir .benchdata/ab; with --cmd loadgen, loadgen's flags: -- --warmup 1s --duration 3s --producers 8, an embedded cluster), the median of the rounds' B/A", benchAB},
+	{"ab", "ab --a BINARY --b BINARY [--rounds 8] [--cmd bench|loadgen] [--metric msgs_per_sec] [--threshold 0.90] [--dir DIR] [--json FILE] -- SUBCOMMAND [FLAGS]: two binaries in alternated A-B-B-A rounds of one measuring subcommand (e.g. -- storage --backend pwrite --flush async --size 1024 --writers 1 --duration 3s --dir .benchdata/ab; with --cmd loadgen, loadgen's flags: -- --warmup 1s --duration 3s --producers 8, an embedded cluster), the median of the rounds' B/A, its 95% bootstrap interval and a verdict (--threshold 0.90)", benchAB},
 }
 
 func runBench(args []string) error {
@@ -415,6 +415,7 @@ func benchAB(args []string) error {
 	fs.StringVar(&o.Metric, "metric", "msgs_per_sec", "the numeric field of the run's JSON result compared: a top-level name or a dotted path (send_latency_us.p99)")
 	fs.StringVar(&o.Dir, "dir", "", "keep each run's JSON result here (default: a temporary directory, removed)")
 	fs.StringVar(&jsonPath, "json", "", "write the rounds and their spread as JSON")
+	threshold := fs.Float64("threshold", bench.DefaultABThreshold, "verdict: a regression when the median B/A's whole 95% bootstrap interval is below this")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -427,5 +428,6 @@ func benchAB(args []string) error {
 		return err
 	}
 	fmt.Println(res.Summary())
+	fmt.Printf("verdict: %s (a regression only when the whole interval is below %.2f×)\n", res.Verdict(*threshold), *threshold)
 	return writeJSONFile(jsonPath, res)
 }
