@@ -172,7 +172,7 @@ func RunAB(ctx context.Context, o ABOptions) (*ABResult, error) {
 			file := filepath.Join(dir, fmt.Sprintf("round%02d-%s.json", i, which))
 			v, err := runABOnce(ctx, bin, o.Command, o.Args, file, o.Metric)
 			if err != nil {
-				return nil, fmt.Errorf("bench ab: round %d, %s (%s): %w", i, which, bin, err)
+				return nil, &ABRunError{Round: i, Which: which, Bin: bin, Err: err}
 			}
 			if which == "a" {
 				r.A, r.AFile = v, file
@@ -197,6 +197,21 @@ func RunAB(ctx context.Context, o ABOptions) (*ABResult, error) {
 	res.CI = BootstrapMedianCI(ratios, ABLevel, o.Resamples, o.Seed)
 	return res, nil
 }
+
+// ABRunError is a run that failed or gave no metric: which binary ("a"
+// or "b"), in which round.
+type ABRunError struct {
+	Round int
+	Which string
+	Bin   string
+	Err   error
+}
+
+func (e *ABRunError) Error() string {
+	return fmt.Sprintf("bench ab: round %d, %s (%s): %v", e.Round, e.Which, e.Bin, e.Err)
+}
+
+func (e *ABRunError) Unwrap() error { return e.Err }
 
 // runABOnce runs "bin command args --json file" and returns the metric.
 func runABOnce(ctx context.Context, bin, command string, args []string, file, metric string) (float64, error) {

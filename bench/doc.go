@@ -22,6 +22,11 @@
 //     internal/lab), which runs experiment files, writes their results and
 //     rewrites their sections of PERFORMANCE.md; Check compares a result's
 //     ratios with a baseline's.
+//   - RunAB measures two binaries in alternated A-B-B-A rounds of one
+//     measuring command (a bench subcommand, or loadgen against an embedded
+//     cluster: the wire), with a bootstrap interval of the median B/A and a
+//     verdict; RunGate is the performance gate over a few such cells (a
+//     commit's binary against its parent's).
 //
 // Concurrency: each Run* function owns the goroutines it starts and stops
 // them before it returns. Runs are meant to go one at a time: two at once
