@@ -26,7 +26,8 @@
 //     measuring command (a bench subcommand, or loadgen against an embedded
 //     cluster: the wire), with a bootstrap interval of the median B/A and a
 //     verdict; RunGate is the performance gate over a few such cells (a
-//     commit's binary against its parent's).
+//     commit's binary against its parent's), and PerfGate builds the base
+//     commit in a temporary git worktree first (make perf-gate).
 //
 // Concurrency: each Run* function owns the goroutines it starts and stops
 // them before it returns. Runs are meant to go one at a time: two at once
