@@ -1,6 +1,7 @@
 # Samsa. Two commands set everything up on a fresh machine:
 #   make bench   the lab's main job on an embedded cluster (results/, PERFORMANCE.md)
 #   make test    lint (vet, gofmt, staticcheck, golangci-lint, go mod tidy) + tests (storage, broker, ha and controller with -race)
+#   make perf-gate  HEAD's binary against HEAD~1's, A/B; fails on a confident regression (CI runs it after make test)
 GO        ?= go
 BIN       := bin/samsa
 # Packages run under the race detector (storage, broker, replication and the
@@ -11,7 +12,7 @@ RACE_PKGS  = $$(for d in $(RACE_DIRS); do [ -d $$d ] && $(GO) list ./$$d/...; do
 REST_PKGS  = $$($(GO) list ./... | grep -v $(foreach d,$(RACE_DIRS),-e /samsa/$(d)))
 BENCH_DIR ?= $(CURDIR)/.benchdata
 
-.PHONY: all build test vet lint fmt-check staticcheck tidy-check golangci test-race test-rest fuzz bench bench-full clean
+.PHONY: all build test vet lint fmt-check staticcheck tidy-check golangci test-race test-rest fuzz perf-gate bench bench-full clean
 
 all: build
 
@@ -70,6 +71,23 @@ fuzz:
 	  for f in $$(grep -h '^func Fuzz' $$spec/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
 	    echo "fuzz $$spec $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$spec || exit 1; \
 	  done; done
+
+# The performance gate (samsa bench gate; README "Performance gate"):
+# PERF_BASE (default HEAD~1) is built in a temporary git worktree under
+# $(BENCH_DIR)/gate and measured against HEAD's binary (this checkout's
+# build) in alternated A-B-B-A rounds on three cells: storage pwrite async
+# with 1 writer, storage sync with 64 writers, and loadgen's e2e produce
+# path on an embedded cluster. It prints a table (cell, median B/A, its
+# 95% bootstrap interval, rounds, verdict) and fails only when a cell's
+# whole interval is below 0.90x, unless a "Perf-Accept: CELL: REASON"
+# trailer in HEAD's commit message (any commit after PERF_BASE) accepts
+# it. No base to build (shallow clone, first commit): it says so and
+# passes. About 5 minutes on a 2-core machine. PERF_FLAGS adds flags
+# (--rounds N, --threshold X, --json FILE).
+PERF_BASE  ?= HEAD~1
+PERF_FLAGS ?=
+perf-gate: build
+	$(BIN) bench gate --base $(PERF_BASE) --head-bin $(BIN) --go $(GO) --dir $(BENCH_DIR)/gate $(PERF_FLAGS)
 
 # The lab. Each experiment runs in-process on a data dir on the repo's disk;
 # storage experiments ("kind": "storage") run with `samsa bench run`, others
