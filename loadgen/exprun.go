@@ -245,24 +245,27 @@ func summarizeRuns(runs []*Result) (med, lo, hi Summary) {
 	return
 }
 
+// metrics are the figures a comparison may name: each one's value in a
+// Summary, and whether higher is better.
+var metrics = map[string]struct {
+	of     func(Summary) float64
+	higher bool
+}{
+	"msgs_per_sec":       {func(s Summary) float64 { return s.MsgsPerSec }, true},
+	"drain_msgs_per_sec": {func(s Summary) float64 { return s.DrainMsgsPerSec }, true},
+	"e2e_p50":            {func(s Summary) float64 { return s.E2EP50Us }, false},
+	"e2e_p99":            {func(s Summary) float64 { return s.E2EP99Us }, false},
+	"send_p99":           {func(s Summary) float64 { return s.SendP99Us }, false},
+	"send_p999":          {func(s Summary) float64 { return s.SendP999Us }, false},
+	"pub_p99":            {func(s Summary) float64 { return s.PubP99Us }, false},
+}
+
 func metric(s Summary, name string) (float64, bool, error) {
-	switch name {
-	case "msgs_per_sec":
-		return s.MsgsPerSec, true, nil
-	case "e2e_p99":
-		return s.E2EP99Us, false, nil
-	case "e2e_p50":
-		return s.E2EP50Us, false, nil
-	case "send_p99":
-		return s.SendP99Us, false, nil
-	case "send_p999":
-		return s.SendP999Us, false, nil
-	case "pub_p99":
-		return s.PubP99Us, false, nil
-	case "drain_msgs_per_sec":
-		return s.DrainMsgsPerSec, true, nil
+	m, ok := metrics[name]
+	if !ok {
+		return 0, false, fmt.Errorf("unknown metric %q", name)
 	}
-	return 0, false, fmt.Errorf("unknown metric %q", name)
+	return m.of(s), m.higher, nil
 }
 
 // compare evaluates each comparison on the cells' medians.
