@@ -87,7 +87,7 @@ type deliveries struct {
 	// to topic p/perTopic, group g reads topic g/groupsPerTopic.
 	perTopic, groupsPerTopic int
 	acked                    []bitset   // [producer]
-	groups                   [][]bitset // [group][producer]
+	groups                   [][]bitset // [group][producer - the first of its topic's]
 	// duplicates are deliveries of a message its group had already had.
 	duplicates atomic.Int64
 	// foreign are messages without this run's header (another run's, or
@@ -99,7 +99,7 @@ func newDeliveries(topics, perTopic, groupsPerTopic int) *deliveries {
 	d := &deliveries{tag: uint16(rand.Uint32()), perTopic: perTopic, groupsPerTopic: groupsPerTopic,
 		acked: make([]bitset, topics*perTopic), groups: make([][]bitset, topics*groupsPerTopic)}
 	for g := range d.groups {
-		d.groups[g] = make([]bitset, len(d.acked))
+		d.groups[g] = make([]bitset, perTopic) // a group reads one topic: its producers only
 	}
 	return d
 }
@@ -109,11 +109,12 @@ func newDeliveries(topics, perTopic, groupsPerTopic int) *deliveries {
 // message that is not this run's.
 func (d *deliveries) received(g int, p []byte) (dueNs int64, first, ok bool) {
 	due, tag, prod, seq, ok := readHeader(p)
-	if !ok || tag != d.tag || prod >= len(d.acked) {
-		d.foreign.Add(1)
+	lo := g / d.groupsPerTopic * d.perTopic // the group's topic's first producer
+	if !ok || tag != d.tag || prod < lo || prod >= lo+d.perTopic {
+		d.foreign.Add(1) // another run's, or (a driver's mix-up) another topic's
 		return 0, false, false
 	}
-	if !d.groups[g][prod].add(seq) {
+	if !d.groups[g][prod-lo].add(seq) {
 		d.duplicates.Add(1)
 		return due, false, true
 	}
@@ -129,8 +130,8 @@ func (d *deliveries) neverReceived() int64 {
 	var n int64
 	for g := range d.groups {
 		t := g / d.groupsPerTopic
-		for p := t * d.perTopic; p < (t+1)*d.perTopic; p++ {
-			n += d.acked[p].missing(&d.groups[g][p])
+		for i := range d.perTopic {
+			n += d.acked[t*d.perTopic+i].missing(&d.groups[g][i])
 		}
 	}
 	return n
