@@ -1,7 +1,12 @@
 package loadgen
 
 import (
+	"bytes"
+	"compress/flate"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"math/bits"
 	"math/rand/v2"
 	"sync"
@@ -135,4 +140,101 @@ func (d *deliveries) neverReceived() int64 {
 		}
 	}
 	return n
+}
+
+// export is a share's delivery sets (Result.Deliveries): what its
+// producers (global indices ids) had acknowledged and what every group
+// received here; empty sets are left out.
+func (d *deliveries) export(ids []int) ([]DeliverySet, error) {
+	var out []DeliverySet
+	add := func(group, prod int, b *bitset) error {
+		enc, err := b.encode()
+		if err != nil || enc == nil {
+			return err
+		}
+		out = append(out, DeliverySet{Group: group, Producer: prod, Bits: enc})
+		return nil
+	}
+	for _, p := range ids {
+		if err := add(-1, p, &d.acked[p]); err != nil {
+			return nil, err
+		}
+	}
+	for g := range d.groups {
+		lo := g / d.groupsPerTopic * d.perTopic
+		for i := range d.groups[g] {
+			if err := add(g, lo+i, &d.groups[g][i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// encode is the set's words, little-endian, DEFLATE-compressed; nil when
+// the set is empty.
+func (b *bitset) encode() ([]byte, error) {
+	b.mu.Lock()
+	words := b.mu.words
+	for len(words) > 0 && words[len(words)-1] == 0 {
+		words = words[:len(words)-1]
+	}
+	raw := make([]byte, 8*len(words))
+	for i, w := range words {
+		binary.LittleEndian.PutUint64(raw[8*i:], w)
+	}
+	b.mu.Unlock()
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	zw, err := flate.NewWriter(&buf, flate.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// or adds to b the set enc encodes (bitset.encode), reading at most
+// limit bytes of words: a set cannot hold more messages than the run sent.
+func (b *bitset) or(enc []byte, limit int64) error {
+	raw, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(enc)), limit+1))
+	if err != nil {
+		return fmt.Errorf("delivery set: %w", err)
+	}
+	if int64(len(raw)) > limit {
+		return fmt.Errorf("delivery set: more than %d bytes: more messages than were sent", limit)
+	}
+	if len(raw)%8 != 0 {
+		return errors.New("delivery set: not whole 64-bit words")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(raw) / 8
+	if n > len(b.mu.words) {
+		grown := make([]uint64, n)
+		copy(grown, b.mu.words)
+		b.mu.words = grown
+	}
+	for i := range n {
+		b.mu.words[i] |= binary.LittleEndian.Uint64(raw[8*i:])
+	}
+	return nil
+}
+
+// count is the number of bits set.
+func (b *bitset) count() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var n int
+	for _, w := range b.mu.words {
+		n += bits.OnesCount64(w)
+	}
+	return int64(n)
 }

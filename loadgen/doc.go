@@ -61,6 +61,13 @@
 // (queue-count scaling). The cold-read backlog experiment is a runner of
 // its own, in loadgen/backlog.
 //
+// Distributed runs (part.go, merge.go): with Options.Part, Run runs one
+// share of a workload (some of its producers and consumers, by global
+// index, with a run tag and a start time every share has), its times on
+// the coordinator's clock; Merge joins the shares' results into one,
+// histograms merged exactly and delivery sets joined. loadgen/distrib is
+// the coordinator and the worker that run the shares on several hosts.
+//
 // Concurrency: Run owns every goroutine it starts and stops them all before
 // it returns. Drivers must allow Send and consumer callbacks from many
 // goroutines at once.

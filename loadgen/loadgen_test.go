@@ -172,7 +172,7 @@ func TestRandomPayloadsAndKeys(t *testing.T) {
 	w := Workload{MessageSize: 64, RandomPayloads: 4, RandomBytesRatio: 0.5, KeyCount: 3, RandomKeys: true}
 	w.EnsureDefaults()
 	require.NoError(t, w.Validate())
-	ps, err := basePayloads(&w)
+	ps, err := basePayloads(&w, nil)
 	require.NoError(t, err)
 	require.Len(t, ps, 4)
 	require.NotEqual(t, ps[0], ps[1])

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,15 @@ type reporter struct {
 	last       time.Time
 	// intervals are the measured window's (line's; Result.Intervals).
 	intervals []Interval
+	// anchor, for a share (Part), is the window's start: intervals tick
+	// on a grid of ReportInterval from there, as every share's do, and
+	// idx is the number of the interval open now (negative in the
+	// warm-up). Zero for a whole run: a ticker from the start.
+	anchor time.Time
+	idx    int
+	// shareErr is the first failed encoding of a share's interval
+	// histograms; Run returns it.
+	shareErr error
 }
 
 func newReporter(r *run) *reporter {
@@ -61,6 +71,10 @@ func (rep *reporter) printf(format string, a ...any) {
 
 // loop runs until ctx ends; it owns the interval histograms.
 func (rep *reporter) loop(ctx context.Context) {
+	if !rep.anchor.IsZero() {
+		rep.gridLoop(ctx)
+		return
+	}
 	t := time.NewTicker(rep.r.w.ReportInterval)
 	defer t.Stop()
 	for {
@@ -73,6 +87,34 @@ func (rep *reporter) loop(ctx context.Context) {
 	}
 }
 
+// gridLoop is a share's loop: a line at each point of the grid from
+// anchor, the interval named by its number.
+func (rep *reporter) gridLoop(ctx context.Context) {
+	every := rep.r.w.ReportInterval
+	slot := func(t time.Time) int { // the grid interval t falls in
+		d := t.Sub(rep.anchor)
+		k := int(d / every)
+		if d < 0 && d%every != 0 {
+			k--
+		}
+		return k
+	}
+	rep.idx = slot(rep.last)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		t.Reset(time.Until(rep.anchor.Add(time.Duration(rep.idx+1) * every)))
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			next := max(slot(now), rep.idx+1) // a timer is never early, but a stalled one may skip points
+			rep.line()
+			rep.idx = next
+		}
+	}
+}
+
 func (rep *reporter) line() {
 	now := time.Now()
 	secs := now.Sub(rep.last).Seconds()
@@ -81,12 +123,22 @@ func (rep *reporter) line() {
 	prev := rep.last
 	rep.lastAcked, rep.lastRecv, rep.lastFailed, rep.last = acked, recv, failed, now
 	sendH, e2eH, lagH, svcH := rep.r.send.TakeInterval(), rep.r.e2e.TakeInterval(), rep.r.lag.TakeInterval(), rep.r.svc.TakeInterval()
-	if rep.measuring.Load() && secs > 0 {
+	measured := rep.measuring.Load()
+	if !rep.anchor.IsZero() {
+		measured = rep.idx >= 0 // the grid says, as it says every share
+	}
+	if measured && secs > 0 {
 		size := float64(rep.r.w.MessageSize)
-		rep.intervals = append(rep.intervals, Interval{Seconds: secs,
+		iv := Interval{Seconds: secs,
 			PublishRate: float64(dAcked) / secs, PublishMBps: float64(dAcked) * size / secs / 1e6,
 			ErrorRate: float64(dFailed) / secs, ConsumeRate: float64(dRecv) / secs, ConsumeMBps: float64(dRecv) * size / secs / 1e6,
-			Backlog: max(rep.r.backlog(), 0), SendUs: Summarize(sendH), ServiceUs: Summarize(svcH), LagUs: Summarize(lagH), E2EUs: Summarize(e2eH)})
+			Backlog: rep.r.backlog(), SendUs: Summarize(sendH), ServiceUs: Summarize(svcH), LagUs: Summarize(lagH), E2EUs: Summarize(e2eH)}
+		if rep.r.part == nil {
+			iv.Backlog = max(iv.Backlog, 0)
+		} else { // a share's own backlog can be negative: it receives other shares' messages
+			iv.Share = rep.share(dAcked, dFailed, dRecv, sendH, svcH, lagH, e2eH)
+		}
+		rep.intervals = append(rep.intervals, iv)
 	}
 	phase := ""
 	if !rep.measuring.Load() {
@@ -112,9 +164,34 @@ func (rep *reporter) line() {
 	}
 }
 
+// share is a share's interval as the merge needs it.
+func (rep *reporter) share(acked, failed, received int64, send, svc, lag, e2e *hdr.Histogram) *IntervalShare {
+	sh := &IntervalShare{Index: rep.idx, Acked: acked, Failed: failed, Received: received}
+	for _, x := range []struct {
+		dst *string
+		h   *hdr.Histogram
+	}{{&sh.Send, send}, {&sh.Service, svc}, {&sh.Lag, lag}, {&sh.E2E, e2e}} {
+		var err error
+		if *x.dst, err = encodeHist(x.h); err != nil && rep.shareErr == nil {
+			rep.shareErr = err
+		}
+	}
+	return sh
+}
+
 // final prints the run's summary lines.
 func (rep *reporter) final(res *Result) {
 	res.Intervals = rep.intervals
+	PrintSummary(rep.r.opts.Out, res)
+}
+
+// PrintSummary prints res's summary lines to out, as Run does at its end:
+// throughput and latencies, end-to-end latency, the backlog phase,
+// schedule lag, replication, deliveries, errors and, for a distributed
+// run, its workers. A failed write is dropped (the Result holds every
+// figure).
+func PrintSummary(out io.Writer, res *Result) {
+	rep := &reporter{r: &run{w: &res.Workload, opts: Options{Out: out}}}
 	s, e := res.SendLatencyUs, res.E2ELatencyUs
 	rep.printf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th.\n",
 		res.Acked, res.MsgsPerSec, res.MBPerSec, s.Mean/1e3, float64(s.Max)/1e3,
@@ -148,7 +225,13 @@ func (rep *reporter) final(res *Result) {
 			rep.printf("lag not measured: %s.\n", rp.LagNote)
 		}
 	}
-	if !rep.r.w.NoConsumers {
+	if !rep.r.w.NoConsumers && res.Deliveries != nil {
+		rep.printf("deliveries: %d duplicates seen here (counted once above); what was never received is counted where every worker's deliveries meet", res.Duplicates)
+		if res.Foreign > 0 {
+			rep.printf(", %d not this run's (ignored)", res.Foreign)
+		}
+		rep.printf(".\n")
+	} else if !rep.r.w.NoConsumers {
 		rep.printf("deliveries: %d duplicates (counted once above), %d acknowledged never received", res.Duplicates, res.NeverReceived)
 		if res.Foreign > 0 {
 			rep.printf(", %d not this run's (ignored)", res.Foreign)
@@ -162,4 +245,5 @@ func (rep *reporter) final(res *Result) {
 		}
 		rep.printf(".\n")
 	}
+	printWorkers(rep, res)
 }

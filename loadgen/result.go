@@ -67,6 +67,22 @@ type Result struct {
 	// files: the percentile-spectrum charts read them.
 	SendHistogram string `json:"send_histogram,omitempty"`
 	E2EHistogram  string `json:"e2e_histogram,omitempty"`
+	// ServiceHistogram and LagHistogram are the whole window's service
+	// latency and schedule lag histograms, encoded the same way: a
+	// share's (Options.Part, open loop), for the merge, and a merged
+	// result's.
+	ServiceHistogram string `json:"service_histogram,omitempty"`
+	LagHistogram     string `json:"lag_histogram,omitempty"`
+	// Deliveries is a share's record of the messages its producers had
+	// acknowledged and its consumers received (Options.Part), for the
+	// merge to count what never arrived and what arrived at two shares;
+	// nil otherwise (a merged result's too).
+	Deliveries []DeliverySet `json:"deliveries,omitempty"`
+	// Workers are a distributed run's workers (loadgen/distrib), each
+	// with its share's figures and its clock against the coordinator's;
+	// ClockNote says what that means for the e2e latency.
+	Workers   []WorkerShare `json:"workers,omitempty"`
+	ClockNote string        `json:"clock_note,omitempty"`
 	// Backlog is the backlog phase (Workload.BacklogBytes); nil without.
 	Backlog *BacklogPhase `json:"backlog,omitempty"`
 	// Intervals are the measured window's report intervals, in order:
@@ -127,4 +143,59 @@ type Interval struct {
 	ServiceUs Percentiles `json:"service_us"`
 	LagUs     Percentiles `json:"lag_us"`
 	E2EUs     Percentiles `json:"e2e_us"`
+	// Share is a share's interval as the merge needs it (Options.Part);
+	// nil otherwise.
+	Share *IntervalShare `json:"share,omitempty"`
+}
+
+// IntervalShare is one share's report interval: its number on the grid
+// every share's intervals follow (0 the window's first), its counts, and
+// its histograms encoded as Result's.
+type IntervalShare struct {
+	Index    int    `json:"index"`
+	Acked    int64  `json:"acked"`
+	Failed   int64  `json:"failed"`
+	Received int64  `json:"received"`
+	Send     string `json:"send,omitempty"`
+	Service  string `json:"service,omitempty"`
+	Lag      string `json:"lag,omitempty"`
+	E2E      string `json:"e2e,omitempty"`
+}
+
+// DeliverySet is one set of message sequence numbers of one producer
+// (global index): the ones it had acknowledged (Group -1) or the ones
+// group Group (topic × ConsumerGroups + group) received. Bits is the
+// bitset, 64-bit little-endian words, DEFLATE-compressed, in base64 (as
+// JSON carries []byte).
+type DeliverySet struct {
+	Group    int    `json:"group"`
+	Producer int    `json:"producer"`
+	Bits     []byte `json:"bits"`
+}
+
+// WorkerShare is one worker's part of a distributed run.
+type WorkerShare struct {
+	// Worker is its address as the coordinator named it; Host its host
+	// name.
+	Worker string `json:"worker"`
+	Host   string `json:"host,omitempty"`
+	// Producers and Consumers are how many of the run's it ran.
+	Producers int `json:"producers"`
+	Consumers int `json:"consumers"`
+	// ClockOffsetUs is its clock minus the coordinator's, measured before
+	// the run NTP-style (the sample with the smallest round trip of
+	// several: offset = worker time − the request's midpoint), known to ±
+	// half ClockRTTUs; ClockOffsetAfterUs is measured again after the
+	// run: the difference is the drift over the run, which no correction
+	// took out.
+	ClockOffsetUs      float64 `json:"clock_offset_us"`
+	ClockRTTUs         float64 `json:"clock_rtt_us"`
+	ClockOffsetAfterUs float64 `json:"clock_offset_after_us"`
+	// Its share's figures.
+	Acked         int64        `json:"acked"`
+	Received      int64        `json:"received"`
+	Errors        int64        `json:"errors"`
+	MsgsPerSec    float64      `json:"msgs_per_sec"`
+	SendLatencyUs Percentiles  `json:"send_latency_us"`
+	SendLagUs     *Percentiles `json:"send_lag_us,omitempty"`
 }

@@ -22,6 +22,9 @@ type Options struct {
 	// HDRLog, if set, gets every report interval's histograms in the
 	// HdrHistogram log format (tags "send" and "e2e").
 	HDRLog io.Writer
+	// Part, if set, makes the run one share of a workload spread over
+	// several processes (part.go); nil runs the whole workload here.
+	Part *Part
 }
 
 // counters are the run's atomics, read by the reporter.
@@ -44,12 +47,20 @@ func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, erro
 	if opts.Out == nil {
 		opts.Out = os.Stdout
 	}
-	payloads, err := basePayloads(&w)
+	part := opts.Part
+	if part != nil {
+		if err := part.validate(&w); err != nil {
+			return nil, fmt.Errorf("loadgen: share: %w", err)
+		}
+	}
+	payloads, err := basePayloads(&w, part)
 	if err != nil {
 		return nil, err
 	}
-	if err := createTopics(ctx, d, &w); err != nil {
-		return nil, err
+	if part == nil || part.CreateTopics {
+		if err := createTopics(ctx, d, &w); err != nil {
+			return nil, err
+		}
 	}
 
 	r := &run{w: &w, d: d, opts: opts, payloads: payloads,
@@ -58,6 +69,11 @@ func Run(ctx context.Context, d Driver, w Workload, opts Options) (*Result, erro
 	r.pool.New = func() any { b := make([]byte, w.MessageSize); copy(b, payloads[0]); return &b }
 	r.window.from.Store(math.MaxInt64)
 	r.window.to.Store(math.MaxInt64)
+	if part != nil {
+		r.part, r.offNs = part, int64(part.ClockOffset)
+		r.dl.tag = part.Tag
+		part.live.Store(r)
+	}
 
 	consumers, err := r.startConsumers(ctx)
 	defer func() {
@@ -102,11 +118,39 @@ type run struct {
 	dl     *deliveries
 	// gate holds the consumers while a backlog builds (backlog_phase.go).
 	gate gate
+	// part is the share of the workload this run runs (nil: all of it);
+	// offNs is its ClockOffset: stamps and the window are on the
+	// coordinator's clock, this one's less offNs.
+	part  *Part
+	offNs int64
+	// partStart is a share's start on the coordinator's clock: its
+	// window and result times are reckoned from it, exactly as every
+	// share's are.
+	partStart time.Time
 }
 
-// inWindow reports whether a message due at dueNs (Unix ns) is measured.
+// inWindow reports whether a message due at dueNs (a stamp) is measured.
 func (r *run) inWindow(dueNs int64) bool {
 	return dueNs >= r.window.from.Load() && dueNs < r.window.to.Load()
+}
+
+// stamp is t as payloads and the window carry it: Unix ns on the
+// coordinator's clock (this one's, for a whole run).
+func (r *run) stamp(t time.Time) int64 { return t.UnixNano() - r.offNs }
+
+// coordTime is t on the coordinator's clock, for the result.
+func (r *run) coordTime(t time.Time) time.Time { return t.Add(-time.Duration(r.offNs)).UTC() }
+
+// producerIDs are the global indices of the producers this run runs.
+func (r *run) producerIDs() []int {
+	if r.part != nil {
+		return r.part.Producers
+	}
+	ids := make([]int, r.w.Topics*r.w.Producers)
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids
 }
 
 func (r *run) startConsumers(ctx context.Context) ([]Consumer, error) {
@@ -125,26 +169,31 @@ func (r *run) startConsumers(ctx context.Context) ([]Consumer, error) {
 			}
 			r.c.received.Add(1)
 			// The payload's stamp is the intended send time in ns; the
-			// consumer runs in this process, so the clocks are one.
+			// producer ran in this process, or in a share whose stamps
+			// are on the coordinator's clock as this one's are.
 			if r.inWindow(sentAt) {
-				r.e2e.Record((time.Now().UnixNano() - sentAt) / 1e3)
+				r.e2e.Record((r.stamp(time.Now()) - sentAt) / 1e3)
 			}
 		}
 	}
-	copts := ConsumerOptions{Mode: r.w.ConsumeMode, PullInterval: r.w.PullInterval}
-	for t := 0; t < r.w.Topics; t++ {
-		for g := 0; g < r.w.ConsumerGroups; g++ {
-			group := fmt.Sprintf("%s-g%d", r.w.TopicPrefix, g)
-			handler := handler(t*r.w.ConsumerGroups + g)
-			for i := 0; i < r.w.Consumers; i++ {
-				copts.Member, copts.Members = i, r.w.Consumers
-				c, err := r.d.NewConsumer(ctx, r.w.topicName(t), group, copts, handler)
-				if err != nil {
-					return out, fmt.Errorf("loadgen: consumer %s/%s: %w", r.w.topicName(t), group, err)
-				}
-				out = append(out, c)
-			}
+	slots := allConsumers(r.w)
+	if r.part != nil {
+		slots = r.part.Consumers
+	}
+	handlers := map[int]Handler{} // by group: t × groups + g
+	copts := ConsumerOptions{Mode: r.w.ConsumeMode, PullInterval: r.w.PullInterval, Members: r.w.Consumers}
+	for _, s := range slots {
+		g := s.Topic*r.w.ConsumerGroups + s.Group
+		if handlers[g] == nil {
+			handlers[g] = handler(g)
 		}
+		group := fmt.Sprintf("%s-g%d", r.w.TopicPrefix, s.Group)
+		copts.Member = s.Member
+		c, err := r.d.NewConsumer(ctx, r.w.topicName(s.Topic), group, copts, handlers[g])
+		if err != nil {
+			return out, fmt.Errorf("loadgen: consumer %s/%s: %w", r.w.topicName(s.Topic), group, err)
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -154,20 +203,30 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	w := r.w
 	popts := ProducerOptions{Mode: w.SendMode, BatchSize: w.BatchSize, BatchLinger: w.BatchLinger, MaxInFlight: w.MaxInFlight}
 	var producers []Producer
-	for t := 0; t < w.Topics; t++ {
-		for i := 0; i < w.Producers; i++ {
-			p, err := r.d.NewProducer(ctx, w.topicName(t), popts)
-			if err != nil {
-				for _, p := range producers {
-					_ = p.Close()
-				}
-				return nil, fmt.Errorf("loadgen: producer %s: %w", w.topicName(t), err)
-			}
-			producers = append(producers, p)
+	closeProducers := func() {
+		for _, p := range producers {
+			_ = p.Close()
 		}
 	}
-	perProducerRate := w.Rate / float64(len(producers))
+	ids := r.producerIDs()
+	for _, id := range ids {
+		t := id / w.Producers
+		p, err := r.d.NewProducer(ctx, w.topicName(t), popts)
+		if err != nil {
+			closeProducers()
+			return nil, fmt.Errorf("loadgen: producer %s: %w", w.topicName(t), err)
+		}
+		producers = append(producers, p)
+	}
+	perProducerRate := w.Rate / float64(w.Topics*w.Producers) // a share's producers keep the whole run's pace
 	start := time.Now()
+	if r.part != nil {
+		var err error
+		if start, err = r.startPart(ctx); err != nil {
+			closeProducers()
+			return nil, err
+		}
+	}
 	// sendCtx ends when the producers' grace after the window runs out (or
 	// ctx ends): a Send still blocked then fails and counts as an error.
 	sendCtx, stopSends := context.WithCancel(ctx)
@@ -177,18 +236,21 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.produceLoop(sendCtx, p, i, perProducerRate, start)
+			r.produceLoop(sendCtx, p, ids[i], perProducerRate, start)
 		}()
 	}
 	producing := make(chan struct{})
 	go func() { wg.Wait(); close(producing) }()
 	rep := newReporter(r)
+	if r.part != nil {
+		rep.anchor = start.Add(w.Warmup) // intervals on a grid from the window's start, as every share's
+	}
 	repCtx, stopReporter := context.WithCancel(ctx)
 	defer stopReporter()
 	repDone := make(chan struct{})
 	go func() { defer close(repDone); rep.loop(repCtx) }()
 
-	res := &Result{Driver: r.d.Name(), DriverConfig: r.d.Describe(), Workload: *w, Config: w.String(), Start: start.UTC()}
+	res := &Result{Driver: r.d.Name(), DriverConfig: r.d.Describe(), Workload: *w, Config: w.String(), Start: r.coordTime(start)}
 	var lagProbe LagProbe
 	if rd, ok := r.d.(ReplicatedDriver); ok {
 		res.Replication, lagProbe = rd.Replication()
@@ -200,13 +262,18 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	}
 	var measureStart time.Time
 	var ackedAtStart, receivedAtStart int64
-	select {
-	case <-ctx.Done():
-	case <-time.After(w.Warmup):
+	if r.part != nil {
+		sleepCtx(ctx, time.Until(start.Add(w.Warmup))) // the window set in startPart
+	} else {
+		sleepCtx(ctx, w.Warmup)
 	}
 	if ctx.Err() == nil {
-		measureStart = time.Now()
-		r.window.from.Store(measureStart.UnixNano())
+		if r.part != nil {
+			measureStart = start.Add(w.Warmup) // its window was set at the start
+		} else {
+			measureStart = time.Now()
+			r.window.from.Store(r.stamp(measureStart))
+		}
 		ackedAtStart, receivedAtStart = r.c.acked.Load(), r.c.received.Load()
 		r.send.SetMeasuring(true)
 		r.svc.SetMeasuring(true)
@@ -216,17 +283,26 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		if lagSampler != nil {
 			lagSampler.SetMeasuring(true)
 		}
-		res.Backlog = r.measure(ctx) // Duration, after a backlog phase if asked (backlog_phase.go)
+		if r.part != nil {
+			sleepCtx(ctx, time.Until(measureStart.Add(w.Duration)))
+		} else {
+			res.Backlog = r.measure(ctx) // Duration, after a backlog phase if asked (backlog_phase.go)
+		}
 	}
 	if measureStart.IsZero() { // cancelled in the warm-up: an empty window, closing now
 		measureStart = time.Now()
 	}
 	measured := time.Since(measureStart)
+	if r.part != nil && ctx.Err() == nil {
+		measured = w.Duration // the window every share has
+	}
 	if lagSampler != nil {
 		res.Replication.Lag = lagSampler.Stop()
 	}
 	measureEnd := measureStart.Add(measured)
-	r.window.to.Store(measureEnd.UnixNano())
+	if r.part == nil || ctx.Err() != nil {
+		r.window.to.Store(r.stamp(measureEnd))
+	}
 	res.Server = serverStats(r.d) // under load, before the producers stop
 	close(r.closed)
 	ackedInWindow := r.c.acked.Load() - ackedAtStart
@@ -258,13 +334,27 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 		<-repDone
 		return nil, err
 	}
-	res.Drained = r.drain(ctx)
+	if r.part != nil {
+		res.Drained = r.part.Drained(ctx) // the coordinator's word: every share's deliveries
+		if err := ctx.Err(); err != nil {
+			stopReporter()
+			<-repDone
+			return nil, err
+		}
+	} else {
+		res.Drained = r.drain(ctx)
+	}
 	r.e2e.SetMeasuring(false)
 	stopReporter()
 	<-repDone
 	rep.line() // the last interval, however short: the HDR log misses nothing
 
-	res.MeasuredFrom, res.MeasuredTo = measureStart.UTC(), measureEnd.UTC()
+	res.MeasuredFrom, res.MeasuredTo = r.coordTime(measureStart), r.coordTime(measureEnd)
+	if r.part != nil {
+		res.Start = r.partStart.UTC()
+		res.MeasuredFrom = time.Unix(0, r.window.from.Load()).UTC()
+		res.MeasuredTo = time.Unix(0, r.window.to.Load()).UTC()
+	}
 	res.MeasuredSeconds = measured.Seconds()
 	res.Sent = r.c.sent.Load()
 	res.Acked = r.c.acked.Load()
@@ -273,7 +363,14 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	res.Received = r.c.received.Load()
 	res.Duplicates = r.dl.duplicates.Load()
 	res.Foreign = r.dl.foreign.Load()
-	if !w.NoConsumers {
+	var err error
+	if r.part != nil {
+		// Another share's producers' messages, another share's consumers:
+		// only the merge can count what never arrived.
+		if res.Deliveries, err = r.dl.export(r.part.Producers); err != nil {
+			return nil, err
+		}
+	} else if !w.NoConsumers {
 		res.NeverReceived = r.dl.neverReceived()
 	}
 	res.MsgsPerSec = float64(ackedInWindow) / measured.Seconds()
@@ -281,7 +378,6 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	res.ConsumedPerSec = float64(receivedInWindow) / measured.Seconds()
 	sendH, e2eH := r.send.Total(), r.e2e.Total()
 	res.SendLatencyUs, res.E2ELatencyUs = Summarize(sendH), Summarize(e2eH)
-	var err error
 	if res.SendHistogram, err = encodeHist(sendH); err != nil {
 		return nil, err
 	}
@@ -290,10 +386,22 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	}
 	res.OpenLoop = w.Rate > 0
 	if res.OpenLoop {
-		lag, svc := Summarize(r.lag.Total()), Summarize(r.svc.Total())
+		lagH, svcH := r.lag.Total(), r.svc.Total()
+		lag, svc := Summarize(lagH), Summarize(svcH)
 		res.SendLagUs, res.ServiceLatencyUs = &lag, &svc
+		if r.part != nil { // for the merge
+			if res.LagHistogram, err = encodeHist(lagH); err != nil {
+				return nil, err
+			}
+			if res.ServiceHistogram, err = encodeHist(svcH); err != nil {
+				return nil, err
+			}
+		}
 	}
 	rep.final(res)
+	if rep.shareErr != nil {
+		return nil, rep.shareErr
+	}
 	if rep.logErr != nil {
 		return res, rep.logErr
 	}
@@ -349,14 +457,15 @@ func (r *run) produceLoop(sendCtx context.Context, p Producer, id int, rate floa
 			r.giveUp(due, gap)
 			return
 		}
-		if gap > 0 && r.inWindow(due.UnixNano()) {
+		dueNs := r.stamp(due)
+		if gap > 0 && r.inWindow(dueNs) {
 			r.lag.Record(max(time.Since(due).Microseconds(), 0))
 		}
 		bufp := r.pool.Get().(*[]byte)
 		if len(r.payloads) > 1 {
 			copy(*bufp, r.payloads[(n+int64(id))%int64(len(r.payloads))])
 		}
-		putHeader(*bufp, due.UnixNano(), r.dl.tag, id, n)
+		putHeader(*bufp, dueNs, r.dl.tag, id, n)
 		key := ""
 		switch {
 		case len(keys) > 0 && r.w.RandomKeys:
@@ -373,7 +482,7 @@ func (r *run) produceLoop(sendCtx context.Context, p Producer, id int, rate floa
 			} else {
 				r.c.acked.Add(1)
 				r.dl.ack(id, n)
-				if r.inWindow(due.UnixNano()) {
+				if r.inWindow(dueNs) {
 					r.send.Record(time.Since(due).Microseconds())
 					if gap > 0 {
 						r.svc.Record(time.Since(issued).Microseconds())
@@ -388,7 +497,7 @@ func (r *run) produceLoop(sendCtx context.Context, p Producer, id int, rate floa
 // pastWindow reports whether a message due at due falls after the closed
 // window: the producer is done.
 func (r *run) pastWindow(due time.Time) bool {
-	return due.UnixNano() >= r.window.to.Load()
+	return r.stamp(due) >= r.window.to.Load()
 }
 
 // giveUp counts as unsent errors the messages from due on (every gap) that
@@ -399,7 +508,7 @@ func (r *run) giveUp(due time.Time, gap time.Duration) {
 	}
 	<-r.closed // the window's end is set
 	for ; !r.pastWindow(due); due = due.Add(gap) {
-		if !r.inWindow(due.UnixNano()) {
+		if !r.inWindow(r.stamp(due)) {
 			continue // warm-up: not a figure, but still never sent
 		}
 		r.c.unsent.Add(1)
@@ -451,7 +560,7 @@ func createTopics(ctx context.Context, d Driver, w *Workload) error {
 // file's bytes or letters, or RandomPayloads bodies whose first
 // RandomBytesRatio share is random (a fixed seed: every run sends the same
 // bytes) and the rest zero.
-func basePayloads(w *Workload) ([][]byte, error) {
+func basePayloads(w *Workload, part *Part) ([][]byte, error) {
 	if w.RandomPayloads > 0 {
 		rng := rand.New(rand.NewChaCha8([32]byte{'s', 'a', 'm', 's', 'a'}))
 		random := int(float64(w.MessageSize) * w.RandomBytesRatio)
@@ -466,6 +575,11 @@ func basePayloads(w *Workload) ([][]byte, error) {
 		return out, nil
 	}
 	p := make([]byte, w.MessageSize)
+	if part != nil && part.Payload != nil { // the coordinator read the file
+		for i := 0; i < len(p); i += copy(p[i:], part.Payload) {
+		}
+		return [][]byte{p}, nil
+	}
 	if w.PayloadFile != "" {
 		src, err := os.ReadFile(w.PayloadFile)
 		if err != nil {
