@@ -198,4 +198,7 @@ type WorkerShare struct {
 	MsgsPerSec    float64      `json:"msgs_per_sec"`
 	SendLatencyUs Percentiles  `json:"send_latency_us"`
 	SendLagUs     *Percentiles `json:"send_lag_us,omitempty"`
+	// E2ELatencyUs is of the messages its consumers received, from any
+	// worker's producers.
+	E2ELatencyUs Percentiles `json:"e2e_latency_us"`
 }
