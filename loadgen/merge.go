@@ -241,7 +241,11 @@ func printWorkers(rep *reporter, res *Result) {
 		if l := ws.SendLagUs; l != nil {
 			rep.printf(", schedule lag %.2f ms 99th, %.2f ms max", float64(l.P99)/1e3, float64(l.Max)/1e3)
 		}
-		rep.printf("; clock %+.3f ms ± %.3f ms, drift %+.3f ms\n", ws.ClockOffsetUs/1e3, ws.ClockRTTUs/2e3,
+		applied := "applied"
+		if ws.ClockAppliedUs == 0 {
+			applied = "within its uncertainty: not applied"
+		}
+		rep.printf("; clock %+.3f ms ± %.3f ms (%s), drift %+.3f ms\n", ws.ClockOffsetUs/1e3, ws.ClockRTTUs/2e3, applied,
 			(ws.ClockOffsetAfterUs-ws.ClockOffsetUs)/1e3)
 	}
 	if res.ClockNote != "" {

@@ -191,6 +191,10 @@ type WorkerShare struct {
 	ClockOffsetUs      float64 `json:"clock_offset_us"`
 	ClockRTTUs         float64 `json:"clock_rtt_us"`
 	ClockOffsetAfterUs float64 `json:"clock_offset_after_us"`
+	// ClockAppliedUs is the offset the worker's stamps and window were
+	// corrected by: ClockOffsetUs when it exceeds its uncertainty, else 0
+	// (a correction within its own error would only add error).
+	ClockAppliedUs float64 `json:"clock_applied_us"`
 	// Its share's figures.
 	Acked         int64        `json:"acked"`
 	Received      int64        `json:"received"`

@@ -12,6 +12,17 @@ type clockSample struct {
 	offset, rtt time.Duration
 }
 
+// applied is the correction the worker's times get: the offset when it
+// exceeds its uncertainty (half the round trip), else none. Two clocks
+// on one host, or kept by NTP within less than the network's round trip,
+// are better left as they are than corrected by a measurement's error.
+func (s clockSample) applied() time.Duration {
+	if s.offset.Abs() > s.rtt/2 {
+		return s.offset
+	}
+	return 0
+}
+
 // measureClock measures r's offset NTP-style: ClockSamples requests,
 // each giving offset = worker time − the request's midpoint on this
 // clock; the one with the smallest round trip is kept (the least room

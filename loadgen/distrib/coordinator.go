@@ -318,11 +318,12 @@ func (c *coord) run(ctx context.Context) (*loadgen.Result, error) {
 	}
 	for _, r := range c.workers {
 		s := shares[r.i]
-		res.Workers = append(res.Workers, loadgen.WorkerShare{Worker: r.addr, Host: r.st.Host,
-			Producers: r.producers, Consumers: r.consumers,
-			ClockOffsetUs: us(r.clock.offset), ClockRTTUs: us(r.clock.rtt), ClockOffsetAfterUs: us(r.after.offset),
+		ws := loadgen.WorkerShare{Worker: r.addr, Host: r.st.Host, Producers: r.producers, Consumers: r.consumers,
 			Acked: s.Acked, Received: s.Received, Errors: s.Errors, MsgsPerSec: s.MsgsPerSec,
-			SendLatencyUs: s.SendLatencyUs, SendLagUs: s.SendLagUs, E2ELatencyUs: s.E2ELatencyUs})
+			SendLatencyUs: s.SendLatencyUs, SendLagUs: s.SendLagUs, E2ELatencyUs: s.E2ELatencyUs}
+		ws.ClockOffsetUs, ws.ClockRTTUs, ws.ClockAppliedUs = us(r.clock.offset), us(r.clock.rtt), us(r.clock.applied())
+		ws.ClockOffsetAfterUs = us(r.after.offset)
+		res.Workers = append(res.Workers, ws)
 	}
 	res.ClockNote = clockNote
 	loadgen.PrintSummary(c.o.Out, res)
@@ -330,10 +331,11 @@ func (c *coord) run(ctx context.Context) (*loadgen.Result, error) {
 }
 
 // clockNote says what the workers' clocks mean for e2e latency.
-const clockNote = "every worker stamps its messages and reckons its window on the coordinator's clock (its own less the offset " +
-	"measured before the run); a producer on one host and a consumer on another give an e2e latency only as good as " +
-	"those offsets (each known to ± half its round trip) and the clocks' drift over the run (offset after − before), " +
-	"which nothing corrected: an e2e figure near those errors says little."
+const clockNote = "every worker stamps its messages and reckons its window on the coordinator's clock: its own less the offset " +
+	"measured before the run, where that offset exceeds its uncertainty (± half the measuring round trip), else its own. " +
+	"A producer on one host and a consumer on another give an e2e latency only as good as those clocks: the offsets' " +
+	"uncertainty, or the clocks' own disagreement where none was applied, and their drift over the run (offset after − before), " +
+	"which nothing corrected. An e2e figure near those errors says little."
 
 func (c *coord) printf(format string, a ...any) { _, _ = fmt.Fprintf(c.o.Out, format, a...) }
 
@@ -362,7 +364,7 @@ func (c *coord) each(f func(*remote) error) error {
 
 func (c *coord) prepare(ctx context.Context, r *remote) error {
 	return c.post(ctx, r, pathPrepare, prepareRequest{Run: c.runID, Worker: r.i, Workers: len(c.workers),
-		Workload: c.wire, Driver: c.o.Driver, Tag: c.tag, ClockOffsetNs: int64(r.clock.offset),
+		Workload: c.wire, Driver: c.o.Driver, Tag: c.tag, ClockOffsetNs: int64(r.clock.applied()),
 		CreateTopics: r.i == 0, Payload: c.payload})
 }
 

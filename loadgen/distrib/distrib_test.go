@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -319,4 +320,22 @@ func TestSplitGivesEveryWorkerSomething(t *testing.T) {
 	_, err := newCoord(o)
 	require.ErrorContains(t, err, "worker 127.0.0.1:3 would run nothing")
 	require.True(t, strings.Contains(err.Error(), "1 producers and 1 consumers"), err.Error())
+}
+
+// TestClockOffset: a worker whose clock is 5 s ahead measures so, and
+// the correction is applied; an offset within its uncertainty is not.
+func TestClockOffset(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		reply(rw, http.StatusOK, clockResponse{NowNs: time.Now().Add(5 * time.Second).UnixNano()})
+	}))
+	defer srv.Close()
+	c := &coord{o: Options{Token: testToken}}
+	c.o.ensureDefaults()
+	s, err := c.measureClock(context.Background(), &remote{addr: "skewed", base: srv.URL})
+	require.NoError(t, err)
+	require.Greater(t, s.rtt, time.Duration(0))
+	require.InDelta(t, float64(5*time.Second), float64(s.offset), float64(s.rtt/2)+float64(time.Millisecond))
+	require.Equal(t, s.offset, s.applied())
+	require.Zero(t, clockSample{offset: 40 * time.Microsecond, rtt: 100 * time.Microsecond}.applied())
+	require.Equal(t, -80*time.Microsecond, clockSample{offset: -80 * time.Microsecond, rtt: 100 * time.Microsecond}.applied())
 }

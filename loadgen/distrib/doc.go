@@ -28,12 +28,15 @@
 //  1. Clocks. For each worker, ClockSamples requests to /v1/clock; offset
 //     = worker time − (t0 + t1)/2 of the sample with the smallest round
 //     trip (known to ± half of it). It is measured again after the run;
-//     the difference is the drift over the run.
+//     the difference is the drift over the run. A worker's times are
+//     corrected by the offset only where it exceeds its uncertainty: two
+//     clocks on one host, or kept by NTP closer than the round trip, are
+//     better left alone than corrected by a measurement's error.
 //  2. Prepare. The first worker makes the topics, then the others
 //     prepare: each makes its driver (DriverFactory: its own client
 //     credentials, the coordinator's cluster address), its consumers and
 //     producers, and waits. Its stamps and window are on the
-//     coordinator's clock (its own less the offset).
+//     coordinator's clock (its own less the applied offset).
 //  3. Start, a barrier. Once all are ready, the coordinator picks a start
 //     time StartDelay ahead and sends it to all: production starts then
 //     everywhere, the window opens Warmup later and lasts Duration, the
@@ -60,8 +63,8 @@
 // End-to-end latency across hosts: a consumer subtracts the producer's
 // stamp, made on another host, from its own clock, both corrected to the
 // coordinator's. The figure is only as good as the offsets' measurement
-// and the clocks' drift, which the result reports beside it
-// (Result.ClockNote).
+// (or the clocks' agreement, where no offset was applied) and the clocks'
+// drift, which the result reports beside it (Result.ClockNote).
 //
 // Security: a worker runs loads on command, so it refuses, before reading
 // anything else, a request without the token (compared in constant time,
