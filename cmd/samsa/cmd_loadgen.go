@@ -5,19 +5,22 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/samsamq/samsa/internal/lab"
 	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen"
-	"github.com/samsamq/samsa/loadgen/omb"
 )
 
 func init() {
-	register(command{name: "loadgen", summary: "drive a cluster with a workload (or run an e2e experiment file)", run: runLoadgen})
+	register(command{name: "loadgen", summary: "drive a cluster with a workload (or run an e2e experiment file); loadgen worker: serve a distributed run's coordinator", run: runLoadgen})
 }
 
 func runLoadgen(args []string) (err error) {
+	if len(args) > 0 && args[0] == "worker" {
+		return runLoadgenWorker(args[1:])
+	}
 	brokerProcs() // the embedded cluster's, and the generator's own pacing
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	var w loadgen.Workload
@@ -61,6 +64,8 @@ func runLoadgen(args []string) (err error) {
 	ombFile := fs.String("omb-workload", "", "run an OpenMessaging Benchmark workload file (workloads/*.yaml) with OMB's meaning; --rate, --warmup, --duration and --omb-backlog given here replace its figures; prints OMB's headline figures")
 	ombJSON := fs.String("omb-json", "", "with --omb-workload: also write the result as OMB's JSON result file")
 	ombBacklog := fs.Int64("omb-backlog", 0, "with --omb-workload: the backlog phase's size in bytes in place of consumerBacklogSizeGB (where the workload asks for one)")
+	workers := fs.String("workers", "", "run the workload over these loadgen workers (host:port,...; samsa loadgen worker), one share each, against the live cluster --namesrv or --nats-url names; the shared token from --token-file or $"+tokenEnv)
+	tokenFile := fs.String("token-file", "", "with --workers: file holding the workers' shared token (default: $"+tokenEnv+")")
 	experiment := fs.String("experiment", "", "run an e2e experiment file (experiments/*.json) instead of one workload")
 	quick := fs.Bool("quick", false, "with --experiment: the quick durations")
 	out := fs.String("out", "results", "with --experiment: results directory")
@@ -89,6 +94,21 @@ func runLoadgen(args []string) (err error) {
 		return err
 	}
 	kafka.apply(&ls)
+	if *workers != "" {
+		var bad []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "experiment", "embedded", "hdr", "replication", "slaves", "link-delay-ms", "link-method", "dir", "backend",
+				"tls", "tls-ca", "tls-cert", "tls-key", "tls-server-name", "tls-insecure", "access-key", "secret-key":
+				bad = append(bad, "--"+f.Name)
+			}
+		})
+		if len(bad) > 0 {
+			return fmt.Errorf("--workers drive a live cluster from the workers, each with its own credentials: %s do not apply (--hdr: the merged intervals are in --json)", strings.Join(bad, ", "))
+		}
+	} else if *tokenFile != "" {
+		return errors.New("--token-file goes with --workers")
+	}
 	if *experiment != "" {
 		bin, _ := os.Executable() // the kill loops and chaos start this binary; without it they say so
 		_, err := labKinds(ls, profileFlags{}).Run(ctx, *experiment, lab.Options{
@@ -123,6 +143,10 @@ func runLoadgen(args []string) (err error) {
 		}
 	} else if *ombJSON != "" || *ombBacklog != 0 {
 		return errors.New("--omb-json and --omb-backlog go with --omb-workload")
+	}
+	if *workers != "" {
+		return runDistributed(ctx, distributed{workers: *workers, tokenFile: *tokenFile, driver: *driver, flush: *flush,
+			ls: ls, w: w, ombW: ombW, ombJSON: *ombJSON, jsonOut: *jsonOut})
 	}
 	repl.Flush, repl.Backend = *flush, *backendName
 	if repl.Kafka, err = kafka.settings(); err != nil {
@@ -165,25 +189,5 @@ func runLoadgen(args []string) (err error) {
 		return err
 	}
 	res.Machine = resultfile.CollectMachine(ls.benchDir())
-	if ombW != nil {
-		omb.Report(os.Stdout, ombW, res)
-		if *ombJSON != "" {
-			tr, err := omb.NewTestResult(ombW, res)
-			if err != nil {
-				return err
-			}
-			if err := tr.WriteJSON(*ombJSON); err != nil {
-				return err
-			}
-		}
-	}
-	if *jsonOut != "" {
-		if err := res.WriteJSON(*jsonOut); err != nil {
-			return err
-		}
-	}
-	if res.Errors > 0 {
-		return fmt.Errorf("%d sends failed", res.Errors)
-	}
-	return nil
+	return finishLoadgen(res, ombW, *ombJSON, *jsonOut)
 }
