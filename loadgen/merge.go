@@ -30,8 +30,8 @@ func Merge(w Workload, shares []*Result) (*Result, error) {
 		MeasuredFrom: first.MeasuredFrom, MeasuredTo: first.MeasuredTo, Drained: true}
 	var sharesReceived int64
 	for i, s := range shares {
-		if s.Deliveries == nil && s.Sent+s.Received > 0 {
-			return nil, fmt.Errorf("loadgen: merge: result %d is not a share's (no delivery sets)", i)
+		if !s.Share {
+			return nil, fmt.Errorf("loadgen: merge: result %d is not a share's", i)
 		}
 		if !s.MeasuredFrom.Equal(first.MeasuredFrom) || !s.MeasuredTo.Equal(first.MeasuredTo) {
 			return nil, fmt.Errorf("loadgen: merge: result %d's window [%s, %s) is not result 0's [%s, %s)", i,

@@ -154,7 +154,8 @@ func TestSharesMerge(t *testing.T) {
 
 // TestMergeDeliveriesAcrossShares: a message two shares' consumers of one
 // group received counts once and as a duplicate; one no share received
-// is never received.
+// is never received; a share whose every send failed has no sets and
+// merges; a set larger than the sends could make is refused.
 func TestMergeDeliveriesAcrossShares(t *testing.T) {
 	w := Workload{MessageSize: 16, Producers: 1}
 	w.EnsureDefaults()
@@ -178,8 +179,9 @@ func TestMergeDeliveriesAcrossShares(t *testing.T) {
 	setsB, err := b.export(nil)
 	require.NoError(t, err)
 	res, err := Merge(w, []*Result{
-		{Sent: 10, Acked: 10, Received: 5, Deliveries: setsA},
-		{Received: 6, Deliveries: setsB},
+		{Share: true, Sent: 10, Acked: 10, Received: 5, Deliveries: setsA},
+		{Share: true, Received: 6, Deliveries: setsB},
+		{Share: true, Sent: 3, Errors: 3}, // every send failed: no sets
 	})
 	require.NoError(t, err)
 	require.Equal(t, int64(9), res.Received)
@@ -190,6 +192,8 @@ func TestMergeDeliveriesAcrossShares(t *testing.T) {
 	far.ack(0, 200)
 	setsFar, err := far.export([]int{0})
 	require.NoError(t, err)
-	_, err = Merge(w, []*Result{{Sent: 1, Acked: 1, Deliveries: setsFar}})
+	_, err = Merge(w, []*Result{{Share: true, Sent: 1, Acked: 1, Deliveries: setsFar}})
 	require.ErrorContains(t, err, "more messages than were sent", "a set is bounded by the sends")
+	_, err = Merge(w, []*Result{{Sent: 1}})
+	require.ErrorContains(t, err, "not a share's")
 }

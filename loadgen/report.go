@@ -225,7 +225,7 @@ func PrintSummary(out io.Writer, res *Result) {
 			rep.printf("lag not measured: %s.\n", rp.LagNote)
 		}
 	}
-	if !rep.r.w.NoConsumers && res.Deliveries != nil {
+	if !rep.r.w.NoConsumers && res.Share {
 		rep.printf("deliveries: %d duplicates seen here (counted once above); what was never received is counted where every worker's deliveries meet", res.Duplicates)
 		if res.Foreign > 0 {
 			rep.printf(", %d not this run's (ignored)", res.Foreign)

@@ -73,6 +73,9 @@ type Result struct {
 	// result's.
 	ServiceHistogram string `json:"service_histogram,omitempty"`
 	LagHistogram     string `json:"lag_histogram,omitempty"`
+	// Share marks one share's result (Options.Part): a part of a
+	// distributed run, whose figures are whole only once merged.
+	Share bool `json:"share,omitempty"`
 	// Deliveries is a share's record of the messages its producers had
 	// acknowledged and its consumers received (Options.Part), for the
 	// merge to count what never arrived and what arrived at two shares;

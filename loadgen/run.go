@@ -365,6 +365,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	res.Foreign = r.dl.foreign.Load()
 	var err error
 	if r.part != nil {
+		res.Share = true
 		// Another share's producers' messages, another share's consumers:
 		// only the merge can count what never arrived.
 		if res.Deliveries, err = r.dl.export(r.part.Producers); err != nil {
