@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/samsamq/samsa/internal/lab"
 )
 
 // Part makes Run run one share of a workload spread over several processes
@@ -182,6 +184,6 @@ func (r *run) startPart(ctx context.Context) (time.Time, error) {
 	for _, rec := range []*Recorder{r.send, r.svc, r.e2e, r.lag} {
 		rec.SetMeasuring(true)
 	}
-	sleepCtx(ctx, time.Until(start))
+	_ = lab.Sleep(ctx, time.Until(start))
 	return start, ctx.Err()
 }

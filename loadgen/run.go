@@ -13,6 +13,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/samsamq/samsa/internal/lab"
 )
 
 // Options are the run's plumbing, apart from the workload.
@@ -263,9 +265,9 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 	var measureStart time.Time
 	var ackedAtStart, receivedAtStart int64
 	if r.part != nil {
-		sleepCtx(ctx, time.Until(start.Add(w.Warmup))) // the window set in startPart
+		_ = lab.Sleep(ctx, time.Until(start.Add(w.Warmup))) // the window set in startPart
 	} else {
-		sleepCtx(ctx, w.Warmup)
+		_ = lab.Sleep(ctx, w.Warmup)
 	}
 	if ctx.Err() == nil {
 		if r.part != nil {
@@ -284,7 +286,7 @@ func (r *run) produceAndMeasure(ctx context.Context) (*Result, error) {
 			lagSampler.SetMeasuring(true)
 		}
 		if r.part != nil {
-			sleepCtx(ctx, time.Until(measureStart.Add(w.Duration)))
+			_ = lab.Sleep(ctx, time.Until(measureStart.Add(w.Duration)))
 		} else {
 			res.Backlog = r.measure(ctx) // Duration, after a backlog phase if asked (backlog_phase.go)
 		}
