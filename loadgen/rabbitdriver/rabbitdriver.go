@@ -156,6 +156,9 @@ func (d *Driver) Describe() map[string]any {
 	if d.native() {
 		m["protocol"] = "stream protocol (rabbitmq-stream-go-client), publish confirms"
 		m["batch"] = "async confirm window; the client aggregates sends into publish frames"
+		m["stream_client"] = fmt.Sprintf("stream-perf-test's defaults: publish frames of up to %d messages (dynamic batching), "+
+			"sub-entry size %d, %d initial credits (a credit per chunk), one producer or consumer per connection, the platform's socket buffers",
+			streamBatchSize, streamSubEntrySize, streamInitialCredits)
 	}
 	if d.opts.Queue == "quorum" {
 		m["durability"] = "power-loss"

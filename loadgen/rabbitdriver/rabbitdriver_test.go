@@ -75,3 +75,12 @@ func TestBadQueueAndMissingBinary(t *testing.T) {
 	require.True(t, errors.Is(err, peerproc.ErrNotInstalled), "%v", err)
 	require.ErrorContains(t, err, "apt-get install -y rabbitmq-server")
 }
+
+// The Go client's default 8 KiB socket buffers starve a stream consumer
+// on loopback (stream.go): the environment must leave them to the kernel.
+func TestStreamEnvKeepsPlatformSocketBuffers(t *testing.T) {
+	tcp := streamEnvOptions(5552).TCPParameters
+	require.Zero(t, tcp.ReadBuffer, "SO_RCVBUF")
+	require.Zero(t, tcp.WriteBuffer, "SO_SNDBUF")
+	require.True(t, tcp.NoDelay)
+}

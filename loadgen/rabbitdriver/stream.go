@@ -23,6 +23,34 @@ import (
 // itself and confirms each message once the stream has written it.
 // Consumers read from the first offset; every group reads every stream,
 // member m of M the streams q with q mod M = m.
+//
+// The client runs as RabbitMQ's own stream benchmark (stream-perf-test)
+// runs its Java client by default: one producer or consumer per
+// connection, publish frames of up to 100 messages sent as soon as the
+// producer's queue runs dry (dynamic batching), no sub-entry batching,
+// 10 initial credits and a credit per chunk, and the platform's socket
+// buffers. The last one is not the Go client's default: it asks for 8 KiB
+// SO_RCVBUF and SO_SNDBUF, which pins the receive window (about 14 KiB)
+// below one loopback segment (64 KiB); RabbitMQ then waits on the window
+// almost all the time it sends (ss: rwnd_limited 98% on the consumers'
+// connections) and a consumer at 10k msg/s over 8 streams falls seconds
+// behind while both processes idle. Autotuned buffers deliver it all.
+
+// stream-perf-test's defaults, which the client's match but for the
+// socket buffers (see above).
+const (
+	streamBatchSize      = 100 // messages per publish frame, at most
+	streamSubEntrySize   = 1   // messages per entry: no sub-entry batching
+	streamInitialCredits = 10  // chunks a consumer may have in flight
+)
+
+// streamEnvOptions are the environment's: the platform's socket buffers
+// (0: the client leaves SO_RCVBUF and SO_SNDBUF alone).
+func streamEnvOptions(port int) *stream.EnvironmentOptions {
+	return stream.NewEnvironmentOptions().
+		SetHost("127.0.0.1").SetPort(port).SetUser("guest").SetPassword("guest").
+		SetReadBuffer(0).SetWriteBuffer(0)
+}
 
 func (d *Driver) streamEnv() (*stream.Environment, error) {
 	d.mu.Lock()
@@ -30,8 +58,7 @@ func (d *Driver) streamEnv() (*stream.Environment, error) {
 	if d.mu.env != nil {
 		return d.mu.env, nil
 	}
-	env, err := stream.NewEnvironment(stream.NewEnvironmentOptions().
-		SetHost("127.0.0.1").SetPort(d.streamPort).SetUser("guest").SetPassword("guest"))
+	env, err := stream.NewEnvironment(streamEnvOptions(d.streamPort))
 	if err != nil {
 		return nil, fmt.Errorf("rabbitdriver: stream protocol: %w", err)
 	}
@@ -64,7 +91,8 @@ func (d *Driver) newStreamProducer(topic string, opts loadgen.ProducerOptions) (
 	p := &streamProducer{window: loadgen.NewWindow(opts), sync: opts.Mode == loadgen.SendSync}
 	p.mu.pending = map[message.StreamMessage]func(error){}
 	for q := 0; q < d.queueCount(topic); q++ {
-		sp, err := env.NewProducer(queueName(topic, q), stream.NewProducerOptions())
+		sp, err := env.NewProducer(queueName(topic, q), stream.NewProducerOptions().
+			SetBatchSize(streamBatchSize).SetSubEntrySize(streamSubEntrySize))
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("rabbitdriver: stream producer %s: %w", queueName(topic, q), err), p.Close())
 		}
@@ -203,7 +231,8 @@ func (d *Driver) newStreamConsumer(topic, group string, opts loadgen.ConsumerOpt
 		name := fmt.Sprintf("%s-%d-q%d", group, opts.Member, q)
 		sc, err := env.NewConsumer(queueName(topic, q), func(_ stream.ConsumerContext, m *samqp.Message) {
 			h(m.GetData())
-		}, stream.NewConsumerOptions().SetConsumerName(name).SetOffset(stream.OffsetSpecification{}.First()))
+		}, stream.NewConsumerOptions().SetConsumerName(name).SetOffset(stream.OffsetSpecification{}.First()).
+			SetInitialCredits(streamInitialCredits))
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("rabbitdriver: stream consumer %s: %w", queueName(topic, q), err), c.Close())
 		}
