@@ -41,11 +41,13 @@ func TestExperimentExpandAndRun(t *testing.T) {
 	require.Equal(t, 2, cells[2].Workload.Producers)
 	require.Equal(t, 4, cells[3].Workload.QueuesPerTopic)
 
+	wd, err := os.Getwd()
+	require.NoError(t, err)
 	factory := func(_ context.Context, c Cell) (Driver, error) {
 		if c.Driver == "none" {
-			return nil, errors.New("no such driver here")
+			return nil, errors.New("no such driver here (see " + filepath.Join(wd, ".benchdata", "x.log") + ")")
 		}
-		return newMemDriver(), nil
+		return dirDriver{newMemDriver(), filepath.Join(wd, ".benchdata", "e2e", "s-1")}, nil
 	}
 	var prog bytes.Buffer
 	res, err := RunExperiment(context.Background(), e, true, factory, &prog)
@@ -55,6 +57,7 @@ func TestExperimentExpandAndRun(t *testing.T) {
 	require.Len(t, res.Cells, 6)
 	require.Len(t, res.Cells[0].Runs, 3)
 	require.NotEmpty(t, res.Cells[4].Skipped)
+	require.Equal(t, "store=.benchdata/e2e/s-1", res.Cells[0].Runs[0].DriverConfig["cluster"], "paths under the working directory recorded relative")
 	require.LessOrEqual(t, res.Cells[0].Min.MsgsPerSec, res.Cells[0].Median.MsgsPerSec)
 	require.GreaterOrEqual(t, res.Cells[0].Max.MsgsPerSec, res.Cells[0].Median.MsgsPerSec)
 	require.Len(t, res.Comparisons, 1)
@@ -68,9 +71,18 @@ func TestExperimentExpandAndRun(t *testing.T) {
 	require.Equal(t, res.Cells[0].Median, back.Cells[0].Median)
 	md := back.Markdown()
 	require.Contains(t, md, "| a/queues_per_topic=2 | mem | sync |")
-	require.Contains(t, md, "skipped: no such driver here")
+	require.Contains(t, md, "skipped: no such driver here (see .benchdata/x.log)")
 	require.Contains(t, md, "b over a")
 }
+
+// dirDriver is a memDriver whose config names a data dir, as an embedded
+// cluster's does.
+type dirDriver struct {
+	*memDriver
+	dir string
+}
+
+func (d dirDriver) Describe() map[string]any { return map[string]any{"cluster": "store=" + d.dir} }
 
 func TestSummarizeRunsMedian(t *testing.T) {
 	runs := []*Result{{MsgsPerSec: 3}, {MsgsPerSec: 1}, {MsgsPerSec: 10}}

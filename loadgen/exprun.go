@@ -141,7 +141,7 @@ func RunExperiment(ctx context.Context, e *Experiment, quick bool, factory Drive
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				cr.Skipped = err.Error()
+				cr.Skipped = resultfile.RelativePaths(err.Error())
 				lab.Progressf(progress, "   skipped: %v\n", err)
 				continue
 			}
@@ -190,7 +190,15 @@ func runCell(ctx context.Context, c Cell, factory DriverFactory, progress io.Wri
 			lab.Progressf(progress, "   closing the %s driver: %v\n", c.Driver, cerr)
 		}
 	}()
-	return Run(ctx, d, c.Workload, Options{Out: lab.Indent(progress, "   ")})
+	r, err := Run(ctx, d, c.Workload, Options{Out: lab.Indent(progress, "   ")})
+	if r != nil {
+		for k, v := range r.DriverConfig { // an embedded cluster's config names its data dir
+			if s, ok := v.(string); ok {
+				r.DriverConfig[k] = resultfile.RelativePaths(s)
+			}
+		}
+	}
+	return r, err
 }
 
 func summarize(r *Result) Summary {

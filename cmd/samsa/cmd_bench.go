@@ -128,7 +128,11 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func commandLine() string { return "samsa " + strings.Join(os.Args[1:], " ") }
+// commandLine is the command as result files and PERFORMANCE.md record
+// it: paths under the working directory relative to it.
+func commandLine() string {
+	return resultfile.RelativePaths("samsa " + strings.Join(os.Args[1:], " "))
+}
 
 func writeJSONFile(path string, v interface{ WriteJSON(string) error }) error {
 	if path == "" {

@@ -26,7 +26,8 @@ type Machine struct {
 	CPUs          int    `json:"cpus"` // processors in /proc/cpuinfo
 	GOMAXPROCS    int    `json:"gomaxprocs"`
 	MemBytes      int64  `json:"mem_bytes"`
-	// Dir is the benchmark directory the disk facts are about.
+	// Dir is the benchmark directory the disk facts are about, relative
+	// to the working directory when under it (RelativePaths).
 	Dir          string `json:"dir"`
 	FSType       string `json:"fs_type"`            // from /proc/self/mountinfo
 	FSMagic      string `json:"fs_magic,omitempty"` // statfs f_type, hex
@@ -149,6 +150,7 @@ func collectMachine(dir string, src machineSource) Machine {
 			m.DiskModel = m.FSType + " (no block device)"
 		}
 	}
+	m.Dir = RelativePaths(m.Dir) // read as absolute above; recorded as the result files name paths
 	if src.git != nil {
 		if m.GitCommit, m.GitDirty, err = src.git(); err != nil {
 			note("git: %v", err)

@@ -13,7 +13,9 @@
 //     Forms (base settings and the quick form's overrides) and CheckForms;
 //   - DecodeStrict and ReadStrict (an unknown field is an error) and Kind,
 //     the "kind" an experiment or result file names;
-//   - PERFORMANCE.md's generated sections (Heading, UpdateSections).
+//   - PERFORMANCE.md's generated sections (Heading, UpdateSections);
+//   - RelativePaths: what a result file or a section records names the
+//     paths under the working directory (the repository) relative to it.
 //
 // Nothing here keeps state; every function is safe for concurrent use on
 // distinct files.

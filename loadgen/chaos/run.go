@@ -53,7 +53,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Header = resultfile.Header{Experiment: Kind, Kind: Kind, Start: began.UTC()}
 	res.ElapsedSeconds = time.Since(began).Seconds()
-	res.Dir = c.dir
+	res.Dir = resultfile.RelativePaths(c.dir)
 	if !o.KeepDir {
 		removeData(c.dir)
 	}

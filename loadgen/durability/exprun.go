@@ -87,7 +87,7 @@ func RunExperiment(ctx context.Context, e *Experiment, ro RunOptions) (*Experime
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			cr.Failed = err.Error()
+			cr.Failed = resultfile.RelativePaths(err.Error())
 			lab.Progressf(ro.Progress, "   failed: %v\n", err)
 		}
 		cr.Result = r

@@ -10,6 +10,7 @@ import (
 
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/internal/lab"
+	"github.com/samsamq/samsa/internal/resultfile"
 	"github.com/samsamq/samsa/loadgen/killloop"
 )
 
@@ -53,7 +54,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.ElapsedSeconds = time.Since(began).Seconds()
 	if o.KeepDir {
-		res.Dir = c.dir
+		res.Dir = resultfile.RelativePaths(c.dir)
 	} else {
 		_ = os.RemoveAll(c.dir)
 	}
