@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	bmetaq "github.com/samsamq/samsa/broker/metaq"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -76,6 +77,7 @@ type Broker struct {
 	acl    *brokerACL   // access control (acl.go); nil with aclEnable=false
 
 	delay *delay.Service // delayed delivery (package delay, delay_wiring.go)
+	metaq *bmetaq.Server // MetaQ's text put, get and offset (text_metaq.go)
 }
 
 // ErrClosed is returned by Start after Close.
@@ -155,6 +157,7 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.openRepair(); err != nil {
 		return nil, closeStoreAfter(st, err)
 	}
+	b.metaq = b.newMetaQ()
 	b.mqadmin = &mqadminRequests{cfg: &b.cfg, store: st, offsets: b.offsets, topics: b.topics, clients: b.clients,
 		stats: &b.stats, rates: &b.rates, now: cfg.Clock, ans: b.ans}
 	b.clientReq = &clientRequests{cfg: &b.cfg, log: b.log, clients: b.clients, groups: b.groups, topics: b.topics, locks: b.locks,

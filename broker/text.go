@@ -4,102 +4,45 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"strings"
 	"sync/atomic"
 
-	"github.com/samsamq/samsa/acl"
+	"github.com/samsamq/samsa/protocol/metaq"
 )
 
 // The text protocol (MetaQ's, memcached-style) shares the remoting port: a
 // connection whose first byte is an ASCII letter sends lines ending "\r\n"
-// (a bare "\n" is accepted):
+// (a bare "\n" is accepted). MetaQ's commands (package protocol/metaq for
+// the syntax, broker/metaq for put, get and offset) carry an opaque and
+// are answered "result"/"value" by it, out of order when pipelined
+// (text_conn.go):
 //
-//	stats [item]   STAT <name> <value> lines, then END. Items: (none)
-//	               everything; "topics" per-topic counts; "store" the
-//	               store's offsets and flush figures; "ha" the role,
-//	               the slaves (on a master) or the master and the
-//	               metadata sync (on a slave); "schedule" the delay
-//	               levels' and the timer wheel's progress.
-//	version        VERSION <version>
-//	quit           closes the connection
+//	put <topic> <partition> <len> <flag> [<checksum>] <opaque>\r\n<value>
+//	get <topic> <group> <partition> <offset> <maxSize> <opaque>
+//	offset <topic> <group> <partition> <offset> <opaque>
+//	stats [item] [<opaque>]
+//	               without opaque: STAT <name> <value> lines, then END;
+//	               with one: result 200 <len> <opaque> and the same lines.
+//	               Items: (none) everything; "topics" per-topic counts;
+//	               "store" the store's offsets and flush figures; "ha"
+//	               the role, the slaves (on a master) or the master and
+//	               the metadata sync (on a slave); "schedule" the delay
+//	               levels' and the timer wheel's progress; "acl".
+//	version [<opaque>]
+//	               VERSION <version>, or result 200 <len> <opaque> <version>
+//	quit           closes the connection (after the answers in flight)
 //	auth <accessKey> <secretKey>
 //	               with aclEnable=true, the first line: an admin
-//	               account's keys (OK, or CLIENT_ERROR and close)
+//	               account's keys (OK, or CLIENT_ERROR and close). Only
+//	               version and quit go without it.
 //
 // Anything else gets ERROR. A line longer than maxTextLine closes the
 // connection.
-const maxTextLine = 1024
+const maxTextLine = metaq.MaxLine
 
 // isTextStart reports whether a connection's first byte starts a text
 // command. A remoting frame starts with its length's high byte, which is
 // below 0x41 for every frame under 1 GiB.
 func isTextStart(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
-
-// serveText runs a text connection until quit, EOF or a bad line. It
-// writes synchronously: a text client waits for each answer. Answers go
-// to a bufio.Writer, whose first write error sticks: the Flush after each
-// answer reports it (the writes' own errors are dropped).
-func (c *conn) serveText() {
-	w := bufio.NewWriter(countingWriter{c.nc, &c.b.stats.bytesWritten})
-	authed := false // with ACL on: an admin account sent auth
-	for {
-		line, err := c.br.ReadSlice('\n')
-		if err != nil {
-			if err == bufio.ErrBufferFull || len(line) > maxTextLine {
-				_, _ = fmt.Fprintf(w, "CLIENT_ERROR line too long\r\n")
-				_ = w.Flush() // the connection closes next either way
-			} else {
-				c.timedOut(err)
-			}
-			return
-		}
-		c.dl.Boundary(c.br.Buffered()) // a line is a frame: idle and partial-line timeouts
-		if len(line) > maxTextLine {
-			_, _ = fmt.Fprintf(w, "CLIENT_ERROR line too long\r\n")
-			_ = w.Flush() // the connection closes next either way
-			return
-		}
-		fields := strings.Fields(string(line))
-		if len(fields) == 0 {
-			continue
-		}
-		cmd := strings.ToLower(fields[0])
-		if c.b.acl != nil && cmd != "quit" && !authed {
-			if authed = c.textAuth(w, fields); !authed {
-				return
-			}
-			if cmd == "auth" {
-				if w.Flush() != nil {
-					return
-				}
-				continue
-			}
-		}
-		switch cmd {
-		case "quit":
-			return
-		case "auth":
-			// ACL off (or already authenticated): nothing to check, so a
-			// client with credentials works against any broker.
-			_, _ = fmt.Fprintf(w, "OK\r\n")
-		case "version":
-			_, _ = fmt.Fprintf(w, "VERSION %s\r\n", c.b.cfg.Version)
-		case "stats":
-			item := ""
-			if len(fields) > 1 {
-				item = strings.ToLower(fields[1])
-			}
-			if !c.b.writeStats(w, item) {
-				_, _ = fmt.Fprintf(w, "CLIENT_ERROR unknown stats item %q\r\n", item)
-			}
-		default:
-			_, _ = fmt.Fprintf(w, "ERROR\r\n")
-		}
-		if w.Flush() != nil {
-			return
-		}
-	}
-}
 
 // statLine is one STAT line.
 type statLine struct {
@@ -239,18 +182,4 @@ func (c countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n.Add(int64(n))
 	return n, err
-}
-
-// textAuth checks an auth line (ACL on): an admin account's keys. It
-// answers OK, or CLIENT_ERROR (counted) and reports false: the connection
-// then closes.
-func (c *conn) textAuth(w *bufio.Writer, fields []string) bool {
-	if strings.ToLower(fields[0]) == "auth" && len(fields) == 3 && c.b.acl.adminCredentials(fields[1], fields[2]) {
-		_, _ = fmt.Fprintf(w, "OK\r\n")
-		return true
-	}
-	c.b.acl.denied.Add(acl.ReasonAdminAuth, 0)
-	_, _ = fmt.Fprintf(w, "CLIENT_ERROR access denied: ACL is on; send \"auth <accessKey> <secretKey>\" of an admin account first\r\n")
-	_ = w.Flush() // the connection closes next either way
-	return false
 }

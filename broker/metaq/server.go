@@ -30,8 +30,8 @@ type Refusal struct {
 // Deps is what a Server needs from the broker.
 type Deps struct {
 	Store Store
-	// Append stores m as the broker's send path does (flush policy,
-	// replication). A non-nil Refusal with res.Size > 0 means stored but
+	// Append stores m as the broker's send path does (store host, flush
+	// policy, replication). A non-nil Refusal with res.Size > 0 means stored but
 	// not as durable as promised (a flush or replica timeout); with
 	// res.Size == 0, nothing was stored.
 	Append func(m *storage.Message) (storage.AppendResult, *Refusal)
@@ -40,10 +40,8 @@ type Deps struct {
 	PutQueue func(topic string, partition int32) (int32, *Refusal)
 	// Readable says whether a get or offset may read topic's partition.
 	Readable func(topic string, partition int32) *Refusal
-	// StoreHost is stamped in every record.
-	StoreHost netip.AddrPort
-	Now       func() time.Time
-	Log       *slog.Logger
+	Now      func() time.Time
+	Log      *slog.Logger
 	// OnPut and OnGet count messages for the broker's stats (may be nil).
 	OnPut func(topic string, bodyBytes int)
 	OnGet func(topic string, msgs, bytes int)
@@ -104,7 +102,7 @@ func (s *Server) Put(dst []byte, c *metaq.Command, value []byte, born netip.Addr
 		props = record.AppendProperty(props, PropAttr, string(attr))
 	}
 	m := &storage.Message{Topic: c.Topic, QueueID: queue, Flag: c.Flag, Body: payload, Properties: props,
-		BornTimestamp: s.d.Now().UnixMilli(), BornHost: born, StoreHost: s.d.StoreHost}
+		BornTimestamp: s.d.Now().UnixMilli(), BornHost: born}
 	res, ref := s.d.Append(m)
 	if res.Size <= 0 {
 		if ref == nil {
