@@ -36,6 +36,9 @@ type textConn struct {
 	inflight chan struct{} // a slot per request being answered
 	wg       sync.WaitGroup
 	authed   bool // with ACL on: an admin account sent auth
+	// txs are the connection's open transactions by key (text_txn.go);
+	// only the reader touches the map.
+	txs map[string]*textTx
 }
 
 // serveText runs a text connection until quit, EOF, a timeout or a line
@@ -43,11 +46,12 @@ type textConn struct {
 // flushes them before the connection closes.
 func (c *conn) serveText() {
 	t := &textConn{c: c, lim: c.b.textLimits(), out: make(chan textAnswer, 2*maxTextInFlight),
-		inflight: make(chan struct{}, maxTextInFlight)}
+		inflight: make(chan struct{}, maxTextInFlight), txs: make(map[string]*textTx)}
 	done := make(chan struct{})
 	go t.writeLoop(done)
 	t.readLoop()
 	t.wg.Wait()
+	t.rollbackOpen()
 	close(t.out)
 	<-done
 }
@@ -162,14 +166,27 @@ func (t *textConn) serve(cmd *metaq.Command) bool {
 			t.answerf("CLIENT_ERROR unknown stats item %q\r\n", cmd.Item)
 		}
 	case metaq.Transaction:
-		t.answer(metaq.AppendResult(nil, metaq.BadRequest, "transactions are not supported by this broker's text protocol", cmd.Opaque), nil)
+		return t.transaction(cmd)
 	case metaq.Put:
 		value, err := t.readValue(cmd.ValueLen)
 		if err != nil {
 			t.c.timedOut(err)
 			return false
 		}
-		return t.run(cmd, func() ([]byte, []byte) { return b.metaq.Put(nil, cmd, value, t.c.bornHost()), nil })
+		if cmd.TxKey != "" {
+			return t.putInTx(cmd, value)
+		}
+		// Submitted here, in the order read: stored in that order.
+		p, refused := b.metaq.Submit(nil, cmd, value, t.c.bornHost())
+		if refused != nil {
+			t.answer(refused, nil)
+			return true
+		}
+		if !t.run(cmd, func() ([]byte, []byte) { return b.metaq.Wait(nil, p), nil }) {
+			go b.metaq.Wait(nil, p) // the puts queued behind it wait for it
+			return false
+		}
+		return true
 	case metaq.Get:
 		return t.run(cmd, func() ([]byte, []byte) { return b.metaq.Get(nil, cmd) })
 	case metaq.Offset:

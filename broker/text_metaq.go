@@ -28,36 +28,38 @@ func (b *Broker) textLimits() metaq.Limits {
 // newMetaQ builds the text protocol's server over the broker's store,
 // topics and replication.
 func (b *Broker) newMetaQ() *bmetaq.Server {
+	var half func(*storage.Message) (storage.AppendResult, *bmetaq.Refusal)
+	if b.txn != nil {
+		half = b.metaqAppendHalf
+	}
 	return bmetaq.New(bmetaq.Deps{
-		Store:    b.store,
-		Append:   b.metaqAppend,
-		PutQueue: b.metaqPutQueue,
-		Readable: b.metaqReadable,
-		Now:      b.cfg.Clock,
-		Log:      b.log,
-		OnPut:    func(topic string, n int) { b.stats.put(topic, 1, n) },
-		OnGet:    func(topic string, msgs, n int) { b.stats.get(topic, msgs, n) },
+		AppendHalf: half,
+		Store:      b.store,
+		Append:     b.metaqAppend,
+		PutQueue:   b.metaqPutQueue,
+		Readable:   b.metaqReadable,
+		Now:        b.cfg.Clock,
+		Log:        b.log,
+		OnPut:      func(topic string, n int) { b.stats.put(topic, 1, n) },
+		OnGet:      func(topic string, msgs, n int) { b.stats.get(topic, msgs, n) },
 	})
 }
 
-// metaqAppend stores a text put as handleSend stores a send: the combiner
-// or the store, then the slaves on a SYNC_MASTER.
-func (b *Broker) metaqAppend(m *storage.Message) (storage.AppendResult, *bmetaq.Refusal) {
-	m.StoreHost = b.storeHost
-	var res storage.AppendResult
-	var err error
-	if b.appends != nil {
-		res, err = b.appends.append(m)
-	} else {
-		res, err = b.store.Append(context.Background(), m)
+// metaqAppend stores a queue's batch of text puts as a send stores a
+// batch: in one store append (one fsync under sync flush), then the slaves
+// on a SYNC_MASTER. Nothing is stored unless every message is.
+func (b *Broker) metaqAppend(msgs []*storage.Message) ([]storage.AppendResult, *bmetaq.Refusal) {
+	for _, m := range msgs {
+		m.StoreHost = b.storeHost
 	}
-	stored := res.Size > 0 && (err == nil || errors.Is(err, storage.ErrFlushTimeout))
+	res, err := b.store.AppendBatch(context.Background(), msgs)
+	stored := len(res) == len(msgs) && len(res) > 0 && res[0].Size > 0 && (err == nil || errors.Is(err, storage.ErrFlushTimeout))
 	if !stored {
 		b.stats.sendErrors.Add(1)
 		if err == nil {
 			err = errors.New("the store took nothing")
 		}
-		return storage.AppendResult{}, &bmetaq.Refusal{Code: metaqCode(err), Msg: "store error: " + err.Error()}
+		return nil, &bmetaq.Refusal{Code: metaqCode(err), Msg: "store error: " + err.Error()}
 	}
 	var ref *bmetaq.Refusal
 	if err != nil {
@@ -65,7 +67,7 @@ func (b *Broker) metaqAppend(m *storage.Message) (storage.AppendResult, *bmetaq.
 		ref = &bmetaq.Refusal{Code: metaq.GatewayTimeout, Msg: "stored, but not flushed to disk within syncFlushTimeout " + b.cfg.SyncFlushTimeout.String()}
 	}
 	if b.cfg.BrokerRole == SyncMaster {
-		if code, remark := b.repl.replicaStatus([]storage.AppendResult{res}); code != protocol.Success {
+		if code, remark := b.repl.replicaStatus(res); code != protocol.Success {
 			ref = &bmetaq.Refusal{Code: metaq.GatewayTimeout, Msg: "stored, but not on the slaves: " + remark}
 		}
 	}

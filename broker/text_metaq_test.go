@@ -254,7 +254,7 @@ func TestMetaQBadInput(t *testing.T) {
 		"get mqbad grp 0 0 0 4\r\n" + // maxSize 0
 		"bogus\r\n" +
 		"put mqbad 99 5 0 5\r\nvalue" + // no such partition
-		"transaction TX:1 s1 BEGIN 6\r\n" +
+		"transaction TX:1 s1 PREPARE 6\r\n" + // XA
 		putLine("mqbad", 0, 0, []byte("second"), 7))
 	answers := map[int]mqAnswer{}
 	var lines []string
@@ -278,7 +278,7 @@ func TestMetaQBadInput(t *testing.T) {
 	check(3, 400, "partition \"zz\"")
 	check(4, 400, "invalid max size")
 	check(5, 403, "partition 99")
-	check(6, 400, "transactions are not supported")
+	check(6, 400, "XA transactions (PREPARE) are not supported")
 	check(7, 200, " 0 25")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "CLIENT_ERROR opaque \"x\"") && !strings.HasPrefix(lines[1], "CLIENT_ERROR opaque \"x\"") {
 		t.Errorf("bare answers %q", lines)
@@ -390,5 +390,61 @@ func TestMetaQACL(t *testing.T) {
 	a := m.get("mqacl", 0, 0, 100)
 	if msgs, _ := decodeSpecSet(t, a.body); len(msgs) != 1 || string(msgs[0].data) != "accepted" {
 		t.Fatalf("get after auth: %+v", a)
+	}
+}
+
+// TestMetaQTransaction: a transaction's puts are invisible until
+// COMMIT_ONE_PHASE, then readable in order; a rolled-back one never is.
+func TestMetaQTransaction(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	m := dialMQ(t, b.Addr())
+	txPut := func(key string, value string, opaque int) string {
+		return fmt.Sprintf("put mqtx 0 %d 0 %s %d\r\n%s", len(value), key, opaque, value)
+	}
+	// Pipelined: begin, two puts, a rollback of another transaction,
+	// then the commit, in one write.
+	m.send("transaction TX:a s1 BEGIN 30 1\r\n" + txPut("TX:a", "one", 2) + txPut("TX:a", "two", 3) +
+		"transaction TX:b s1 BEGIN 4\r\n" + txPut("TX:b", "rolled back", 5) + "transaction TX:b s1 ROLLBACK 6\r\n" +
+		txPut("TX:none", "no such transaction", 7))
+	answers := map[int]mqAnswer{}
+	for range 7 {
+		a := m.read()
+		answers[a.opaque] = a
+	}
+	for o := 1; o <= 6; o++ {
+		if a := answers[o]; a.code != 200 {
+			t.Fatalf("opaque %d: %+v %q", o, a, a.body)
+		}
+	}
+	if a := answers[7]; a.code != 400 || !strings.Contains(string(a.body), "not begun") {
+		t.Fatalf("put in an unknown transaction: %+v %q", a, a.body)
+	}
+	if a := answers[2]; !strings.HasSuffix(string(a.body), " 0 -1") {
+		t.Fatalf("put in a transaction: %q, want offset -1", a.body)
+	}
+	m.send("get mqtx grp 0 0 1000 8\r\n")
+	if a := m.read(); a.code != 404 && a.code != 301 {
+		t.Fatalf("get before commit: %+v %q", a, a.body)
+	}
+	m.send("transaction TX:a s1 COMMIT_ONE_PHASE 9\r\n")
+	if a := m.read(); a.code != 200 || a.opaque != 9 {
+		t.Fatalf("commit: %+v %q", a, a.body)
+	}
+	var got []string
+	for deadline := time.Now().Add(20 * time.Second); len(got) < 2 && time.Now().Before(deadline); {
+		a := m.get("mqtx", 0, 0, 1000)
+		msgs, _ := decodeSpecSet(t, a.body)
+		got = got[:0]
+		for _, msg := range msgs {
+			got = append(got, string(msg.data))
+		}
+	}
+	if strings.Join(got, ",") != "one,two" {
+		t.Fatalf("after commit: %q", got)
+	}
+	m.send("transaction TX:a s1 COMMIT_ONE_PHASE 10\r\n")
+	if a := m.read(); a.code != 400 {
+		t.Fatalf("second commit: %+v %q", a, a.body)
 	}
 }

@@ -33,6 +33,10 @@ type queueIndex struct {
 	first  int64   // the queue offset of starts[0]
 	starts []int64 // starts[i]: the position of queue offset first+i
 	end    int64   // the position after the last indexed message
+	// pending are puts waiting for the queue's writer; writing is true
+	// while a put is the writer (Server.Put).
+	pending []*PendingPut
+	writing bool
 }
 
 // next is the queue offset after the last indexed message.

@@ -30,11 +30,15 @@ type Refusal struct {
 // Deps is what a Server needs from the broker.
 type Deps struct {
 	Store Store
-	// Append stores m as the broker's send path does (store host, flush
-	// policy, replication). A non-nil Refusal with res.Size > 0 means stored but
-	// not as durable as promised (a flush or replica timeout); with
-	// res.Size == 0, nothing was stored.
-	Append func(m *storage.Message) (storage.AppendResult, *Refusal)
+	// Append stores msgs, all or none, as the broker's send path does
+	// (store host, flush policy, replication). A non-nil Refusal with a
+	// result per message means stored but not as durable as promised (a
+	// flush or replica timeout); with no results, nothing was stored.
+	Append func(msgs []*storage.Message) ([]storage.AppendResult, *Refusal)
+	// AppendHalf stores m as a transaction's half message (nil: no
+	// transactions, a slave): a refusal with res.Size > 0 means stored
+	// but not as durable as promised; with res.Size == 0, not stored.
+	AppendHalf func(m *storage.Message) (storage.AppendResult, *Refusal)
 	// PutQueue resolves a put's topic and partition (-1: any) to a queue
 	// to write, creating the topic where the broker would.
 	PutQueue func(topic string, partition int32) (int32, *Refusal)
@@ -68,82 +72,248 @@ func New(d Deps) *Server {
 // appended to its queue just before it, to reach the queue's index.
 const dispatchWait = 10 * time.Second
 
-// Put stores a put's value and appends its answer to dst. born is the
-// producer's address.
-func (s *Server) Put(dst []byte, c *metaq.Command, value []byte, born netip.AddrPort) []byte {
+// message checks a put and makes its message (without the position
+// stamp), or gives the refusal's answer.
+func (s *Server) message(dst []byte, c *metaq.Command, value []byte, born netip.AddrPort) (*storage.Message, int, []byte) {
 	if c.Checksum != metaq.NoChecksum && metaq.Checksum(value) != c.Checksum {
-		return metaq.AppendResult(dst, metaq.InternalServerError, fmt.Sprintf(
+		return nil, 0, metaq.AppendResult(dst, metaq.InternalServerError, fmt.Sprintf(
 			"Checksum failure,message may be corrupted when transfering on networking: checksum %d sent, %d computed over %d bytes",
 			c.Checksum, metaq.Checksum(value), len(value)), c.Opaque)
 	}
-	if c.TxKey != "" {
-		return metaq.AppendResult(dst, metaq.BadRequest, "transactional put (key "+c.TxKey+") is not supported by this broker's text protocol", c.Opaque)
-	}
 	attr, payload, hasAttr, err := metaq.SplitData(c.Flag, value)
 	if err != nil {
-		return metaq.AppendResult(dst, metaq.BadRequest, err.Error(), c.Opaque)
+		return nil, 0, metaq.AppendResult(dst, metaq.BadRequest, err.Error(), c.Opaque)
 	}
 	if hasAttr && !record.ValidProperty(PropAttr, string(attr)) {
-		return metaq.AppendResult(dst, metaq.BadRequest, "the attribute may not contain the bytes 0x01 or 0x02", c.Opaque)
+		return nil, 0, metaq.AppendResult(dst, metaq.BadRequest, "the attribute may not contain the bytes 0x01 or 0x02", c.Opaque)
 	}
 	queue, ref := s.d.PutQueue(c.Topic, c.Partition)
 	if ref != nil {
-		return metaq.AppendResult(dst, ref.Code, ref.Msg, c.Opaque)
+		return nil, 0, metaq.AppendResult(dst, ref.Code, ref.Msg, c.Opaque)
 	}
-	q := s.pos.queue(c.Topic, queue)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if err := s.pos.extendLocked(c.Topic, queue, q); err != nil {
-		return metaq.AppendResult(dst, metaq.InternalServerError, "reading the queue's positions: "+err.Error(), c.Opaque)
-	}
-	pos, next := q.end, q.nextLocked()
-	props := record.AppendProperty(nil, PropPos, strconv.FormatInt(pos, 10))
+	var props []byte
 	if hasAttr {
 		props = record.AppendProperty(props, PropAttr, string(attr))
 	}
 	m := &storage.Message{Topic: c.Topic, QueueID: queue, Flag: c.Flag, Body: payload, Properties: props,
 		BornTimestamp: s.d.Now().UnixMilli(), BornHost: born}
-	res, ref := s.d.Append(m)
+	return m, metaq.EncodedLen(hasAttr, len(attr), len(payload)), nil
+}
+
+// HalfRef identifies a transaction's put: its half message.
+type HalfRef struct {
+	QueueOffset, CommitLogOffset int64
+}
+
+// PutHalf stores a put inside a transaction as a half message
+// (Deps.AppendHalf): no consumer sees it until the transaction commits.
+// Its position is known only then, so the answer's offset is -1.
+func (s *Server) PutHalf(dst []byte, c *metaq.Command, value []byte, born netip.AddrPort) ([]byte, HalfRef, bool) {
+	if s.d.AppendHalf == nil {
+		return metaq.AppendResult(dst, metaq.ServiceUnavailable, "this broker takes no transactions (a slave)", c.Opaque), HalfRef{}, false
+	}
+	m, _, refused := s.message(dst, c, value, born)
+	if refused != nil {
+		return refused, HalfRef{}, false
+	}
+	queue := m.QueueID
+	res, ref := s.d.AppendHalf(m)
 	if res.Size <= 0 {
 		if ref == nil {
 			ref = &Refusal{metaq.InternalServerError, "the store took nothing"}
 		}
-		return metaq.AppendResult(dst, ref.Code, ref.Msg, c.Opaque)
+		return metaq.AppendResult(dst, ref.Code, ref.Msg, c.Opaque), HalfRef{}, false
 	}
-	n := metaq.EncodedLen(hasAttr, len(attr), len(payload))
-	if res.QueueOffset == next {
-		q.addLocked(n)
-	} else {
-		// Another writer's message came first and is not indexed yet:
-		// wait for the dispatcher, then read the queue up to ours (its
-		// stamp is off; the index, built from lengths, is right).
-		pos = -1
-		for deadline := s.d.Now().Add(dispatchWait); ; {
-			if err := s.pos.extendLocked(c.Topic, queue, q); err != nil {
-				break
-			}
-			if p, ok := q.positionOfLocked(res.QueueOffset); ok {
-				pos = p
-				break
-			}
-			if s.d.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Millisecond)
+	h := HalfRef{res.QueueOffset, res.PhysicalOffset}
+	if ref != nil {
+		return metaq.AppendResult(dst, ref.Code, ref.Msg, c.Opaque), h, true
+	}
+	return metaq.AppendResult(dst, metaq.Success, metaq.PutResult(res.PhysicalOffset, queue, -1), c.Opaque), h, true
+}
+
+// Put stores a put's value and appends its answer to dst: Submit, then
+// Wait. born is the producer's address.
+func (s *Server) Put(dst []byte, c *metaq.Command, value []byte, born netip.AddrPort) []byte {
+	p, refused := s.Submit(dst, c, value, born)
+	if refused != nil {
+		return refused
+	}
+	return s.Wait(dst, p)
+}
+
+// Submit checks a put and queues it on its queue, or returns the
+// refusal's answer (appended to dst). Every queued put must be waited for
+// (Wait), or the puts queued behind it wait for ever. A connection
+// submits its puts in the order it reads them, so that they are stored in
+// that order.
+//
+// Puts to one queue are written in batches, in the order they were
+// submitted: a put that finds no writer becomes the queue's writer,
+// appends the batch at the head of the waiting puts (its own among them)
+// in one Deps.Append (one fsync under sync flush), and hands the writer's
+// role to the first put still waiting; the others wait for their results.
+// The queue's lock is not held during the append, so gets and other puts
+// go on meanwhile.
+func (s *Server) Submit(dst []byte, c *metaq.Command, value []byte, born netip.AddrPort) (*PendingPut, []byte) {
+	if c.TxKey != "" {
+		return nil, metaq.AppendResult(dst, metaq.BadRequest, "a transactional put goes through PutHalf", c.Opaque)
+	}
+	m, n, refused := s.message(dst, c, value, born)
+	if refused != nil {
+		return nil, refused
+	}
+	p := &PendingPut{m: m, n: n, opaque: c.Opaque, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	p.q = s.pos.queue(m.Topic, m.QueueID)
+	q := p.q
+	q.mu.Lock()
+	q.pending = append(q.pending, p)
+	p.writer = !q.writing
+	q.writing = true
+	q.mu.Unlock()
+	return p, nil
+}
+
+// Wait writes p (as its queue's writer) or waits until it is written,
+// and appends its answer to dst.
+func (s *Server) Wait(dst []byte, p *PendingPut) []byte {
+	q := p.q
+	if !p.writer {
+		select {
+		case <-p.done:
+		case <-p.wake: // the writer's role, handed over: p is first in line
+			p.writer = true
 		}
-		if pos < 0 {
-			s.d.Log.Warn("metaq: stored a put whose position is not known yet", "topic", c.Topic, "queue", queue, "queueOffset", res.QueueOffset)
-			return metaq.AppendResult(dst, metaq.GatewayTimeout, "stored at queue offset "+strconv.FormatInt(res.QueueOffset, 10)+
-				", but its position is not known yet", c.Opaque)
+	}
+	if p.writer {
+		q.mu.Lock()
+		s.writeLocked(q, q.takeLocked()) // p's batch
+		if len(q.pending) > 0 {
+			q.pending[0].wake <- struct{}{}
+		} else {
+			q.writing = false
 		}
+		q.mu.Unlock()
+		<-p.done
+	}
+	if p.ref != nil {
+		return metaq.AppendResult(dst, p.ref.Code, p.ref.Msg, p.opaque)
 	}
 	if s.d.OnPut != nil {
-		s.d.OnPut(c.Topic, len(payload))
+		s.d.OnPut(p.m.Topic, len(p.m.Body))
 	}
-	if ref != nil {
-		return metaq.AppendResult(dst, ref.Code, ref.Msg, c.Opaque)
+	return metaq.AppendResult(dst, metaq.Success, metaq.PutResult(p.res.PhysicalOffset, p.m.QueueID, p.pos), p.opaque)
+}
+
+// PendingPut is a submitted put waiting for its queue's writer.
+type PendingPut struct {
+	q      *queueIndex
+	writer bool // p writes its batch (set by Submit, or handed over)
+	opaque int32
+	m      *storage.Message
+	n      int   // its length in the queue's byte stream
+	pos    int64 // its position, once stored
+	res    storage.AppendResult
+	ref    *Refusal // the answer when not a plain success
+	done   chan struct{}
+	wake   chan struct{} // the writer's role handed to this put
+}
+
+// Batch bounds: a queue's writer appends at most putBatch messages and,
+// past the first, putBatchBytes bytes of them at once.
+const (
+	putBatch      = 64
+	putBatchBytes = 1 << 20
+)
+
+// takeLocked takes the next batch of pending puts.
+func (q *queueIndex) takeLocked() []*PendingPut {
+	n, bytes := 1, len(q.pending[0].m.Body)
+	for n < len(q.pending) && n < putBatch && bytes+len(q.pending[n].m.Body) <= putBatchBytes {
+		bytes += len(q.pending[n].m.Body)
+		n++
 	}
-	return metaq.AppendResult(dst, metaq.Success, metaq.PutResult(res.PhysicalOffset, queue, pos), c.Opaque)
+	batch := q.pending[:n:n]
+	q.pending = q.pending[n:]
+	if len(q.pending) == 0 {
+		q.pending = nil
+	}
+	return batch
+}
+
+// writeLocked appends batch to q's queue and answers its puts. It
+// unlocks q.mu during the append.
+func (s *Server) writeLocked(q *queueIndex, batch []*PendingPut) {
+	defer func() {
+		for _, p := range batch {
+			close(p.done)
+		}
+	}()
+	topic, queue := batch[0].m.Topic, batch[0].m.QueueID
+	if err := s.pos.extendLocked(topic, queue, q); err != nil {
+		for _, p := range batch {
+			p.ref = &Refusal{metaq.InternalServerError, "reading the queue's positions: " + err.Error()}
+		}
+		return
+	}
+	msgs := make([]*storage.Message, len(batch))
+	pos := q.end
+	for i, p := range batch {
+		p.m.Properties = record.AppendProperty(p.m.Properties, PropPos, strconv.FormatInt(pos, 10))
+		pos += int64(p.n)
+		msgs[i] = p.m
+	}
+	q.mu.Unlock()
+	res, ref := s.d.Append(msgs)
+	q.mu.Lock()
+	if len(res) != len(batch) || res[0].Size <= 0 {
+		if ref == nil {
+			ref = &Refusal{metaq.InternalServerError, "the store took nothing"}
+		}
+		for _, p := range batch {
+			p.ref = ref
+		}
+		return
+	}
+	for i, p := range batch {
+		p.res, p.ref = res[i], ref
+		next := q.nextLocked()
+		switch {
+		case res[i].QueueOffset == next:
+			p.pos = q.end
+			q.addLocked(p.n)
+		case res[i].QueueOffset < next:
+			p.pos, _ = q.positionOfLocked(res[i].QueueOffset) // a get's read indexed it meanwhile
+		default:
+			p.pos = s.waitIndexedLocked(topic, queue, q, res[i].QueueOffset)
+		}
+		if p.pos < 0 && p.ref == nil {
+			s.d.Log.Warn("metaq: stored a put whose position is not known yet", "topic", topic, "queue", queue, "queueOffset", res[i].QueueOffset)
+			p.ref = &Refusal{metaq.GatewayTimeout, "stored at queue offset " + strconv.FormatInt(res[i].QueueOffset, 10) +
+				", but its position is not known yet"}
+		}
+	}
+}
+
+// waitIndexedLocked waits until the index holds queue offset off: another
+// writer's messages came first and are not indexed yet, so it waits for
+// the dispatcher and reads the queue up to off (the stamps of the puts
+// after them are off; the index, built from lengths, is right). -1 when
+// it waited dispatchWait in vain.
+func (s *Server) waitIndexedLocked(topic string, queue int32, q *queueIndex, off int64) int64 {
+	for deadline := s.d.Now().Add(dispatchWait); ; {
+		if err := s.pos.extendLocked(topic, queue, q); err != nil {
+			return -1
+		}
+		if p, ok := q.positionOfLocked(off); ok {
+			return p
+		}
+		if s.d.Now().After(deadline) {
+			return -1
+		}
+		q.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		q.mu.Lock()
+	}
 }
 
 // locate maps a get's or offset's position to a queue offset.

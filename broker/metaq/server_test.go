@@ -24,6 +24,8 @@ type rig struct {
 	fs  *vfs.MemFS
 	st  *storage.Store
 	srv *Server
+	// hold, when set, is called before each append with its batch size.
+	hold func(n int)
 }
 
 func newRig(t *testing.T) *rig {
@@ -43,10 +45,13 @@ func (r *rig) open() {
 	r.st = st
 	r.t.Cleanup(func() { _ = st.Close() })
 	r.srv = New(Deps{Store: st,
-		Append: func(m *storage.Message) (storage.AppendResult, *Refusal) {
-			res, err := st.Append(context.Background(), m)
+		Append: func(ms []*storage.Message) ([]storage.AppendResult, *Refusal) {
+			if r.hold != nil {
+				r.hold(len(ms))
+			}
+			res, err := st.AppendBatch(context.Background(), ms)
 			if err != nil {
-				return res, &Refusal{metaq.InternalServerError, err.Error()}
+				return nil, &Refusal{metaq.InternalServerError, err.Error()}
 			}
 			return res, nil
 		},
@@ -302,5 +307,67 @@ func TestPositionsSurviveRestart(t *testing.T) {
 	}
 	if _, p4 := r.put("t", 0, 0, []byte("four")); p4 != p3+25 {
 		t.Fatalf("fourth at %d, want %d", p4, p3+25)
+	}
+}
+
+// TestPutBatches: puts submitted while a queue's writer appends wait and
+// go in its next batch, in the order submitted, at contiguous positions.
+func TestPutBatches(t *testing.T) {
+	r := newRig(t)
+	entered, release := make(chan int, 10), make(chan struct{})
+	r.hold = func(n int) {
+		entered <- n
+		<-release
+	}
+	born := netip.MustParseAddrPort("127.0.0.1:1")
+	put := func(i int) *PendingPut {
+		v := []byte(fmt.Sprintf("m%d", i))
+		p, refused := r.srv.Submit(nil, &metaq.Command{Kind: metaq.Put, Topic: "t", Checksum: metaq.NoChecksum, Opaque: int32(i)}, v, born)
+		if refused != nil {
+			t.Fatalf("submit %d: %q", i, refused)
+		}
+		return p
+	}
+	answers := make(chan string, 10)
+	first := put(0)
+	go func() { answers <- string(r.srv.Wait(nil, first)) }()
+	if n := <-entered; n != 1 {
+		t.Fatalf("first batch of %d", n)
+	}
+	var rest []*PendingPut
+	for i := 1; i < 6; i++ {
+		rest = append(rest, put(i))
+	}
+	for _, p := range rest {
+		go func() { answers <- string(r.srv.Wait(nil, p)) }()
+	}
+	release <- struct{}{}
+	if n := <-entered; n != 5 {
+		t.Fatalf("second batch of %d, want 5", n)
+	}
+	release <- struct{}{}
+	got := map[int32]string{}
+	for range 6 {
+		a := []byte(<-answers)
+		code, msg, o := result(t, a)
+		if code != metaq.Success {
+			t.Fatalf("answer %q", a)
+		}
+		got[o] = msg
+	}
+	for i := range int32(6) {
+		var id, pos int64
+		var p int32
+		if _, err := fmt.Sscanf(got[i], "%d %d %d", &id, &p, &pos); err != nil || pos != int64(i)*22 {
+			t.Fatalf("put %d answered %q, want position %d", i, got[i], i*22)
+		}
+	}
+	r.hold = nil
+	_, set := r.get("t", 0, 0, 1000)
+	msgs, _, _ := metaq.DecodeSet(set)
+	for i, m := range msgs {
+		if string(m.Payload) != fmt.Sprintf("m%d", i) {
+			t.Fatalf("message %d = %q", i, m.Payload)
+		}
 	}
 }
