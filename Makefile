@@ -48,7 +48,8 @@ tidy-check:
 
 # Race-checked packages first, then everything else without -race, then
 # the race-checked packages' zero-allocation tests (the race detector
-# allocates, so they skip under it) without -race; the
+# allocates, so they skip under it) without -race, then the Python MetaQ
+# client's tests against `samsa dev` (skipped where python3 is missing); the
 # second step runs even when the first fails, and the target fails if
 # either did, so one failing package never hides the others. The built
 # binary is handed to the tests that run real processes (the kill loop's
@@ -58,6 +59,9 @@ test: lint build
 	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS) || rc=1; \
 	SAMSA_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 12m $(REST_PKGS) || rc=1; \
 	$(GO) test -count=1 -timeout 5m -run 'ZeroAllocs' $(RACE_PKGS) || rc=1; \
+	if command -v python3 >/dev/null 2>&1; then \
+	  SAMSA_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s clients/python || rc=1; \
+	else echo "make test: python3 not found; skipping the Python client's tests (clients/python)"; fi; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see above)"; fi; exit $$rc
 
 # Short fuzz runs of every fuzz target (FUZZTIME each). The budget is a
