@@ -110,6 +110,17 @@ func (m *mqClient) get(topic string, partition int, offset int64, maxSize int) m
 	}
 }
 
+// waitDispatched waits until queue q of topic holds n messages readable
+// (the dispatcher indexes a put shortly after it is acknowledged).
+func waitDispatched(t *testing.T, b *Broker, topic string, q int32, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); b.store.MaxQueueOffset(topic, q) < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s:%d: %d messages dispatched, want %d", topic, q, b.store.MaxQueueOffset(topic, q), n)
+		}
+	}
+}
+
 // specMessage is one message of a set, decoded by MetaQ's layout:
 // length 4, checksum 4, id 8, flag 4, data.
 type specMessage struct {
@@ -159,6 +170,7 @@ func TestMetaQPutGet(t *testing.T) {
 	}
 	values = append(values, attrValue)
 
+	waitDispatched(t, b, "mqt", 2, int64(len(values)))
 	a := m.get("mqt", 2, 0, 1<<20)
 	if a.kind != "value" {
 		t.Fatalf("get: %+v %q", a, a.body)
@@ -283,6 +295,7 @@ func TestMetaQBadInput(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "CLIENT_ERROR opaque \"x\"") && !strings.HasPrefix(lines[1], "CLIENT_ERROR opaque \"x\"") {
 		t.Errorf("bare answers %q", lines)
 	}
+	waitDispatched(t, b, "mqbad", 0, 2)
 	a := m.get("mqbad", 0, 0, 1000)
 	msgs, _ := decodeSpecSet(t, a.body)
 	if len(msgs) != 2 || string(msgs[0].data) != "first" || string(msgs[1].data) != "second" {
@@ -337,7 +350,7 @@ func TestMetaQPipelined(t *testing.T) {
 		}
 		positions[pos] = true
 	}
-	m.get("mqpipe", 1, int64(25*(n-1)), 100) // the last is dispatched
+	waitDispatched(t, b, "mqpipe", 1, n)
 	batch.Reset()
 	for i := range n {
 		fmt.Fprintf(&batch, "get mqpipe grp 1 %d 25 %d\r\n", 25*i, 2000+i)

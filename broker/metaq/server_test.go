@@ -132,6 +132,17 @@ func rawMessage(dst []byte, id int64, flag int32, value []byte) []byte {
 	return append(dst, value...)
 }
 
+// waitDispatched waits until queue q of topic holds n messages readable
+// (the dispatcher indexes a put shortly after it is acknowledged).
+func (r *rig) waitDispatched(topic string, q int32, n int64) {
+	r.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); r.st.MaxQueueOffset(topic, q) < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s:%d: %d messages dispatched, want %d", topic, q, r.st.MaxQueueOffset(topic, q), n)
+		}
+	}
+}
+
 func attrValue(attr, payload string) []byte {
 	b := binary.BigEndian.AppendUint32(nil, uint32(len(attr)))
 	return append(append(b, attr...), payload...)
@@ -151,6 +162,7 @@ func TestPutGetRoundTrip(t *testing.T) {
 		want = rawMessage(want, id, flags[i], v)
 		pos += int64(metaq.HeaderLen + len(v))
 	}
+	r.waitDispatched("t", 1, 4)
 	head, set := r.get("t", 1, 0, 1<<20)
 	if string(head) != fmt.Sprintf("value %d 2\r\n", len(set)) {
 		t.Fatalf("head %q", head)
@@ -220,7 +232,7 @@ func TestMovedAndOffset(t *testing.T) {
 	r := newRig(t)
 	r.put("t", 0, 0, []byte("aaaa")) // [0, 24)
 	r.put("t", 0, 0, []byte("bb"))   // [24, 46)
-	r.get("t", 0, 24, 100)           // dispatched
+	r.waitDispatched("t", 0, 2)
 	for _, tc := range []struct {
 		offset int64
 		code   int
@@ -291,6 +303,7 @@ func TestPositionsSurviveRestart(t *testing.T) {
 	if want := int64(23 + 28); p3 != want {
 		t.Fatalf("third message at %d, want %d", p3, want)
 	}
+	r.waitDispatched("t", 0, 3)
 	_, before := r.get("t", 0, 0, 1<<20)
 	r.reopen()
 	_, after := r.get("t", 0, 0, 1<<20)
@@ -363,6 +376,7 @@ func TestPutBatches(t *testing.T) {
 		}
 	}
 	r.hold = nil
+	r.waitDispatched("t", 0, 6)
 	_, set := r.get("t", 0, 0, 1000)
 	msgs, _, _ := metaq.DecodeSet(set)
 	for i, m := range msgs {
