@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -460,4 +461,60 @@ func TestMetaQTransaction(t *testing.T) {
 	if a := m.read(); a.code != 400 {
 		t.Fatalf("second commit: %+v %q", a, a.body)
 	}
+}
+
+// TestMetaQPutCostsWhatArrived: 64 connections each announce a put of
+// maxMessageSize and send 1000 bytes of its value; the broker's buffers
+// follow what arrived, so the lot allocates far under the 256 MiB
+// announced.
+func TestMetaQPutCostsWhatArrived(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	const conns, sent = 64, 1000
+	line := fmt.Sprintf("put mqbig 0 %d 0 1\r\n", b.cfg.MaxMessageSize)
+	msg := append([]byte(line), bytes.Repeat([]byte("v"), sent)...)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ncs := make([]net.Conn, conns)
+	for i := range ncs {
+		ncs[i] = dialTCP(t, b.Addr())
+		if _, err := ncs[i].Write(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return b.stats.bytesRead.Load() >= conns*int64(len(msg)) }, "the broker to read every byte sent")
+	runtime.ReadMemStats(&after)
+	for _, nc := range ncs {
+		nc.Close()
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 64<<20 {
+		t.Fatalf("%d connections announcing %d-byte puts and sending %d bytes each cost %d MiB of allocation", conns, b.cfg.MaxMessageSize, sent, grown>>20)
+	}
+}
+
+// TestMetaQStalledPutClosed: a put whose value stops arriving closes its
+// connection after frameReadTimeoutMillis, counted, and stores nothing;
+// an idle text connection closes after serverChannelMaxIdleTimeSeconds.
+func TestMetaQStalledPutClosed(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) {
+		c.FrameReadTimeout = 200 * time.Millisecond
+		c.ServerChannelMaxIdle = time.Second
+	})
+	defer b.Close()
+	nc := dialTCP(t, b.Addr())
+	if _, err := io.WriteString(nc, "put mqstall 0 100 0 1\r\nonly part"); err != nil {
+		t.Fatal(err)
+	}
+	waitServerClose(t, nc, "a stalled put")
+	waitFor(t, func() bool { return b.stats.frameTimeouts.Load() == 1 }, "frame_timeouts 1")
+	if n := b.store.MaxQueueOffset("mqstall", 0); n != 0 {
+		t.Fatalf("a stalled put stored %d messages", n)
+	}
+	idle := dialTCP(t, b.Addr())
+	if _, err := io.WriteString(idle, "version 1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitServerClose(t, idle, "an idle text connection")
+	waitFor(t, func() bool { return b.stats.idleCloses.Load() >= 1 }, "idle_closes 1")
 }
