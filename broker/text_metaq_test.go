@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/samsamq/samsa/broker/txn"
 )
 
 // mqClient is a MetaQ text client written from the protocol's
@@ -517,4 +519,27 @@ func TestMetaQStalledPutClosed(t *testing.T) {
 	}
 	waitServerClose(t, idle, "an idle text connection")
 	waitFor(t, func() bool { return b.stats.idleCloses.Load() >= 1 }, "idle_closes 1")
+}
+
+// TestMetaQTransactionLeftOpen: a connection that ends with a
+// transaction open rolls it back (an op record settles its half) and its
+// message never reaches the queue.
+func TestMetaQTransactionLeftOpen(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	m := dialMQ(t, b.Addr())
+	ops := b.store.MaxQueueOffset(txn.OpHalfTopic, 0)
+	m.send("transaction TX:open s1 BEGIN 1\r\nput mqopen 0 4 0 TX:open 2\r\nlostquit\r\n")
+	for range 2 {
+		if a := m.read(); a.code != 200 {
+			t.Fatalf("answer %+v %q", a, a.body)
+		}
+	}
+	if _, err := m.br.ReadByte(); err != io.EOF {
+		t.Fatalf("after quit: %v", err)
+	}
+	waitDispatched(t, b, txn.OpHalfTopic, 0, ops+1)
+	if n := b.store.MaxQueueOffset("mqopen", 0); n != 0 {
+		t.Fatalf("a rolled-back transaction's message reached the queue (%d messages)", n)
+	}
 }
