@@ -40,7 +40,13 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // startServer runs epmd and rabbitmq-server with their files under dir,
 // on fresh ports again (up to three tries) when one was taken meanwhile.
+// dir is made absolute first: RabbitMQ's start scripts change directory,
+// so a relative one (loadgen --dir .benchdata/e2e) named nothing there.
 func startServer(dir string) (*server, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	for try := 1; ; try++ {
 		s, err := startServerOnce(dir)
 		if err == nil || !peerproc.AddrInUse(err) || try == 3 {
