@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/samsamq/samsa/broker/internal/jsonfile"
@@ -76,7 +78,8 @@ func (s *schedule) load() error {
 	}
 	var bad []string
 	s.mu.Lock()
-	for l, off := range f.OffsetTable {
+	for _, l := range slices.Sorted(maps.Keys(f.OffsetTable)) { // bad entries are reported in a stable order
+		off := f.OffsetTable[l]
 		if l >= 1 && off >= 0 {
 			s.mu.offsets[l] = off
 		} else {

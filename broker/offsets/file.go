@@ -64,7 +64,8 @@ func (t *Table) parse(in map[string]json.RawMessage, fn func(k Key, off int64)) 
 			bad = append(bad, fmt.Sprintf("%q: %v", k, err))
 			continue
 		}
-		for q, off := range qs {
+		for _, q := range slices.Sorted(maps.Keys(qs)) { // bad entries are reported in a stable order
+			off := qs[q]
 			id, err := strconv.ParseInt(q, 10, 32)
 			if err != nil || id < 0 || off < 0 {
 				bad = append(bad, fmt.Sprintf("%q: queue %q offset %d", k, q, off))
