@@ -105,7 +105,7 @@ func (s *pwriteSegment) Append(p []byte) error {
 	}
 	copy(s.buf[w-s.base:], p)
 	if s.stage != nil {
-		s.stage.hdr.written = end
+		s.stage.setWritten(end)
 	}
 	if through {
 		s.io.Lock()
@@ -159,7 +159,7 @@ func (s *pwriteSegment) restartBuffer(w int64) error {
 	var st *stage
 	if s.buf == nil && s.stagePath != "" {
 		var err error
-		if st, err = openStage(s.fs, s.stagePath, s.bufSize, w); err != nil {
+		if st, err = openStage(s.fs, s.stagePath, s.bufSize, w, layoutLinear); err != nil {
 			return err
 		}
 	}
@@ -180,7 +180,7 @@ func (s *pwriteSegment) restartBuffer(w int64) error {
 // w, every byte below w being in the file (io held).
 func (s *pwriteSegment) restage(w int64) {
 	if s.stage != nil {
-		s.stage.hdr.base, s.stage.hdr.written = w, w
+		s.stage.reset(w)
 	}
 }
 
