@@ -24,10 +24,10 @@ import (
 // are the same in every version, so a torn or lost rewrite cannot harm what
 // an earlier Flush reported durable.
 //
-//   - A flush whose aligned range fits StageSize is copied into one staging
+//   - A flush whose aligned range fits StageSize is copied into one bounce
 //     buffer and written with one call (one device round trip). A larger
 //     one writes its full blocks straight from the ring (two calls where the
-//     ring wraps) and its partial tail block from the staging buffer: the
+//     ring wraps) and its partial tail block from the bounce buffer: the
 //     flusher never hands the kernel ring memory the appender may be
 //     writing (the bytes past the tail in the tail block).
 //   - An Append that does not fit the ring's free room writes the ring's
@@ -52,6 +52,10 @@ import (
 //     zeros with ZeroAhead) until it is full and flushed; then it drops
 //     them, and a full segment opens without any, so the CommitLog's
 //     older segments, open for reads, cost no buffers.
+//   - Stage (Config.StagePath): the ring is the buffer of a stage file's
+//     shared mapping instead of heap memory, so an append is in the kernel
+//     once copied, and a write-behind goroutine writes the full blocks
+//     while the appender fills the rest (odirect_stage.go).
 //   - ZeroAhead (off by default) keeps the file written with zeros some way
 //     past the tail, so the extents the log writes next are already
 //     "written" rather than fallocate's "unwritten" and fdatasync need not
@@ -79,8 +83,9 @@ type ODirectOptions struct {
 	// appends between flushes without the appender writing, and more recent
 	// bytes read from memory; smaller: less memory per open segment.
 	BufferSize int
-	// StageSize is the largest flush copied into one staging buffer and
-	// written with one call. Default 64 KiB; a multiple of
+	// StageSize is the largest flush copied into one bounce buffer and
+	// written with one call (not to be confused with a stage file,
+	// Config.StagePath). Default 64 KiB; a multiple of
 	// vfs.DirectAlignment up to 1 GiB. Larger: fewer write calls for mid-size flushes,
 	// at the cost of a second memcpy of the flushed bytes.
 	StageSize int

@@ -122,7 +122,7 @@ func TestDirectReleaseWhenFull(t *testing.T) {
 					t.Fatal("buffers dropped before the flush")
 				}
 				flushD(t, s)
-				if s.ring.buf != nil || s.io.stage != nil || s.zeros != nil {
+				if s.ring.buf != nil || s.io.bounce != nil || s.zeros != nil {
 					t.Fatal("a full, flushed segment keeps its buffers")
 				}
 				if x, ok := s.io.exec.(*uringIO); ok && (x.fixed || x.bufs != nil) {

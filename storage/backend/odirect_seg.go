@@ -16,9 +16,18 @@ import (
 type directSegment struct {
 	name     string // backend name, for errors
 	f        vfs.File
+	fs       vfs.FS
 	path     string
 	capacity int64
 	opts     ODirectOptions
+	// stagePath: keep the ring in a stage there (odirect_stage.go). st is
+	// that stage once the first Append made it; the ring's memory is then
+	// its buffer. The appender owns both (changing st also holds io and
+	// ringMu); hdrBase is the base it last stored in the stage's header.
+	stagePath string
+	st        *stage
+	hdrBase   int64
+	wb        writeBehind
 
 	ring appendRing
 	// written is the tail; onDisk is block-aligned and every block below
@@ -27,10 +36,12 @@ type directSegment struct {
 	onDisk  atomic.Int64
 	closed  atomic.Bool
 
-	// appendMu serialises Append (the CommitLog's lock makes it
-	// uncontended). saved is a spilling Append's copy of the tail block.
+	// appendMu serialises Append and Seal (the CommitLog's lock makes it
+	// uncontended). saved is a spilling Append's copy of the tail block;
+	// sealed: Seal ran, nothing is appended again.
 	appendMu sync.Mutex
 	saved    []byte
+	sealed   bool
 
 	// ringMu: readers of ring memory hold it shared; moving onDisk holds
 	// it exclusively (see odirect.go).
@@ -40,7 +51,7 @@ type directSegment struct {
 	io struct {
 		sync.Mutex
 		exec    directIO
-		stage   []byte // aligned, StageSize: staging for small flushes and the tail block
+		bounce  []byte // aligned, StageSize: the copy of small flushes and of the tail block
 		ws      []blockWrite
 		durable int64
 		handed  int64 // every byte below it was written by a WriteOut or Flush
@@ -59,12 +70,18 @@ const readChunk = 128 << 10
 // the executor with newExec (which may use the segment's buffers).
 func newDirectSegment(name string, f vfs.File, cfg Config, opts ODirectOptions, written int64,
 	newExec func(s *directSegment) (directIO, error)) (*directSegment, error) {
-	s := &directSegment{name: name, f: f, path: cfg.Path, capacity: cfg.Capacity, opts: opts}
+	s := &directSegment{name: name, f: f, fs: cfg.FS, path: cfg.Path, capacity: cfg.Capacity, opts: opts, stagePath: cfg.StagePath}
 	if written < cfg.Capacity {
 		// A full segment (an older one, opened by recovery for reads)
-		// needs no buffers: it will not be written again.
-		s.ring = appendRing{buf: alignedBytes(opts.BufferSize)}
-		s.io.stage = alignedBytes(opts.StageSize)
+		// needs no buffers: it will not be written again. A staging one
+		// holds its tail block on the heap until the first Append moves
+		// it into the stage.
+		ringSize := opts.BufferSize
+		if s.stagePath != "" {
+			ringSize = blockSize
+		}
+		s.ring = appendRing{buf: alignedBytes(ringSize)}
+		s.io.bounce = alignedBytes(opts.StageSize)
 		if opts.ZeroAhead > 0 {
 			s.zeros = alignedBytes(int(min(opts.ZeroAhead, 1<<20)))
 		}
@@ -106,26 +123,53 @@ func (s *directSegment) Append(p []byte) error {
 	if int64(len(p)) > s.capacity-w {
 		return ErrSegmentFull
 	}
-	staged, saved := w, false
+	if len(p) == 0 {
+		return nil
+	}
+	if s.sealed {
+		return errSegmentSealed
+	}
+	if s.stagePath != "" && s.st == nil {
+		if err := s.openStage(w); err != nil {
+			return err
+		}
+	}
+	to, saved := w, false // the bytes below to are copied
 	for len(p) > 0 {
-		room := s.onDisk.Load() + s.ring.size() - staged
+		d := s.onDisk.Load()
+		room := d + s.ring.size() - to
 		if room <= 0 {
 			if !saved {
 				s.saveTailBlock(w)
 				saved = true
 			}
-			if err := s.spill(staged); err != nil {
+			if s.st != nil {
+				s.st.setWritten(to) // the header covers what the spill frees
+			}
+			if err := s.spill(to); err != nil {
 				s.restore(w)
 				return fmt.Errorf("backend: %s %s: append at %d: write out full buffer: %w", s.name, s.path, w, err)
 			}
 			continue
 		}
+		if s.st != nil && d > s.hdrBase {
+			// The room below d is about to be reused: the header must
+			// stop claiming it first.
+			s.st.setBase(d)
+			s.hdrBase = d
+		}
 		n := min(room, int64(len(p)))
-		s.ring.copyIn(staged, p[:n])
-		staged += n
+		s.ring.copyIn(to, p[:n])
+		to += n
 		p = p[n:]
 	}
-	s.written.Store(staged)
+	if s.st != nil {
+		s.st.setWritten(to)
+		s.written.Store(to)
+		s.kickWriteBehind(to)
+		return nil
+	}
+	s.written.Store(to)
 	return nil
 }
 
@@ -139,13 +183,18 @@ func (s *directSegment) saveTailBlock(w int64) {
 	s.ring.copyOut(s.saved[:w-a], a)
 }
 
-// spill writes the ring's full blocks below staged (bytes copied but not
+// spill writes the ring's full blocks below to (bytes copied but not
 // yet published as Written count: they are garbage past the tail until
 // the Append succeeds) without a sync, freeing ring room.
-func (s *directSegment) spill(staged int64) error {
+func (s *directSegment) spill(to int64) error {
 	s.io.Lock()
 	defer s.io.Unlock()
-	d, end := s.onDisk.Load(), alignDown(staged)
+	return s.spillLocked(to)
+}
+
+// spillLocked is spill with io held (the write-behind's too).
+func (s *directSegment) spillLocked(to int64) error {
+	d, end := s.onDisk.Load(), alignDown(to)
 	if end <= d {
 		return nil // the flusher freed room meanwhile
 	}
@@ -163,35 +212,56 @@ func (s *directSegment) spill(staged int64) error {
 // onDisk past the block holding w: it puts that block's bytes back into
 // the ring and onDisk back to its start, so the ring holds [onDisk, w)
 // again. The file's blocks from there on hold w's bytes below w and
-// garbage above, which the next Flush rewrites.
+// garbage above, which the next Flush rewrites. A stage's header is put
+// back to [onDisk, w) too, never claiming room being refilled.
 func (s *directSegment) restore(w int64) {
 	a := alignDown(w)
 	s.io.Lock()
 	defer s.io.Unlock()
 	if s.onDisk.Load() <= a {
-		return // the block's slot was never reused
+		// The block's slot was never reused, nor any below it the header
+		// claims (it stopped at the base it set before reusing room).
+		if s.st != nil {
+			s.st.setWritten(w)
+		}
+		return
+	}
+	if s.st != nil {
+		// The spill that moved onDisk past a wrote every byte below w to
+		// the file: the header may claim nothing meanwhile (a base at or
+		// past written).
+		s.st.setBase(max(s.hdrBase, s.st.hdr.written))
+		s.st.setWritten(w)
 	}
 	s.ringMu.Lock()
 	s.ring.copyIn(a, s.saved[:w-a])
 	s.onDisk.Store(a)
 	s.ringMu.Unlock()
+	if s.st != nil {
+		s.st.setBase(a)
+		s.hdrBase = a
+	}
 }
 
 // moveOnDisk raises onDisk (io held), waiting for readers of the ring
-// slots it frees. Once the whole segment is on disk it drops the buffers:
-// nothing reads the ring at or past the capacity, and nothing appends.
+// slots it frees. Once the whole segment is on disk it drops the buffers
+// (unless it stages): nothing reads the ring at or past the capacity, and
+// nothing appends.
 func (s *directSegment) moveOnDisk(to int64) {
 	if to <= s.onDisk.Load() {
 		return
 	}
+	// A staging segment keeps its ring (the stage) until Seal or Close:
+	// only the appender may let the stage go.
+	release := to == s.capacity && s.stagePath == ""
 	s.ringMu.Lock()
 	s.onDisk.Store(to)
-	if to == s.capacity {
+	if release {
 		s.ring.buf = nil
 	}
 	s.ringMu.Unlock()
-	if to == s.capacity {
-		s.io.stage, s.zeros = nil, nil
+	if release {
+		s.io.bounce, s.zeros = nil, nil
 		s.io.exec.release()
 	}
 }
@@ -274,17 +344,17 @@ func (s *directSegment) planFlushLocked(w int64) ([]blockWrite, int64) {
 	if d > a || d == w {
 		return ws, d // spills already wrote every block below w
 	}
-	stage := s.io.stage
-	if span := alignUp(w) - d; span <= int64(len(stage)) {
-		s.ring.copyOut(stage[:w-d], d)
-		clear(stage[w-d : span])
-		return append(ws, blockWrite{buf: stage[:span:span], off: d}), a
+	bb := s.io.bounce
+	if span := alignUp(w) - d; span <= int64(len(bb)) {
+		s.ring.copyOut(bb[:w-d], d)
+		clear(bb[w-d : span])
+		return append(ws, blockWrite{buf: bb[:span:span], off: d}), a
 	}
 	ws = s.ring.writes(ws, d, a)
 	if w > a {
-		s.ring.copyOut(stage[:w-a], a)
-		clear(stage[w-a : blockSize])
-		ws = append(ws, blockWrite{buf: stage[:blockSize:blockSize], off: a})
+		s.ring.copyOut(bb[:w-a], a)
+		clear(bb[w-a : blockSize])
+		ws = append(ws, blockWrite{buf: bb[:blockSize:blockSize], off: a})
 	}
 	return ws, a
 }
@@ -317,6 +387,10 @@ func (s *directSegment) ReadAt(p []byte, off int64) (int, error) {
 	}
 	end := off + int64(len(p))
 	s.ringMu.RLock()
+	if s.closed.Load() { // Close may be dropping the ring (a stage's mapping)
+		s.ringMu.RUnlock()
+		return 0, errSegmentClosed
+	}
 	d := s.onDisk.Load()
 	if end > d {
 		lo := max(off, d)
@@ -362,11 +436,23 @@ func (s *directSegment) Written() int64  { return s.written.Load() }
 func (s *directSegment) Capacity() int64 { return s.capacity }
 func (s *directSegment) Stats() Stats    { return s.c.stats() }
 
+// Close releases the file and the ring. A staging segment first writes
+// out what its stage holds (unless a write or flush failed: the file is
+// then left as the failure left it) and removes the stage once the file
+// has every byte; a stage it keeps is replayed by the next Open.
 func (s *directSegment) Close() error {
 	if s.closed.Swap(true) {
 		return errSegmentClosed
 	}
+	s.stopWriteBehind()
 	s.io.Lock()
 	defer s.io.Unlock()
-	return errors.Join(s.io.exec.close(), s.f.Close())
+	var err, stErr error
+	if s.st != nil {
+		if w := s.written.Load(); s.io.err == nil && w > s.io.handed {
+			err = s.writeLocked(w, false)
+		}
+		stErr = s.dropStageLocked(err == nil && s.io.err == nil)
+	}
+	return errors.Join(err, stErr, s.io.exec.close(), s.f.Close())
 }

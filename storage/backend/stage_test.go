@@ -25,17 +25,39 @@ func (b staging) Open(cfg backend.Config) (backend.Segment, error) {
 	return b.Backend.Open(cfg)
 }
 
-// TestPwriteStagedConformance runs the conformance suite on staged pwrite
-// segments, with the default buffer and with small ones (frequent
-// restarts, appends larger than the buffer).
-func TestPwriteStagedConformance(t *testing.T) {
-	for _, o := range []backend.PwriteOptions{{}, {BufferSize: 4 << 10}, {BufferSize: 10000}} {
-		b, err := backend.NewPwrite(o)
+// stagedBackends are the staging backends with the options the staged
+// suites run: the defaults and buffers small enough that appends restart
+// or spill, write-behinds run and rings wrap.
+func stagedBackends(t *testing.T) map[string]backend.Backend {
+	t.Helper()
+	bs := map[string]backend.Backend{}
+	add := func(name string, b backend.Backend, err error) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		bs[name] = b
+	}
+	for _, o := range []backend.PwriteOptions{{}, {BufferSize: 4 << 10}, {BufferSize: 10000}} {
+		b, err := backend.NewPwrite(o)
+		add("pwrite/"+o.String(), b, err)
+	}
+	for _, o := range []backend.ODirectOptions{{}, {BufferSize: 8 << 10, StageSize: 4 << 10}, {BufferSize: 24 << 10, StageSize: 8 << 10, ZeroAhead: 32 << 10}} {
+		b, err := backend.NewODirect(o)
+		add("odirect/"+o.String(), b, err)
+	}
+	for _, o := range []backend.UringOptions{{}, {Buffered: true}, {ODirectOptions: backend.ODirectOptions{BufferSize: 8 << 10, StageSize: 4 << 10}, Entries: 4}} {
+		b, err := backend.NewUring(o)
+		add("uring/"+o.String(), b, err)
+	}
+	return bs
+}
+
+// TestStagedConformance runs the conformance suite on staged segments of
+// every staging backend, with the default buffers and with small ones.
+func TestStagedConformance(t *testing.T) {
+	for name, b := range stagedBackends(t) {
 		for _, fs := range []string{"mem", "os"} {
-			t.Run(fmt.Sprintf("%s/%s", o, fs), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s", name, fs), func(t *testing.T) {
 				backendtest.Run(t, staging{b}, fileSystems[fs])
 			})
 		}
@@ -45,12 +67,29 @@ func TestPwriteStagedConformance(t *testing.T) {
 // TestStageReplay: after a process crash the stage holds every appended
 // byte the segment file lacks, and ReplayStage writes them there; after a
 // power loss (another boot) it drops the stage. Either way the stage file
-// is gone.
+// is gone. Each staging backend, with buffers small enough that the
+// stage restarts (pwrite) or its ring wraps (odirect, uring).
 func TestStageReplay(t *testing.T) {
-	b, err := backend.NewPwrite(backend.PwriteOptions{BufferSize: 8 << 10})
-	if err != nil {
-		t.Fatal(err)
+	for name, b := range map[string]func() (backend.Backend, error){
+		"pwrite": func() (backend.Backend, error) { return backend.NewPwrite(backend.PwriteOptions{BufferSize: 8 << 10}) },
+		"odirect": func() (backend.Backend, error) {
+			return backend.NewODirect(backend.ODirectOptions{BufferSize: 8 << 10})
+		},
+		"uring": func() (backend.Backend, error) {
+			return backend.NewUring(backend.UringOptions{ODirectOptions: backend.ODirectOptions{BufferSize: 8 << 10}})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := b()
+			if err != nil {
+				t.Fatal(err)
+			}
+			testStageReplay(t, b)
+		})
 	}
+}
+
+func testStageReplay(t *testing.T, b backend.Backend) {
 	mem := vfs.NewMem()
 	seg, stage := filepath.Join("d", "seg"), filepath.Join("d", "seg.stage")
 	if err := mem.MkdirAll("d"); err != nil {
@@ -81,6 +120,8 @@ func TestStageReplay(t *testing.T) {
 	}
 
 	t.Run("process crash", func(t *testing.T) {
+		// Appends are done: the write-behind (odirect, uring) may still be
+		// writing, and a crash may come before, during or after it.
 		img := mem.ProcessCrashClone()
 		got := readAll(t, img, seg, len(want))
 		if bytes.Equal(got, want) {

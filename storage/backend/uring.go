@@ -135,7 +135,14 @@ func (b uringBackend) Open(cfg Config) (Segment, error) {
 // emulation for a file without a descriptor.
 func (b uringBackend) newIO(s *directSegment) (directIO, error) {
 	var bufs [][]byte
-	for _, b := range [][]byte{s.ring.buf, s.io.stage, s.zeros} {
+	ring := s.ring.buf
+	if s.stagePath != "" {
+		// The ring moves into the stage at the first Append: a mapping of
+		// a file, which the kernel will not register (it pins only
+		// anonymous memory for long); its writes are plain ones.
+		ring = nil
+	}
+	for _, b := range [][]byte{ring, s.io.bounce, s.zeros} {
 		if b != nil {
 			bufs = append(bufs, b)
 		}

@@ -1,0 +1,193 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+)
+
+// A staging odirect or uring segment (Config.StagePath): the append ring
+// is the buffer of a stage (stage.go, ring layout), a shared mapping of a
+// file, so an appended byte is in the kernel once copied and a process
+// crash loses nothing appended. The segment file still gets only whole,
+// aligned blocks by O_DIRECT (or io_uring) writes from the ring:
+//
+//   - The first Append makes the stage (BufferSize, capped at the
+//     capacity), moves the tail block a reopened segment holds into it
+//     and starts the write-behind goroutine.
+//   - Append copies into the ring and stores the header's written; once
+//     half the ring waits to be written it wakes the write-behind, which
+//     writes the full blocks below the tail (one write call, or one
+//     io_uring submission; two where the ring wraps) and moves onDisk
+//     without a sync, so the appender finds room without waiting for the
+//     disk. The appender writes (spills) itself only when the ring is
+//     full. Before it reuses room freed below onDisk, it stores the
+//     header's base there.
+//   - Flush and WriteOut write as without a stage: the blocks from onDisk
+//     through the tail block, the partial tail block from the bounce
+//     buffer (the appender may be writing past the tail in its slot).
+//   - Seal (the CommitLog rolled past the segment) writes out the rest,
+//     drops the ring and removes the stage; so does Close, which keeps
+//     the stage for the next Open's replay if the file may lack a byte.
+//   - A write-behind failure is sticky, as a failed WriteOut is: every
+//     later Flush and WriteOut reports it.
+//
+// Only the appender writes the mapping (bytes and header); the
+// write-behind and the flusher read below the tail.
+
+// errSegmentSealed refuses an Append after Seal.
+var errSegmentSealed = errors.New("backend: segment sealed")
+
+// writeBehind is a staging segment's write-behind goroutine's state.
+type writeBehind struct {
+	kick chan struct{} // buffered 1: half the ring waits
+	stop chan struct{} // closed by Seal and Close
+	done chan struct{} // closed when the goroutine exits
+	// pending: a kick was sent and its round has not ended; the appender
+	// sends no other meanwhile.
+	pending atomic.Bool
+}
+
+// openStage makes the stage at the first Append (appendMu held; w the
+// tail): the ring moves into its buffer, with the bytes [onDisk, w) the
+// heap ring held.
+func (s *directSegment) openStage(w int64) error {
+	size := int(min(int64(s.opts.BufferSize), s.capacity))
+	d := s.onDisk.Load()
+	st, err := openStage(s.fs, s.stagePath, size, d, layoutRing)
+	if err != nil {
+		return fmt.Errorf("backend: %s %s: %w", s.name, s.path, err)
+	}
+	ring := appendRing{buf: st.buf()[:size:size]}
+	if uintptr(unsafe.Pointer(&ring.buf[0]))%blockSize != 0 {
+		return errors.Join(fmt.Errorf("backend: %s %s: the stage's mapping is not %d-byte aligned", s.name, s.path, blockSize),
+			st.close(s.fs, true))
+	}
+	tail := make([]byte, w-d)
+	s.io.Lock()
+	s.ringMu.Lock()
+	s.ring.copyOut(tail, d)
+	ring.copyIn(d, tail)
+	s.ring = ring
+	s.ringMu.Unlock()
+	s.st, s.hdrBase = st, d
+	s.io.Unlock()
+	st.setWritten(w)
+	s.wb.kick = make(chan struct{}, 1)
+	s.wb.stop = make(chan struct{})
+	s.wb.done = make(chan struct{})
+	go s.writeBehind()
+	return nil
+}
+
+// kickWriteBehind wakes the write-behind when half the ring below the
+// tail w waits to be written and no round is pending (appendMu held).
+func (s *directSegment) kickWriteBehind(w int64) {
+	if w-s.onDisk.Load() < s.ring.size()/2 || s.wb.pending.Load() || !s.wb.pending.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case s.wb.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writeBehind is the write-behind goroutine of a staging segment: woken
+// by the appender (kickWriteBehind), it writes the ring's full blocks
+// below the tail (spillLocked, under io); it owns nothing else and exits
+// when Seal or Close closes stop.
+func (s *directSegment) writeBehind() {
+	defer close(s.wb.done)
+	for {
+		select {
+		case <-s.wb.kick:
+		case <-s.wb.stop:
+			return
+		}
+		s.writeBehindRound()
+		s.wb.pending.Store(false)
+	}
+}
+
+// writeBehindRound is one round of the write-behind; a failure is sticky.
+func (s *directSegment) writeBehindRound() {
+	s.io.Lock()
+	defer s.io.Unlock()
+	if s.io.err != nil {
+		return
+	}
+	w := s.written.Load()
+	if err := s.spillLocked(w); err != nil {
+		s.io.err = fmt.Errorf("backend: %s write behind %s to %d: %w", s.name, s.path, alignDown(w), err)
+	}
+}
+
+// stopWriteBehind stops the write-behind goroutine, if running, and
+// waits for it (appendMu held, or no Append in flight: Close).
+func (s *directSegment) stopWriteBehind() {
+	if s.wb.stop == nil {
+		return
+	}
+	close(s.wb.stop)
+	<-s.wb.done
+	s.wb.stop = nil
+}
+
+// Seal writes out what the ring holds and drops it, with the bounce
+// buffer and the stage: nothing is appended again (backend.Sealer), and
+// reads come from the file. A write failure is sticky.
+func (s *directSegment) Seal() error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	if s.closed.Load() {
+		return errSegmentClosed
+	}
+	if s.sealed {
+		return nil
+	}
+	s.stopWriteBehind()
+	s.io.Lock()
+	defer s.io.Unlock()
+	if s.io.err != nil {
+		return s.io.err
+	}
+	if w := s.written.Load(); w > s.io.handed {
+		if err := s.writeLocked(w, false); err != nil {
+			return err
+		}
+	}
+	s.sealed = true
+	s.releaseLocked()
+	if s.st == nil {
+		return nil
+	}
+	return s.dropStageLocked(true)
+}
+
+// releaseLocked drops the ring and the buffers (io held) once every byte
+// below the tail is in the file: onDisk moves past the tail block, so
+// readers go to the file.
+func (s *directSegment) releaseLocked() {
+	s.ringMu.Lock()
+	s.onDisk.Store(max(s.onDisk.Load(), alignUp(s.written.Load())))
+	s.ring.buf = nil
+	s.ringMu.Unlock()
+	s.io.bounce, s.zeros = nil, nil
+	s.io.exec.release()
+}
+
+// dropStageLocked unmaps and closes the stage (io held; the ring no longer
+// uses it), removing its file if remove.
+func (s *directSegment) dropStageLocked(remove bool) error {
+	st := s.st
+	s.ringMu.Lock()
+	if s.ring.buf != nil {
+		// Close: readers must not reach the unmapped ring.
+		s.onDisk.Store(max(s.onDisk.Load(), alignUp(s.written.Load())))
+		s.ring.buf = nil
+	}
+	s.st = nil
+	s.ringMu.Unlock()
+	return st.close(s.fs, remove)
+}

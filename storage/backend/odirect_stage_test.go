@@ -1,0 +1,171 @@
+package backend
+
+import (
+	"errors"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/storage/vfs"
+	"github.com/samsamq/samsa/storage/vfs/errorfs"
+)
+
+// newStagedDirect makes a staging segment of the named direct backend
+// ("odirect" or "uring") on fsys, its stage beside it.
+func newStagedDirect(t *testing.T, name string, fsys vfs.FS, opts ODirectOptions, capacity int64) (*directSegment, Config) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := fsys.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{FS: fsys, Path: filepath.Join(dir, "seg"), Capacity: capacity, StagePath: filepath.Join(dir, "seg.stage")}
+	b := odirectWith(t, opts)
+	if name == "uring" {
+		b = uringWith(t, UringOptions{ODirectOptions: opts})
+	}
+	s, err := b.Create(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.(*directSegment), cfg
+}
+
+// waitFor polls cond for up to a minute (an event, not a time bound).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// replayedBytes replays the stage into the segment file of a process
+// crash's image of m and returns the file's first n bytes.
+func replayedBytes(t *testing.T, m *vfs.MemFS, cfg Config, n int) []byte {
+	t.Helper()
+	img := m.ProcessCrashClone()
+	if _, err := ReplayStage(img, cfg.StagePath, cfg.Path, cfg.Capacity); err != nil {
+		t.Fatal(err)
+	}
+	f, err := img.Open(cfg.Path, vfs.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := make([]byte, n)
+	if k, err := f.ReadAt(got, 0); k != n {
+		t.Fatalf("replayed file: %d of %d bytes, %v", k, n, err)
+	}
+	return got
+}
+
+// TestDirectStageWriteBehind: once half the ring waits, the write-behind
+// writes its full blocks with no Flush and no spill by the appender, and
+// the appender then reuses the room, the stage's header following it, so
+// a process crash's replay gives back every byte.
+func TestDirectStageWriteBehind(t *testing.T) {
+	for _, name := range []string{"odirect", "uring"} {
+		t.Run(name, func(t *testing.T) {
+			m := vfs.NewMem()
+			s, cfg := newStagedDirect(t, name, m, ODirectOptions{BufferSize: 16 << 10, StageSize: 4096}, 256<<10)
+			appendD(t, s, 5000)
+			appendD(t, s, 5000) // 10000 of a 16 KiB ring: past half
+			waitFor(t, "the write-behind", func() bool { return s.onDisk.Load() == 8192 })
+			if st := s.Stats(); st.Fsyncs != 0 || st.FlushBatches != 0 {
+				t.Fatalf("the write-behind synced: %+v", st)
+			}
+			for s.Written()+3000 <= 200<<10 { // wraps the ring many times
+				appendD(t, s, 3000)
+			}
+			readD(t, s, 0, int(s.Written()))
+			waitFor(t, "the write-behind to settle", func() bool { return !s.wb.pending.Load() })
+			if got := s.Stats().WriteCalls; got == 0 {
+				t.Fatal("nothing written")
+			}
+			checkDpattern(t, replayedBytes(t, m, cfg, int(s.Written())), 0)
+		})
+	}
+}
+
+// TestDirectStageSpillFailure: a big append whose spill fails leaves
+// Written, the ring and the stage's header as before it, so a process
+// crash's replay still gives back every acknowledged byte and later
+// appends go on from there.
+func TestDirectStageSpillFailure(t *testing.T) {
+	for _, name := range []string{"odirect", "uring"} {
+		t.Run(name, func(t *testing.T) {
+			m := vfs.NewMem()
+			efs := errorfs.Wrap(m)
+			s, cfg := newStagedDirect(t, name, efs, ODirectOptions{BufferSize: 8192, StageSize: 4096}, 256<<10)
+			appendD(t, s, 5000)
+			flushD(t, s)
+			waitFor(t, "the write-behind", func() bool { return !s.wb.pending.Load() })
+			efs.AddRule(errorfs.Rule{Op: errorfs.OpWrite, Path: "seg", Nth: 3, Err: syscall.ENOSPC})
+			err := s.Append(dpattern(5000, 40000))
+			if !errors.Is(err, syscall.ENOSPC) || s.Written() != 5000 {
+				t.Fatalf("append with a failing spill: %v, written %d", err, s.Written())
+			}
+			if s.onDisk.Load() != 4096 || s.st.hdr.base != 4096 || s.st.hdr.written != 5000 {
+				t.Fatalf("after restore: onDisk %d, stage [%d, %d)", s.onDisk.Load(), s.st.hdr.base, s.st.hdr.written)
+			}
+			readD(t, s, 0, 5000)
+			checkDpattern(t, replayedBytes(t, m, cfg, 5000), 0)
+			appendD(t, s, 40000)
+			readD(t, s, 0, int(s.Written()))
+			checkDpattern(t, replayedBytes(t, m, cfg, int(s.Written())), 0)
+			flushD(t, s)
+			checkDpattern(t, crashedBytes(t, m, cfg.Path, int(s.Written())), 0)
+		})
+	}
+}
+
+// TestDirectSeal: Seal writes out the tail, drops the ring (and removes
+// the stage); reads come from the file, appends are refused, a Flush
+// syncs what was written out.
+func TestDirectSeal(t *testing.T) {
+	for _, name := range []string{"odirect", "uring"} {
+		for _, staged := range []bool{false, true} {
+			t.Run(name+map[bool]string{false: "", true: "/staged"}[staged], func(t *testing.T) {
+				m := vfs.NewMem()
+				var s *directSegment
+				var cfg Config
+				if staged {
+					s, cfg = newStagedDirect(t, name, m, ODirectOptions{BufferSize: 16 << 10, StageSize: 4096}, 64<<10)
+				} else if name == "odirect" {
+					s, cfg = newDirectTest(t, m, ODirectOptions{BufferSize: 16 << 10, StageSize: 4096}, 64<<10)
+				} else {
+					s, cfg = newUringTest(t, m, UringOptions{ODirectOptions: ODirectOptions{BufferSize: 16 << 10, StageSize: 4096}}, 64<<10)
+				}
+				appendD(t, s, 20000)
+				if err := s.Seal(); err != nil {
+					t.Fatal(err)
+				}
+				if s.ring.buf != nil || s.io.bounce != nil || s.st != nil {
+					t.Fatal("a sealed segment keeps its buffers")
+				}
+				if staged {
+					if _, err := m.Stat(cfg.StagePath); err == nil {
+						t.Fatal("Seal left the stage file")
+					}
+				}
+				readD(t, s, 0, 20000)
+				if err := s.Append([]byte{1}); !errors.Is(err, errSegmentSealed) {
+					t.Fatalf("append after Seal: %v", err)
+				}
+				flushD(t, s)
+				checkDpattern(t, crashedBytes(t, m, cfg.Path, 20000), 0)
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
