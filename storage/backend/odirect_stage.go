@@ -13,11 +13,11 @@ import (
 // crash loses nothing appended. The segment file still gets only whole,
 // aligned blocks by O_DIRECT (or io_uring) writes from the ring:
 //
-//   - The first Append makes the stage (BufferSize, capped at the
+//   - The first Append makes the stage (StagedRingSize, capped at the
 //     capacity), moves the tail block a reopened segment holds into it
 //     and starts the write-behind goroutine.
 //   - Append copies into the ring and stores the header's written; once
-//     half the ring waits to be written it wakes the write-behind, which
+//     an eighth of the ring waits to be written it wakes the write-behind, which
 //     writes the full blocks below the tail (one write call, or one
 //     io_uring submission; two where the ring wraps) and moves onDisk
 //     without a sync, so the appender finds room without waiting for the
@@ -41,7 +41,7 @@ var errSegmentSealed = errors.New("backend: segment sealed")
 
 // writeBehind is a staging segment's write-behind goroutine's state.
 type writeBehind struct {
-	kick chan struct{} // buffered 1: half the ring waits
+	kick chan struct{} // buffered 1: a share of the ring waits
 	stop chan struct{} // closed by Seal and Close
 	done chan struct{} // closed when the goroutine exits
 	// pending: a kick was sent and its round has not ended; the appender
@@ -53,7 +53,7 @@ type writeBehind struct {
 // tail): the ring moves into its buffer, with the bytes [onDisk, w) the
 // heap ring held.
 func (s *directSegment) openStage(w int64) error {
-	size := int(min(int64(s.opts.BufferSize), s.capacity))
+	size := int(min(int64(s.opts.StagedRingSize), s.capacity))
 	d := s.onDisk.Load()
 	st, err := openStage(s.fs, s.stagePath, size, d, layoutRing)
 	if err != nil {
@@ -81,10 +81,20 @@ func (s *directSegment) openStage(w int64) error {
 	return nil
 }
 
-// kickWriteBehind wakes the write-behind when half the ring below the
-// tail w waits to be written and no round is pending (appendMu held).
+// writeBehindDue says whether a share of the ring below the tail w waits
+// to be written.
+func (s *directSegment) writeBehindDue(w int64) bool {
+	return w-s.onDisk.Load() >= s.ring.size()/writeBehindShare
+}
+
+// writeBehindShare: the write-behind starts once 1/writeBehindShare of the
+// ring waits (see ODirectOptions.StagedRingSize).
+const writeBehindShare = 8
+
+// kickWriteBehind wakes the write-behind when a share of the ring below
+// the tail w waits to be written and no round is pending (appendMu held).
 func (s *directSegment) kickWriteBehind(w int64) {
-	if w-s.onDisk.Load() < s.ring.size()/2 || s.wb.pending.Load() || !s.wb.pending.CompareAndSwap(false, true) {
+	if !s.writeBehindDue(w) || s.wb.pending.Load() || !s.wb.pending.CompareAndSwap(false, true) {
 		return
 	}
 	select {
@@ -95,8 +105,9 @@ func (s *directSegment) kickWriteBehind(w int64) {
 
 // writeBehind is the write-behind goroutine of a staging segment: woken
 // by the appender (kickWriteBehind), it writes the ring's full blocks
-// below the tail (spillLocked, under io); it owns nothing else and exits
-// when Seal or Close closes stop.
+// below the tail (spillLocked, under io), round after round while a share
+// of the ring waits (appends that came during a round sent no kick); it
+// owns nothing else and exits when Seal or Close closes stop.
 func (s *directSegment) writeBehind() {
 	defer close(s.wb.done)
 	for {
@@ -105,22 +116,37 @@ func (s *directSegment) writeBehind() {
 		case <-s.wb.stop:
 			return
 		}
-		s.writeBehindRound()
-		s.wb.pending.Store(false)
+		for {
+			ok := s.writeBehindRound()
+			// Clear pending before looking again: an append from here on
+			// kicks (or finds the next round claimed below).
+			s.wb.pending.Store(false)
+			if !ok || !s.writeBehindDue(s.written.Load()) || !s.wb.pending.CompareAndSwap(false, true) {
+				break
+			}
+			select {
+			case <-s.wb.stop:
+				return
+			default:
+			}
+		}
 	}
 }
 
-// writeBehindRound is one round of the write-behind; a failure is sticky.
-func (s *directSegment) writeBehindRound() {
+// writeBehindRound is one round of the write-behind; a failure is sticky
+// (and ok false).
+func (s *directSegment) writeBehindRound() (ok bool) {
 	s.io.Lock()
 	defer s.io.Unlock()
 	if s.io.err != nil {
-		return
+		return false
 	}
 	w := s.written.Load()
 	if err := s.spillLocked(w); err != nil {
 		s.io.err = fmt.Errorf("backend: %s write behind %s to %d: %w", s.name, s.path, alignDown(w), err)
+		return false
 	}
+	return true
 }
 
 // stopWriteBehind stops the write-behind goroutine, if running, and

@@ -75,9 +75,9 @@ func TestDirectStageWriteBehind(t *testing.T) {
 	for _, name := range []string{"odirect", "uring"} {
 		t.Run(name, func(t *testing.T) {
 			m := vfs.NewMem()
-			s, cfg := newStagedDirect(t, name, m, ODirectOptions{BufferSize: 16 << 10, StageSize: 4096}, 256<<10)
+			s, cfg := newStagedDirect(t, name, m, ODirectOptions{StagedRingSize: 16 << 10, StageSize: 4096}, 256<<10)
 			appendD(t, s, 5000)
-			appendD(t, s, 5000) // 10000 of a 16 KiB ring: past half
+			appendD(t, s, 5000) // 10000 of a 16 KiB ring: an eighth is 2 KiB
 			waitFor(t, "the write-behind", func() bool { return s.onDisk.Load() == 8192 })
 			if st := s.Stats(); st.Fsyncs != 0 || st.FlushBatches != 0 {
 				t.Fatalf("the write-behind synced: %+v", st)
@@ -104,7 +104,7 @@ func TestDirectStageSpillFailure(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := vfs.NewMem()
 			efs := errorfs.Wrap(m)
-			s, cfg := newStagedDirect(t, name, efs, ODirectOptions{BufferSize: 8192, StageSize: 4096}, 256<<10)
+			s, cfg := newStagedDirect(t, name, efs, ODirectOptions{StagedRingSize: 8192, StageSize: 4096}, 256<<10)
 			appendD(t, s, 5000)
 			flushD(t, s)
 			waitFor(t, "the write-behind", func() bool { return !s.wb.pending.Load() })
@@ -138,7 +138,7 @@ func TestDirectSeal(t *testing.T) {
 				var s *directSegment
 				var cfg Config
 				if staged {
-					s, cfg = newStagedDirect(t, name, m, ODirectOptions{BufferSize: 16 << 10, StageSize: 4096}, 64<<10)
+					s, cfg = newStagedDirect(t, name, m, ODirectOptions{StagedRingSize: 16 << 10, StageSize: 4096}, 64<<10)
 				} else if name == "odirect" {
 					s, cfg = newDirectTest(t, m, ODirectOptions{BufferSize: 16 << 10, StageSize: 4096}, 64<<10)
 				} else {

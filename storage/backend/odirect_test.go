@@ -107,10 +107,10 @@ func crashedBytes(t *testing.T, m *vfs.MemFS, path string, n int) []byte {
 func TestDirectOptions(t *testing.T) {
 	var o ODirectOptions
 	o.EnsureDefaults()
-	if err := o.Validate(); err != nil || o.String() != "buffer=4194304 stage=65536 zeroahead=0" {
+	if err := o.Validate(); err != nil || o.String() != "buffer=4194304 stage=65536 stagedring=67108864 zeroahead=0" {
 		t.Fatalf("defaults %q: %v", o, err)
 	}
-	err := ODirectOptions{BufferSize: 4096, StageSize: 100, ZeroAhead: -1}.Validate()
+	err := ODirectOptions{BufferSize: 4096, StageSize: 100, StagedRingSize: 8192, ZeroAhead: -1}.Validate()
 	if err == nil || strings.Count(err.Error(), ";") != 2 {
 		t.Fatalf("want three errors at once, got %v", err)
 	}

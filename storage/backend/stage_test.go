@@ -41,11 +41,11 @@ func stagedBackends(t *testing.T) map[string]backend.Backend {
 		b, err := backend.NewPwrite(o)
 		add("pwrite/"+o.String(), b, err)
 	}
-	for _, o := range []backend.ODirectOptions{{}, {BufferSize: 8 << 10, StageSize: 4 << 10}, {BufferSize: 24 << 10, StageSize: 8 << 10, ZeroAhead: 32 << 10}} {
+	for _, o := range []backend.ODirectOptions{{}, {StagedRingSize: 8 << 10, StageSize: 4 << 10}, {StagedRingSize: 24 << 10, StageSize: 8 << 10, ZeroAhead: 32 << 10}} {
 		b, err := backend.NewODirect(o)
 		add("odirect/"+o.String(), b, err)
 	}
-	for _, o := range []backend.UringOptions{{}, {Buffered: true}, {ODirectOptions: backend.ODirectOptions{BufferSize: 8 << 10, StageSize: 4 << 10}, Entries: 4}} {
+	for _, o := range []backend.UringOptions{{}, {Buffered: true}, {ODirectOptions: backend.ODirectOptions{StagedRingSize: 8 << 10, StageSize: 4 << 10}, Entries: 4}} {
 		b, err := backend.NewUring(o)
 		add("uring/"+o.String(), b, err)
 	}
@@ -73,10 +73,10 @@ func TestStageReplay(t *testing.T) {
 	for name, b := range map[string]func() (backend.Backend, error){
 		"pwrite": func() (backend.Backend, error) { return backend.NewPwrite(backend.PwriteOptions{BufferSize: 8 << 10}) },
 		"odirect": func() (backend.Backend, error) {
-			return backend.NewODirect(backend.ODirectOptions{BufferSize: 8 << 10})
+			return backend.NewODirect(backend.ODirectOptions{StagedRingSize: 8 << 10})
 		},
 		"uring": func() (backend.Backend, error) {
-			return backend.NewUring(backend.UringOptions{ODirectOptions: backend.ODirectOptions{BufferSize: 8 << 10}})
+			return backend.NewUring(backend.UringOptions{ODirectOptions: backend.ODirectOptions{StagedRingSize: 8 << 10}})
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -48,10 +48,10 @@ func newUringTest(t *testing.T, fsys vfs.FS, opts UringOptions, capacity int64) 
 func TestUringOptions(t *testing.T) {
 	var o UringOptions
 	o.EnsureDefaults()
-	if err := o.Validate(); err != nil || o.String() != "buffer=4194304 stage=65536 zeroahead=0 buffered=false entries=32 fixed=true" {
+	if err := o.Validate(); err != nil || o.String() != "buffer=4194304 stage=65536 stagedring=67108864 zeroahead=0 buffered=false entries=32 fixed=true" {
 		t.Fatalf("defaults %q: %v", o, err)
 	}
-	err := UringOptions{ODirectOptions: ODirectOptions{BufferSize: 1, StageSize: 4096}, Entries: 2}.Validate()
+	err := UringOptions{ODirectOptions: ODirectOptions{BufferSize: 1, StageSize: 4096, StagedRingSize: 8192}, Entries: 2}.Validate()
 	if err == nil || strings.Count(err.Error(), ";") != 1 {
 		t.Fatalf("want two errors at once: %v", err)
 	}
