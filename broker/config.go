@@ -92,8 +92,8 @@ type Config struct {
 	// a backlog drain does not fill the page cache with bytes read once
 	// (storage.Options.DirectColdReads; pwrite backend). Default off.
 	DirectColdReads bool
-	// StageAppends (stageAppends, ours): under ASYNC_FLUSH with the pwrite
-	// backend, keep each CommitLog segment's write buffer in a shared
+	// StageAppends (stageAppends, ours): under ASYNC_FLUSH with the pwrite,
+	// odirect or uring backend, keep each CommitLog segment's write buffer in a shared
 	// mapping of a stage file (storePathRootDir/stage), so a send is
 	// answered once its message is copied there, in the kernel, with no
 	// write call (storage Options.NoStage, inverted). Same durability: a

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
@@ -15,7 +16,9 @@ import (
 // its durability level (durability.go) makes, across both kinds of crash?
 //
 // A cell is a backend that runs on MemFS × flush policy {sync, async,
-// none} × AckBuffered {false, true}; each cell runs three leaves, by the
+// none} × AckBuffered {false, true}, plus, for the backends that stage by
+// default (pwrite, odirect, uring), async and none without their stage
+// (stage=off: appends handed over by write calls); each cell runs three leaves, by the
 // crashes its lineages see (crashfs_test.go): crash=process (every crash a
 // process crash), crash=power (every crash a power loss) and crash=mixed
 // (each crash either, at random: a power loss after a process crash and a
@@ -62,7 +65,7 @@ type confCell struct {
 	backend string
 	policy  FlushPolicy
 	ack     bool // Options.AckBuffered
-	noStage bool // Options.NoStage (pwrite's stages are the default)
+	noStage bool // Options.NoStage (pwrite's, odirect's and uring's stages are the default)
 	crashes confCrashes
 }
 
@@ -105,7 +108,7 @@ func TestConformance(t *testing.T) {
 			for _, ack := range []bool{false, true} {
 				for _, m := range []confCrashes{onlyProcess, onlyPower, mixedCrashes} {
 					cells = append(cells, confCell{backend: be, policy: p, ack: ack, crashes: m})
-					if be == "pwrite" && p != FlushSync && !ack {
+					if stagesByDefault(be) && p != FlushSync && !ack {
 						// Staged by default: the hand-over by write calls too.
 						cells = append(cells, confCell{backend: be, policy: p, ack: ack, noStage: true, crashes: m})
 					}
@@ -132,6 +135,17 @@ func TestConformance(t *testing.T) {
 			runConformance(t, c, seed, points)
 		})
 	}
+}
+
+// stagesByDefault says whether be stages appends under async and none
+// flush unless Options.NoStage.
+func stagesByDefault(be string) bool {
+	b, err := backend.Get(be)
+	if err != nil {
+		return false
+	}
+	st, ok := b.(backend.Stager)
+	return ok && st.Stages()
 }
 
 // leafSeed derives a leaf's seed from the suite's seed and the leaf's name,

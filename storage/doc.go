@@ -15,10 +15,12 @@
 //     (durability.go): power-loss with FlushSync; process-crash by
 //     default with FlushAsync and FlushNone: Append returns only once
 //     its bytes are in the kernel (page cache, or the device for
-//     O_DIRECT): for pwrite copied into its stage, a shared mapping of
-//     a file that Open replays after a crash (stage.go); for mmap copied
-//     into the mapping; else written out by the appender itself, batched
-//     under load (handoff.go); memory with Options.AckBuffered. A record is indexed
+//     O_DIRECT): for pwrite, odirect and uring copied into their stage, a
+//     shared mapping of a file that Open replays after a crash
+//     (stage.go), from which the backend writes the segment file in large
+//     writes; for mmap copied into the mapping; else (Options.NoStage)
+//     written out by the appender itself, batched under load
+//     (handoff.go); memory with Options.AckBuffered. A record is indexed
 //     for readers only once it reaches that level, so no reader sees a
 //     record that a crash the level covers takes back.
 //   - The log reaches the file as a prefix: no byte of a segment is

@@ -116,7 +116,7 @@ type Options struct {
 	// mmap ignores it (its buffer is the page cache); sync flush ignores it.
 	AckBuffered bool
 	// NoStage turns stages off. By default, with async and none flush
-	// and a backend.Stager (pwrite), each segment's write buffer is a
+	// and a backend.Stager (pwrite, odirect, uring), each segment's write buffer is a
 	// shared mapping of a stage file under Dir/stage (backend/stage.go):
 	// an append is in the kernel once it is copied, so it is acknowledged
 	// with no write call and no wait for one, at the same durability

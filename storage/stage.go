@@ -11,11 +11,13 @@ import (
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
-// Stages (backend/stage.go; the default, Options.NoStage turns them off):
-// a staging store keeps each writable segment's write buffer in a shared
-// mapping of a file under Dir/stage, named as the segment. Appends are in
-// the kernel once copied, as mmap's are (ho.inAppend), so there is no
-// hand-over. Recovery replays
+// Stages (backend/stage.go; the default of pwrite, odirect and uring under
+// async and none flush, Options.NoStage turns them off): a staging store
+// keeps each writable segment's write buffer in a shared mapping of a file
+// under Dir/stage, named as the segment (pwrite: its write buffer; odirect
+// and uring: their append ring, written behind the appender in whole
+// aligned blocks). Appends are in the kernel once copied, as mmap's are
+// (ho.inAppend), so there is no hand-over. Recovery replays
 // every stage before it lists the log (whatever Options say now: the last
 // run may have staged) and treats a replay as an unclean stop.
 //

@@ -272,7 +272,7 @@ func benchStorage(args []string) error {
 	fs.IntVar(&o.MaxPending, "max-pending", 0, "sync: bound on waiting appends (0: engine default)")
 	fs.DurationVar(&o.Interval, "interval", 0, "async: flush interval (0: engine default)")
 	fs.IntVar(&o.DirtyPages, "dirty-pages", 0, "async: flush at this many dirty pages (0: engine default)")
-	fs.BoolVar(&o.NoStage, "no-stage", false, "async/none, pwrite: no stage files (storage Options.NoStage): hand each append to the kernel with write calls instead of copying it into a shared mapping")
+	fs.BoolVar(&o.NoStage, "no-stage", false, "async/none, pwrite/odirect/uring: no stage files (storage Options.NoStage): hand each append to the kernel with write calls instead of copying it into a shared mapping")
 	fs.BoolVar(&o.AckBuffered, "ack-buffered", false, "async/none: acknowledge from the backend's user-space buffer (durability \"memory\": a process crash may lose acknowledged appends)")
 	fs.StringVar(&jsonPath, "json", "", "write the result as JSON here")
 	prof.register(fs)

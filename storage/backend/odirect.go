@@ -181,6 +181,10 @@ type odirectBackend struct{ opts ODirectOptions }
 
 func (odirectBackend) Name() string { return "odirect" }
 
+// Stages: an odirect segment keeps its append ring in a stage when asked
+// (Config.StagePath, odirect_stage.go).
+func (odirectBackend) Stages() bool { return true }
+
 func (b odirectBackend) Create(cfg Config) (Segment, error) {
 	f, err := createDirectFile("odirect", cfg, true)
 	if err != nil {

@@ -115,6 +115,11 @@ type uringBackend struct {
 
 func (uringBackend) Name() string { return "uring" }
 
+// Stages: a uring segment keeps its append ring in a stage when asked, as
+// an odirect one does (odirect_stage.go); the write-behind's rounds are
+// one submission each.
+func (uringBackend) Stages() bool { return true }
+
 func (b uringBackend) Create(cfg Config) (Segment, error) {
 	f, err := createDirectFile("uring", cfg, !b.opts.Buffered)
 	if err != nil {

@@ -11,7 +11,8 @@ import (
 // when nothing the kernel held unsynced can have been lost between them: a
 // process crash keeps the ID, a power loss, kernel panic or reboot changes
 // it. A store uses it to tell whether bytes it handed to the kernel but
-// never synced are still there (the pwrite backend's stage file).
+// never synced are still there (the stage files of the pwrite, odirect and
+// uring backends).
 type Booter interface {
 	BootID() (string, error)
 }
