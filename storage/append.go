@@ -276,6 +276,7 @@ func (s *Store) appendableLocked(writing bool) error {
 // pendLocked queues w, waiting for durability up to end, for the flusher.
 func (s *Store) pendLocked(w *waiter, end int64) {
 	w.end = end
+	s.m.waits.Add(1)
 	s.mu.pending = append(s.mu.pending, w)
 	s.pendingN.Store(int64(len(s.mu.pending)))
 }

@@ -12,7 +12,8 @@ import (
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
-// gateFS holds every fsync of a commit-log file until the gate opens.
+// gateFS holds every fsync of a commit-log file until the gate opens,
+// and then (if set) until holdUntil says so.
 type gateFS struct {
 	vfs.FS
 	gate    chan struct{} // closed: syncs pass
@@ -20,7 +21,15 @@ type gateFS struct {
 	blocked atomic.Int64  // syncs waiting at the gate
 	syncs   atomic.Int64
 	opened  sync.Once
+	// holdUntil, if set, holds each sync past the gate until it returns
+	// true; a sync that waits a minute for it gives up, notes it in stuck
+	// and unsets it.
+	holdUntil atomic.Pointer[func() bool]
+	stuck     atomic.Bool
 }
+
+// BootID is the inner file system's (vfs.Booter), so stores on it stage.
+func (g *gateFS) BootID() (string, error) { return vfs.InnerBootID(g.FS) }
 
 // release opens the gate (once; later calls do nothing).
 func (g *gateFS) release() { g.opened.Do(func() { close(g.gate) }) }
@@ -67,6 +76,17 @@ func (f *gateFile) wait() {
 	f.g.syncs.Add(1)
 	f.g.blocked.Add(1)
 	<-f.g.gate
+	if p := f.g.holdUntil.Load(); p != nil {
+		deadline := time.Now().Add(time.Minute)
+		for !(*p)() {
+			if time.Now().After(deadline) {
+				f.g.stuck.Store(true)
+				f.g.holdUntil.Store(nil)
+				break
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
 	f.g.blocked.Add(-1)
 	if f.g.delay > 0 {
 		time.Sleep(f.g.delay)

@@ -27,6 +27,10 @@ type Metrics struct {
 	// appends each released on average.
 	SyncGroups int64
 	AvgGroup   float64
+	// Waits are the waiters queued for a group-commit round: sync
+	// appends (one per Append or AppendBatch) and FlushTo calls that
+	// waited.
+	Waits int64
 	// FlushLatency is a copy of the flush-round latency histogram, in
 	// microseconds.
 	FlushLatency                 *hdrhistogram.Histogram
@@ -91,7 +95,7 @@ type metrics struct {
 	appends, appendBytes, writeErrors, rolls, pendingFull, waitAbandoned atomic.Int64
 	groups, groupWaiters, dirSyncs, flushedBytes, flushes                atomic.Int64
 	dispatchErrors, segmentsDeleted, gathers, gatherMisses, gatherNanos  atomic.Int64
-	ownRounds                                                            atomic.Int64
+	ownRounds, waits                                                     atomic.Int64
 	writeOuts, handOffFree                                               atomic.Int64
 	corruptRecords                                                       atomic.Int64
 	scrubBytes, scrubSegments, scrubCorrupt, startupVerifiedBytes        atomic.Int64
@@ -176,6 +180,7 @@ func (s *Store) Metrics() Metrics {
 		ReadCacheHits:        s.rc.hitCount(),
 		ReadCacheMisses:      s.rc.missCount(),
 		ReadCacheDirect:      s.rc.directCount(),
+		Waits:                m.waits.Load(),
 	}
 	if out.SyncGroups > 0 {
 		out.AvgGroup = float64(m.groupWaiters.Load()) / float64(out.SyncGroups)
