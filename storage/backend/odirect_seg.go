@@ -28,6 +28,9 @@ type directSegment struct {
 	st        *stage
 	hdrBase   int64
 	wb        writeBehind
+	// flushMu serialises a staging segment's Flush, whose fdatasync runs
+	// outside io (odirect_stage.go).
+	flushMu sync.Mutex
 
 	ring appendRing
 	// written is the tail; onDisk is block-aligned and every block below
@@ -269,6 +272,9 @@ func (s *directSegment) moveOnDisk(to int64) {
 func (s *directSegment) Flush() (int64, error) {
 	if s.closed.Load() {
 		return 0, errSegmentClosed
+	}
+	if s.stagePath != "" {
+		return s.flushStaged()
 	}
 	s.io.Lock()
 	defer s.io.Unlock()

@@ -27,6 +27,9 @@ import (
 //   - Flush and WriteOut write as without a stage: the blocks from onDisk
 //     through the tail block, the partial tail block from the bounce
 //     buffer (the appender may be writing past the tail in its slot).
+//     Flush's fdatasync then runs outside io (a plain File.Sync, also for
+//     uring: the ring is io's), so a slow sync holds up neither the
+//     write-behind nor a spilling appender, as pwrite's does not.
 //   - Seal (the CommitLog rolled past the segment) writes out the rest,
 //     drops the ring and removes the stage; so does Close, which keeps
 //     the stage for the next Open's replay if the file may lack a byte.
@@ -216,4 +219,43 @@ func (s *directSegment) dropStageLocked(remove bool) error {
 	s.st = nil
 	s.ringMu.Unlock()
 	return st.close(s.fs, remove)
+}
+
+// flushStaged is Flush for a staging segment: the writes under io, the
+// fdatasync after them outside it (flushMu serialises Flushes). A failed
+// write or sync is sticky.
+func (s *directSegment) flushStaged() (int64, error) {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.io.Lock()
+	if s.io.err != nil {
+		defer s.io.Unlock()
+		return s.io.durable, s.io.err
+	}
+	// Load the tail before writing: the flush covers exactly the bytes
+	// below it.
+	w := s.written.Load()
+	if w == s.io.durable {
+		s.io.Unlock()
+		return w, nil
+	}
+	s.c.flushBatches.Add(1)
+	err := s.writeLocked(w, false)
+	d := s.io.durable
+	s.io.Unlock()
+	if err != nil {
+		return d, err
+	}
+	s.c.fsyncs.Add(1)
+	err = s.f.Sync()
+	s.io.Lock()
+	defer s.io.Unlock()
+	if err != nil {
+		s.io.err = cmpOr(s.io.err, fmt.Errorf("backend: %s flush %s to %d: fdatasync: %w", s.name, s.path, w, err))
+		return s.io.durable, s.io.err
+	}
+	// Every byte below w was written before the sync began (blocks a
+	// write-behind rewrote meanwhile hold the same bytes below w).
+	s.io.durable = max(s.io.durable, w)
+	return s.io.durable, s.io.err
 }

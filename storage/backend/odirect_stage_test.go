@@ -35,17 +35,20 @@ func newStagedDirect(t *testing.T, name string, fsys vfs.FS, opts ODirectOptions
 	return s.(*directSegment), cfg
 }
 
-// waitFor polls cond for up to a minute (an event, not a time bound).
+// waitFor polls cond for up to waitLimit (an event, not a time bound).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
+			t.Fatalf("waited %v for %s", waitLimit, what)
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
 }
+
+// waitLimit bounds waitFor: long enough for any busy machine.
+var waitLimit = time.Minute
 
 // replayedBytes replays the stage into the segment file of a process
 // crash's image of m and returns the file's first n bytes.
@@ -167,5 +170,94 @@ func TestDirectSeal(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// holdSyncFS holds every Sync of files not named *.stage until release
+// closes; the stage files (and the boot ID) are its MemFS's.
+type holdSyncFS struct {
+	*vfs.MemFS
+	release chan struct{}
+	held    chan struct{} // a Sync is waiting (buffered)
+}
+
+type holdSyncFile struct {
+	vfs.File
+	fs *holdSyncFS
+}
+
+func (h *holdSyncFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
+	if err != nil || filepath.Ext(name) == ".stage" {
+		return f, err
+	}
+	return &holdSyncFile{File: f, fs: h}, nil
+}
+
+func (h *holdSyncFS) Create(name string, o vfs.OpenOptions) (vfs.File, error) {
+	f, err := h.MemFS.Create(name, o)
+	return h.wrap(f, name, err)
+}
+
+func (h *holdSyncFS) Open(name string, o vfs.OpenOptions) (vfs.File, error) {
+	f, err := h.MemFS.Open(name, o)
+	return h.wrap(f, name, err)
+}
+
+func (f *holdSyncFile) Sync() error {
+	select {
+	case f.fs.held <- struct{}{}:
+	default:
+	}
+	<-f.fs.release
+	return f.File.Sync()
+}
+
+// TestDirectStageSlowSync: a staging segment's Flush syncs outside the
+// io lock, so while its fdatasync hangs the write-behind keeps writing
+// and the appender keeps appending past a whole ring.
+func TestDirectStageSlowSync(t *testing.T) {
+	for _, name := range []string{"odirect", "uring"} {
+		t.Run(name, func(t *testing.T) {
+			h := &holdSyncFS{MemFS: vfs.NewMem(), release: make(chan struct{}), held: make(chan struct{}, 1)}
+			s, _ := newStagedDirect(t, name, h, ODirectOptions{StagedRingSize: 16 << 10, StageSize: 4096}, 256<<10)
+			t.Cleanup(func() {
+				select {
+				case <-h.release:
+				default:
+					close(h.release)
+				}
+			})
+			appendD(t, s, 3000)
+			flushed := make(chan error, 1)
+			go func() { _, err := s.Flush(); flushed <- err }()
+			<-h.held // the Flush is in its fdatasync
+			appended := make(chan error, 1)
+			go func() { // four rings' worth: the write-behind must make room
+				var err error
+				for s.Written() < 64<<10 && err == nil {
+					err = s.Append(dpattern(s.Written(), 3000))
+				}
+				appended <- err
+			}()
+			waitFor(t, "the appends and the write-behind while the sync hangs", func() bool {
+				return len(appended) > 0 && s.onDisk.Load() >= 60<<10
+			})
+			if err := <-appended; err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-flushed:
+				t.Fatalf("the Flush returned before its sync did: %v", err)
+			default:
+			}
+			close(h.release)
+			if err := <-flushed; err != nil {
+				t.Fatal(err)
+			}
+			if d := flushD(t, s); d != s.Written() {
+				t.Fatalf("durable %d", d)
+			}
+			readD(t, s, 0, int(s.Written()))
+		})
 	}
 }
