@@ -94,7 +94,7 @@ func ackName(o Options) string {
 	if o.AckBuffered {
 		return "ack-buffered"
 	}
-	if be := o.segmentBackend(); be != nil && stageUse(o, be) {
+	if o.Stages() {
 		return "ack-in-kernel via a stage"
 	}
 	return "ack-in-kernel"

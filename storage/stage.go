@@ -38,6 +38,14 @@ func stageUse(o Options, be backend.Backend) bool {
 	return ok
 }
 
+// Stages says whether a store opened with o keeps its appends in stages
+// (Options.NoStage): for a staging backend under async and none flush,
+// unless AckBuffered, on a file system that names its boot.
+func (o Options) Stages() bool {
+	be := o.segmentBackend()
+	return be != nil && stageUse(o, be)
+}
+
 // segConfig is the backend configuration of the segment file at path
 // holding written bytes (0 for Create).
 func (s *Store) segConfig(path string, written int64) backend.Config {

@@ -178,7 +178,7 @@ func TestStageWhere(t *testing.T) {
 		opts.AckBuffered, opts.NoStage = c.ack, c.no
 		s := mustOpen(t, opts)
 		note := opts.DurabilityNote()
-		if s.staged != c.want || strings.Contains(note, "via a stage") != c.want {
+		if s.staged != c.want || opts.Stages() != c.want || strings.Contains(note, "via a stage") != c.want {
 			t.Errorf("%s/%s ack-buffered %t no-stage %t %T: staged %t, want %t (%s)", c.be, c.policy, c.ack, c.no, c.fs, s.staged, c.want, note)
 		}
 		appendN(t, s, "N", 0, 3, 200)
