@@ -109,19 +109,23 @@ type Options struct {
 	// kernel: RocketMQ's transientStorePoolEnable. A process crash then
 	// loses acknowledged records still in the buffer (durability
 	// "memory", see Durability), and consumers may read records a crash
-	// takes back. Default false: every append is handed to the kernel (page
-	// cache, or the device for O_DIRECT) before it is acknowledged or
-	// indexed, batched under load (durability "process-crash"). It buys
-	// most on the O_DIRECT backends, whose hand-over is a device write;
-	// mmap ignores it (its buffer is the page cache); sync flush ignores it.
+	// takes back. Default false: every append is in the kernel (a stage,
+	// see NoStage; or handed over: page cache, or the device for O_DIRECT)
+	// before it is acknowledged or indexed (durability "process-crash").
+	// With a stage it buys little (a staged append is in the kernel once
+	// copied); without one it buys most on the O_DIRECT backends, whose
+	// hand-over is a device write. mmap ignores it (its buffer is the page
+	// cache); sync flush ignores it.
 	AckBuffered bool
 	// NoStage turns stages off. By default, with async and none flush
-	// and a backend.Stager (pwrite, odirect, uring), each segment's write buffer is a
-	// shared mapping of a stage file under Dir/stage (backend/stage.go):
-	// an append is in the kernel once it is copied, so it is acknowledged
-	// with no write call and no wait for one, at the same durability
-	// (process-crash); the segment file still gets its bytes one buffer at
-	// a time. Open replays the stages a process crash left (whatever the
+	// and a backend.Stager (pwrite, odirect, uring), each segment's write
+	// buffer is a shared mapping of a stage file under Dir/stage
+	// (backend/stage.go): an append is in the kernel once it is copied, so
+	// it is acknowledged with no write call and no wait for one, at the
+	// same durability (process-crash); the segment file still gets its
+	// bytes in large writes (pwrite: a buffer at a time; odirect, uring:
+	// aligned blocks written behind the appender, an eighth of
+	// ODirectOptions.StagedRingSize at a time). Open replays the stages a process crash left (whatever the
 	// Options say now); a stage made before a reboot is dropped (its bytes
 	// were never synced). Stages need a file system that names its boot
 	// (vfs.Booter) and maps files; sync flush, AckBuffered and the other

@@ -18,7 +18,11 @@
 //
 // Implementations (one file each): mmap, pwrite, odirect, uring. Each is
 // registered under its name so options, benchmarks and the conformance suite
-// can choose it by string.
+// can choose it by string. pwrite, odirect and uring can keep their write
+// buffer in a stage (Config.StagePath): one stage type and one replay for
+// all three (stage.go); pwrite's buffer is linear (pwrite_seg.go), odirect's
+// and uring's is their append ring, written behind the appender
+// (odirect_stage.go).
 package backend
 
 import (
