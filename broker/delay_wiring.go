@@ -79,7 +79,13 @@ func deferDelivery(d *delay.Service, req *protocol.Command, m *storage.Message) 
 	if d == nil {
 		return nil
 	}
-	switch err := d.Defer(m); {
+	return deferAnswer(req, d.Defer(m))
+}
+
+// deferAnswer is the answer to a send that delay.Service.Defer refused
+// with err (nil when it did not).
+func deferAnswer(req *protocol.Command, err error) *protocol.Command {
+	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, delay.ErrTimersOff):

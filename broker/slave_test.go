@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/broker/delay"
 	"github.com/samsamq/samsa/namesrv"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
@@ -334,4 +335,34 @@ func TestSlaveStartedFirstFindsItsMaster(t *testing.T) {
 	master := startBroker(t, t.TempDir(), withNamesrv(ns.Addr(), nil))
 	defer master.Close()
 	waitFor(t, func() bool { return slave.repl.MasterAddr() == master.Addr() }, "the slave learning its master")
+}
+
+// TestSlaveCopiesDelayOffsets: a slave runs no schedule service; its
+// metadata sync copies the master's delay-level progress
+// (GET_ALL_DELAY_OFFSET) into its delayOffset.json.
+func TestSlaveCopiesDelayOffsets(t *testing.T) {
+	ns := startNamesrv(t)
+	short := func(c *Config) { c.MessageDelayLevel = shortLevels }
+	master := startBroker(t, "", withNamesrv(ns.Addr(), short))
+	defer master.Close()
+	slaveDir := t.TempDir()
+	slave := startBroker(t, slaveDir, asSlave(ns.Addr(), 1, short))
+	defer slave.Close()
+	mc := dialRaw(t, master.Addr())
+	mc.call(createTopicReq("sd", 1))
+	if r := mc.call(sendReq("sd", 0, []byte("x"), map[string]string{"DELAY": "1"})); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	waitRecord(t, mc, "sd", 0, 0, 20*time.Second)
+	if err := slave.repl.meta.round(); err != nil {
+		t.Fatal(err)
+	}
+	if got := slave.delay.Offsets().OffsetTable[1]; got != 1 {
+		t.Fatalf("slave's level 1 offset %d, want the master's 1", got)
+	}
+	slave.Close()
+	f, _, err := jsonFile{fs: slave.cfg.FS, path: slaveDir + "/config/delayOffset.json"}.read()
+	if d, derr := delay.DecodeOffsets(f); err != nil || derr != nil || d.OffsetTable[1] != 1 {
+		t.Fatalf("slave's delayOffset.json %s %v %v", f, err, derr)
+	}
 }
