@@ -108,6 +108,10 @@ type runRequest struct {
 	Run string `json:"run"`
 }
 
+func (r *startRequest) runID() string   { return r.Run }
+func (r *drainedRequest) runID() string { return r.Run }
+func (r *runRequest) runID() string     { return r.Run }
+
 type clockResponse struct {
 	NowNs int64 `json:"now_ns"`
 }

@@ -339,20 +339,39 @@ func (wr *workerRun) waitDrained(w *Worker) func(context.Context) bool {
 	}
 }
 
+// namedRun decodes a request that names a run into req (a pointer) and
+// finds that run, its lease renewed, or answers with a refusal.
+func (w *Worker) namedRun(r *http.Request, req interface{ runID() string }) (*workerRun, int, any) {
+	if err := decode(r, req); err != nil {
+		code, body := refuse(http.StatusBadRequest, "%v", err)
+		return nil, code, body
+	}
+	return w.lookup(req.runID())
+}
+
+// inPhase is namedRun for a run that must be in phase want: it returns
+// with w.mu held (the caller unlocks), or with a refusal and no lock.
+func (w *Worker) inPhase(r *http.Request, req interface{ runID() string }, want string) (*workerRun, int, any) {
+	wr, code, body := w.namedRun(r, req)
+	if wr == nil {
+		return nil, code, body
+	}
+	w.mu.Lock()
+	if wr.phase != want {
+		w.mu.Unlock()
+		code, body := refuse(http.StatusConflict, "run %q is %s, not %s", wr.id, wr.phase, want)
+		return nil, code, body
+	}
+	return wr, 0, nil
+}
+
 func (w *Worker) startRun(r *http.Request) (int, any) {
 	var req startRequest
-	if err := decode(r, &req); err != nil {
-		return refuse(http.StatusBadRequest, "%v", err)
-	}
-	wr, code, body := w.lookup(req.Run)
+	wr, code, body := w.inPhase(r, &req, phaseReady)
 	if wr == nil {
 		return code, body
 	}
-	w.mu.Lock()
 	defer w.mu.Unlock()
-	if wr.phase != phaseReady {
-		return refuse(http.StatusConflict, "run %q is %s, not ready", wr.id, wr.phase)
-	}
 	select {
 	case wr.start <- time.Unix(0, req.StartNs):
 	default:
@@ -363,18 +382,11 @@ func (w *Worker) startRun(r *http.Request) (int, any) {
 
 func (w *Worker) drain(r *http.Request) (int, any) {
 	var req drainedRequest
-	if err := decode(r, &req); err != nil {
-		return refuse(http.StatusBadRequest, "%v", err)
-	}
-	wr, code, body := w.lookup(req.Run)
+	wr, code, body := w.inPhase(r, &req, phaseDraining)
 	if wr == nil {
 		return code, body
 	}
-	w.mu.Lock()
 	defer w.mu.Unlock()
-	if wr.phase != phaseDraining {
-		return refuse(http.StatusConflict, "run %q is %s, not draining", wr.id, wr.phase)
-	}
 	select {
 	case wr.drained <- req.CaughtUp:
 	default: // said already
@@ -419,10 +431,7 @@ func (w *Worker) result(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Worker) stop(r *http.Request) (int, any) {
 	var req runRequest
-	if err := decode(r, &req); err != nil {
-		return refuse(http.StatusBadRequest, "%v", err)
-	}
-	wr, code, body := w.lookup(req.Run)
+	wr, code, body := w.namedRun(r, &req)
 	if wr == nil {
 		return code, body
 	}
