@@ -110,6 +110,15 @@ func runLoadgen(args []string) (err error) {
 		return errors.New("--token-file goes with --workers")
 	}
 	if *experiment != "" {
+		var runFlags []string
+		fs.Visit(func(f *flag.Flag) {
+			if strings.HasPrefix(f.Name, "kafka-") {
+				runFlags = append(runFlags, "--"+f.Name)
+			}
+		})
+		if len(runFlags) > 0 {
+			return fmt.Errorf("%s do not apply with --experiment: an experiment's kafka cells carry their own settings (\"kafka\" in the cell); --brokers and the --sasl and --tls flags do apply", strings.Join(runFlags, ", "))
+		}
 		bin, _ := os.Executable() // the kill loops and chaos start this binary; without it they say so
 		_, err := labKinds(ls, profileFlags{}).Run(ctx, *experiment, lab.Options{
 			Env: lab.Env{Quick: *quick, Seed: *seed, DataDir: *dataDir, Binary: bin, Command: commandLine(), Progress: os.Stdout},

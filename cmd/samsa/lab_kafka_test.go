@@ -79,6 +79,8 @@ func TestLoadgenKafkaFlags(t *testing.T) {
 		{[]string{"--driver", "kafka", "--brokers", "127.0.0.1:1", "--sasl-mechanism", "KERBEROS", "--sasl-user", "u", "--sasl-password", "p"}, `sasl mechanism "KERBEROS"`},
 		{[]string{"--driver", "nats", "--kafka-compression", "zstd"}, "kafka settings given to the nats driver"},
 		{[]string{"--driver", "kafka"}, "the kafka driver drives a live cluster: give its brokers, --brokers host:9092,..."},
+		{[]string{"--experiment", "experiments/peer-nats.json", "--kafka-acks", "1", "--kafka-commit", "manual"},
+			"--kafka-acks, --kafka-commit do not apply with --experiment"},
 	} {
 		_, err := stdio(t, "", func() error { return runLoadgen(append(tc.args, "--duration", "1s", "--warmup", "0s")) })
 		require.ErrorContains(t, err, tc.want, tc.args)
