@@ -134,3 +134,23 @@ func TestCheckPrintWriteError(t *testing.T) {
 	rep.Notes = []string{"a note"}
 	require.ErrorIs(t, rep.Print(failWriter{boom}), boom)
 }
+
+// TestCommittedBaselineStillChecks: the committed baseline predates the
+// device figures; it still reads, renders ("–" where it has no device
+// figures, never "n/a") and checks against a result that has them.
+func TestCommittedBaselineStillChecks(t *testing.T) {
+	base, err := ReadResult("../results/baseline/storage-quick.json")
+	require.NoError(t, err)
+	md := Markdown(base, nil, "")
+	require.Contains(t, md, "| device writes/s | avg device write | device ÷ log bytes |")
+	require.NotContains(t, md, "n/a")
+	cur := *base
+	cur.Cells = append([]CellResult(nil), base.Cells...)
+	for i := range cur.Cells {
+		s := SpreadOf([]float64{100})
+		cur.Cells[i].Summary.DevWritesPerSec = &s
+	}
+	rep := Check(base, &cur, CheckOptions{Tolerance: 0.15})
+	require.Zero(t, rep.Regressions())
+	require.NotEmpty(t, rep.Rows)
+}

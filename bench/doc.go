@@ -12,7 +12,9 @@
 //     what a sync (group commit) append's p99 is compared with.
 //   - RunStorage opens a storage.Store with the given Options and drives it
 //     with N closed-loop writers; the store's own counters (fsyncs, batches,
-//     write syscalls, bytes) come with the latency histogram.
+//     write syscalls, bytes) come with the latency histogram, and the
+//     data dir's block device's write counters over the same window
+//     (DeviceIO; none, with the reason, where the device cannot be found).
 //   - Experiment files (experiments/*.json, kind "storage") name a matrix of
 //     backends × flush policies × record sizes × writers × group-commit
 //     limits; Run repeats every cell and the disk references it needs in

@@ -64,21 +64,31 @@ func Markdown(r *ExperimentResult, charts []Chart, reportCmd string) string {
 		}
 	}
 
-	b.WriteString("| cell | durability | msgs/s (min–max) | MB/s | ×disk MB/s | p50 | p99 | p99.9 | max | p99 ÷ fsync p99 | appends/fsync | fsyncs/s | syscalls/1k appends |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| cell | durability | msgs/s (min–max) | MB/s | ×disk MB/s | p50 | p99 | p99.9 | max | p99 ÷ fsync p99 | appends/fsync | fsyncs/s | syscalls/1k appends | device writes/s | avg device write | device ÷ log bytes |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	devNote := ""
 	for i := range r.Cells {
 		c := &r.Cells[i]
 		if c.Status != StatusOK {
-			fmt.Fprintf(&b, "| %s | | %s: %s | | | | | | | | | | |\n", c.Label, c.Status, oneLine(c.Reason))
+			fmt.Fprintf(&b, "| %s | | %s: %s | | | | | | | | | | | | | |\n", c.Label, c.Status, oneLine(c.Reason))
 			continue
 		}
 		s := c.Summary
-		fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n",
+		if devNote == "" && s.DevWritesPerSec == nil {
+			devNote = s.DeviceNote
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %s |\n",
 			c.Label, orDash(c.Durability), withRange(s.MsgsPerSec, "%.0f"), s.MBPerSec.Median, fmtRatioSpread(c.Ratios.MB),
 			fmtUs(s.P50Us.Median), fmtUs(s.P99Us.Median), fmtUs(s.P999Us.Median), fmtUs(s.MaxUs.Median),
-			fmtRatioSpread(c.Ratios.P99VsFsync), fmtBatch(s.AvgBatch.Median), s.FsyncsPerSec.Median, s.SyscallsPer1000.Median)
+			fmtRatioSpread(c.Ratios.P99VsFsync), fmtBatch(s.AvgBatch.Median), s.FsyncsPerSec.Median, fmtSyscalls(s.SyscallsPer1000.Median),
+			fmtDev(s.DevWritesPerSec, s.DeviceNote, func(v float64) string { return fmt.Sprintf("%.0f", v) }),
+			fmtDev(s.DevAvgWriteBytes, s.DeviceNote, fmtBytes),
+			fmtDev(s.DevBytesPerLog, s.DeviceNote, func(v float64) string { return fmt.Sprintf("%.2f", v) }))
 	}
 	b.WriteString("\n")
+	if devNote != "" {
+		fmt.Fprintf(&b, "Device figures: %s\n\n", oneLine(devNote))
+	}
 
 	if ts := EvaluateTargets(r); len(ts) > 0 {
 		b.WriteString("Targets (medians):\n\n| target | cell | value | bound | met |\n|---|---|---:|---|---|\n")
@@ -149,6 +159,38 @@ func fmtUs(us float64) string {
 		return fmt.Sprintf("%.3g ms", us/1000)
 	}
 	return fmt.Sprintf("%.3g s", us/1e6)
+}
+
+// fmtSyscalls keeps two significant digits below 10 (a staging ring's
+// 0.086 per 1,000 appends is not 0).
+func fmtSyscalls(v float64) string {
+	if v > 0 && v < 10 {
+		return fmt.Sprintf("%.2g", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// fmtDev is a device figure's median: "n/a" where the device could not be
+// read (note set), "–" in results from before device figures.
+func fmtDev(s *Spread, note string, f func(float64) string) string {
+	switch {
+	case s != nil:
+		return f(s.Median)
+	case note != "":
+		return "n/a"
+	}
+	return "–"
+}
+
+// fmtBytes writes a byte count as B, KiB or MiB.
+func fmtBytes(v float64) string {
+	switch {
+	case v < 1024:
+		return fmt.Sprintf("%.0f B", v)
+	case v < 1<<20:
+		return fmt.Sprintf("%.0f KiB", v/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", v/(1<<20))
 }
 
 // orDash is s, or "–" for an empty s (results from before the field).

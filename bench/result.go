@@ -88,6 +88,14 @@ type CellSummary struct {
 	FsyncsPerSec    Spread `json:"fsyncs_per_sec"`
 	SyscallsPer1000 Spread `json:"syscalls_per_1000_appends"`
 	Errors          int64  `json:"errors"`
+	// The data dir's block device over the runs that could read it
+	// (StorageResult.Device): write requests a second, their average
+	// size, and the bytes it wrote per stored log byte. Nil where no run
+	// could (DeviceNote says why) and in results from before them.
+	DevWritesPerSec  *Spread `json:"device_writes_per_sec,omitempty"`
+	DevAvgWriteBytes *Spread `json:"device_avg_write_bytes,omitempty"`
+	DevBytesPerLog   *Spread `json:"device_bytes_per_log_byte,omitempty"`
+	DeviceNote       string  `json:"device_note,omitempty"`
 }
 
 // Ratios compare a cell with the raw disk of the same run, round by round
@@ -128,7 +136,41 @@ func summarizeCell(runs []*StorageResult) CellSummary {
 	for _, r := range runs {
 		s.Errors += r.Errors
 	}
+	s.DevWritesPerSec, s.DevAvgWriteBytes, s.DevBytesPerLog, s.DeviceNote = summarizeDevice(runs)
 	return s
+}
+
+// summarizeDevice spreads the device figures over the runs that have
+// them; with none, the first run's reason.
+func summarizeDevice(runs []*StorageResult) (perSec, avg, perLog *Spread, note string) {
+	var ps, av, pl []float64
+	for _, r := range runs {
+		d := r.Device
+		if d == nil {
+			if note == "" {
+				note = r.DeviceNote
+			}
+			continue
+		}
+		ps = append(ps, d.WritesPerSec)
+		if d.WriteIOs > 0 {
+			av = append(av, d.AvgWriteBytes)
+		}
+		if logBytes := r.LogMBPerSec * 1e6 * r.MeasuredSeconds; logBytes > 0 {
+			pl = append(pl, float64(d.WriteBytes)/logBytes)
+		}
+	}
+	spread := func(v []float64) *Spread {
+		if len(v) == 0 {
+			return nil
+		}
+		s := SpreadOf(v)
+		return &s
+	}
+	if len(ps) > 0 {
+		note = ""
+	}
+	return spread(ps), spread(av), spread(pl), note
 }
 
 // Cell returns the result cell with the label, or nil.

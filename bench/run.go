@@ -348,14 +348,17 @@ func roundRatios(runs []*StorageResult, refs []*DiskResult, probe []Latency, syn
 
 // Line is a run's one-line human summary.
 func (s *StorageResult) Line() string {
-	line := fmt.Sprintf("%.0f msgs/s  %.1f MB/s (log %.1f)  p50 %dµs  p99 %dµs  p99.9 %dµs  max %dµs  fsyncs %d  batch %.1f  syscalls/1k %.0f  errors %d",
+	line := fmt.Sprintf("%.0f msgs/s  %.1f MB/s (log %.1f)  p50 %dµs  p99 %dµs  p99.9 %dµs  max %dµs  fsyncs %d  batch %.1f  syscalls/1k %s  errors %d",
 		s.MsgsPerSec, s.MBPerSec, s.LogMBPerSec, s.LatencyUs.P50, s.LatencyUs.P99, s.LatencyUs.P999, s.LatencyUs.Max,
-		s.Fsyncs, s.AvgBatch, s.SyscallsPer1000, s.Errors)
+		s.Fsyncs, s.AvgBatch, fmtSyscalls(s.SyscallsPer1000), s.Errors)
 	if s.Gathers > 0 {
 		line += fmt.Sprintf("  gathers %d (unfilled %d, avg %.0fµs)", s.Gathers, s.GatherMisses, s.GatherAvgUs)
 	}
 	if s.OwnRounds > 0 {
 		line += fmt.Sprintf("  own rounds %d", s.OwnRounds)
+	}
+	if d := s.Device; d != nil {
+		line += fmt.Sprintf("  %s %.0f writes/s of %s avg", d.Device, d.WritesPerSec, fmtBytes(d.AvgWriteBytes))
 	}
 	return line
 }

@@ -172,6 +172,10 @@ type StorageResult struct {
 	// FlushP99Us is the engine's own flush latency p99, if it keeps one.
 	FlushP99Us float64 `json:"flush_p99_us,omitempty"`
 	// ProcIO is the process's /proc/self/io deltas over the window.
-	ProcIO  *ProcIO             `json:"proc_io,omitempty"`
-	Machine *resultfile.Machine `json:"machine,omitempty"`
+	ProcIO *ProcIO `json:"proc_io,omitempty"`
+	// Device is the write counters of the block device holding Dir over
+	// the window; nil where they cannot be read, and DeviceNote says why.
+	Device     *DeviceIO           `json:"device,omitempty"`
+	DeviceNote string              `json:"device_note,omitempty"`
+	Machine    *resultfile.Machine `json:"machine,omitempty"`
 }

@@ -148,12 +148,15 @@ func driveStore(ctx context.Context, st *storage.Store, opts StorageOptions) (*S
 	var m0, m1 storage.Metrics
 	var io0, io1 ProcIO
 	var ioOK bool
+	dev := watchDevice(opts.Dir)
 	if sleepUntil(ctx, measure) {
 		m0 = st.Metrics()
 		io0, ioOK = readProcIO("/proc/self/io")
+		dev.start()
 		if sleepUntil(ctx, deadline) {
 			m1 = st.Metrics()
 			io1, _ = readProcIO("/proc/self/io")
+			res.Device, res.DeviceNote = dev.stop()
 		}
 	}
 	wg.Wait()

@@ -297,6 +297,12 @@ func benchStorage(args []string) error {
 		fmt.Printf("  process: %.0f write syscalls/1k appends, %.1f MB to the block layer\n",
 			float64(res.ProcIO.SysCW)*1000/float64(res.Appends), float64(res.ProcIO.WriteBytes)/1e6)
 	}
+	if d := res.Device; d != nil {
+		fmt.Printf("  device %s (whole device, every process): %d writes (%.0f/s), %.1f MB\n",
+			d.Device, d.WriteIOs, d.WritesPerSec, float64(d.WriteBytes)/1e6)
+	} else if res.DeviceNote != "" {
+		fmt.Printf("  device: %s\n", res.DeviceNote)
+	}
 	if res.FirstError != "" {
 		fmt.Printf("  first error: %s\n", res.FirstError)
 	}
