@@ -114,8 +114,12 @@ BENCH_E2E_EXPERIMENTS     ?= experiments/consume-pull-vs-longpoll.json experimen
                              experiments/client-vs-official.json experiments/durability-kill.json
 BENCH_EXPERIMENTS         ?= experiments/storage-quick.json $(BENCH_E2E_EXPERIMENTS)
 BENCH_STORAGE_EXPERIMENTS ?= experiments/storage-quick.json
+# storage-uring-matrix (bench-full only, about 12 minutes): pwrite, odirect
+# and uring from 128 B to 1 MiB messages, 1 to 64 writers, sync and async,
+# each configuration's backends back to back ("interleave").
 BENCH_FULL_EXPERIMENTS    ?= experiments/storage-quick.json experiments/storage-backends.json \
                              experiments/group-commit.json experiments/flush-policies.json \
+                             experiments/storage-uring-matrix.json \
                              $(BENCH_E2E_EXPERIMENTS)
 # The replication experiments: no slave, ASYNC_MASTER and
 # SYNC_MASTER end to end (a delayed master→slave link included), and an

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -32,6 +33,13 @@ type Experiment struct {
 	Quick *QuickOverrides `json:"quick,omitempty"`
 	// Targets are goals reports check the cells against.
 	Targets []Target `json:"targets,omitempty"`
+	// Interleave runs a round's cells configuration by configuration,
+	// every backend of one (flush, size, writers, limits) back to back,
+	// the backends in reverse order every other round, instead of
+	// backend by backend: on a machine whose speed drifts over minutes,
+	// backends compared with each other then ran in the same minute.
+	// Results list the cells in the usual order either way.
+	Interleave bool `json:"interleave,omitempty"`
 }
 
 // Matrix is the cartesian product of cells. Flush policies other than
@@ -290,6 +298,45 @@ func (e *Experiment) Expand(quick bool) Plan {
 		}
 	}
 	return p
+}
+
+// RoundOrder is the order in which round (from 0) runs the plan's cells,
+// as indices into p.Cells: the plan's own order, or with interleave every
+// backend of one configuration back to back, the backends reversed in
+// odd rounds (Experiment.Interleave).
+func (p Plan) RoundOrder(round int, interleave bool) []int {
+	order := make([]int, len(p.Cells))
+	for i := range order {
+		order[i] = i
+	}
+	if !interleave {
+		return order
+	}
+	// A configuration is a label without its backend; its first
+	// appearance in the plan orders it.
+	rank := map[string]int{}
+	backendRank := map[string]int{}
+	conf := make([]string, len(p.Cells))
+	for i, c := range p.Cells {
+		conf[i] = strings.TrimPrefix(c.Label, c.Backend+"/")
+		if _, ok := rank[conf[i]]; !ok {
+			rank[conf[i]] = len(rank)
+		}
+		if _, ok := backendRank[c.Backend]; !ok {
+			backendRank[c.Backend] = len(backendRank)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ca, cb := p.Cells[order[a]], p.Cells[order[b]]
+		if ra, rb := rank[conf[order[a]]], rank[conf[order[b]]]; ra != rb {
+			return ra < rb
+		}
+		if round%2 == 1 {
+			return backendRank[ca.Backend] > backendRank[cb.Backend]
+		}
+		return backendRank[ca.Backend] < backendRank[cb.Backend]
+	})
+	return order
 }
 
 // gatherLabel writes a gather bound: "off" when negative, "default" at 0.

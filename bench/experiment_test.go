@@ -119,3 +119,26 @@ func TestSizeLabel(t *testing.T) {
 		require.Equal(t, want, sizeLabel(n))
 	}
 }
+
+// TestRoundOrderInterleaves: with interleave, a round runs every backend
+// of one configuration back to back, the backends reversed every other
+// round; without, the plan's order.
+func TestRoundOrderInterleaves(t *testing.T) {
+	e := &Experiment{Name: "x", Kind: "storage", Matrix: Matrix{Backends: []string{"a", "b", "c"},
+		Flush: []string{"sync"}, Sizes: []int{128, 1024}, Writers: []int{1}}}
+	e.EnsureDefaults()
+	p := e.Expand(false)
+	labels := func(order []int) []string {
+		var out []string
+		for _, i := range order {
+			out = append(out, p.Cells[i].Label)
+		}
+		return out
+	}
+	require.Equal(t, []string{"a/sync/128B/w1", "a/sync/1KiB/w1", "b/sync/128B/w1", "b/sync/1KiB/w1", "c/sync/128B/w1", "c/sync/1KiB/w1"},
+		labels(p.RoundOrder(0, false)))
+	require.Equal(t, []string{"a/sync/128B/w1", "b/sync/128B/w1", "c/sync/128B/w1", "a/sync/1KiB/w1", "b/sync/1KiB/w1", "c/sync/1KiB/w1"},
+		labels(p.RoundOrder(0, true)))
+	require.Equal(t, []string{"c/sync/128B/w1", "b/sync/128B/w1", "a/sync/128B/w1", "c/sync/1KiB/w1", "b/sync/1KiB/w1", "a/sync/1KiB/w1"},
+		labels(p.RoundOrder(1, true)))
+}

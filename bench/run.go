@@ -236,7 +236,7 @@ func (r *runner) round(ctx context.Context, round int) error {
 			}
 		}
 	}
-	for i := range r.res.Cells {
+	for _, i := range r.plan.RoundOrder(round, r.e.Interleave) {
 		cr := &r.res.Cells[i]
 		r.step(round, cr.Label)
 		if cr.Status != StatusOK {
