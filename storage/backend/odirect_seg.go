@@ -141,6 +141,9 @@ func (s *directSegment) Append(p []byte) error {
 	for len(p) > 0 {
 		d := s.onDisk.Load()
 		room := d + s.ring.size() - to
+		if room <= 0 && s.st != nil && s.awaitWriteBehind(d) {
+			continue
+		}
 		if room <= 0 {
 			if !saved {
 				s.saveTailBlock(w)

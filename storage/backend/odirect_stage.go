@@ -18,11 +18,15 @@ import (
 //     and starts the write-behind goroutine.
 //   - Append copies into the ring and stores the header's written; once
 //     an eighth of the ring waits to be written it wakes the write-behind, which
-//     writes the full blocks below the tail (one write call, or one
-//     io_uring submission; two where the ring wraps) and moves onDisk
-//     without a sync, so the appender finds room without waiting for the
-//     disk. The appender writes (spills) itself only when the ring is
-//     full. Before it reuses room freed below onDisk, it stores the
+//     writes the full blocks below the tail an eighth of the ring at a
+//     time (one write call, or one io_uring submission; two where the
+//     ring wraps) and moves onDisk without a sync, so the appender finds
+//     room without waiting for the disk. When the ring is full the
+//     appender waits for the write-behind's next round to free room (a
+//     condition, not I/O of its own); it writes (spills) itself only
+//     when the write-behind cannot help: an append longer than the room
+//     the published tail leaves, or a write-behind that failed or
+//     stopped. Before it reuses room freed below onDisk, it stores the
 //     header's base there.
 //   - Flush and WriteOut write as without a stage: the blocks from onDisk
 //     through the tail block, the partial tail block from the bounce
@@ -50,6 +54,11 @@ type writeBehind struct {
 	// pending: a kick was sent and its round has not ended; the appender
 	// sends no other meanwhile.
 	pending atomic.Bool
+	// freed (buffered 1) is signalled after every round, failed set
+	// before it by a round that failed: what an appender waiting for room
+	// waits on (awaitWriteBehind).
+	freed  chan struct{}
+	failed atomic.Bool
 }
 
 // openStage makes the stage at the first Append (appendMu held; w the
@@ -78,6 +87,7 @@ func (s *directSegment) openStage(w int64) error {
 	s.io.Unlock()
 	st.setWritten(w)
 	s.wb.kick = make(chan struct{}, 1)
+	s.wb.freed = make(chan struct{}, 1)
 	s.wb.stop = make(chan struct{})
 	s.wb.done = make(chan struct{})
 	go s.writeBehind()
@@ -87,7 +97,13 @@ func (s *directSegment) openStage(w int64) error {
 // writeBehindDue says whether a share of the ring below the tail w waits
 // to be written.
 func (s *directSegment) writeBehindDue(w int64) bool {
-	return w-s.onDisk.Load() >= s.ring.size()/writeBehindShare
+	return alignDown(w)-s.onDisk.Load() >= s.writeBehindChunk()
+}
+
+// writeBehindChunk is a write-behind round's most bytes: a share of the
+// ring, at least a block (a round always frees room).
+func (s *directSegment) writeBehindChunk() int64 {
+	return max(s.ring.size()/writeBehindShare, blockSize)
 }
 
 // writeBehindShare: the write-behind starts once 1/writeBehindShare of the
@@ -106,6 +122,35 @@ func (s *directSegment) kickWriteBehind(w int64) {
 	}
 }
 
+// awaitWriteBehind waits, the ring being full with onDisk at d, until
+// the write-behind has freed room (appendMu held): true once onDisk moved.
+// False at once when it cannot free any (no full block below the
+// published tail: the append being copied is longer than the room), and
+// when it failed or stopped: the caller then spills itself.
+func (s *directSegment) awaitWriteBehind(d int64) bool {
+	if alignDown(s.written.Load()) <= d || s.wb.failed.Load() {
+		return false
+	}
+	// Due whatever the share: the ring is full.
+	if !s.wb.pending.Load() && s.wb.pending.CompareAndSwap(false, true) {
+		select {
+		case s.wb.kick <- struct{}{}:
+		default:
+		}
+	}
+	for s.onDisk.Load() == d {
+		select {
+		case <-s.wb.freed:
+		case <-s.wb.done:
+			return s.onDisk.Load() > d
+		}
+		if s.wb.failed.Load() {
+			return s.onDisk.Load() > d
+		}
+	}
+	return true
+}
+
 // writeBehind is the write-behind goroutine of a staging segment: woken
 // by the appender (kickWriteBehind), it writes the ring's full blocks
 // below the tail (spillLocked, under io), round after round while a share
@@ -121,6 +166,13 @@ func (s *directSegment) writeBehind() {
 		}
 		for {
 			ok := s.writeBehindRound()
+			if !ok {
+				s.wb.failed.Store(true)
+			}
+			select { // an appender waiting for room looks again
+			case s.wb.freed <- struct{}{}:
+			default:
+			}
 			// Clear pending before looking again: an append from here on
 			// kicks (or finds the next round claimed below).
 			s.wb.pending.Store(false)
@@ -144,7 +196,9 @@ func (s *directSegment) writeBehindRound() (ok bool) {
 	if s.io.err != nil {
 		return false
 	}
-	w := s.written.Load()
+	// A share at a time: an appender waiting for room (a full ring) waits
+	// for one such write, not for the whole ring's.
+	w := min(s.written.Load(), s.onDisk.Load()+s.writeBehindChunk())
 	if err := s.spillLocked(w); err != nil {
 		s.io.err = fmt.Errorf("backend: %s write behind %s to %d: %w", s.name, s.path, alignDown(w), err)
 		return false

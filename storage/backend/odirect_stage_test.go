@@ -3,6 +3,7 @@ package backend
 import (
 	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -258,6 +259,97 @@ func TestDirectStageSlowSync(t *testing.T) {
 				t.Fatalf("durable %d", d)
 			}
 			readD(t, s, 0, int(s.Written()))
+		})
+	}
+}
+
+// holdWriteFS holds every WriteAt to files not named *.stage until
+// release closes, counting the writes that began.
+type holdWriteFS struct {
+	*vfs.MemFS
+	release chan struct{}
+	began   atomic.Int64
+	most    atomic.Int64 // the longest write
+}
+
+type holdWriteFile struct {
+	vfs.File
+	fs *holdWriteFS
+}
+
+func (h *holdWriteFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
+	if err != nil || filepath.Ext(name) == ".stage" {
+		return f, err
+	}
+	return &holdWriteFile{File: f, fs: h}, nil
+}
+
+func (h *holdWriteFS) Create(name string, o vfs.OpenOptions) (vfs.File, error) {
+	f, err := h.MemFS.Create(name, o)
+	return h.wrap(f, name, err)
+}
+
+func (h *holdWriteFS) Open(name string, o vfs.OpenOptions) (vfs.File, error) {
+	f, err := h.MemFS.Open(name, o)
+	return h.wrap(f, name, err)
+}
+
+func (f *holdWriteFile) WriteAt(p []byte, off int64) (int, error) {
+	f.fs.began.Add(1)
+	for {
+		m := f.fs.most.Load()
+		if int64(len(p)) <= m || f.fs.most.CompareAndSwap(m, int64(len(p))) {
+			break
+		}
+	}
+	<-f.fs.release
+	return f.File.WriteAt(p, off)
+}
+
+// TestDirectStageFullRingWaits: an appender that finds the ring full
+// while the write-behind's write hangs waits (no second write begins, no
+// append returns past the full ring); once the write returns, rounds of
+// at most a share of the ring free room, and every byte reads back and
+// replays.
+func TestDirectStageFullRingWaits(t *testing.T) {
+	for _, name := range []string{"odirect", "uring"} {
+		t.Run(name, func(t *testing.T) {
+			h := &holdWriteFS{MemFS: vfs.NewMem(), release: make(chan struct{})}
+			s, cfg := newStagedDirect(t, name, h, ODirectOptions{StagedRingSize: 16 << 10, StageSize: 4096}, 256<<10)
+			released := false
+			t.Cleanup(func() {
+				if !released {
+					close(h.release)
+				}
+			})
+			appended := make(chan error, 1)
+			go func() { // two rings' worth, in appends shorter than the ring
+				var err error
+				for s.Written() < 32<<10 && err == nil {
+					err = s.Append(dpattern(s.Written(), 1000))
+				}
+				appended <- err
+			}()
+			waitFor(t, "the write-behind's write", func() bool { return h.began.Load() >= 1 })
+			waitFor(t, "the ring to fill", func() bool { return s.Written() > (16<<10)-1000 })
+			select {
+			case err := <-appended:
+				t.Fatalf("the appends went past a full ring while the write hung: %v, written %d", err, s.Written())
+			default:
+			}
+			if n := h.began.Load(); n != 1 {
+				t.Fatalf("%d writes began while the write-behind's hung: the appender wrote itself", n)
+			}
+			close(h.release)
+			released = true
+			if err := <-appended; err != nil {
+				t.Fatal(err)
+			}
+			if m := h.most.Load(); m > 4096 {
+				t.Fatalf("a %d-byte write: more than a round's share (a block here)", m)
+			}
+			readD(t, s, 0, int(s.Written()))
+			checkDpattern(t, replayedBytes(t, h.MemFS, cfg, int(s.Written())), 0)
 		})
 	}
 }
