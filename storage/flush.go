@@ -15,7 +15,7 @@ import (
 //   - none: flushes nothing by itself.
 //
 // Under every policy a kick with waiters queued (FlushTo's) runs a round
-// at once. It exits when Close closes stop.flusher, after a last round
+// at once, gathered as a sync round is (gather.go). It exits when Close closes stop.flusher, after a last round
 // that releases every waiter.
 func (s *Store) runFlusher() {
 	defer s.wg.Done()
@@ -26,10 +26,11 @@ func (s *Store) runFlusher() {
 		s.asyncFlusher()
 	default:
 		var spare []*waiter
+		g := newGatherer(s)
 		for {
 			select {
 			case <-s.flushKick:
-				s.flushRound(&spare, nil)
+				s.flushToRound(&spare, g)
 			case <-s.stop.flusher:
 				s.flushRound(&spare, nil)
 				return
@@ -138,6 +139,18 @@ func (s *Store) flushRoundLocked(spare *[]*waiter, g *gatherer, kickNow bool) (m
 	return moved
 }
 
+// flushToRound is a round for FlushTo's waiters under the async and none
+// policies: gathered as sync rounds are (g may be nil), so callers that
+// flush again as soon as they are released (a slave's appends, a
+// producer's sync replication) share one round instead of settling into
+// two alternating halves.
+func (s *Store) flushToRound(spare *[]*waiter, g *gatherer) {
+	if g != nil {
+		g.wait()
+	}
+	s.flushRound(spare, g)
+}
+
 // linger waits until MinInterval after the last fsync ended, or until
 // MaxBatchBytes bytes wait, or until Close.
 func (s *Store) linger(lastEnd time.Time, t *time.Timer) {
@@ -174,11 +187,12 @@ func (s *Store) asyncFlusher() {
 	lastFull := time.Now()
 	threshold := f.dirtyThreshold()
 	var spare []*waiter
+	g := newGatherer(s)
 	for {
 		select {
 		case <-t.C:
 		case <-s.flushKick: // FlushTo
-			s.flushRound(&spare, nil)
+			s.flushToRound(&spare, g)
 			continue
 		case <-s.stop.flusher:
 			s.flushRound(&spare, nil)

@@ -142,3 +142,49 @@ func TestGatherKeepsCohortWithALaggard(t *testing.T) {
 		t.Fatalf("average group %.1f of %d closed-loop writers (and a laggard)", m.AvgGroup, writers)
 	}
 }
+
+// TestFlushToOneCohort: under async flush, closed-loop writers that
+// append and then FlushTo their record are gathered as sync appends are:
+// groups hold nearly every writer, not two alternating halves.
+func TestFlushToOneCohort(t *testing.T) {
+	const writers, n = 32, 40
+	run := func(gather time.Duration) Metrics {
+		opts := testOptions(newSlowSyncFS(4*time.Millisecond), "pwrite", FlushAsync)
+		opts.Flush.MaxGather = gather
+		opts.Flush.Interval, opts.Flush.FullInterval = time.Hour, time.Hour // FlushTo rounds only
+		s := mustOpen(t, opts)
+		defer s.Close()
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for w := 0; w < writers; w++ {
+			wg.Go(func() {
+				for i := 0; i < n; i++ {
+					res, err := s.Append(context.Background(), testMessage("T", int32(w%4), 100))
+					if err == nil {
+						err = s.FlushTo(context.Background(), res.PhysicalOffset+int64(res.Size))
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		return s.Metrics()
+	}
+	off := run(-1)
+	on := run(20 * time.Millisecond)
+	t.Logf("average group: %.1f without gathering, %.1f with (%d gathers, %d unfilled)",
+		off.AvgGroup, on.AvgGroup, on.Gathers, on.GatherMisses)
+	if off.Gathers != 0 {
+		t.Fatalf("MaxGather<0 gathered %d times", off.Gathers)
+	}
+	if on.AvgGroup < 0.75*writers {
+		t.Fatalf("average group %.1f of %d closed-loop writers", on.AvgGroup, writers)
+	}
+}
