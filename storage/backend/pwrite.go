@@ -62,7 +62,9 @@ import (
 // process dies, not only if the machine does, unless the buffer is a stage
 // (Config.StagePath, stage.go): a shared mapping of a file, so that the
 // buffered bytes are in the kernel and a replay puts them in the segment
-// file after a process crash. The CommitLog stages under async and none
+// file after a process crash. A stage is a ring of eight buffers written
+// behind the appender by a goroutine of its own (pwrite_stage.go): the
+// appender makes no write call, and waits only when the ring is full. The CommitLog stages under async and none
 // flush (its default, durability "process-crash"); without a stage it
 // calls WriteOut before it acknowledges an append; only with its
 // AckBuffered option (RocketMQ's transientStorePoolEnable) does it

@@ -20,9 +20,16 @@ type pwriteSegment struct {
 	// it once the buffer exists (under io and bufMu exclusively, like buf).
 	stagePath string
 	stage     *stage
-	capacity  int64
-	bufSize   int // the buffer's size once allocated
-	closed    atomic.Bool
+	// ring is a staging segment's buffer (pwrite_stage.go), ringSize its
+	// size once made, hdrBase the base the appender last stored in the
+	// stage's header, wb its write-behind; buf stays nil then.
+	ring     appendRing
+	ringSize int64
+	hdrBase  int64
+	wb       pwriteBehind
+	capacity int64
+	bufSize  int // the buffer's size once allocated
+	closed   atomic.Bool
 
 	// written is the tail; every byte below onFile is in the file (onFile
 	// may run ahead of written while a write-through append finishes);
@@ -94,6 +101,9 @@ func (s *pwriteSegment) Append(p []byte) error {
 	through := s.flushed.Load() == w
 	if err := s.reserve(end); err != nil {
 		return err
+	}
+	if s.stagePath != "" {
+		return s.appendRinged(p, w, end, through)
 	}
 	if s.buf == nil || end > s.base+int64(len(s.buf)) {
 		if err := s.restartBuffer(w); err != nil {
@@ -214,6 +224,19 @@ func (s *pwriteSegment) writeOutLocked(to int64) error {
 	if to <= from {
 		return nil
 	}
+	if s.ringed() {
+		// Kept when full: only Seal or Close lets a stage go.
+		for off := from; off < to; {
+			pos := off % s.ringSize
+			n := min(to-off, s.ringSize-pos)
+			if err := s.writeLocked(s.ring.buf[pos:pos+n], off); err != nil {
+				return err
+			}
+			off += n
+		}
+		s.moveOnFileLocked(to)
+		return nil
+	}
 	if err := s.writeLocked(s.buf[from-s.base:to-s.base], from); err != nil {
 		return err
 	}
@@ -247,6 +270,7 @@ func (s *pwriteSegment) Seal() error {
 	if s.closed.Load() {
 		return errSegmentClosed
 	}
+	s.stopWriteBehind()
 	s.io.Lock()
 	defer s.io.Unlock()
 	if err := s.writeOutLocked(s.written.Load()); err != nil {
@@ -270,7 +294,7 @@ func (s *pwriteSegment) dropBufferLocked() *stage {
 	s.bufMu.Lock()
 	defer s.bufMu.Unlock()
 	st := s.stage
-	s.buf, s.stage = nil, nil
+	s.buf, s.stage, s.ring.buf = nil, nil, nil
 	return st
 }
 
@@ -294,7 +318,11 @@ func (s *pwriteSegment) ReadAt(p []byte, off int64) (int, error) {
 		// [d, end) lies in [base, written): base moves only under bufMu,
 		// and only to where onFile then was.
 		lo := max(off, d)
-		copy(p[lo-off:], s.buf[lo-s.base:end-s.base])
+		if s.ringed() {
+			s.ring.copyOut(p[lo-off:], lo)
+		} else {
+			copy(p[lo-off:], s.buf[lo-s.base:end-s.base])
+		}
 	}
 	s.bufMu.RUnlock()
 	if off < d {
@@ -391,10 +419,11 @@ func (s *pwriteSegment) Close() error {
 	if s.closed.Swap(true) {
 		return errSegmentClosed
 	}
+	s.stopWriteBehind()
 	s.io.Lock()
 	defer s.io.Unlock()
 	var err error
-	if s.flush.err == nil && s.buf != nil {
+	if s.flush.err == nil && (s.buf != nil || s.ringed()) {
 		err = s.writeOutLocked(s.written.Load())
 	}
 	var stErr error
