@@ -131,14 +131,18 @@ func (s *directSegment) awaitWriteBehind(d int64) bool {
 	if alignDown(s.written.Load()) <= d || s.wb.failed.Load() {
 		return false
 	}
-	// Due whatever the share: the ring is full.
-	if !s.wb.pending.Load() && s.wb.pending.CompareAndSwap(false, true) {
-		select {
-		case s.wb.kick <- struct{}{}:
-		default:
-		}
-	}
+	// Due whatever the share (the ring is full), and kicked whenever no
+	// round is claimed, every time round: a round that
+	// ended (pending cleared before its signal) between reading d and
+	// waiting freed room below d only, and nothing else would wake the
+	// write-behind again.
 	for s.onDisk.Load() == d {
+		if !s.wb.pending.Load() && s.wb.pending.CompareAndSwap(false, true) {
+			select {
+			case s.wb.kick <- struct{}{}:
+			default:
+			}
+		}
 		select {
 		case <-s.wb.freed:
 		case <-s.wb.done:
@@ -169,13 +173,15 @@ func (s *directSegment) writeBehind() {
 			if !ok {
 				s.wb.failed.Store(true)
 			}
-			select { // an appender waiting for room looks again
+			// Clear pending before looking again (an append from here on
+			// kicks, or finds the next round claimed below) and before the
+			// signal: a waiter woken by it then sees no round claimed and
+			// kicks one if it needs more room.
+			s.wb.pending.Store(false)
+			select {
 			case s.wb.freed <- struct{}{}:
 			default:
 			}
-			// Clear pending before looking again: an append from here on
-			// kicks (or finds the next round claimed below).
-			s.wb.pending.Store(false)
 			if !ok || !s.writeBehindDue(s.written.Load()) || !s.wb.pending.CompareAndSwap(false, true) {
 				break
 			}

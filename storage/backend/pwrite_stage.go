@@ -47,6 +47,7 @@ type pwriteBehind struct {
 	freed   chan struct{} // buffered 1: signalled after every round
 	pending atomic.Bool   // a kick was sent and its round has not ended
 	failed  atomic.Bool   // the last round's write failed
+	waiting atomic.Bool   // an appender waits for room (awaitWriteBehind)
 }
 
 // ringed says whether the buffer is a staged ring (appendMu or io held).
@@ -193,13 +194,20 @@ func (s *pwriteSegment) awaitWriteBehind() bool {
 	if s.written.Load() <= d || s.wb.failed.Load() {
 		return false
 	}
-	if !s.wb.pending.Load() && s.wb.pending.CompareAndSwap(false, true) {
-		select {
-		case s.wb.kick <- struct{}{}:
-		default:
-		}
-	}
+	// Due whatever the share (the ring is full), and kicked whenever no
+	// round is claimed, every time round: a round that
+	// ended (pending cleared before its signal) between reading d and
+	// waiting freed room below d only, and nothing else would wake the
+	// write-behind again.
+	s.wb.waiting.Store(true)
+	defer s.wb.waiting.Store(false)
 	for s.onFile.Load() == d {
+		if !s.wb.pending.Load() && s.wb.pending.CompareAndSwap(false, true) {
+			select {
+			case s.wb.kick <- struct{}{}:
+			default:
+			}
+		}
 		select {
 		case <-s.wb.freed:
 		case <-s.wb.done:
@@ -229,13 +237,15 @@ func (s *pwriteSegment) writeBehind() {
 			if !s.writeBehindRound() {
 				s.wb.failed.Store(true)
 			}
+			// Clear pending before looking again (an append from here on
+			// kicks, or finds the next round claimed below) and before the
+			// signal: a waiter woken by it then sees no round claimed and
+			// kicks one if it needs more room.
+			s.wb.pending.Store(false)
 			select {
 			case s.wb.freed <- struct{}{}:
 			default:
 			}
-			// Clear pending before looking again: an append from here on
-			// kicks (or finds the next round claimed below).
-			s.wb.pending.Store(false)
 			if s.wb.failed.Load() || !s.writeBehindDue(s.written.Load()) || !s.wb.pending.CompareAndSwap(false, true) {
 				break
 			}
@@ -256,8 +266,14 @@ func (s *pwriteSegment) writeBehindRound() bool {
 	if !s.ringed() {
 		return true // sealed or closed meanwhile
 	}
-	w := min(s.written.Load(), s.onFile.Load()+s.share())
-	return s.writeOutLocked(w) == nil
+	// A whole buffer, or less only for an appender that waits for room: a
+	// round claimed earlier and run late must not write the tail below a
+	// buffer's worth (that waits for a Flush, a full buffer or a waiter).
+	d, w := s.onFile.Load(), s.written.Load()
+	if w-d < s.share() && !s.wb.waiting.Load() {
+		return true
+	}
+	return s.writeOutLocked(min(w, d+s.share())) == nil
 }
 
 // stopWriteBehind stops the write-behind goroutine, if running, and

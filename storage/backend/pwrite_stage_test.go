@@ -68,3 +68,50 @@ func TestPwriteStageWritesBehind(t *testing.T) {
 	readD(t, s, 0, int(s.Written()))
 	checkDpattern(t, replayedBytes(t, h.MemFS, cfg, int(s.Written())), 0)
 }
+
+// TestStageWriteBehindNoLostWakeup: appends that keep a staging ring
+// nearly full make the appender wait on the write-behind over and over,
+// with records larger than a round's share; none of the waits may miss
+// the round that frees room (an event bound, not a time one).
+func TestStageWriteBehindNoLostWakeup(t *testing.T) {
+	mk := map[string]func() (Backend, error){
+		"pwrite":  func() (Backend, error) { return NewPwrite(PwriteOptions{BufferSize: 4096}) },
+		"odirect": func() (Backend, error) { return NewODirect(ODirectOptions{StagedRingSize: 32 << 10}) },
+		"uring": func() (Backend, error) {
+			return NewUring(UringOptions{ODirectOptions: ODirectOptions{StagedRingSize: 32 << 10}})
+		},
+	}
+	for name, newB := range mk {
+		t.Run(name, func(t *testing.T) {
+			m := vfs.NewMem()
+			dir := t.TempDir()
+			if err := m.MkdirAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			b, err := newB()
+			if err != nil {
+				t.Fatal(err)
+			}
+			const capacity = 64 << 20
+			cfg := Config{FS: m, Path: filepath.Join(dir, "seg"), Capacity: capacity, StagePath: filepath.Join(dir, "seg.stage")}
+			s, err := b.Create(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			done := make(chan error, 1)
+			go func() {
+				var err error
+				for n := 0; err == nil && s.Written()+12000 <= capacity && n < 4000; n++ {
+					err = s.Append(dpattern(s.Written(), 12000))
+				}
+				done <- err
+			}()
+			waitFor(t, "the appends (a wait that missed its round hangs them)", func() bool { return len(done) > 0 })
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			readD(t, s, s.Written()-100000, 100000)
+		})
+	}
+}
