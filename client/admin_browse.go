@@ -69,11 +69,11 @@ var dlqSystemProperties = map[string]bool{
 // ORIGIN_MESSAGE_ID naming the dead letter. An error when m names no
 // original topic.
 func Resendable(m *MessageExt) (*Message, error) {
-	topic := m.Properties[PropertyRetryTopic]
+	topic := m.Property(PropertyRetryTopic)
 	if topic == "" || strings.HasPrefix(topic, "%RETRY%") || strings.HasPrefix(topic, "%DLQ%") {
 		return nil, fmt.Errorf("client: message %s names no original topic (RETRY_TOPIC %q)", m.MsgID, topic)
 	}
-	props := maps.Clone(m.Properties)
+	props := m.PropertyMap()
 	maps.DeleteFunc(props, func(k, _ string) bool { return dlqSystemProperties[k] })
 	props[PropertyOriginMsgID] = m.MsgID
 	return &Message{Topic: topic, Body: m.Body, Tags: m.Tags, Keys: m.Keys, Properties: props, Flag: m.Flag}, nil

@@ -64,8 +64,8 @@ func TestSendBatchSplits(t *testing.T) {
 		got, off = append(got, pr.Messages...), pr.NextOffset
 	}
 	for i, m := range got {
-		if m.Properties["i"] != fmt.Sprint(i) || m.Body[0] != byte('a'+i) {
-			t.Fatalf("message %d: property i=%q, body %q...", i, m.Properties["i"], m.Body[:1])
+		if m.Property("i") != fmt.Sprint(i) || m.Body[0] != byte('a'+i) {
+			t.Fatalf("message %d: property i=%q, body %q...", i, m.Property("i"), m.Body[:1])
 		}
 	}
 }

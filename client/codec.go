@@ -6,10 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/samsamq/samsa/storage/record"
 )
@@ -91,105 +89,6 @@ func appendBatchEntry(dst []byte, m *Message, uniq string) ([]byte, error) {
 	return dst, nil
 }
 
-// decodeMessages decodes a pull response body: stored records back to
-// back, as the broker's log holds them. brokerName fills Queue. The
-// messages share one allocation, their bodies the response's buffer and
-// their topic one string: a pull costs a few allocations per message
-// (properties), not a dozen (the consume path's share of GC).
-func decodeMessages(body []byte, brokerName string) ([]*MessageExt, error) {
-	n := countRecords(body)
-	slab := make([]MessageExt, n)
-	out := make([]*MessageExt, 0, n)
-	var topic string
-	for len(body) > 0 {
-		var r record.Record
-		if err := record.DecodeUnchecked(body, &r); err != nil {
-			return out, fmt.Errorf("client: pull body: %w", err)
-		}
-		if len(slab) == 0 { // countRecords stopped short (a torn record follows)
-			slab = make([]MessageExt, 1)
-		}
-		m := &slab[0]
-		slab = slab[1:]
-		if string(r.Topic) != topic {
-			topic = string(r.Topic)
-		}
-		if err := messageFromRecord(m, &r, topic, brokerName); err != nil {
-			return out, err
-		}
-		out = append(out, m)
-		body = body[r.TotalSize:]
-	}
-	return out, nil
-}
-
-// countRecords counts the records of body by their size fields alone
-// (decodeMessages checks them).
-func countRecords(body []byte) int {
-	n := 0
-	for len(body) >= 4 {
-		size := int(binary.BigEndian.Uint32(body))
-		if size <= 0 || size > len(body) {
-			break
-		}
-		n++
-		body = body[size:]
-	}
-	return max(n, 1)
-}
-
-func messageFromRecord(m *MessageExt, r *record.Record, topic, brokerName string) error {
-	*m = MessageExt{
-		Queue:           MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: int(r.QueueID)},
-		QueueOffset:     r.QueueOffset,
-		CommitLogOffset: r.PhysOffset,
-		StoreSize:       r.TotalSize,
-		BodyCRC:         r.BodyCRC,
-		SysFlag:         r.SysFlag,
-		BornTime:        time.UnixMilli(r.BornTimestamp),
-		StoreTime:       time.UnixMilli(r.StoreTimestamp),
-		BornHost:        r.BornHost,
-		StoreHost:       r.StoreHost,
-		ReconsumeTimes:  r.ReconsumeTimes,
-	}
-	m.Topic = topic
-	m.Flag = r.Flag
-	m.Body = r.Body
-	if r.SysFlag&record.FlagCompressed != 0 {
-		ct := (r.SysFlag & record.CompressionTypeMask) >> 8
-		if ct == 0 || ct == 3 { // RocketMQ 4.x zlib, or 5.x's ZLIB type
-			b, err := inflate(r.Body)
-			if err != nil {
-				return fmt.Errorf("client: message at %v@%d: %w", m.Queue, m.QueueOffset, err)
-			}
-			m.Body = b
-			m.SysFlag &^= record.FlagCompressed
-		}
-	}
-	props := make(map[string]string, bytes.Count(r.Properties, []byte{record.PropertySeparator})+1)
-	record.ForEachProperty(r.Properties, func(name, value []byte) bool {
-		if k := propertyName(name); k != PropertyCRC32 {
-			props[k] = string(value)
-		}
-		return true
-	})
-	m.Properties = props
-	m.Tags = props[PropertyTags]
-	if k := props[PropertyKeys]; k != "" {
-		m.Keys = strings.Fields(k)
-	}
-	m.ShardingKey = props[PropertyShardingKey]
-	if d := props[PropertyDelayLevel]; d != "" {
-		m.DelayLevel, _ = strconv.Atoi(d)
-	}
-	m.OffsetMsgID = offsetMsgID(r.StoreHost, r.PhysOffset)
-	m.MsgID = props[PropertyUniqKey]
-	if m.MsgID == "" {
-		m.MsgID = m.OffsetMsgID
-	}
-	return nil
-}
-
 // propertyName returns name as a string, without allocating for the
 // names RocketMQ's producers put on (nearly) every message.
 func propertyName(name []byte) string {
@@ -226,28 +125,6 @@ func propertyName(name []byte) string {
 		return PropertyConsumeStart
 	}
 	return string(name)
-}
-
-// offsetMsgID is RocketMQ's MessageDecoder.createMessageId: store host
-// address and port, then the commit-log offset, as upper-case hex.
-func offsetMsgID(host netip.AddrPort, phys int64) string {
-	var b [28]byte
-	n := 0
-	if host.Addr().Is4() {
-		a := host.Addr().As4()
-		n = copy(b[:], a[:])
-	} else {
-		a := host.Addr().As16()
-		n = copy(b[:], a[:])
-	}
-	binary.BigEndian.PutUint32(b[n:], uint32(host.Port()))
-	binary.BigEndian.PutUint64(b[n+4:], uint64(phys))
-	const digits = "0123456789ABCDEF"
-	var h [56]byte
-	for i, c := range b[:n+12] {
-		h[2*i], h[2*i+1] = digits[c>>4], digits[c&0x0f]
-	}
-	return string(h[:2*(n+12)])
 }
 
 // deflate compresses a body as RocketMQ 4.x producers do (zlib).

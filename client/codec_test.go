@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/samsamq/samsa/storage/record"
@@ -52,7 +55,7 @@ func TestDecodePullBody(t *testing.T) {
 		t.Fatalf("first contents: %+v", a)
 	}
 	if a.Property("color") != "red" || a.MsgID != "ABCDEF" || a.Property(PropertyCRC32) != "" {
-		t.Fatalf("first properties: %v id %s", a.Properties, a.MsgID)
+		t.Fatalf("first properties: %v id %s", a.PropertyMap(), a.MsgID)
 	}
 	if a.BornTime.UnixMilli() != 1700000000000 || a.StoreTime.UnixMilli() != 1700000000005 || a.StoreHost != store {
 		t.Fatalf("first times/hosts: %+v", a)
@@ -113,5 +116,84 @@ func TestValidateMessage(t *testing.T) {
 	}
 	if err := validateMessage(&Message{Topic: "t", Body: []byte("x")}, 10); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDecodeRefusesCorruptRecord: a byte flipped anywhere in a record (the
+// body, a property, the header) fails the client's CRC check, and the
+// answer is refused with an error naming the queue and the offset; with
+// the check off the body flip goes through.
+func TestDecodeRefusesCorruptRecord(t *testing.T) {
+	store := netip.MustParseAddrPort("10.0.0.5:10911")
+	var body []byte
+	for i := range 3 {
+		body = append(body, encodeRecord(t, record.Fields{QueueID: 2, QueueOffset: int64(10 + i), PhysOffset: int64(len(body)),
+			StoreHost: store, Topic: "orders", Body: []byte(fmt.Sprintf("body-%d-%0100d", i, i)), Properties: []byte("TAGS\x01a\x02")})...)
+	}
+	size := int(binary.BigEndian.Uint32(body))
+	for _, at := range []int{size + 100, size + record.OffBornTime, 2*size - 25} { // body, header, a property of the second
+		bad := bytes.Clone(body)
+		bad[at] ^= 0x20
+		msgs, err := decodeAnswer(bad, decodeOptions{brokerName: "b", verify: true, pullOffset: 10})
+		var ce *CorruptMessageError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrCorruptMessage) {
+			t.Fatalf("flip at %d: %v", at, err)
+		}
+		if len(msgs) != 1 || ce.Topic != "orders" || ce.QueueID != 2 || ce.PullOffset != 10 {
+			t.Fatalf("flip at %d: %d messages before it, error %+v", at, len(msgs), ce)
+		}
+		for _, want := range []string{"orders", "queue 2", "pull from 10"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not name %q", err, want)
+			}
+		}
+	}
+	bad := bytes.Clone(body)
+	bad[size+100] ^= 0x20
+	if msgs, err := decodeAnswer(bad, decodeOptions{brokerName: "b"}); err != nil || len(msgs) != 3 {
+		t.Fatalf("check off: %d messages, %v", len(msgs), err)
+	}
+	// A record stored by a RocketMQ broker has no whole-record CRC: its
+	// body CRC is checked.
+	f := record.Fields{QueueID: 1, StoreHost: store, Topic: "t", Body: []byte("plain body of some length to pass the minimum"), Properties: []byte("TAGS\x01a\x02")}
+	n, _ := f.Size()
+	n -= record.CRCReservedLen
+	r := make([]byte, n)
+	binary.BigEndian.PutUint32(r, uint32(n))
+	full := encodeRecord(t, f)
+	copy(r[4:], full[4:n-2-len(f.Properties)])
+	binary.BigEndian.PutUint16(r[n-2-len(f.Properties):], uint16(len(f.Properties)))
+	copy(r[n-len(f.Properties):], f.Properties)
+	if msgs, err := decodeAnswer(r, decodeOptions{verify: true}); err != nil || len(msgs) != 1 || string(msgs[0].Body) != "plain body of some length to pass the minimum" {
+		t.Fatalf("record without the CRC property: %v", err)
+	}
+	bi := bytes.Index(r, []byte("plain"))
+	r[bi] ^= 1
+	if _, err := decodeAnswer(r, decodeOptions{verify: true}); !errors.Is(err, ErrCorruptMessage) || !errors.Is(err, record.ErrBodyCRC) {
+		t.Fatalf("bad body CRC without the CRC property: %v", err)
+	}
+}
+
+// TestDecodedMessageOutlivesTheNextAnswer: what a message reads (body,
+// tags, id, properties) stays as received while later answers decode.
+func TestDecodedMessageOutlivesTheNextAnswer(t *testing.T) {
+	store := netip.MustParseAddrPort("10.0.0.5:10911")
+	answer := func(tag string) []byte {
+		return encodeRecord(t, record.Fields{QueueID: 1, StoreHost: store, Topic: "t", Body: []byte("body-" + tag),
+			Properties: []byte("TAGS\x01" + tag + "\x02UNIQ_KEY\x01id-" + tag + "\x02color\x01" + tag + "\x02")})
+	}
+	first, err := decodeMessages(answer("one"), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if _, err := decodeMessages(answer("two"), "b"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := first[0]
+	if string(m.Body) != "body-one" || m.Tags != "one" || m.MsgID != "id-one" || m.Property("color") != "one" ||
+		m.PropertyMap()["color"] != "one" || m.Properties != nil || m.Property(PropertyCRC32) != "" {
+		t.Fatalf("held message changed: %+v %v", m, m.PropertyMap())
 	}
 }

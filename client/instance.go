@@ -261,7 +261,11 @@ func (in *instance) heartbeat(ctx context.Context, data *protocol.HeartbeatData,
 			defer wg.Done()
 			hctx, cancel := in.ctxTimeout(ctx)
 			defer cancel()
-			if _, err := in.invoke(hctx, addr, protocol.NewRequest(protocol.HeartBeat, nil, body)); err != nil {
+			var ext map[string]string
+			if !in.opts.SkipCRCCheck {
+				ext = map[string]string{protocol.ExtClientChecksCRC: "true"}
+			}
+			if _, err := in.invoke(hctx, addr, protocol.NewRequest(protocol.HeartBeat, ext, body)); err != nil {
 				in.opts.Logger.Debug("client: heartbeat failed", "broker", addr, "err", err)
 			}
 		}(addr)

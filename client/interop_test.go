@@ -193,7 +193,7 @@ func TestInteropOfficialProducerOurConsumer(t *testing.T) {
 		case !bytes.Equal(m.Body, interopBody(i)):
 			bad = append(bad, fmt.Sprintf("%d: body of %d bytes", i, len(m.Body)))
 		case m.Tags != "tag"+fmt.Sprint(i%3) || len(m.Keys) != 1 || m.Keys[0] != fmt.Sprintf("k%d", i) || m.Property("index") != fmt.Sprint(i):
-			bad = append(bad, fmt.Sprintf("%d: tags %q keys %q props %v", i, m.Tags, m.Keys, m.Properties))
+			bad = append(bad, fmt.Sprintf("%d: tags %q keys %q props %v", i, m.Tags, m.Keys, m.PropertyMap()))
 		default:
 			got[i] = true
 		}

@@ -70,7 +70,11 @@ func (m *Message) size() int {
 }
 
 // MessageExt is a message as a consumer receives it: the sent message plus
-// what the broker recorded.
+// what the broker recorded. A received message's Properties is nil: its
+// properties stay as the bytes received, read with Property or copied
+// into a map with PropertyMap (decode.go). Its strings and Body alias the
+// answer it came in, which nothing writes again: it may be held as long
+// as the application likes.
 type MessageExt struct {
 	Message
 	// MsgID is the producer's unique id (UNIQ_KEY) or, for a message
@@ -97,10 +101,11 @@ type MessageExt struct {
 	BornHost, StoreHost netip.AddrPort
 	// ReconsumeTimes counts earlier deliveries that failed.
 	ReconsumeTimes int32
+	// props are a received message's stored properties (without the CRC
+	// pair), aliasing its answer: Properties is nil on a received message,
+	// Property and PropertyMap read these (decode.go).
+	props []byte
 }
-
-// Property returns the named property of the received message.
-func (m *MessageExt) Property(name string) string { return m.Properties[name] }
 
 // String is a short description for logs.
 func (m *MessageExt) String() string {

@@ -56,6 +56,16 @@ type ClientOptions struct {
 	// 4.x ACL: AccessKey, Signature, SecurityToken ext fields) for
 	// brokers and name servers that run with aclEnable=true. Default none.
 	Credentials Credentials
+	// SkipCRCCheck turns off the check of every received record's CRC.
+	// Default false: each record is checked before it is decoded (the
+	// whole-record CRC, or the body CRC of a record stored without one),
+	// covering disk, broker memory and network at once; a record that
+	// fails is never delivered, and its pull fails with a
+	// *CorruptMessageError. While checking, the client tells brokers so
+	// (heartbeats and pulls), and they may send its pulls from their
+	// files without reading them. Set, brokers check each record before
+	// they send it, as for RocketMQ's own clients.
+	SkipCRCCheck bool
 }
 
 // Credentials are an ACL account's keys, as RocketMQ's
@@ -132,8 +142,8 @@ func (o *ClientOptions) Validate() error {
 
 // String renders the settings stably, for logs and result files.
 func (o ClientOptions) String() string {
-	s := fmt.Sprintf("nameservers=%s instance=%s request-timeout=%v dial-timeout=%v json-headers=%v route-refresh=%v heartbeat=%v tls=%v",
-		strings.Join(o.NameServers, ";"), o.InstanceName, o.RequestTimeout, o.DialTimeout, o.JSONHeaders, o.RouteRefresh, o.HeartbeatInterval, o.TLS != nil)
+	s := fmt.Sprintf("nameservers=%s instance=%s request-timeout=%v dial-timeout=%v json-headers=%v route-refresh=%v heartbeat=%v tls=%v skip-crc-check=%v",
+		strings.Join(o.NameServers, ";"), o.InstanceName, o.RequestTimeout, o.DialTimeout, o.JSONHeaders, o.RouteRefresh, o.HeartbeatInterval, o.TLS != nil, o.SkipCRCCheck)
 	if o.Credentials.AccessKey != "" {
 		s += " access-key=" + o.Credentials.AccessKey
 	}

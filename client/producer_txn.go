@@ -399,7 +399,7 @@ func (tp *TransactionProducer) onRequest(addr string, req *protocol.Command) *pr
 		return nil
 	}
 	m := msgs[0]
-	id := m.Properties[PropertyTransactionID]
+	id := m.Property(PropertyTransactionID)
 	if id == "" {
 		id = m.MsgID
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -120,6 +121,7 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 		MaxMsgNums: int32(o.MaxMessages), SysFlag: protocol.BuildPullSysFlag(commit >= 0 && !slave, o.Wait > 0, true, false),
 		CommitOffset: max(commit, 0), SuspendTimeoutMillis: o.Wait.Milliseconds(), Subscription: o.Expression,
 		SubVersion: 0, ExpressionType: protocol.ExpressionTag, BrokerName: q.BrokerName,
+		ClientChecksCRC: !in.opts.SkipCRCCheck,
 	}
 	if o.SQL92 {
 		h.ExpressionType, f = protocol.ExpressionSQL92, tagFilter{all: true}
@@ -134,7 +136,7 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 			done(nil, fmt.Errorf("client: pull %v@%d: %w", q, offset, err))
 			return
 		}
-		res, suggest, err := pullResult(resp, addr, q, offset, f)
+		res, suggest, err := pullResult(resp, addr, q, offset, f, !in.opts.SkipCRCCheck)
 		if err == nil && o.BrokerAddr == "" {
 			in.notePullFrom(q, suggest)
 		}
@@ -144,7 +146,7 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 
 // pullResult reads a PULL_MESSAGE answer; suggest is the broker id it
 // says the queue's next pull should go to.
-func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int64, f tagFilter) (res *PullResult, suggest int64, err error) {
+func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int64, f tagFilter, verify bool) (res *PullResult, suggest int64, err error) {
 	var status PullStatus
 	switch resp.Code {
 	case protocol.Success:
@@ -168,7 +170,10 @@ func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int6
 		return res, rh.SuggestWhichBrokerID, nil
 	}
 	res.Bytes = len(resp.Body)
-	msgs, err := decodeMessages(resp.Body, q.BrokerName)
+	msgs, err := decodeAnswer(resp.Body, decodeOptions{brokerName: q.BrokerName, verify: verify, pullOffset: offset})
+	if ce := (*CorruptMessageError)(nil); errors.As(err, &ce) {
+		ce.Topic, ce.QueueID = q.Topic, q.QueueID // what was asked for: the record's own fields may be what is corrupt
+	}
 	if err != nil {
 		return nil, 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -102,34 +103,46 @@ func TestPullConsumer(t *testing.T) {
 	}
 }
 
-// BenchmarkDecodePullBody decodes a pull answer of 16 loadgen-like records
-// (1 KiB body, UNIQ_KEY and WAIT properties): the consume path's per-message
-// allocations show in allocs/op ÷ 16.
-func BenchmarkDecodePullBody(b *testing.B) {
+// BenchmarkDecode decodes a pull answer of 64 loadgen-like records (1 KiB
+// body, UNIQ_KEY and WAIT properties), with the client's CRC check and
+// without: ns/msg and B/msg are per message (the target: at most 150 ns
+// and 64 B).
+func BenchmarkDecode(b *testing.B) {
+	const n = 64
 	var body []byte
 	ids := newIDGen(time.Now)
 	store := netip.MustParseAddrPort("127.0.0.1:10911")
-	for i := range 16 {
+	for i := range n {
 		m := &Message{Topic: "loadgen-0", Body: bytes.Repeat([]byte("a"), 1024), Properties: map[string]string{PropertyWaitStoreMsgOK: "true"}}
 		f := record.Fields{QueueID: 3, QueueOffset: int64(i), PhysOffset: int64(len(body)), BornTimestamp: 1700000000000,
 			StoreTimestamp: 1700000000001, StoreHost: store, BornHost: netip.MustParseAddrPort("127.0.0.1:5555"),
 			Topic: m.Topic, Body: m.Body, Properties: appendProperties(nil, m, ids.next())}
-		n, err := f.Size()
+		sz, err := f.Size()
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := make([]byte, n)
+		r := make([]byte, sz)
 		if _, err := record.Encode(r, &f); err != nil {
 			b.Fatal(err)
 		}
 		body = append(body, r...)
 	}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		msgs, err := decodeMessages(body, "broker-a")
-		if err != nil || len(msgs) != 16 {
-			b.Fatal(len(msgs), err)
-		}
+	for _, verify := range []bool{true, false} {
+		b.Run(fmt.Sprintf("crc=%v", verify), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			for b.Loop() {
+				msgs, err := decodeAnswer(body, decodeOptions{brokerName: "broker-a", verify: verify})
+				if err != nil || len(msgs) != n {
+					b.Fatal(len(msgs), err)
+				}
+			}
+			runtime.ReadMemStats(&ms)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+			b.ReportMetric(float64(ms.TotalAlloc-before)/float64(b.N*n), "B/msg")
+		})
 	}
 }

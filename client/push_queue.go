@@ -227,7 +227,7 @@ func (w *queueWorker) track(res *PullResult) uint64 {
 	for i, m := range res.Messages {
 		offsets[i], sizes[i] = m.QueueOffset, int64(m.StoreSize)
 		if w.sub.retry {
-			if t := m.Properties[PropertyRetryTopic]; t != "" {
+			if t := m.Property(PropertyRetryTopic); t != "" {
 				m.Topic = t
 			}
 		}

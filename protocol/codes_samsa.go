@@ -13,3 +13,10 @@ const (
 
 // MaxCommitLogRange bounds the bytes one GetCommitLogRange asks for.
 const MaxCommitLogRange = 8 << 20
+
+// ExtClientChecksCRC is the ext field ("crcChecked" = "true") by which
+// Samsa's client says, on its heartbeats and pulls, that it verifies the
+// CRC of every record it receives. A broker may then send that client's
+// pulls from its files without reading the records (zero-copy); a client
+// that does not say so (RocketMQ's own) gets records the broker checked.
+const ExtClientChecksCRC = "crcChecked"

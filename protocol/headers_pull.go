@@ -43,6 +43,10 @@ type PullMessageRequestHeader struct {
 	MaxMsgBytes          int32
 	HasMaxMsgBytes       bool
 	BrokerName           string // "bname"
+	// ClientChecksCRC ("crcChecked", a Samsa field other brokers ignore):
+	// the client verifies every record's CRC itself, so the broker may
+	// send the records from its files without reading them.
+	ClientChecksCRC bool
 }
 
 func (h *PullMessageRequestHeader) Encode() map[string]string {
@@ -60,6 +64,9 @@ func (h *PullMessageRequestHeader) Encode() map[string]string {
 	w.optStr("expressionType", h.ExpressionType)
 	w.optI32("maxMsgBytes", h.MaxMsgBytes, h.HasMaxMsgBytes)
 	w.optStr("bname", h.BrokerName)
+	if h.ClientChecksCRC {
+		w.str(ExtClientChecksCRC, "true")
+	}
 	return w
 }
 
@@ -79,6 +86,7 @@ func (h *PullMessageRequestHeader) Decode(m map[string]string) error {
 	h.HasMaxMsgBytes = r.has("maxMsgBytes") && m["maxMsgBytes"] != ""
 	h.MaxMsgBytes = r.i32("maxMsgBytes", false)
 	h.BrokerName = r.str("bname")
+	h.ClientChecksCRC = r.boolean(ExtClientChecksCRC)
 	return r.err()
 }
 

@@ -156,7 +156,7 @@ func printMessage(m *client.MessageExt, asJSON bool) error {
 			keys = []string{}
 		}
 		return printJSONLine(map[string]any{"topic": m.Topic, "broker": m.Queue.BrokerName, "queue": m.Queue.QueueID,
-			"queueOffset": m.QueueOffset, "msgId": m.MsgID, "tags": m.Tags, "keys": keys, "properties": m.Properties,
+			"queueOffset": m.QueueOffset, "msgId": m.MsgID, "tags": m.Tags, "keys": keys, "properties": m.PropertyMap(),
 			"bornTime": m.BornTime.Format(time.RFC3339Nano), "storeTime": m.StoreTime.Format(time.RFC3339Nano),
 			"reconsumeTimes": m.ReconsumeTimes, "body": body})
 	}

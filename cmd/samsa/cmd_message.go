@@ -129,7 +129,7 @@ func messageJSON(m *client.MessageExt) map[string]any {
 	}
 	return map[string]any{"topic": m.Topic, "broker": m.Queue.BrokerName, "queue": m.Queue.QueueID,
 		"queueOffset": m.QueueOffset, "msgId": m.MsgID, "offsetMsgId": m.OffsetMsgID, "commitLogOffset": m.CommitLogOffset,
-		"tags": m.Tags, "keys": keys, "properties": m.Properties, "storeHost": m.StoreHost.String(),
+		"tags": m.Tags, "keys": keys, "properties": m.PropertyMap(), "storeHost": m.StoreHost.String(),
 		"bornTime": m.BornTime.Format(time.RFC3339Nano), "storeTime": m.StoreTime.Format(time.RFC3339Nano),
 		"reconsumeTimes": m.ReconsumeTimes, "body": bodyText(m.Body, 0)}
 }
@@ -149,13 +149,14 @@ func printMessageDetail(m *client.MessageExt) error {
 	row(tw, "bornHost", m.BornHost)
 	row(tw, "storeHost", m.StoreHost)
 	row(tw, "reconsumeTimes", m.ReconsumeTimes)
-	names := make([]string, 0, len(m.Properties))
-	for k := range m.Properties {
+	props := m.PropertyMap()
+	names := make([]string, 0, len(props))
+	for k := range props {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		row(tw, "property "+k, m.Properties[k])
+		row(tw, "property "+k, props[k])
 	}
 	row(tw, "body", bodyText(m.Body, 0))
 	return tw.Flush()
