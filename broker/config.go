@@ -92,6 +92,21 @@ type Config struct {
 	// a backlog drain does not fill the page cache with bytes read once
 	// (storage.Options.DirectColdReads; pwrite backend). Default off.
 	DirectColdReads bool
+	// TransferMsgByHeap (transferMsgByHeap, RocketMQ's name): every pull
+	// reads its records into memory, checks them and writes them from
+	// there. Default false: a pull over plain TCP whose records need no
+	// read-time check (PullReadCheck) goes from the segment files to the
+	// socket with sendfile(2), unread (pwrite and mmap backends; the
+	// others, TLS connections and SQL92 filters read as before).
+	TransferMsgByHeap bool
+	// PullReadCheck (pullReadCheck, ours): which pulls the broker reads
+	// and checks (record CRCs) before it sends them. "auto" (default):
+	// those of connections whose client has not said it checks CRCs
+	// itself (Samsa's client says so on its heartbeats and pulls;
+	// RocketMQ's clients do not, so they never get a corrupt record);
+	// "always": every pull (no sendfile); "never": none, so a client
+	// that does not check may receive a record corrupted at rest.
+	PullReadCheck string
 	// StageAppends (stageAppends, ours): under ASYNC_FLUSH with the pwrite,
 	// odirect or uring backend, keep each CommitLog segment's write buffer in a shared
 	// mapping of a stage file (storePathRootDir/stage), so a send is
@@ -372,6 +387,9 @@ func (c *Config) EnsureDefaults() {
 	if c.BrokerName == "" {
 		c.BrokerName = DefaultBrokerName
 	}
+	if c.PullReadCheck == "" {
+		c.PullReadCheck = PullReadCheckAuto
+	}
 	if c.ListenAddr == "" {
 		c.ListenAddr = "127.0.0.1"
 	}
@@ -503,6 +521,11 @@ func (c *Config) Validate() error {
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
 		bad("defaultTopicQueueNums %d out of [1, 1024]", c.DefaultTopicQueueNums)
 	}
+	switch c.PullReadCheck {
+	case "", PullReadCheckAuto, PullReadCheckAlways, PullReadCheckNever:
+	default:
+		bad("pullReadCheck %q is not auto, always or never", c.PullReadCheck)
+	}
 	if c.ReadBlockCacheMB < -1 || c.ReadBlockCacheMB > 1<<20 {
 		bad("readBlockCacheMB %d out of [-1, %d]", c.ReadBlockCacheMB, 1<<20)
 	}
@@ -571,6 +594,13 @@ func (c *Config) ConfigDir() string { return filepath.Join(c.StorePathRootDir, "
 
 // String is a stable, sorted key=value form of every property, for logs
 // and result files.
+// PullReadCheck values (Config.PullReadCheck).
+const (
+	PullReadCheckAuto   = "auto"
+	PullReadCheckAlways = "always"
+	PullReadCheckNever  = "never"
+)
+
 func (c Config) String() string {
 	return "broker.Config{" + strings.Join(c.propertyLines(), ", ") + "}"
 }

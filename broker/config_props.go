@@ -132,6 +132,8 @@ var properties = []property{
 	intProp("maxOpenConsumeQueueFiles", func(c *Config) *int { return &c.MaxOpenConsumeQueueFiles }),
 	intProp("readBlockCacheMB", func(c *Config) *int { return &c.ReadBlockCacheMB }),
 	boolProp("directColdReads", func(c *Config) *bool { return &c.DirectColdReads }),
+	boolProp("transferMsgByHeap", func(c *Config) *bool { return &c.TransferMsgByHeap }),
+	strProp("pullReadCheck", func(c *Config) *string { return &c.PullReadCheck }),
 	boolProp("stageAppends", func(c *Config) *bool { return &c.StageAppends }),
 	intProp("fileReservedTime", func(c *Config) *int { return &c.FileReservedTime }),
 	intProp("diskMaxUsedSpaceRatio", func(c *Config) *int { return &c.DiskMaxUsedSpaceRatio }),

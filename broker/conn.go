@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/samsamq/samsa/internal/netx"
@@ -28,9 +29,18 @@ type outFrame struct {
 	// buf, when set, is the pooled buffer parts lie in: the writer
 	// releases it once the frame is written.
 	buf storage.ReadBuffer
+	// files, when it has pieces, is the body (parts nil): runs of segment
+	// files the writer sends with sendfile (conn_sendfile.go) and closes.
+	files storage.FileRecords
 }
 
+// hasParts says the body is written from parts or files, not cmd.Body.
+func (f *outFrame) hasParts() bool { return f.parts != nil || f.files.Pieces != nil }
+
 func (f outFrame) bodyLen() int {
+	if f.files.Pieces != nil {
+		return f.files.Len()
+	}
 	if f.parts == nil {
 		return len(f.cmd.Body)
 	}
@@ -74,12 +84,19 @@ type conn struct {
 	// dl is the reader under br: idle and partial-frame timeouts
 	// (conn_net.go).
 	dl *netx.Deadlines
+	// fileConn is the socket sendfile writes to; nil for TLS (and any
+	// connection without a descriptor): pulls are sent from memory.
+	fileConn syscall.Conn
+	// checksCRC: the client said (heartbeat or pull, ext field
+	// crcChecked) that it checks every record's CRC itself.
+	checksCRC atomic.Bool
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
 	c := &conn{b: b, nc: nc,
 		addr: nc.RemoteAddr().String(), born: ipv4AddrPort(nc.RemoteAddr()), out: make(chan outFrame, writeQueue),
 		closed: make(chan struct{}), wdone: make(chan struct{}), work: make(chan *protocol.Command)}
+	c.fileConn = netx.FileConn(nc)
 	c.dl = c.newDeadlines()
 	c.br = bufio.NewReaderSize(c.dl, 64<<10)
 	return c
@@ -248,6 +265,7 @@ func (c *conn) send(f outFrame) bool {
 	case c.out <- f:
 		return true
 	case <-c.closed:
+		f.files.Close()
 		return false
 	}
 }
@@ -281,11 +299,13 @@ const (
 // connection closes (or, after a drain, on the nil frame).
 func (c *conn) writeLoop() {
 	defer close(c.wdone)
+	defer c.dropQueued()
 	var (
 		scratch []byte
 		batch   []outFrame
 		spans   [][2]int
 		bufs    net.Buffers
+		cuts    []fileCut
 	)
 	for {
 		var f outFrame
@@ -330,22 +350,24 @@ func (c *conn) writeLoop() {
 				c.close("encode failed")
 				return
 			}
-			if f.parts == nil && len(f.cmd.Body) <= inlineBody {
+			if !f.hasParts() && len(f.cmd.Body) <= inlineBody {
 				scratch = append(scratch, f.cmd.Body...)
 			}
 			spans = append(spans, [2]int{start, len(scratch)})
 		}
-		bufs = bufs[:0]
+		bufs, cuts = bufs[:0], cuts[:0]
 		for i, f := range batch {
 			// Adjacent header runs are one buffer: fewer iovecs.
 			run := scratch[spans[i][0]:spans[i][1]]
-			if n := len(bufs); n > 0 && i > 0 && batch[i-1].parts == nil && len(batch[i-1].cmd.Body) <= inlineBody {
+			if n := len(bufs); n > 0 && i > 0 && !batch[i-1].hasParts() && len(batch[i-1].cmd.Body) <= inlineBody {
 				prev := bufs[n-1]
 				bufs[n-1] = scratch[spans[i][0]-len(prev) : spans[i][1]]
 			} else {
 				bufs = append(bufs, run)
 			}
 			switch {
+			case f.files.Pieces != nil:
+				cuts = append(cuts, fileCut{at: len(bufs), frame: i}) // sent from the files after bufs[:at]
 			case f.parts != nil:
 				bufs = append(bufs, f.parts...)
 			case len(f.cmd.Body) > inlineBody:
@@ -354,11 +376,10 @@ func (c *conn) writeLoop() {
 		}
 		if len(bufs) > 0 {
 			_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			wb := bufs // WriteTo consumes its receiver
-			n, err := wb.WriteTo(c.nc)
-			c.b.stats.bytesWritten.Add(n)
-			for _, f := range batch {
-				f.buf.Release() // written (or never to be): nothing reads it now
+			err := c.writeBatch(bufs, cuts, batch)
+			for i := range batch {
+				batch[i].buf.Release() // written (or never to be): nothing reads it now
+				batch[i].files.Close()
 			}
 			if err != nil {
 				c.close("write failed: " + err.Error())
@@ -373,6 +394,20 @@ func (c *conn) writeLoop() {
 		}
 		clear(bufs[:cap(bufs)])
 		clear(batch)
+	}
+}
+
+// dropQueued closes the files of frames left in the queue when the
+// writer ends (a frame queued later is left to the collector, which
+// closes its files too).
+func (c *conn) dropQueued() {
+	for {
+		select {
+		case f := <-c.out:
+			f.files.Close()
+		default:
+			return
+		}
 	}
 }
 

@@ -41,6 +41,9 @@ func (cr *clientRequests) handleHeartbeat(c *conn, req *protocol.Command) *proto
 	if err := checkHeartbeatNames(&hb); err != nil {
 		return protocol.NewResponse(req, protocol.SystemError, "heartbeat refused: "+err.Error())
 	}
+	if req.ExtFields[protocol.ExtClientChecksCRC] == "true" {
+		c.checksCRC.Store(true) // its pulls need no read-time check (conn_sendfile.go)
+	}
 	h := Heartbeat{ClientID: hb.ClientID, Language: req.Language, Version: int(req.Version)}
 	for _, p := range hb.ProducerDataSet {
 		if p.GroupName != "" {

@@ -203,7 +203,10 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 	if code != protocol.Success {
 		return outFrame{cmd: resp}, code == protocol.PullNotFound
 	}
-	b.stats.get(h.Topic, len(res.Records), res.Bytes)
+	b.stats.get(h.Topic, len(res.QueueOffsets), res.Bytes)
+	if res.Files.Pieces != nil {
+		return outFrame{cmd: resp, files: res.Files}, false
+	}
 	parts := [][]byte{res.Whole}
 	if res.Whole == nil { // filtered by SQL92: the records kept, each where it lies
 		parts = res.Records
@@ -215,6 +218,10 @@ func (b *Broker) pullOnce(pc *pullCtx, holding bool) (f outFrame, notFound bool)
 // (with the tag filter), or through filterSQL.
 func (b *Broker) getMessages(pc *pullCtx, maxMsgs, maxBytes int) (storage.GetResult, error) {
 	h := pc.h
+	if pc.sql == nil && zeroCopyPull(&b.cfg, pc) {
+		// the answer's frame carries the files; the writer sends and closes them
+		return b.store.GetMessagesFile(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, maxBytes, pc.filter.fn())
+	}
 	if pc.sql == nil {
 		// pooled: pullOnce hands the buffer to the answer's frame, and the
 		// writer releases it once sent

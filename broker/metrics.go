@@ -41,6 +41,7 @@ var (
 	mGetBytes   = desc("samsa_broker_get_bytes_total", "Record bytes returned by pulls.", prometheus.CounterValue)
 	mRead       = desc("samsa_broker_network_read_bytes_total", "Bytes read from client connections.", prometheus.CounterValue)
 	mWritten    = desc("samsa_broker_network_written_bytes_total", "Bytes written to client connections.", prometheus.CounterValue)
+	mFromFile   = desc("samsa_broker_pull_sendfile_bytes_total", "Pulled record bytes sent from the CommitLog files with sendfile, unread (transferMsgByHeap=false).", prometheus.CounterValue)
 	mConns      = desc("samsa_broker_connections_open", "Open client connections.", prometheus.GaugeValue)
 	mConnsTotal = desc("samsa_broker_connections_accepted_total", "Client connections accepted.", prometheus.CounterValue)
 	mRequests   = desc("samsa_broker_requests_total", "Remoting frames received.", prometheus.CounterValue)
@@ -100,7 +101,7 @@ var (
 	mSyncFails   = desc("samsa_broker_slave_sync_failures_total", "Metadata sync rounds that did not copy everything.", prometheus.CounterValue)
 	mACLDenied   = desc("samsa_broker_acl_denied_total", "Requests refused by access control (NO_PERMISSION, or a refused admin/HA login), by reason and request.", prometheus.CounterValue, "reason", "code")
 	allDescs     = []metricDesc{mACLDenied, mSlaveNA, mSlaveTO, mSlaveRef, mHASlaveAck, mHASlaveLag, mHASlaveLagT, mHASlaveSync, mSyncRounds, mSyncFails,
-		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mConns, mConnsTotal, mRequests,
+		mPuts, mGets, mPutBytes, mGetBytes, mRead, mWritten, mFromFile, mConns, mConnsTotal, mRequests,
 		mBadFrames, mSendErrors, mFlushTO, mHeld, mHeldTotal, mWoken, mExpired, mTopicPuts, mTopicGets, mWrittenOff, mDurableOff, mDispOff, mMinOff, mDiskRatio, mBuildInfo, mGroupOff, mGroupLag,
 		mAnswered, mSendLat, mPullLat,
 		mWaits, mReadErrs, mDamaged, mUnverified, mRepaired, mCutRecs, mCutAcked,
@@ -133,6 +134,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mGetBytes, s.getBytes.Load())
 	emit(mRead, s.bytesRead.Load())
 	emit(mWritten, s.bytesWritten.Load())
+	emit(mFromFile, s.sentFromFile.Load())
 	emit(mConns, s.currConns.Load())
 	emit(mConnsTotal, s.totalConns.Load())
 	emit(mRequests, s.requests.Load())

@@ -41,10 +41,13 @@ func (b *Broker) suggestBroker(group string, res *storage.GetResult) int64 {
 // farBehind reports whether the last record res read lies more than the
 // in-memory share behind the CommitLog's end.
 func (b *Broker) farBehind(res *storage.GetResult) bool {
-	if res.Status != storage.Found || len(res.Records) == 0 {
+	if res.Status != storage.Found || len(res.QueueOffsets) == 0 {
 		return false
 	}
-	last := record.PhysOffsetOf(res.Records[len(res.Records)-1])
+	last := res.Files.LastPhys
+	if len(res.Records) > 0 {
+		last = record.PhysOffsetOf(res.Records[len(res.Records)-1])
+	}
 	return b.store.WrittenOffset()-last > b.cfg.inMemoryBytes()
 }
 

@@ -25,6 +25,7 @@ type stats struct {
 	getBytes     atomic.Int64 // record bytes returned by pulls
 	bytesRead    atomic.Int64 // bytes read from clients
 	bytesWritten atomic.Int64 // bytes written to clients
+	sentFromFile atomic.Int64 // of them, pull records sent from the files (sendfile)
 	requests     atomic.Int64
 	badFrames    atomic.Int64 // connections closed for a bad frame
 	// connections closed for silence (serverChannelMaxIdleTimeSeconds)

@@ -55,6 +55,12 @@ type PullResult struct {
 	// Remark is the broker's word on an answer other than FOUND, e.g.
 	// which corrupt record an OFFSET_ILLEGAL moved the queue past.
 	Remark string
+	// Refused, when set, is a corrupt record the client refused in the
+	// broker's first answer (sent from its files, unchecked): this result
+	// is the answer to the same pull asked again with the broker's check
+	// (the records before it, or the queue moved past it). The record
+	// itself is never delivered.
+	Refused *CorruptMessageError
 }
 
 // PullOptions shape one pull.
@@ -126,22 +132,40 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 	if o.SQL92 {
 		h.ExpressionType, f = protocol.ExpressionSQL92, tagFilter{all: true}
 	}
-	cancel := context.CancelFunc(func() {})
-	if _, ok := ctx.Deadline(); !ok {
-		ctx, cancel = context.WithTimeout(ctx, o.Wait+in.opts.RequestTimeout)
+	verify := !in.opts.SkipCRCCheck
+	var try func(h protocol.PullMessageRequestHeader, refused *CorruptMessageError)
+	try = func(h protocol.PullMessageRequestHeader, refused *CorruptMessageError) {
+		ctx, cancel := ctx, context.CancelFunc(func() {})
+		if _, ok := ctx.Deadline(); !ok {
+			ctx, cancel = context.WithTimeout(ctx, o.Wait+in.opts.RequestTimeout)
+		}
+		in.rc.InvokeAsync(ctx, addr, protocol.NewRequest(protocol.PullMessage, h.Encode(), nil), func(resp *protocol.Command, err error) {
+			cancel()
+			if err != nil {
+				done(nil, fmt.Errorf("client: pull %v@%d: %w", q, offset, err))
+				return
+			}
+			res, suggest, err := pullResult(resp, addr, q, offset, f, verify)
+			if ce := (*CorruptMessageError)(nil); refused == nil && h.ClientChecksCRC && errors.As(err, &ce) {
+				// Sent from the files, unread: ask again with the broker's
+				// check, which quarantines the record, repairs it from a
+				// peer replica or moves the queue past it, as for any
+				// client that does not check.
+				in.opts.Logger.Warn("client: refused a corrupt message; pulling again with the broker's check", "err", ce)
+				h.ClientChecksCRC, h.AskBrokerCheck = false, true
+				try(h, ce)
+				return
+			}
+			if res != nil {
+				res.Refused = refused
+			}
+			if err == nil && o.BrokerAddr == "" {
+				in.notePullFrom(q, suggest)
+			}
+			done(res, err)
+		})
 	}
-	in.rc.InvokeAsync(ctx, addr, protocol.NewRequest(protocol.PullMessage, h.Encode(), nil), func(resp *protocol.Command, err error) {
-		cancel()
-		if err != nil {
-			done(nil, fmt.Errorf("client: pull %v@%d: %w", q, offset, err))
-			return
-		}
-		res, suggest, err := pullResult(resp, addr, q, offset, f, !in.opts.SkipCRCCheck)
-		if err == nil && o.BrokerAddr == "" {
-			in.notePullFrom(q, suggest)
-		}
-		done(res, err)
-	})
+	try(h, nil)
 }
 
 // pullResult reads a PULL_MESSAGE answer; suggest is the broker id it

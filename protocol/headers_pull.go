@@ -47,6 +47,12 @@ type PullMessageRequestHeader struct {
 	// the client verifies every record's CRC itself, so the broker may
 	// send the records from its files without reading them.
 	ClientChecksCRC bool
+	// AskBrokerCheck ("crcChecked" = "false"): this pull's records must be
+	// read and checked by the broker whatever the connection said: the
+	// client found a corrupt record in an answer sent from the files and
+	// asks again, so the broker quarantines it, repairs it from a peer
+	// replica or moves the consumer past it.
+	AskBrokerCheck bool
 }
 
 func (h *PullMessageRequestHeader) Encode() map[string]string {
@@ -66,6 +72,8 @@ func (h *PullMessageRequestHeader) Encode() map[string]string {
 	w.optStr("bname", h.BrokerName)
 	if h.ClientChecksCRC {
 		w.str(ExtClientChecksCRC, "true")
+	} else if h.AskBrokerCheck {
+		w.str(ExtClientChecksCRC, "false")
 	}
 	return w
 }
@@ -86,7 +94,12 @@ func (h *PullMessageRequestHeader) Decode(m map[string]string) error {
 	h.HasMaxMsgBytes = r.has("maxMsgBytes") && m["maxMsgBytes"] != ""
 	h.MaxMsgBytes = r.i32("maxMsgBytes", false)
 	h.BrokerName = r.str("bname")
-	h.ClientChecksCRC = r.boolean(ExtClientChecksCRC)
+	switch r.str(ExtClientChecksCRC) {
+	case "true":
+		h.ClientChecksCRC = true
+	case "false":
+		h.AskBrokerCheck = true
+	}
 	return r.err()
 }
 

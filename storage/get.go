@@ -149,7 +149,7 @@ func (s *Store) EarliestStoreTime(topic string, queueID int32) (int64, error) {
 // taken an index entry from before the cut and the log's bytes from after.
 func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
 	tagFilter func(tagsCode int64) bool) (GetResult, error) {
-	return s.getMessagesRetry(false, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
+	return s.getMessagesRetry(readNew, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
 }
 
 // GetMessagesPooled is GetMessages reading the records into a buffer
@@ -160,10 +160,10 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs i
 // allocated the bytes it read once more, and the collector ran for them.
 func (s *Store) GetMessagesPooled(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
 	tagFilter func(tagsCode int64) bool) (GetResult, error) {
-	return s.getMessagesRetry(true, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
+	return s.getMessagesRetry(readPooled, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
 }
 
-func (s *Store) getMessagesRetry(pooled bool, topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
+func (s *Store) getMessagesRetry(mode readMode, topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
 	tagFilter func(tagsCode int64) bool) (GetResult, error) {
 	for try := 0; ; try++ {
 		gen := s.cuts.Load()
@@ -173,7 +173,7 @@ func (s *Store) getMessagesRetry(pooled bool, topic string, queueID int32, offse
 			time.Sleep(time.Millisecond << min(try, 5))
 			continue
 		}
-		res, err := s.getMessages(gen, pooled, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
+		res, err := s.getMessages(gen, mode, topic, queueID, offset, maxMsgs, maxBytes, tagFilter)
 		if gen%2 == 0 && s.cuts.Load() == gen && !errors.Is(err, ErrCutDuringRead) {
 			return res, err
 		}
@@ -194,7 +194,7 @@ const cutReadTries = 12
 var ErrCutDuringRead = errors.New("storage: the log was cut during the read; read again")
 
 // getMessages is GetMessages, for reads that began at cut generation gen.
-func (s *Store) getMessages(gen int64, pooled bool, topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
+func (s *Store) getMessages(gen int64, mode readMode, topic string, queueID int32, offset int64, maxMsgs int, maxBytes int,
 	tagFilter func(tagsCode int64) bool) (GetResult, error) {
 	q := s.queue(topic, queueID)
 	minOff, maxOff := q.MinOffset(), q.MaxOffset()
@@ -275,7 +275,10 @@ scan:
 	if !s.coldReadsCached(picked) {
 		s.adviseBacklogRead(topic, queueID, picked[0].PhysOffset)
 	}
-	if err := s.readRecords(gen, pooled, &res, topic, queueID, picked, offsets, bytes); err != nil {
+	if mode == readFromFile && s.fileRecords(&res, picked, offsets, bytes) {
+		return res, nil
+	}
+	if err := s.readRecords(gen, mode != readNew, &res, topic, queueID, picked, offsets, bytes); err != nil {
 		return res, err
 	}
 	return res, nil

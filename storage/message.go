@@ -118,4 +118,7 @@ type GetResult struct {
 	// GetMessagesPooled (zero otherwise): GetResult.Release hands it back
 	// once they are not read any more.
 	Buffer ReadBuffer
+	// Files, from GetMessagesFile, are where the records lie when the
+	// read did not read them (get_file.go); Release closes them.
+	Files FileRecords
 }

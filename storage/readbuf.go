@@ -67,5 +67,6 @@ func (b ReadBuffer) Release() {
 // or on a result that holds no pooled buffer, only clears those fields.
 func (r *GetResult) Release() {
 	r.Buffer.Release()
+	r.Files.Close()
 	r.Buffer, r.Records, r.QueueOffsets, r.Whole = ReadBuffer{}, nil, nil, nil
 }

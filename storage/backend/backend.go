@@ -178,3 +178,18 @@ func namesLocked() []string {
 	sort.Strings(n)
 	return n
 }
+
+// FileSource is implemented by segments that can hand a sender (sendfile)
+// their file: a pull answer's records then go from the file to the socket
+// without a copy in the process.
+type FileSource interface {
+	// DupFile returns a new descriptor of the segment's file, which the
+	// caller closes, and the offset below which the file holds every byte
+	// appended (bytes above it may still be in a write buffer). It fails
+	// with ErrNoFile when the file has no descriptor (MemFS) or the
+	// segment is closed. The descriptor reads through the page cache.
+	DupFile() (fd int, limit int64, err error)
+}
+
+// ErrNoFile says a segment cannot hand out its file (FileSource).
+var ErrNoFile = fmt.Errorf("backend: no file to send from")

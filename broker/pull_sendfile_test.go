@@ -1,0 +1,130 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/protocol"
+	"github.com/samsamq/samsa/storage/record"
+)
+
+// checkedPullReq is pullReq from a client that says it checks CRCs.
+func checkedPullReq(topic string, queue int32, offset int64, max int32, checks bool) *protocol.Command {
+	req := pullReq("g", topic, queue, offset, max, 0, "*")
+	if checks {
+		req.ExtFields[protocol.ExtClientChecksCRC] = "true"
+	}
+	return req
+}
+
+// TestPullFromFileMatchesHeap: over every backend, a pull answered from
+// the files (a client that checks CRCs, transferMsgByHeap false) and the
+// same pull answered from memory (a client that does not) are the same
+// answer, byte for byte: code, header fields and body. The pulls are
+// pipelined, so the writer sends file answers inside batches of other
+// frames. pwrite and mmap do send from the files (the sendfile counter
+// moves); the other backends, and transferMsgByHeap=true, read instead.
+func TestPullFromFileMatchesHeap(t *testing.T) {
+	for _, be := range []string{"pwrite", "mmap", "odirect", "uring"} {
+		for _, heap := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/heap=%v", be, heap), func(t *testing.T) {
+				dir := t.TempDir()
+				mutate := func(c *Config) {
+					c.StoreBackend = be
+					c.TransferMsgByHeap = heap
+				}
+				b := newBroker(t, dir, mutate)
+				if err := b.Start(); err != nil {
+					b.Close()
+					t.Skipf("backend %s here: %v", be, err)
+				}
+				c := dialRaw(t, b.Addr())
+				if r := c.call(createTopicReq("zc", 4)); r.Code != protocol.Success {
+					t.Fatal(r)
+				}
+				const n = 240
+				for i := range n {
+					body := bytes.Repeat([]byte{byte('a' + i%26)}, 100+(i*389)%3000)
+					if r := c.call(sendReq("zc", int32(i%4), body, map[string]string{"i": fmt.Sprint(i)})); r.Code != protocol.Success {
+						t.Fatal(r)
+					}
+				}
+				// Pulls of records still in a write buffer read them (the
+				// answers must match all the same).
+				waitIndexed(t, b, "zc", 4, n/4)
+				comparePulls(t, c, n)
+				b.Close()
+				b = startBroker(t, dir, mutate) // everything is in the files now
+				defer b.Close()
+				c = dialRaw(t, b.Addr())
+				before := b.stats.sentFromFile.Load()
+				comparePulls(t, c, n)
+				sent := b.stats.sentFromFile.Load() - before
+				switch {
+				case !heap && (be == "pwrite" || be == "mmap") && sent == 0:
+					t.Fatal("nothing was sent from the files")
+				case heap && sent != 0:
+					t.Fatalf("transferMsgByHeap, yet %d bytes went from the files", sent)
+				}
+				t.Logf("%d bytes sent from the files", sent)
+			})
+		}
+	}
+}
+
+// waitIndexed waits (deadline 10 s) until each of topic's queues indexes
+// per messages.
+func waitIndexed(t *testing.T, b *Broker, topic string, queues int32, per int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for q := int32(0); q < queues; q++ {
+		for b.store.MaxQueueOffset(topic, q) < int64(per) {
+			if time.Now().After(deadline) {
+				t.Fatalf("queue %d indexes %d messages, want %d", q, b.store.MaxQueueOffset(topic, q), per)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// comparePulls pulls every queue of "zc" at several offsets and sizes,
+// as a client that checks and as one that does not, all pipelined, and
+// compares each pair of answers.
+func comparePulls(t *testing.T, c *rawClient, n int) {
+	t.Helper()
+	type pair struct{ file, heap <-chan *protocol.Command }
+	var pairs []pair
+	var names []string
+	for q := int32(0); q < 4; q++ {
+		for _, off := range []int64{0, 1, 7, int64(n/4) - 3, int64(n / 4), int64(n/4) + 5} {
+			for _, max := range []int32{1, 5, 32} {
+				pairs = append(pairs, pair{c.start(checkedPullReq("zc", q, off, max, true)), c.start(checkedPullReq("zc", q, off, max, false))})
+				names = append(names, fmt.Sprintf("queue %d at %d max %d", q, off, max))
+			}
+		}
+	}
+	for i, p := range pairs {
+		f, h := <-p.file, <-p.heap
+		if f.Code != h.Code || f.Remark != h.Remark || !bytes.Equal(f.Body, h.Body) || !maps.Equal(f.ExtFields, h.ExtFields) {
+			t.Fatalf("%s: from the files %d %q %v (%d bytes), from memory %d %q %v (%d bytes)", names[i],
+				f.Code, f.Remark, f.ExtFields, len(f.Body), h.Code, h.Remark, h.ExtFields, len(h.Body))
+		}
+		for _, r := range decodeRecords(t, f.Body) {
+			if !bytes.Equal(r.Body, bytes.Repeat(r.Body[:1], len(r.Body))) {
+				t.Fatalf("%s: a record's body is mixed", names[i])
+			}
+		}
+		if f.Code == protocol.Success {
+			for rest := f.Body; len(rest) > 0; {
+				size, _, _ := record.Header(rest)
+				if err := record.Verify(rest[:size], record.NoPhys); err != nil {
+					t.Fatalf("%s: %v", names[i], err)
+				}
+				rest = rest[size:]
+			}
+		}
+	}
+}
