@@ -150,6 +150,16 @@ BENCH_EXPERIMENTS      += $(BENCH_SCALE_EXPERIMENTS)
 BENCH_FULL_EXPERIMENTS += $(BENCH_SCALE_EXPERIMENTS)
 BENCH_GATE_TARGETS     ?= $(BENCH_SCALE_EXPERIMENTS)
 
+# The read path: the backlog drained with pulls from the files (sendfile)
+# and from memory (transferMsgByHeap), over 1, 8 and 64 queues, cold and
+# warm, beside the loopback ceiling, with CPU per GiB. Quick form in make
+# bench (a 256 MiB backlog a cell, about two minutes), 2 GiB and 3
+# repeats a cell in make bench-full. Not gated: its CPU target is the
+# broker's, which this embedded lab measures together with the consumers'.
+BENCH_READ_EXPERIMENTS ?= experiments/read-path.json
+BENCH_EXPERIMENTS      += $(BENCH_READ_EXPERIMENTS)
+BENCH_FULL_EXPERIMENTS += $(BENCH_READ_EXPERIMENTS)
+
 # The fail-over chaos run: 3 controllers, a name server and 3
 # controller-mode replicas as processes, 100 fault cycles; bench-full only
 # (make test runs a short one, loadgen/chaos TestShortChaos).

@@ -26,7 +26,8 @@ type backlogTarget struct {
 }
 
 func newBacklogTarget(parent string, to backlog.TargetOptions) (backlog.Target, error) {
-	cfg := broker.Config{FlushDiskType: broker.AsyncFlush, DiskMaxUsedSpaceRatio: backlogDiskRatio, DirectColdReads: to.DirectColdReads}
+	cfg := broker.Config{FlushDiskType: broker.AsyncFlush, DiskMaxUsedSpaceRatio: backlogDiskRatio, DirectColdReads: to.DirectColdReads,
+		TransferMsgByHeap: to.TransferMsgByHeap}
 	if to.Flush == "sync" {
 		cfg.FlushDiskType = broker.SyncFlush
 	}

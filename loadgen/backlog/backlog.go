@@ -51,6 +51,12 @@ type Experiment struct {
 	// at or below (default 2).
 	DrainTarget float64 `json:"drain_target,omitempty"`
 	P99Target   float64 `json:"p99_target,omitempty"`
+	// Cells, when set, make the experiment a matrix (cells.go): each cell
+	// runs the settings with its own pull path and queue count, cold
+	// repeats and a warm reference, and the targets are the read path's.
+	Cells []Cell `json:"cells,omitempty"`
+	// CellTargets are a matrix's targets (cells.go; defaults there).
+	CellTargets CellTargets `json:"cell_targets,omitzero"`
 }
 
 // Settings are a run's parameters.
@@ -95,6 +101,10 @@ type Settings struct {
 	// DirectColdReads runs the broker with directColdReads: the read
 	// block cache reads what is not in the page cache with O_DIRECT.
 	DirectColdReads bool `json:"direct_cold_reads,omitempty"`
+	// TransferMsgByHeap runs the broker with transferMsgByHeap: every
+	// pull read into memory and checked (default false: the consumers,
+	// which check CRCs, get their pulls from the files with sendfile).
+	TransferMsgByHeap bool `json:"transfer_msg_by_heap,omitempty"`
 }
 
 // EnsureDefaults fills the zero fields with their defaults.
@@ -140,6 +150,7 @@ func LoadExperiment(path string) (*Experiment, error) {
 		return nil, err
 	}
 	e.DrainTarget, e.P99Target = cmp.Or(e.DrainTarget, 0.8), cmp.Or(e.P99Target, 2)
+	e.CellTargets.ensureDefaults()
 	if err := resultfile.CheckForms(path, e.Settings); err != nil {
 		return nil, err
 	}
@@ -152,6 +163,8 @@ type TargetOptions struct {
 	// DirectColdReads: the broker reads the backlog around the page cache
 	// (storage.Options.DirectColdReads).
 	DirectColdReads bool
+	// TransferMsgByHeap: the broker reads every pull into memory.
+	TransferMsgByHeap bool
 }
 
 // Target is the cluster a repeat fills and drains.

@@ -170,3 +170,60 @@ func TestSettingsErrors(t *testing.T) {
 		require.True(t, strings.Contains(err.Error(), want), "%q lacks %q", err, want)
 	}
 }
+
+// TestRunCellsFake: a matrix runs each cell's settings (its pull path and
+// queue count reach NewTarget), a cold repeat and a warm reference each,
+// and holds the zero-copy cells against the heap cell of their queue
+// count and against the loopback ceiling.
+func TestRunCellsFake(t *testing.T) {
+	e := &Experiment{Spec: resultfile.Spec{Name: "read-path-test", Kind: Kind}, DrainTarget: 0.8, P99Target: 2,
+		Forms: resultfile.Forms[Settings, *Settings]{Base: Settings{BacklogBytes: 2 << 20, ReadSize: 1 << 20, Before: resultfile.Duration(100 * time.Millisecond),
+			DrainTimeout: resultfile.Duration(30 * time.Second), SteadyRate: 200}},
+		Cells: []Cell{{Name: "heap-1q", TransferMsgByHeap: true, Queues: 1}, {Name: "sendfile-1q", Queues: 1}, {Name: "sendfile-4q", Queues: 4}}}
+	e.CellTargets.ensureDefaults()
+	var heap []bool
+	res, err := RunExperiment(context.Background(), e, Options{DiskDir: t.TempDir(),
+		NewTarget: func(_ context.Context, to TargetOptions) (Target, error) {
+			heap = append(heap, to.TransferMsgByHeap)
+			return &fakeTarget{dir: t.TempDir()}, nil
+		}})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, true, false, false, false, false}, heap, "a cold repeat and a warm one a cell")
+	require.Len(t, res.Cells, 3)
+	require.Equal(t, 1, res.Cells[0].Queues)
+	require.Equal(t, 4, res.Cells[2].Queues)
+	require.NotNil(t, res.Cells[1].Warm)
+	var targets []string
+	for _, c := range res.CellChecks {
+		require.NotEqual(t, "heap-1q", c.Cell, "heap cells are the reference")
+		targets = append(targets, c.Cell+": "+c.Target)
+	}
+	require.Contains(t, targets, "sendfile-4q: warm drain ÷ loopback ceiling ≥")
+	// CPU: each zero-copy cell against the heap cell of its queue count.
+	cells := []CellResult{{Cell: Cell{Name: "h1", TransferMsgByHeap: true}, Queues: 1, Median: Run{CPUPerGiB: 4}},
+		{Cell: Cell{Name: "z1"}, Queues: 1, Median: Run{CPUPerGiB: 1.5}}, {Cell: Cell{Name: "z4"}, Queues: 4, Median: Run{CPUPerGiB: 1}}}
+	var cpu []CellCheck
+	for _, c := range cellChecks(cells, e.CellTargets) {
+		if strings.HasPrefix(c.Target, "CPU") {
+			cpu = append(cpu, c)
+		}
+	}
+	require.Len(t, cpu, 1)
+	require.Equal(t, "z1", cpu[0].Cell)
+	require.InDelta(t, 0.375, cpu[0].Measured, 1e-9)
+	require.True(t, cpu[0].Met)
+	md := res.Markdown()
+	require.Contains(t, md, "| sendfile-1q | files (sendfile) | 1 |")
+	require.Contains(t, md, "| heap-1q | memory (transferMsgByHeap) | 1 |")
+	require.Contains(t, md, "| sendfile-4q | cold drain ÷ loopback ceiling ≥ 0.50 |")
+}
+
+func TestShippedReadPathLoads(t *testing.T) {
+	e, err := LoadExperiment("../../experiments/read-path.json")
+	require.NoError(t, err)
+	q, err := e.Settings(true)
+	require.NoError(t, err)
+	require.EqualValues(t, 256<<20, q.BacklogBytes)
+	require.Len(t, e.Cells, 6)
+	require.Equal(t, 0.5, e.CellTargets.CPURatio)
+}

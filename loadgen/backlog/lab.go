@@ -21,6 +21,9 @@ func LabKind(newTarget func(dir string, to TargetOptions) (Target, error)) lab.K
 
 // Verdict is the drain's (unless paced) and the p99's target.
 func (r *Result) Verdict() lab.Verdict {
+	if len(r.Cells) > 0 {
+		return r.cellsVerdict()
+	}
 	if (r.DrainNA || r.DrainMet) && r.P99Met {
 		return lab.Verdict{}
 	}

@@ -15,6 +15,10 @@ func WriteResult(dir string, res *Result) (string, error) {
 func (r *Result) Markdown() string {
 	var b strings.Builder
 	r.Heading(&b)
+	if len(r.Cells) > 0 {
+		r.cellsMarkdown(&b)
+		return b.String()
+	}
 	s := r.Settings
 	fmt.Fprintf(&b, "Run %s; MB = 10⁶ B; %s flush; backlog of %d MiB of %d B messages over %d queues, drained by %d pull consumers%s; steady producers %g msg/s on another topic (open loop: send latency from the intended send time); page cache dropped with %s; raw read = `bench disk --read` (%s) on the same disk right after.\n\n",
 		r.Start.Format("2006-01-02 15:04 UTC"), s.Flush, s.BacklogBytes>>20, s.MessageSize, s.Queues, s.Consumers, paceNote(s), s.SteadyRate,

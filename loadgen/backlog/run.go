@@ -67,6 +67,11 @@ type Run struct {
 	// ReadCacheDirect: the block reads made with O_DIRECT
 	// (Settings.DirectColdReads).
 	ReadCacheDirect int64 `json:"read_cache_direct,omitempty"`
+	// CPUSeconds is the process's CPU time (user + system, /proc/self/stat)
+	// over the drain: broker, consumers and steady producers, which share
+	// the process; CPUPerGiB is it per GiB of backlog drained.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	CPUPerGiB  float64 `json:"cpu_seconds_per_gib,omitempty"`
 }
 
 // Result is what a backlog-drain run writes under results/.
@@ -87,38 +92,52 @@ type Result struct {
 	// drain target does not apply.
 	DrainNA bool `json:"drain_not_applicable,omitempty"`
 	P99Met  bool `json:"p99_met"`
+	// Cells are a matrix's cells (cells.go), each its own result; the
+	// fields above are then the first cell's.
+	Cells       []CellResult `json:"cells,omitempty"`
+	CellTargets CellTargets  `json:"cell_targets,omitzero"`
+	CellChecks  []CellCheck  `json:"cell_checks,omitempty"`
 }
 
-// RunExperiment runs the repeats.
+// RunExperiment runs the repeats (each cell's, for a matrix).
 func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, error) {
 	s, err := e.Settings(opts.Quick)
 	if err != nil {
 		return nil, err
 	}
 	opts.Progress, opts.Poll = cmp.Or(opts.Progress, io.Discard), cmp.Or(opts.Poll, 5*time.Millisecond)
+	if len(e.Cells) > 0 {
+		return runCells(ctx, e, s, opts)
+	}
+	return runSettings(ctx, e, e.Name, s, opts)
+}
+
+// runSettings runs s's repeats (and its warm reference).
+func runSettings(ctx context.Context, e *Experiment, name string, s Settings, opts Options) (*Result, error) {
+	var err error
 	res := &Result{Header: e.Header(opts.Quick), Settings: s, DrainTarget: e.DrainTarget, P99Target: e.P99Target}
 	if res.Runs, err = lab.Repeat(lab.Repeats[Run]{N: s.Repeats, What: "backlog", Progress: opts.Progress,
 		Title: func(i int) string {
 			return fmt.Sprintf("%s: repeat %d/%d: fill %d MiB, drop it from the page cache, drain it beside %g msg/s",
-				e.Name, i, s.Repeats, s.BacklogBytes>>20, s.SteadyRate)
+				name, i, s.Repeats, s.BacklogBytes>>20, s.SteadyRate)
 		},
 		Done: func(r Run) string {
-			return fmt.Sprintf("drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; loopback TCP %.1f MB/s: ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f",
+			return fmt.Sprintf("drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; loopback TCP %.1f MB/s: ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f; CPU %.2f s/GiB",
 				r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, r.ReadMBps, r.ReadMethod, r.DrainRatio, r.LoopbackMBps, r.LoopbackRatio,
-				float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.P99Ratio)
+				float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.P99Ratio, r.CPUPerGiB)
 		}}, func(int) (Run, error) { return runOnce(ctx, s, opts) }); err != nil {
 		return nil, err
 	}
 	if s.WarmReference && !s.Warm {
 		ws := s
 		ws.Warm = true
-		lab.Progressf(opts.Progress, "== %s: the warm reference: the same backlog drained from the page cache\n", e.Name)
+		lab.Progressf(opts.Progress, "== %s: the warm reference: the same backlog drained from the page cache\n", name)
 		r, err := runOnce(ctx, ws, opts)
 		if err != nil {
 			return nil, fmt.Errorf("backlog: warm reference: %w", err)
 		}
-		lab.Progressf(opts.Progress, "   drained %d MiB warm in %.2fs: %.1f MB/s; send p99 %.2f ms before, %.2f ms during\n",
-			r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000)
+		lab.Progressf(opts.Progress, "   drained %d MiB warm in %.2fs: %.1f MB/s; loopback TCP %.1f MB/s; send p99 %.2f ms before, %.2f ms during; CPU %.2f s/GiB\n",
+			r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, r.LoopbackMBps, float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.CPUPerGiB)
 		res.Warm = &r
 	}
 	res.Median = lab.Median(res.Runs, func(r Run) float64 { return r.DrainRatio })
@@ -130,7 +149,7 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (*Result, e
 }
 
 func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
-	t, err := opts.NewTarget(ctx, TargetOptions{Flush: s.Flush, DirectColdReads: s.DirectColdReads})
+	t, err := opts.NewTarget(ctx, TargetOptions{Flush: s.Flush, DirectColdReads: s.DirectColdReads, TransferMsgByHeap: s.TransferMsgByHeap})
 	if err != nil {
 		return r, err
 	}
@@ -197,6 +216,7 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 		}
 	}
 	st.during.SetMeasuring(true)
+	cpu0 := processCPU()
 	t0 = time.Now()
 	var consumers []loadgen.Consumer
 	defer func() {
@@ -231,6 +251,8 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 		}
 	}
 	el := time.Since(t0)
+	r.CPUSeconds = processCPU() - cpu0
+	r.CPUPerGiB = r.CPUSeconds / (float64(r.BacklogBytes) / (1 << 30))
 	st.during.SetMeasuring(false)
 	if counts {
 		h, m, d := rc.ReadCache()
