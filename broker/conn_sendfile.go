@@ -12,7 +12,10 @@ import (
 // carries them as runs of segment files (storage.GetMessagesFile), not
 // bytes: the writer writes the frame's header with the batch's other
 // frames (one writev), then each run with one sendfile(2), the kernel
-// moving the bytes from the page cache to the socket. The process never
+// moving the bytes from the page cache to the socket. The socket is
+// corked meanwhile (TCP_CORK): a header does not leave in a packet of its
+// own, which cost the reader a wakeup more per answer (on loopback, the
+// sendfile path measured no cheaper than the heap path until corked). The process never
 // reads them: no copy out of the kernel, no CRC pass (the client checks
 // it), no pooled buffer. TLS connections cannot (the bytes must be
 // encrypted in the process; kTLS would let the kernel do it, future
@@ -27,6 +30,11 @@ type fileCut struct {
 // writeBatch writes bufs, and the file pieces of the frames cuts name at
 // their places. It counts the bytes written.
 func (c *conn) writeBatch(bufs net.Buffers, cuts []fileCut, batch []outFrame) error {
+	if len(cuts) > 0 {
+		// Headers and bodies leave together: no packet of a header alone.
+		_ = netx.Cork(c.fileConn, true)
+		defer func() { _ = netx.Cork(c.fileConn, false) }()
+	}
 	from := 0
 	for _, cut := range cuts {
 		if cut.at > from {

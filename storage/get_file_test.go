@@ -69,13 +69,20 @@ func TestGetMessagesFileMatchesRead(t *testing.T) {
 				ctx := context.Background()
 				write := func(n int) {
 					for range n {
-						q := int32(rng.Intn(queues))
-						topic := "T"
-						if rng.Intn(4) == 0 {
-							topic = "U" // another tag (and topic): the filter skips it
+						// Bursts of one queue (runs long enough to go from
+						// the file) and single records (short runs: read).
+						q, burst := int32(rng.Intn(queues)), 1
+						if rng.Intn(2) == 0 {
+							burst = 1 + rng.Intn(40)
 						}
-						if _, err := s.Append(ctx, testMessage(topic, q, 1+rng.Intn(3000))); err != nil {
-							t.Fatal(err)
+						for range burst {
+							topic := "T"
+							if rng.Intn(8) == 0 {
+								topic = "U" // another tag (and topic): the filter skips it
+							}
+							if _, err := s.Append(ctx, testMessage(topic, q, 1+rng.Intn(3000))); err != nil {
+								t.Fatal(err)
+							}
 						}
 					}
 					waitDispatched(t, s)
@@ -122,7 +129,7 @@ func TestGetMessagesFileMatchesRead(t *testing.T) {
 					}
 				}
 				for range 4 {
-					write(100)
+					write(30)
 					check(40)
 				}
 				if err := s.Close(); err != nil {

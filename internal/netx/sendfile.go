@@ -64,3 +64,25 @@ func SendFile(sc syscall.Conn, fd int, off int64, n int) (int64, error) {
 	}
 	return sent, nil
 }
+
+// Cork holds (on) or releases (off) the socket's partial frames
+// (TCP_CORK): a frame's header written before its body goes out by
+// sendfile then leaves in the body's packets, not a packet of its own
+// that wakes the reader once more.
+func Cork(sc syscall.Conn, on bool) error {
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	v := 0
+	if on {
+		v = 1
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, v)
+	}); err != nil {
+		return err
+	}
+	return serr
+}

@@ -14,3 +14,6 @@ func FileConn(nc any) syscall.Conn { return nil }
 func SendFile(sc syscall.Conn, fd int, off int64, n int) (int64, error) {
 	return 0, errors.New("netx: sendfile: not on this system")
 }
+
+// Cork does nothing here.
+func Cork(sc syscall.Conn, on bool) error { return nil }

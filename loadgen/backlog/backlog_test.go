@@ -213,7 +213,7 @@ func TestRunCellsFake(t *testing.T) {
 	require.InDelta(t, 0.375, cpu[0].Measured, 1e-9)
 	require.True(t, cpu[0].Met)
 	md := res.Markdown()
-	require.Contains(t, md, "| sendfile-1q | files (sendfile) | 1 |")
+	require.Contains(t, md, "| sendfile-1q | files (sendfile; runs < 16 KiB read, unchecked) | 1 |")
 	require.Contains(t, md, "| heap-1q | memory (transferMsgByHeap) | 1 |")
 	require.Contains(t, md, "| sendfile-4q | cold drain ÷ loopback ceiling ≥ 0.50 |")
 }

@@ -134,7 +134,7 @@ func (r *Result) cellsMarkdown(b *strings.Builder) {
 		if c.Warm != nil {
 			w = *c.Warm
 		}
-		from := "files (sendfile)"
+		from := "files (sendfile; runs < 16 KiB read, unchecked)"
 		if c.TransferMsgByHeap {
 			from = "memory (transferMsgByHeap)"
 		}
