@@ -72,6 +72,13 @@ func (s *Server) registerBroker(c *conn, req *protocol.Command) *protocol.Comman
 	}
 	reg := Registration{Header: h, Body: *body, ZoneName: req.Ext("zoneName"), Conn: c.id}
 	s.mu.Lock()
+	if _, known := s.mu.routes.DataVersion(h.ClusterName, h.BrokerAddr); h.Incremental && !known {
+		// The changes alone from a broker this name server does not hold
+		// (it restarted, or dropped the broker): the broker's other
+		// topics would be missing, so it is told to register in full.
+		s.mu.Unlock()
+		return protocol.NewResponse(req, protocol.SystemError, "incremental registration from a broker not registered here: register in full")
+	}
 	if err := s.mu.routes.CheckRegistration(reg); err != nil {
 		// A broker already registered keeps its liveness and its routes
 		// as they were: refusing its new state must not make it expire.

@@ -108,10 +108,7 @@ func (t *RouteTable) CheckRegistration(r Registration) error {
 	if added == 0 {
 		return nil
 	}
-	total := added
-	for name := range t.topics {
-		total += jsonLen(name)
-	}
+	total := t.topicListBytes + added
 	if total > MaxTopicListBytes {
 		return fmt.Errorf("%w: the topic list would take %d bytes (at most %d)", ErrLimit, total, MaxTopicListBytes)
 	}

@@ -48,6 +48,10 @@ type RouteTable struct {
 	kv            map[string]map[string]string             // namespace → key → value
 	kvBytes       map[string]int                           // namespace → JSON bytes of its pairs (kvEntryLen)
 	kvTotal       int                                      // sum of kvBytes
+	// topicListBytes is the JSON the topic list takes (jsonLen of every
+	// key of topics), kept as topics come and go so that a registration's
+	// check (CheckRegistration) costs what it carries, not the table.
+	topicListBytes int
 }
 
 // NewRouteTable makes an empty table. A nil clock is the system clock;
@@ -143,11 +147,11 @@ func (t *RouteTable) RegisterBroker(r Registration) RegisterResult {
 			if tc.TopicName == "" {
 				tc.TopicName = name
 			}
-			if !registerFirst && !versionChanged && t.hasQueueData(tc.TopicName, h.BrokerName) {
-				continue
-			}
 			if isPrimeSlave {
 				tc.Perm &^= protocol.PermWrite
+			}
+			if !registerFirst && !versionChanged && t.sameQueueData(h.BrokerName, tc) {
+				continue
 			}
 			t.updateQueueData(h.BrokerName, tc)
 		}
@@ -188,9 +192,24 @@ func (t *RouteTable) dataVersionChanged(key brokerKey, dv protocol.DataVersion) 
 	return li == nil || li.dataVersion != dv
 }
 
-func (t *RouteTable) hasQueueData(topic, brokerName string) bool {
-	_, ok := t.topics[topic][brokerName]
-	return ok
+// sameQueueData reports whether the table already holds tc's queue data
+// for the broker. RocketMQ skips a topic it holds at all when the data
+// version did not change; comparing the data as well lets a full
+// registration split in chunks under one data version (every chunk after
+// the first carries the same version) still update a changed topic.
+func (t *RouteTable) sameQueueData(brokerName string, tc protocol.TopicConfig) bool {
+	qd, ok := t.topics[tc.TopicName][brokerName]
+	return ok && qd == queueData(brokerName, tc)
+}
+
+func queueData(brokerName string, tc protocol.TopicConfig) protocol.QueueData {
+	return protocol.QueueData{
+		BrokerName:     brokerName,
+		ReadQueueNums:  tc.ReadQueueNums,
+		WriteQueueNums: tc.WriteQueueNums,
+		Perm:           tc.Perm,
+		TopicSysFlag:   tc.TopicSysFlag,
+	}
 }
 
 func (t *RouteTable) updateQueueData(brokerName string, tc protocol.TopicConfig) {
@@ -198,13 +217,16 @@ func (t *RouteTable) updateQueueData(brokerName string, tc protocol.TopicConfig)
 	if qds == nil {
 		qds = map[string]protocol.QueueData{}
 		t.topics[tc.TopicName] = qds
+		t.topicListBytes += jsonLen(tc.TopicName)
 	}
-	qds[brokerName] = protocol.QueueData{
-		BrokerName:     brokerName,
-		ReadQueueNums:  tc.ReadQueueNums,
-		WriteQueueNums: tc.WriteQueueNums,
-		Perm:           tc.Perm,
-		TopicSysFlag:   tc.TopicSysFlag,
+	qds[brokerName] = queueData(brokerName, tc)
+}
+
+// dropTopic removes a topic's every queue data.
+func (t *RouteTable) dropTopic(topic string) {
+	if _, ok := t.topics[topic]; ok {
+		delete(t.topics, topic)
+		t.topicListBytes -= jsonLen(topic)
 	}
 }
 

@@ -39,7 +39,7 @@ func (t *RouteTable) UnregisterBroker(h protocol.UnregisterBrokerRequestHeader) 
 	for topic, qds := range t.topics {
 		delete(qds, h.BrokerName)
 		if len(qds) == 0 {
-			delete(t.topics, topic)
+			t.dropTopic(topic)
 		}
 	}
 }
@@ -103,7 +103,7 @@ func (t *RouteTable) Topics() []string { return sortedKeys(t.topics) }
 // broker groups when cluster is not "".
 func (t *RouteTable) DeleteTopic(topic, cluster string) {
 	if cluster == "" {
-		delete(t.topics, topic)
+		t.dropTopic(topic)
 		return
 	}
 	qds := t.topics[topic]
@@ -111,7 +111,7 @@ func (t *RouteTable) DeleteTopic(topic, cluster string) {
 		delete(qds, name)
 	}
 	if len(qds) == 0 {
-		delete(t.topics, topic)
+		t.dropTopic(topic)
 	}
 }
 

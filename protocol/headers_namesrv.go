@@ -36,10 +36,16 @@ type RegisterBrokerRequestHeader struct {
 	EnableActingMaster     bool
 	Compressed             bool  // body is RocketMQ's deflated layout, not JSON
 	BodyCrc32              int32 // CRC32 of the body; 0: not checked
+	// Incremental (Samsa's "samsaIncremental", ignored by RocketMQ's name
+	// servers): the body holds only the topics changed since the broker's
+	// last registration with this name server, under its new data version
+	// (RocketMQ's registerIncrementBrokerData). A Samsa name server that
+	// does not know the broker refuses it, so the broker registers in full.
+	Incremental bool
 }
 
 func (h *RegisterBrokerRequestHeader) Encode() map[string]string {
-	w := newFields(9)
+	w := newFields(10)
 	w.str("brokerName", h.BrokerName)
 	w.str("brokerAddr", h.BrokerAddr)
 	w.str("clusterName", h.ClusterName)
@@ -51,6 +57,9 @@ func (h *RegisterBrokerRequestHeader) Encode() map[string]string {
 	w.boolean("enableActingMaster", h.EnableActingMaster)
 	w.boolean("compressed", h.Compressed)
 	w.i32("bodyCrc32", h.BodyCrc32)
+	if h.Incremental {
+		w.boolean("samsaIncremental", true)
+	}
 	return w
 }
 
@@ -65,6 +74,7 @@ func (h *RegisterBrokerRequestHeader) Decode(m map[string]string) error {
 	h.EnableActingMaster = r.boolean("enableActingMaster")
 	h.Compressed = r.boolean("compressed")
 	h.BodyCrc32 = r.i32("bodyCrc32", false)
+	h.Incremental = r.boolean("samsaIncremental")
 	return r.err()
 }
 
