@@ -7,9 +7,9 @@ import (
 )
 
 // handleUpdateAndCreateTopic answers UPDATE_AND_CREATE_TOPIC (17): it
-// stores the topic's config and re-registers with the name servers before
-// answering, so a client can route to the topic as soon as it has the
-// answer. A slave refuses it (its topics are its master's).
+// stores the topic's config and registers it with the name servers before
+// answering (that topic alone: registrar.topicsChanged), so a client can
+// route to the topic as soon as it has the answer. A slave refuses it (its topics are its master's).
 func (b *Broker) handleUpdateAndCreateTopic(_ *conn, req *protocol.Command) *protocol.Command {
 	if r := b.repl.refuseMetadataOnSlave(req); r != nil {
 		return r
@@ -35,8 +35,9 @@ func (b *Broker) handleUpdateAndCreateTopic(_ *conn, req *protocol.Command) *pro
 		if err := b.store.PrepareQueues(tc.TopicName, max(tc.ReadQueueNums, tc.WriteQueueNums)); err != nil {
 			b.log.Warn("broker: could not create a new topic's queue files; its first messages will", "topic", tc.TopicName, "err", err)
 		}
-		b.reg.registerAll(false)
 	}
+	// Unchanged too: the request that changed it may still be registering.
+	b.reg.topicsChanged()
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 
@@ -73,7 +74,7 @@ func (b *Broker) handleDeleteTopic(_ *conn, req *protocol.Command) *protocol.Com
 	}
 	if removed {
 		b.offsets.RemoveTopic(topic)
-		b.reg.registerAll(false)
+		b.reg.topicsChanged()
 	}
 	return protocol.NewResponse(req, protocol.Success, "")
 }
@@ -84,11 +85,17 @@ func (b *Broker) topicWrapper() protocol.TopicConfigSerializeWrapper {
 	w := protocol.TopicConfigSerializeWrapper{TopicConfigTable: make(map[string]protocol.TopicConfig, len(table)),
 		DataVersion: protocol.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}}
 	for name, tc := range table {
-		w.TopicConfigTable[name] = protocol.TopicConfig{TopicName: name, ReadQueueNums: int32(tc.ReadQueueNums),
-			WriteQueueNums: int32(tc.WriteQueueNums), Perm: int32(tc.Perm), TopicFilterType: tc.TopicFilterType,
-			TopicSysFlag: int32(tc.TopicSysFlag), Order: tc.Order}
+		tc.TopicName = name
+		w.TopicConfigTable[name] = tc.wire()
 	}
 	return w
+}
+
+// wire is tc in the wire form.
+func (tc TopicConfig) wire() protocol.TopicConfig {
+	return protocol.TopicConfig{TopicName: tc.TopicName, ReadQueueNums: int32(tc.ReadQueueNums),
+		WriteQueueNums: int32(tc.WriteQueueNums), Perm: int32(tc.Perm), TopicFilterType: tc.TopicFilterType,
+		TopicSysFlag: int32(tc.TopicSysFlag), Order: tc.Order}
 }
 
 // topicFromWire converts one topic of a TopicConfigSerializeWrapper.

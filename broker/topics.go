@@ -111,18 +111,23 @@ type topicManager struct {
 	readOnly bool
 	// system names the topics the broker made itself.
 	system map[string]bool
+	// max bounds the table (MaxTopics; tests set less).
+	max int
 	// saveMu serialises writes of the file, outside mu.
 	saveMu sync.Mutex
 	mu     struct {
 		sync.RWMutex
 		table   map[string]TopicConfig
 		version DataVersion
+		// changes: what changed since the registrar last took them
+		// (topics_changes.go).
+		changes topicChanges
 	}
 }
 
 func newTopicManager(fs vfs.FS, cfg *Config) *topicManager {
 	m := &topicManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "topics.json"), rep: newFileReport(cfg)},
-		clock: cfg.Clock, system: make(map[string]bool), readOnly: cfg.BrokerRole == Slave}
+		clock: cfg.Clock, system: make(map[string]bool), readOnly: cfg.BrokerRole == Slave, max: MaxTopics}
 	m.mu.table = make(map[string]TopicConfig)
 	add := func(tc TopicConfig) {
 		m.mu.table[tc.TopicName] = tc
@@ -180,7 +185,7 @@ func (m *topicManager) load() error {
 		m.mu.Unlock()
 		return nil
 	}
-	m.bumpLocked()
+	m.changedLocked()
 	m.mu.Unlock()
 	m.file.dropBad(raw, bad, m.save)
 	return nil
@@ -223,9 +228,12 @@ func (m *topicManager) names() []string {
 	return out
 }
 
-func (m *topicManager) bumpLocked() {
+// changedLocked bumps the version after a change to the named topics (all
+// of them when none is named).
+func (m *topicManager) changedLocked(names ...string) {
 	m.mu.version.Counter++
 	m.mu.version.Timestamp = m.clock().UnixMilli()
+	m.mu.changes.note(names)
 }
 
 // update creates or replaces a topic (UPDATE_AND_CREATE_TOPIC). changed is
@@ -234,14 +242,8 @@ func (m *topicManager) update(tc TopicConfig) (changed bool, err error) {
 	if m.readOnly {
 		return false, errSlaveMetadata
 	}
-	if err := ValidateTopic(tc.TopicName); err != nil {
+	if err := checkTopicConfig(&tc); err != nil {
 		return false, err
-	}
-	if tc.ReadQueueNums < 1 || tc.WriteQueueNums < 1 || tc.ReadQueueNums > MaxQueueNums || tc.WriteQueueNums > MaxQueueNums {
-		return false, fmt.Errorf("%w: %q queues read %d write %d, want 1..%d", ErrBadTopic, tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums, MaxQueueNums)
-	}
-	if tc.TopicFilterType == "" {
-		tc.TopicFilterType = "SINGLE_TAG"
 	}
 	m.mu.Lock()
 	if old, ok := m.mu.table[tc.TopicName]; ok && old == tc {
@@ -253,9 +255,24 @@ func (m *topicManager) update(tc TopicConfig) (changed bool, err error) {
 		return false, err
 	}
 	m.mu.table[tc.TopicName] = tc
-	m.bumpLocked()
+	m.changedLocked(tc.TopicName)
 	m.mu.Unlock()
 	return true, m.save()
+}
+
+// checkTopicConfig validates an admin's topic config and fills in the
+// default filter type.
+func checkTopicConfig(tc *TopicConfig) error {
+	if err := ValidateTopic(tc.TopicName); err != nil {
+		return err
+	}
+	if tc.ReadQueueNums < 1 || tc.WriteQueueNums < 1 || tc.ReadQueueNums > MaxQueueNums || tc.WriteQueueNums > MaxQueueNums {
+		return fmt.Errorf("%w: %q queues read %d write %d, want 1..%d", ErrBadTopic, tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums, MaxQueueNums)
+	}
+	if tc.TopicFilterType == "" {
+		tc.TopicFilterType = "SINGLE_TAG"
+	}
+	return nil
 }
 
 // createInSend returns topic's config, creating it from defaultTopic's when
@@ -294,7 +311,7 @@ func (m *topicManager) createInSend(topic, defaultTopic string, clientQueues, sy
 	tc.TopicSysFlag = sysFlag
 	tc.TopicFilterType = def.TopicFilterType
 	m.mu.table[topic] = tc
-	m.bumpLocked()
+	m.changedLocked(topic)
 	m.mu.Unlock()
 	return tc, true, m.save()
 }
@@ -323,27 +340,30 @@ func (m *topicManager) createIfMissing(topic string, queues, perm int) (tc Topic
 	}
 	tc = newTopicConfig(topic, queues, perm)
 	m.mu.table[topic] = tc
-	m.bumpLocked()
+	m.changedLocked(topic)
 	m.mu.Unlock()
 	return tc, true, m.save()
 }
 
-// MaxTopics bounds the topic table. Every topic's config (at most about
-// 330 bytes of JSON with a 127-character name) is in GET_ALL_TOPIC_CONFIG's
-// answer and in the broker's registration with the name servers, both one
-// frame (16 MiB): 32,768 topics take about 11 MiB. Past it a new topic is
-// refused (ErrTooManyTopics), whether created by an admin, a send or a
-// heartbeat; RocketMQ has no such bound and splits its registration
-// instead.
-const MaxTopics = 1 << 15
+// MaxTopics bounds the topic table. A registration with the name servers
+// carries what changed, and a full one goes in chunks (register.go), so
+// the table is no longer bound by a frame; what still is:
+// GET_ALL_TOPIC_CONFIG's answer (and so a slave's copy of its master's
+// table, slave_sync.go) is one frame, refused past it (answers.bounded),
+// about 50,000 topics; and a name server lists every topic in one answer
+// (namesrv.MaxTopicListBytes, 12 MiB of names: about a million topics of
+// 10 characters). Past MaxTopics a new topic is refused
+// (ErrTooManyTopics), whether created by an admin, a send or a heartbeat.
+const MaxTopics = 1 << 21
 
-// ErrTooManyTopics is a topic refused because the table holds MaxTopics.
-var ErrTooManyTopics = fmt.Errorf("%w: the broker holds %d topics, its limit", ErrBadTopic, MaxTopics)
+// ErrTooManyTopics is a topic refused because the table holds its bound
+// (MaxTopics).
+var ErrTooManyTopics = fmt.Errorf("%w: the broker holds the most topics it may", ErrBadTopic)
 
 // roomLocked refuses a new topic when the table is full; a topic already
 // there may always change.
 func (m *topicManager) roomLocked(name string) error {
-	if _, ok := m.mu.table[name]; !ok && len(m.mu.table) >= MaxTopics {
+	if _, ok := m.mu.table[name]; !ok && len(m.mu.table) >= m.max {
 		return ErrTooManyTopics
 	}
 	return nil
@@ -360,7 +380,7 @@ func (m *topicManager) remove(topic string) (bool, error) {
 		return false, nil
 	}
 	delete(m.mu.table, topic)
-	m.bumpLocked()
+	m.changedLocked(topic)
 	m.mu.Unlock()
 	return true, m.save()
 }
@@ -389,6 +409,7 @@ func (m *topicManager) adopt(table map[string]TopicConfig, v DataVersion) (remov
 		m.mu.table[name] = tc
 	}
 	m.mu.version = v
+	m.mu.changes.note(nil)
 	m.mu.Unlock()
 	sort.Strings(removed)
 	return removed, true, m.save()
