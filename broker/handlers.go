@@ -24,6 +24,7 @@ func (b *Broker) requestHandlers() map[int16]requestHandler {
 		protocol.UnregisterClient:                 b.clientReq.handleUnregisterClient,
 		protocol.GetConsumerListByGroup:           b.clientReq.handleGetConsumerList,
 		protocol.UpdateAndCreateTopic:             b.handleUpdateAndCreateTopic,
+		protocol.UpdateAndCreateTopicList:         b.handleUpdateAndCreateTopicList,
 		protocol.GetAllTopicConfig:                b.handleGetAllTopicConfig,
 		protocol.DeleteTopicInBroker:              b.handleDeleteTopic,
 		protocol.LockBatchMQ:                      b.clientReq.handleLockBatch,

@@ -153,3 +153,47 @@ func TestConcurrentCreatesRouteWhenAnswered(t *testing.T) {
 	}
 }
 
+// UPDATE_AND_CREATE_TOPIC_LIST: checked whole before anything is stored,
+// then one save and one registration for the batch, routed when answered.
+func TestCreateTopicList(t *testing.T) {
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = dev.Close() }()
+	c := dialRaw(t, dev.BrokerAddr())
+	list := func(tcs ...protocol.TopicConfig) *protocol.Command {
+		body, err := protocol.MarshalBody(protocol.CreateTopicListRequestBody{TopicConfigList: tcs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.call(protocol.NewRequest(protocol.UpdateAndCreateTopicList, nil, body))
+	}
+	tc := func(name string, queues int32) protocol.TopicConfig {
+		return protocol.TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: PermRead | PermWrite}
+	}
+	if r := list(tc("ok-1", 2), tc("bad name", 2)); r.Code != protocol.SystemError {
+		t.Fatalf("a batch with a bad name: %s", r)
+	}
+	if r := list(tc("ok-1", 2), tc(AutoCreateTopicKey, 2)); r.Code != protocol.SystemError {
+		t.Fatalf("a batch with a system topic: %s", r)
+	}
+	if _, ok := dev.Broker.topics.get("ok-1"); ok {
+		t.Fatal("a refused batch stored a topic")
+	}
+	reg := dev.Broker.reg
+	inc, full := reg.stats.incremental.Load(), reg.stats.full.Load()
+	if r := list(tc("ok-1", 2), tc("ok-2", 3), tc("ok-3", 1)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	if reg.stats.incremental.Load() != inc+1 || reg.stats.full.Load() != full {
+		t.Fatalf("a batch sent %d incremental and %d full registrations, want 1 and 0",
+			reg.stats.incremental.Load()-inc, reg.stats.full.Load()-full)
+	}
+	ns := dialRaw(t, dev.NamesrvAddr())
+	for topic, q := range map[string]int32{"ok-1": 2, "ok-2": 3, "ok-3": 1} {
+		if rd, code := routeOf(t, ns, topic); code != protocol.Success || rd.QueueDatas[0].WriteQueueNums != q {
+			t.Fatalf("%s: %+v %d", topic, rd, code)
+		}
+	}
+}

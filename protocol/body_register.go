@@ -237,3 +237,9 @@ func (b *RegisterBrokerBody) EncodeCompressedLevel(version int16, level int) ([]
 	}
 	return buf.Bytes(), nil
 }
+
+// CreateTopicListRequestBody is UPDATE_AND_CREATE_TOPIC_LIST's body
+// (RocketMQ's CreateTopicListRequestBody): the topics to create or update.
+type CreateTopicListRequestBody struct {
+	TopicConfigList []TopicConfig `json:"topicConfigList"`
+}

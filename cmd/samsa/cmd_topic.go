@@ -50,7 +50,9 @@ func topicCreate(args []string) error {
 	order := fs.Bool("order", false, "mark the topic ordered")
 	readOnly := fs.Bool("read-only", false, "permission: read only (default read and write)")
 	force := fs.Bool("force", false, "allow fewer queues than the topic has")
-	t, err := parseTopic(fs, topic, args)
+	fromFile := fs.String("from-file", "", "create every topic FILE lists, in batches (one request a "+fmt.Sprint(client.TopicBatchSize)+" topics):\n"+
+		"a line a topic (TOPIC [QUEUES], # comments), or RocketMQ's topics.json, or {\"topicConfigList\": [...]}")
+	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -60,6 +62,17 @@ func topicCreate(args []string) error {
 	perm := protocol.PermRead | protocol.PermWrite
 	if *readOnly {
 		perm = protocol.PermRead
+	}
+	if *fromFile != "" {
+		tcs, err := readTopicFile(*fromFile, int32(*queues), int32(perm), *order)
+		if err != nil {
+			return err
+		}
+		return createTopicsFromFile(cf, tcs, client.TopicSpec{Cluster: *cluster, Brokers: client.ParseNameServers(*brokers), Force: *force})
+	}
+	t, err := topicArg(*topic, rest)
+	if err != nil {
+		return err
 	}
 	return applyTopic(cf, t, client.TopicSpec{Queues: *queues, Perm: perm, Order: *order, Cluster: *cluster,
 		Brokers: client.ParseNameServers(*brokers), Force: *force})
