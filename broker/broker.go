@@ -379,6 +379,9 @@ func (b *Broker) shutdown() error {
 	if err := b.keepOnFull("topics.json", "it keeps its last saved version", b.topics.save()); err != nil {
 		errs = append(errs, err)
 	}
+	if err := b.topics.closeLog(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: close the topic log: %w", err))
+	}
 	if started {
 		b.reg.unregisterAll()
 	}

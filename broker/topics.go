@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/samsamq/samsa/broker/internal/metalog"
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
@@ -115,7 +116,13 @@ type topicManager struct {
 	max int
 	// saveMu serialises writes of the file, outside mu.
 	saveMu sync.Mutex
-	mu     struct {
+	// log holds the changes since topics.json (topics_log.go); nil until
+	// load opens it.
+	log *metalog.Log
+	// compactAt: a log file of fewer records is not compacted
+	// (compactMin; tests set less).
+	compactAt int
+	mu        struct {
 		sync.RWMutex
 		table   map[string]TopicConfig
 		version DataVersion
@@ -127,7 +134,7 @@ type topicManager struct {
 
 func newTopicManager(fs vfs.FS, cfg *Config) *topicManager {
 	m := &topicManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "topics.json"), rep: newFileReport(cfg)},
-		clock: cfg.Clock, system: make(map[string]bool), readOnly: cfg.BrokerRole == Slave, max: MaxTopics}
+		clock: cfg.Clock, system: make(map[string]bool), readOnly: cfg.BrokerRole == Slave, max: MaxTopics, compactAt: compactMin}
 	m.mu.table = make(map[string]TopicConfig)
 	add := func(tc TopicConfig) {
 		m.mu.table[tc.TopicName] = tc
@@ -144,9 +151,10 @@ func newTopicManager(fs vfs.FS, cfg *Config) *topicManager {
 	return m
 }
 
-// load merges topics.json over the built-in topics. It does not fail: an
-// unreadable file is set aside and bad entries are dropped
-// (jsonfile_load.go). The error is for the callers' form.
+// load merges topics.json over the built-in topics, then the topic log's
+// changes since (topics_log.go). An unreadable file is set aside and bad
+// entries are dropped (jsonfile_load.go); it fails only when the log
+// cannot be opened.
 func (m *topicManager) load() error {
 	var f struct {
 		TopicConfigTable map[string]json.RawMessage `json:"topicConfigTable"`
@@ -154,7 +162,7 @@ func (m *topicManager) load() error {
 	}
 	raw, found := m.file.loadTolerant(func(b []byte) error { return json.Unmarshal(b, &f) })
 	if !found {
-		return nil
+		return m.openLog()
 	}
 	m.mu.Lock()
 	var bad []string
@@ -183,22 +191,15 @@ func (m *topicManager) load() error {
 	}
 	if len(bad) == 0 {
 		m.mu.Unlock()
-		return nil
+		return m.openLog()
 	}
 	m.changedLocked()
 	m.mu.Unlock()
+	if err := m.openLog(); err != nil {
+		return err
+	}
 	m.file.dropBad(raw, bad, m.save)
 	return nil
-}
-
-// save writes topics.json with the current table.
-func (m *topicManager) save() error {
-	m.saveMu.Lock()
-	defer m.saveMu.Unlock()
-	m.mu.RLock()
-	f := topicsFile{TopicConfigTable: maps.Clone(m.mu.table), DataVersion: m.mu.version}
-	m.mu.RUnlock()
-	return m.file.save(f)
 }
 
 // get returns a topic's config.
@@ -256,8 +257,9 @@ func (m *topicManager) update(tc TopicConfig) (changed bool, err error) {
 	}
 	m.mu.table[tc.TopicName] = tc
 	m.changedLocked(tc.TopicName)
+	t, werr := m.logPutLocked(tc)
 	m.mu.Unlock()
-	return true, m.save()
+	return true, m.persist(t, werr)
 }
 
 // checkTopicConfig validates an admin's topic config and fills in the
@@ -312,8 +314,9 @@ func (m *topicManager) createInSend(topic, defaultTopic string, clientQueues, sy
 	tc.TopicFilterType = def.TopicFilterType
 	m.mu.table[topic] = tc
 	m.changedLocked(topic)
+	t, werr := m.logPutLocked(tc)
 	m.mu.Unlock()
-	return tc, true, m.save()
+	return tc, true, m.persist(t, werr)
 }
 
 // createIfMissing returns topic's config, creating it with queues and perm
@@ -341,8 +344,9 @@ func (m *topicManager) createIfMissing(topic string, queues, perm int) (tc Topic
 	tc = newTopicConfig(topic, queues, perm)
 	m.mu.table[topic] = tc
 	m.changedLocked(topic)
+	t, werr := m.logPutLocked(tc)
 	m.mu.Unlock()
-	return tc, true, m.save()
+	return tc, true, m.persist(t, werr)
 }
 
 // MaxTopics bounds the topic table. A registration with the name servers
@@ -381,8 +385,9 @@ func (m *topicManager) remove(topic string) (bool, error) {
 	}
 	delete(m.mu.table, topic)
 	m.changedLocked(topic)
+	t, werr := m.logDeleteLocked(topic)
 	m.mu.Unlock()
-	return true, m.save()
+	return true, m.persist(t, werr)
 }
 
 // adopt replaces the table with the master's when its version differs

@@ -1,6 +1,10 @@
 package broker
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/samsamq/samsa/broker/internal/metalog"
+)
 
 // updateList creates or replaces several topics at once
 // (UPDATE_AND_CREATE_TOPIC_LIST): every config is checked before any is
@@ -35,6 +39,8 @@ func (m *topicManager) updateList(tcs []TopicConfig) (changed []TopicConfig, err
 		return nil, ErrTooManyTopics
 	}
 	names := make([]string, 0, len(tcs))
+	var t metalog.Ticket
+	var werr error
 	for _, tc := range tcs {
 		if old, ok := m.mu.table[tc.TopicName]; ok && old == tc {
 			continue
@@ -42,6 +48,9 @@ func (m *topicManager) updateList(tcs []TopicConfig) (changed []TopicConfig, err
 		m.mu.table[tc.TopicName] = tc
 		names = append(names, tc.TopicName)
 		changed = append(changed, tc)
+		if werr == nil {
+			t, werr = m.logPutLocked(tc)
+		}
 	}
 	if len(names) == 0 {
 		m.mu.Unlock()
@@ -49,5 +58,5 @@ func (m *topicManager) updateList(tcs []TopicConfig) (changed []TopicConfig, err
 	}
 	m.changedLocked(names...)
 	m.mu.Unlock()
-	return changed, m.save()
+	return changed, m.persist(t, werr)
 }

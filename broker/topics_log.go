@@ -1,0 +1,147 @@
+package broker
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+
+	"github.com/samsamq/samsa/broker/internal/metalog"
+)
+
+// The topic table persists as changes (package metalog): topics.json is
+// the snapshot, RocketMQ's TopicConfigSerializeWrapper as before, and
+// topics.log.N beside it holds every change since, a record each — a
+// create costs one small append and an fsync shared with the creates
+// beside it, not a rewrite of the table. When the newest log file holds
+// more records than the table has topics (at least compactMin), the
+// change that crosses it compacts: a new log file, topics.json written
+// whole, the older log files removed — so compaction costs a constant per
+// change, and a restart reads at most about twice the table. A clean close
+// compacts too, so topics.json alone is the table (RocketMQ reads it as it
+// is).
+//
+// A record is one byte of kind and the rest:
+//
+//	| kind | rest                         |
+//	|------|------------------------------|
+//	| 'P'  | the topic's TopicConfig JSON |
+//	| 'D'  | the deleted topic's name     |
+
+const (
+	topicLogBase = "topics.log"
+	// compactMin: a log file of fewer records is not compacted.
+	compactMin = 4096
+)
+
+// openLog replays the topic log over the table load read from topics.json
+// and opens it for the changes to come.
+func (m *topicManager) openLog() error {
+	apply := func(p []byte) error {
+		if len(p) == 0 {
+			return nil
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		switch p[0] {
+		case 'P':
+			var tc TopicConfig
+			if err := json.Unmarshal(p[1:], &tc); err != nil || ValidateTopic(tc.TopicName) != nil {
+				return nil // whole (its CRC held) but not ours to load: skipped
+			}
+			if tc.TopicName == AutoCreateTopicKey && !m.system[tc.TopicName] {
+				return nil
+			}
+			m.mu.table[tc.TopicName] = tc
+		case 'D':
+			if name := string(p[1:]); !m.system[name] {
+				delete(m.mu.table, name)
+			}
+		}
+		return nil
+	}
+	l, err := metalog.Open(m.file.fs, filepath.Dir(m.file.path), topicLogBase, apply)
+	if err != nil {
+		return fmt.Errorf("broker: topic log: %w", err)
+	}
+	m.log = l
+	return nil
+}
+
+// logPutLocked appends tc's config to the log (nil log: nothing); the
+// caller holds mu, so the log's order is the table's.
+func (m *topicManager) logPutLocked(tc TopicConfig) (metalog.Ticket, error) {
+	if m.log == nil {
+		return metalog.Ticket{}, nil
+	}
+	b, err := json.Marshal(tc)
+	if err != nil {
+		return metalog.Ticket{}, err
+	}
+	return m.log.Write(append([]byte{'P'}, b...))
+}
+
+// logDeleteLocked appends a topic's deletion to the log.
+func (m *topicManager) logDeleteLocked(name string) (metalog.Ticket, error) {
+	if m.log == nil {
+		return metalog.Ticket{}, nil
+	}
+	return m.log.Write(append([]byte{'D'}, name...))
+}
+
+// persist makes a change durable, given its log ticket (or the error its
+// write got), and compacts when the log has grown past the table; with no
+// log (before openLog) it saves the table whole, as before the log.
+func (m *topicManager) persist(t metalog.Ticket, werr error) error {
+	if m.log == nil {
+		return m.save()
+	}
+	if werr != nil {
+		return werr
+	}
+	if err := m.log.Sync(t); err != nil {
+		return err
+	}
+	if m.log.Records() < max(m.compactAt, m.count()) || !m.saveMu.TryLock() {
+		return nil // one compaction at a time; the next change tries again
+	}
+	defer m.saveMu.Unlock()
+	return m.compactLocked()
+}
+
+// save writes the table whole to topics.json; with a log, as a compaction
+// (a new log file first, the older ones removed after).
+func (m *topicManager) save() error {
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	return m.compactLocked()
+}
+
+// compactLocked is save; the caller holds saveMu.
+func (m *topicManager) compactLocked() error {
+	var gen uint64
+	if m.log != nil {
+		var err error
+		if gen, err = m.log.Rotate(); err != nil {
+			return err
+		}
+	}
+	m.mu.RLock()
+	f := topicsFile{TopicConfigTable: maps.Clone(m.mu.table), DataVersion: m.mu.version}
+	m.mu.RUnlock()
+	if err := m.file.save(f); err != nil {
+		return err
+	}
+	if m.log != nil {
+		return m.log.DropBefore(gen)
+	}
+	return nil
+}
+
+// closeLog closes the topic log (after the close's save).
+func (m *topicManager) closeLog() error {
+	if m.log == nil {
+		return nil
+	}
+	return m.log.Close()
+}
