@@ -147,6 +147,13 @@ BENCH_E2E_RUN   ?= $(BIN) loadgen --dir $(BENCH_DIR)/e2e --out results --perform
 # the target (loadgen --gate), else the tables mark it.
 BENCH_SCALE_EXPERIMENTS ?= experiments/queues-scaling.json experiments/backlog-drain.json experiments/backlog-drain-paced.json
 BENCH_EXPERIMENTS      += $(BENCH_SCALE_EXPERIMENTS)
+# Metadata at scale: topics created one a request from 16 clients, the
+# rate every 10,000, registration bytes a topic, route lookups, a broker
+# restart; quick form (100,000 topics, a few minutes) in make bench, a
+# million in bench-full.
+BENCH_METADATA_EXPERIMENTS ?= experiments/metadata-scale.json
+BENCH_EXPERIMENTS      += $(BENCH_METADATA_EXPERIMENTS)
+BENCH_FULL_EXPERIMENTS += $(BENCH_METADATA_EXPERIMENTS)
 BENCH_FULL_EXPERIMENTS += $(BENCH_SCALE_EXPERIMENTS)
 BENCH_GATE_TARGETS     ?= $(BENCH_SCALE_EXPERIMENTS)
 

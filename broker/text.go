@@ -123,7 +123,12 @@ func (b *Broker) generalStats() []statLine {
 		{"producer_groups", pg},
 		{"consumer_groups", cg},
 		{"clients", clients},
-		{"topics", len(b.topics.names())},
+		{"topics", b.topics.count()},
+		{"register_full", b.reg.stats.full.Load()},
+		{"register_incremental", b.reg.stats.incremental.Load()},
+		{"register_queries", b.reg.stats.queries.Load()},
+		{"register_frames", b.reg.stats.frames.Load()},
+		{"register_bytes", b.reg.stats.bytes.Load()},
 	}
 }
 

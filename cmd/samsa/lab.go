@@ -17,6 +17,7 @@ import (
 	"github.com/samsamq/samsa/loadgen"
 	"github.com/samsamq/samsa/loadgen/backlog"
 	"github.com/samsamq/samsa/loadgen/catchup"
+	"github.com/samsamq/samsa/loadgen/metascale"
 	"github.com/samsamq/samsa/loadgen/chaos"
 	"github.com/samsamq/samsa/loadgen/durability"
 	"github.com/samsamq/samsa/loadgen/kafkadriver"
@@ -51,6 +52,7 @@ func labKinds(ls labSettings, prof profileFlags) lab.Kinds {
 		chaos.Kind:                 chaos.LabKind(),
 		backlog.Kind:               backlog.LabKind(newBacklogTarget),
 		catchup.Kind:               catchup.LabKind(newCatchupTarget),
+		metascale.Kind:             metascale.LabKind(newMetaTarget),
 	}
 }
 
