@@ -36,7 +36,7 @@ func AdminCode(code int16) bool {
 	switch code {
 	case protocol.UpdateAndCreateTopic, protocol.UpdateAndCreateTopicList, protocol.UpdateBrokerConfig,
 		protocol.DeleteTopicInBroker, protocol.UpdateAndCreateSubscriptionGroup, protocol.DeleteSubscriptionGroup,
-		protocol.GetAllTopicConfig, protocol.GetAllSubscriptionGroupConfig, protocol.GetAllConsumerOffset,
+		protocol.GetAllTopicConfig, protocol.GetTopicConfig, protocol.GetAllSubscriptionGroupConfig, protocol.GetAllConsumerOffset,
 		protocol.GetAllDelayOffset, protocol.GetTimerCheckPoint, protocol.GetBrokerConfig,
 		protocol.PutKVConfig, protocol.DeleteKVConfig, protocol.RegisterBroker, protocol.UnregisterBroker,
 		protocol.BrokerHeartbeat, protocol.QueryDataVersion, protocol.DeleteTopicInNamesrv,

@@ -26,6 +26,7 @@ func (b *Broker) requestHandlers() map[int16]requestHandler {
 		protocol.UpdateAndCreateTopic:             b.handleUpdateAndCreateTopic,
 		protocol.UpdateAndCreateTopicList:         b.handleUpdateAndCreateTopicList,
 		protocol.GetAllTopicConfig:                b.handleGetAllTopicConfig,
+		protocol.GetTopicConfig:                   b.handleGetTopicConfig,
 		protocol.DeleteTopicInBroker:              b.handleDeleteTopic,
 		protocol.LockBatchMQ:                      b.clientReq.handleLockBatch,
 		protocol.UnlockBatchMQ:                    b.clientReq.handleUnlockBatch,

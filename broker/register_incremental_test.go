@@ -197,3 +197,24 @@ func TestCreateTopicList(t *testing.T) {
 		}
 	}
 }
+
+// GET_TOPIC_CONFIG answers one topic's config, TOPIC_NOT_EXIST for none.
+func TestGetTopicConfig(t *testing.T) {
+	dev, err := startCluster(clusterOptions{Dir: t.TempDir(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = dev.Close() }()
+	c := dialRaw(t, dev.BrokerAddr())
+	if r := c.call(createTopicReq("one", 3)); r.Code != protocol.Success {
+		t.Fatal(r)
+	}
+	r := c.call(protocol.NewRequest(protocol.GetTopicConfig, map[string]string{"topic": "one"}, nil))
+	var tc protocol.TopicConfig
+	if r.Code != protocol.Success || protocol.UnmarshalBody(r.Body, &tc) != nil || tc.TopicName != "one" || tc.WriteQueueNums != 3 {
+		t.Fatalf("GET_TOPIC_CONFIG: %s %+v", r, tc)
+	}
+	if r := c.call(protocol.NewRequest(protocol.GetTopicConfig, map[string]string{"topic": "none"}, nil)); r.Code != protocol.TopicNotExist {
+		t.Fatalf("GET_TOPIC_CONFIG of a missing topic: %s", r)
+	}
+}

@@ -63,11 +63,11 @@ func (a *Admin) DeleteTopic(ctx context.Context, topic, cluster string) ([]strin
 	}
 	var done []string
 	for name, addr := range masters {
-		tcs, err := a.TopicConfigs(ctx, addr)
+		_, found, err := a.TopicConfig(ctx, addr, topic)
 		if err != nil {
 			return done, err
 		}
-		if _, ok := tcs[topic]; !ok {
+		if !found {
 			continue
 		}
 		h := protocol.DeleteTopicRequestHeader{Topic: topic}
@@ -248,4 +248,33 @@ func (a *Admin) ResetOffsets(ctx context.Context, group, topic string, target Re
 		}
 	}
 	return out, nil
+}
+
+// TopicConfig returns one topic's config on the broker at addr
+// (GET_TOPIC_CONFIG); found is false when the broker has no such topic.
+// A broker that does not know the request (RocketMQ 4) is asked for its
+// whole table instead (GET_ALL_TOPIC_CONFIG).
+func (a *Admin) TopicConfig(ctx context.Context, addr, topic string) (tc protocol.TopicConfig, found bool, err error) {
+	cctx, cancel := a.in.ctxTimeout(ctx)
+	defer cancel()
+	req := protocol.NewRequest(protocol.GetTopicConfig, map[string]string{"topic": topic}, nil)
+	resp, err := a.in.invoke(cctx, addr, req)
+	var re *ResponseError
+	switch {
+	case errors.As(err, &re) && re.Code == protocol.TopicNotExist:
+		return tc, false, nil
+	case errors.As(err, &re) && re.Code == protocol.RequestCodeNotSupported:
+		tcs, err := a.TopicConfigs(ctx, addr)
+		if err != nil {
+			return tc, false, err
+		}
+		tc, found = tcs[topic]
+		return tc, found, nil
+	case err != nil:
+		return tc, false, fmt.Errorf("client: topic config of %s on %s: %w", topic, addr, err)
+	}
+	if err := protocol.UnmarshalBody(resp.Body, &tc); err != nil {
+		return tc, false, fmt.Errorf("client: topic config of %s on %s: %w", topic, addr, err)
+	}
+	return tc, true, nil
 }

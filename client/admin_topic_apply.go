@@ -78,11 +78,10 @@ func (a *Admin) ApplyTopic(ctx context.Context, topic string, s TopicSpec) ([]To
 	}
 	var plan []step
 	for name, addr := range targets {
-		tcs, err := a.TopicConfigs(ctx, addr)
+		old, exists, err := a.TopicConfig(ctx, addr, topic)
 		if err != nil {
 			return nil, err
 		}
-		old, exists := tcs[topic]
 		if !exists && s.ExistingOnly {
 			continue
 		}
