@@ -41,9 +41,7 @@ func (b *Broker) handleUpdateAndCreateTopicList(_ *conn, req *protocol.Command) 
 		b.log.Info("broker: topics created or updated", "topics", len(changed), "first", changed[0].TopicName)
 	}
 	for _, tc := range changed {
-		if err := b.store.PrepareQueues(tc.TopicName, max(tc.ReadQueueNums, tc.WriteQueueNums)); err != nil {
-			b.log.Warn("broker: could not create a new topic's queue files; its first messages will", "topic", tc.TopicName, "err", err)
-		}
+		prepareQueues(b.store, b.log, tc)
 	}
 	b.reg.topicsChanged()
 	return protocol.NewResponse(req, protocol.Success, "")

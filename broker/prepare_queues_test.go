@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,20 +9,28 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-// TestCreateTopicPreparesQueueFiles: creating a topic makes its queues'
-// ConsumeQueue files then, not on the dispatcher's path at each queue's
-// first message.
+// TestCreateTopicPreparesQueueFiles: creating a wide topic makes its
+// queues' ConsumeQueue files then, not on the dispatcher's path at each
+// queue's first message; a narrow one costs no file until it is written.
 func TestCreateTopicPreparesQueueFiles(t *testing.T) {
 	b := startBroker(t, "", nil)
 	defer b.Close()
 	c := dialRaw(t, b.Addr())
-	if r := c.call(createTopicReq("prepared", 3)); r.Code != protocol.Success {
+	wide := int32(prepareQueuesFrom)
+	if r := c.call(createTopicReq("prepared", wide)); r.Code != protocol.Success {
 		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
 	}
-	for q := range 3 {
-		p := filepath.Join(b.Store().Options().Dir, "consumequeue", "prepared", string(rune('0'+q)), "00000000000000000000")
+	if r := c.call(createTopicReq("narrow", 3)); r.Code != protocol.Success {
+		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
+	}
+	cq := filepath.Join(b.Store().Options().Dir, "consumequeue")
+	for q := range wide {
+		p := filepath.Join(cq, "prepared", fmt.Sprint(q), "00000000000000000000")
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("queue %d: %v", q, err)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(cq, "narrow")); !os.IsNotExist(err) {
+		t.Errorf("a narrow topic's queue directory exists before any message: %v", err)
 	}
 }
