@@ -148,8 +148,12 @@ func (r *registrar) stateLocked(addr string) *nsState {
 // and those it covered return at once.
 func (r *registrar) topicsChanged() {
 	addrs := r.b.cfg.NamesrvAddrs
-	if r.b.ln == nil || len(addrs) == 0 || r.b.Addr() == "" {
+	if len(addrs) == 0 {
+		r.b.topics.takeChanges() // nobody to tell: forget them
 		return
+	}
+	if r.b.ln == nil || r.b.Addr() == "" {
+		return // the start registers in full
 	}
 	want := r.b.topics.seq()
 	r.mu.Lock()

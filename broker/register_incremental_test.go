@@ -128,9 +128,8 @@ func TestConcurrentCreatesRouteWhenAnswered(t *testing.T) {
 	const clients, topics = 8, 12
 	errs := make(chan error, clients)
 	for i := range clients {
+		c, ns := dialRaw(t, dev.BrokerAddr()), dialRaw(t, dev.NamesrvAddr())
 		go func() {
-			c := dialRaw(t, dev.BrokerAddr())
-			ns := dialRaw(t, dev.NamesrvAddr())
 			for j := range topics {
 				topic := fmt.Sprintf("c%d-%d", (i+j)%4, j) // each topic made by two clients
 				if r := c.call(createTopicReq(topic, 1)); r.Code != protocol.Success {

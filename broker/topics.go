@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsamq/samsa/broker/internal/metalog"
@@ -122,6 +123,9 @@ type topicManager struct {
 	// compactAt: a log file of fewer records is not compacted
 	// (compactMin; tests set less).
 	compactAt int
+	// snapshotTopics is how many topics topics.json holds (its last
+	// write, or the load).
+	snapshotTopics atomic.Int64
 	mu        struct {
 		sync.RWMutex
 		table   map[string]TopicConfig

@@ -17,7 +17,9 @@ import (
 // more records than the table has topics (at least compactMin), the
 // change that crosses it compacts: a new log file, topics.json written
 // whole, the older log files removed — so compaction costs a constant per
-// change, and a restart reads at most about twice the table. A clean close
+// change, and a restart reads at most about twice the table. (The table
+// counted is topics.json's, the last snapshot's: counting the live table,
+// which grows with every create, a run of creates never compacted.) A clean close
 // compacts too, so topics.json alone is the table (RocketMQ reads it as it
 // is).
 //
@@ -37,6 +39,7 @@ const (
 // openLog replays the topic log over the table load read from topics.json
 // and opens it for the changes to come.
 func (m *topicManager) openLog() error {
+	m.snapshotTopics.Store(int64(m.count()))
 	apply := func(p []byte) error {
 		if len(p) == 0 {
 			return nil
@@ -102,7 +105,7 @@ func (m *topicManager) persist(t metalog.Ticket, werr error) error {
 	if err := m.log.Sync(t); err != nil {
 		return err
 	}
-	if m.log.Records() < max(m.compactAt, m.count()) || !m.saveMu.TryLock() {
+	if m.log.Records() < max(m.compactAt, int(m.snapshotTopics.Load())) || !m.saveMu.TryLock() {
 		return nil // one compaction at a time; the next change tries again
 	}
 	defer m.saveMu.Unlock()
@@ -132,6 +135,7 @@ func (m *topicManager) compactLocked() error {
 	if err := m.file.save(f); err != nil {
 		return err
 	}
+	m.snapshotTopics.Store(int64(len(f.TopicConfigTable)))
 	if m.log != nil {
 		return m.log.DropBefore(gen)
 	}

@@ -101,3 +101,26 @@ func TestTopicLogCrash(t *testing.T) {
 		t.Fatalf("%d topic log files after a save, want 1: %v", n, logs)
 	}
 }
+
+// Creates alone compact too: the log never holds more records than the
+// last snapshot's topics (at least compactAt), so a restart reads at most
+// about twice the table.
+func TestTopicLogCompactsUnderCreates(t *testing.T) {
+	fs := vfs.NewMem()
+	m := openTopics(t, fs)
+	for i := range 500 {
+		if _, err := m.update(newTopicConfig(fmt.Sprintf("c%d", i), 1, PermRead|PermWrite)); err != nil {
+			t.Fatal(err)
+		}
+		if r, snap := m.log.Records(), int(m.snapshotTopics.Load()); r > max(m.compactAt, snap) {
+			t.Fatalf("after %d creates the log holds %d records, the snapshot %d topics", i+1, r, snap)
+		}
+	}
+	if snap := m.snapshotTopics.Load(); snap < 250 {
+		t.Fatalf("topics.json holds %d of %d topics after 500 creates", snap, m.count())
+	}
+	_ = m.closeLog()
+	if got := openTopics(t, fs); got.count() != m.count() {
+		t.Fatalf("reopened: %d topics, want %d", got.count(), m.count())
+	}
+}
