@@ -17,6 +17,7 @@ import (
 	"github.com/samsamq/samsa/broker/offsets"
 	"github.com/samsamq/samsa/broker/repair"
 	"github.com/samsamq/samsa/broker/txn"
+	"github.com/samsamq/samsa/broker/xa"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
 )
@@ -74,6 +75,7 @@ type Broker struct {
 	repl   *Replication // replication and controller mode (ha.go, ha_wiring.go)
 	repair *repair.Repairer
 	txn    *txn.Service // transactions (package txn, txn_wiring.go); nil on a slave
+	xa     *xa.Manager  // XA branches (package xa, xa_wiring.go); nil on a slave
 	acl    *brokerACL   // access control (acl.go); nil with aclEnable=false
 
 	delay *delay.Service // delayed delivery (package delay, delay_wiring.go)
@@ -265,6 +267,7 @@ func (b *Broker) Start() error {
 	}
 	if b.txn != nil {
 		b.goLoop(func() { b.txn.Run(b.stop) })
+		b.goLoop(func() { runXASweep(b.xa, b.stop) })
 	}
 	b.goLoop(func() { b.delay.Run(b.stop) }) // returns at once on a slave
 	b.reg.registerAll(true)

@@ -47,5 +47,12 @@ func (b *Broker) requestHandlers() map[int16]requestHandler {
 		protocol.InvokeBrokerToResetOffset:        b.mqadmin.handleInvokeBrokerToResetOffset, // mqadmin_reset_offset.go
 		protocol.GetConsumeStats:                  b.mqadmin.handleGetConsumeStats,           // mqadmin_consume_stats.go
 		protocol.GetCommitLogRange:                b.handleGetCommitLogRange,                 // handle_log_range.go
+		protocol.XAStart:                          b.handleXA,                                // handle_xa.go
+		protocol.XAEnd:                            b.handleXA,
+		protocol.XAPrepare:                        b.handleXA,
+		protocol.XACommit:                         b.handleXA,
+		protocol.XARollback:                       b.handleXA,
+		protocol.XARecover:                        b.handleXA,
+		protocol.XAForget:                         b.handleXA,
 	}
 }

@@ -88,6 +88,9 @@ var (
 	mQuarantined = desc("samsa_store_quarantined_records", "Corrupt records in the store's quarantine, found by this run or an earlier one.", prometheus.GaugeValue)
 	mReadOnly    = desc("samsa_store_read_only", "1 while the store refuses appends for lack of space (it leaves that state by itself).", prometheus.GaugeValue)
 	mHeldIdx     = desc("samsa_store_dispatch_held", "Records whose ConsumeQueue entry waits for a retry (unreadable until it lands).", prometheus.GaugeValue)
+	mXABranches  = desc("samsa_broker_xa_branches", "XA branches held, by state (active: started or ended, not prepared; prepared: durable, waiting for the coordinator).", prometheus.GaugeValue, "state")
+	mXALong      = desc("samsa_broker_xa_long_prepared_branches", "XA branches prepared longer than a minute: their coordinator has not decided them (samsa txn list names them); never decided by the broker.", prometheus.GaugeValue)
+	mXASettled   = desc("samsa_broker_xa_settled_total", "XA branches committed or rolled back, by outcome.", prometheus.CounterValue, "outcome")
 	mDispErrs    = desc("samsa_store_dispatch_errors_total", "ConsumeQueue append attempts that failed (each is retried).", prometheus.CounterValue)
 	mFlushLat    = desc("samsa_store_flush_latency_seconds", "Flush round latency (directory sync and segment flushes).", prometheus.UntypedValue)
 	mSlaveNA     = desc("samsa_broker_send_slave_not_available_total", "Sends a SYNC_MASTER stored but answered SLAVE_NOT_AVAILABLE.", prometheus.CounterValue)
@@ -106,7 +109,7 @@ var (
 		mAnswered, mSendLat, mPullLat,
 		mWaits, mReadErrs, mDamaged, mUnverified, mRepaired, mCutRecs, mCutAcked,
 		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined, mRCHits, mRCMisses, mRCDirect,
-		mReadOnly, mHeldIdx, mDispErrs, mFlushLat, mRefused, mIdleCloses, mFrameTO}
+		mReadOnly, mHeldIdx, mDispErrs, mFlushLat, mRefused, mIdleCloses, mFrameTO, mXABranches, mXALong, mXASettled}
 )
 
 // flushBuckets are the flush-latency histogram's upper bounds in seconds.
@@ -129,6 +132,14 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d.d, d.kind, float64(v), labels...)
 	}
 	emit(mPuts, s.cmdPut.Load())
+	if c.b.xa != nil {
+		xs := c.b.xa.Stats()
+		emit(mXABranches, int64(xs.Active), "active")
+		emit(mXABranches, int64(xs.Prepared), "prepared")
+		emit(mXALong, xs.LongPrepared)
+		emit(mXASettled, xs.Committed, "commit")
+		emit(mXASettled, xs.RolledBack, "rollback")
+	}
 	emit(mGets, s.cmdGet.Load())
 	emit(mPutBytes, s.putBytes.Load())
 	emit(mGetBytes, s.getBytes.Load())

@@ -6,6 +6,7 @@ import (
 
 	"github.com/samsamq/samsa/broker/offsets"
 	"github.com/samsamq/samsa/broker/txn"
+	"github.com/samsamq/samsa/broker/xa"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -54,11 +55,16 @@ func (b *Broker) openTxn() error {
 	if b.appends != nil { // not SYNC_FLUSH: settlements join the concurrent sends
 		cfg.Append = b.appends.appendAll
 	}
+	var x *xa.Manager // set below, before any check round runs
+	cfg.Hold = func(props []byte) bool { return x.Holds(props) }
 	t, err := txn.New(cfg)
 	if err != nil {
 		return err
 	}
-	b.txn = t
+	if x, err = openXA(c, t, b.store, b.log); err != nil {
+		return err
+	}
+	b.txn, b.xa = t, x
 	return nil
 }
 

@@ -65,6 +65,9 @@ func (s *Service) round(stop <-chan struct{}) {
 				continue
 			}
 		}
+		if s.cfg.Hold != nil && s.cfg.Hold(h.rec.UserProperties()) {
+			continue // its owner settles it (an XA branch)
+		}
 		if t.needsSearch(k) && s.finalStored(&h) {
 			if t.claim(k) {
 				log.Info("broker: a commit cut short by a crash is completed: its final message is stored, its op record is added", "half", k)

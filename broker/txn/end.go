@@ -80,6 +80,17 @@ func (s *Service) End(group string, v Verdict, refs []Ref) ([]storage.AppendResu
 	return s.settle(claimed, kinds)
 }
 
+// Property returns the property name of the half ref names (found at its
+// commit-log offset), and whether it has it.
+func (s *Service) Property(ref Ref, name string) (string, bool, error) {
+	hr, err := s.readHalf(ref.HalfOffset, ref.CommitLogOffset)
+	if err != nil {
+		return "", false, fmt.Errorf("find half message %d at %d: %w", ref.HalfOffset, ref.CommitLogOffset, err)
+	}
+	v, ok := record.LookupProperty(hr.rec.UserProperties(), name)
+	return string(v), ok, nil
+}
+
 // maxRefs bounds the halves one END_TRANSACTION may name.
 const maxRefs = 4096
 

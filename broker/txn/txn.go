@@ -139,6 +139,11 @@ type Config struct {
 	// Master reports whether this broker may write now: a controller-mode
 	// replica that is not master skips its check rounds. nil: always.
 	Master func() bool
+	// Hold, if set, is asked about each open half a check round would
+	// check back or discard, with its properties: true leaves it alone,
+	// as its owner settles it (package xa: a half of a known XA branch,
+	// which only its coordinator decides). nil: no half is held.
+	Hold func(props []byte) bool
 	// Now is the clock that ages the half messages. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger // default slog.Default()

@@ -1,0 +1,54 @@
+// Package xa makes the broker an XA resource manager (X/Open XA's verbs
+// over remoting): a branch, named by an XID, gathers half messages
+// (package txn) sent while it is active; prepare makes it durable;
+// commit or rollback settles its halves in one txn.End; recover lists the
+// prepared branches.
+//
+// # Model
+//
+// The client starts a branch (Start), sends its messages as half
+// messages carrying the property SAMSA_XID (the XID's String) and the
+// producer group Group, ends the branch (End) listing the halves it
+// stored, then prepares it (Prepare) and later commits or rolls it back.
+// Commit with onePhase skips the prepare. The manager checks at End that
+// every listed half carries this XID; a branch with no halves prepares as
+// read-only (RDONLY) and is forgotten.
+//
+// A branch that is started or ended but not prepared lives in memory: a
+// restart forgets it and its halves are no longer held, so the check-back
+// of package txn (no producer of Group ever answers) discards them after
+// its rounds: presumed abort, as XA allows before prepare. One left
+// unprepared longer than Config.ActiveTimeout is rolled back by Sweep.
+//
+// A prepared branch is durable: Prepare first flushes the log up to what
+// is written (Config.Sync: its halves are on disk), then saves every
+// prepared branch to ConfigDir/xaPrepared.json (written atomically, like
+// the broker's other config files). Its halves stay open and invisible;
+// txn's check-back leaves them alone (Holds, txn.Config.Hold). Only Commit
+// or Rollback ends it; a branch prepared longer than Config.LongPrepared
+// is counted and logged by Sweep, never decided. The manager makes no
+// heuristic decision, so Forget of a known branch is a protocol error.
+//
+// Unlike the broker's other files, xaPrepared.json is loaded strictly: a
+// file that does not decode stops Open with an error rather than being set
+// aside, since setting it aside would decide its branches silently.
+//
+// # File
+//
+//	{"branches": [{"xid": "<formatId>.<gtrid hex>.<bqual hex>",
+//	  "preparedAtMs": <unix ms>, "halves": [[<half queue offset>, <commit-log offset>], ...]}]}
+//
+// # Commit after a crash
+//
+// Commit settles the halves (txn.End) and then drops the branch from the
+// file; a crash between the two leaves the branch listed as prepared, and
+// the commit that follows recovery finds its halves settled
+// (txn.ErrSettled) and answers OK. A crash in the middle of the
+// settlement's write is completed by txn (its "Crash mid-commit").
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use. A branch being prepared,
+// committed or rolled back is busy: another verb on it meanwhile gets
+// XAER_RMFAIL (try again), so a branch is settled once.
+package xa

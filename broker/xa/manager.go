@@ -1,0 +1,274 @@
+package xa
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/broker/internal/jsonfile"
+	"github.com/samsamq/samsa/broker/txn"
+	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/record"
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// Group is the producer group of every XA half message: the group txn
+// settles them under; no producer of it answers a check-back.
+const Group = "SAMSA_XA"
+
+// PropXID is the half message property naming its branch (XID.String).
+const PropXID = "SAMSA_XID"
+
+// XA flags of Start and End (xa.h).
+const (
+	TMNOFLAGS = 0
+	TMJOIN    = 0x00200000
+	TMRESUME  = 0x08000000
+	TMSUCCESS = 0x04000000
+	TMFAIL    = 0x20000000
+	TMSUSPEND = 0x02000000
+)
+
+// Defaults.
+const (
+	DefaultActiveTimeout = 5 * time.Minute
+	DefaultLongPrepared  = time.Minute
+	// MaxBranches bounds the branches a broker holds at once.
+	MaxBranches = 65536
+)
+
+// Txn is what the manager needs of package txn. *txn.Service has it.
+type Txn interface {
+	// End settles halves (commit or rollback) in one write.
+	End(group string, v txn.Verdict, refs []txn.Ref) ([]storage.AppendResult, error)
+	// Property reads a property of the half ref names.
+	Property(ref txn.Ref, name string) (string, bool, error)
+}
+
+// Config is what a Manager needs. FS, ConfigDir, Txn and Sync are
+// required.
+type Config struct {
+	FS        vfs.FS
+	ConfigDir string // holds xaPrepared.json
+	Txn       Txn
+	// Sync makes everything the log holds so far durable (the broker:
+	// Store.FlushTo its written offset). Prepare calls it before it
+	// saves a branch.
+	Sync func(ctx context.Context) error
+	// ActiveTimeout: a branch not prepared this long after Start is
+	// rolled back by Sweep. Default 5 minutes.
+	ActiveTimeout time.Duration
+	// LongPrepared: a branch prepared this long is reported by Sweep and
+	// Stats (never decided). Default 1 minute.
+	LongPrepared time.Duration
+	Now          func() time.Time // default time.Now
+	Logger       *slog.Logger     // default slog.Default()
+}
+
+type state int
+
+const (
+	active   state = iota // started, taking messages
+	idle                  // ended, not prepared
+	prepared              // durable, waiting for commit or rollback
+)
+
+type branch struct {
+	xid          XID
+	st           state
+	rollbackOnly bool // ended with TMFAIL
+	busy         bool // a prepare, commit or rollback runs
+	halves       []txn.Ref
+	started      time.Time
+	preparedAt   time.Time
+}
+
+// Manager is the broker's XA branches. See the package doc.
+type Manager struct {
+	cfg    Config
+	saveMu sync.Mutex // serialises saves of the file
+	mu     struct {
+		sync.Mutex
+		branches map[string]*branch
+	}
+	longPrepared atomic.Int64 // as of the last Sweep
+	committed    atomic.Int64
+	rolledBack   atomic.Int64
+}
+
+// file is xaPrepared.json.
+type file struct {
+	Branches []fileBranch `json:"branches"`
+}
+
+type fileBranch struct {
+	XID          string     `json:"xid"`
+	PreparedAtMs int64      `json:"preparedAtMs"`
+	Halves       [][2]int64 `json:"halves"`
+}
+
+func (m *Manager) file() jsonfile.File {
+	return jsonfile.File{FS: m.cfg.FS, Path: filepath.Join(m.cfg.ConfigDir, "xaPrepared.json")}
+}
+
+// Open checks cfg and loads the prepared branches (strictly: a file that
+// does not decode is an error).
+func Open(cfg Config) (*Manager, error) {
+	if cfg.FS == nil || cfg.ConfigDir == "" || cfg.Txn == nil || cfg.Sync == nil {
+		return nil, errors.New("xa: FS, ConfigDir, Txn and Sync are required")
+	}
+	if cfg.ActiveTimeout <= 0 {
+		cfg.ActiveTimeout = DefaultActiveTimeout
+	}
+	if cfg.LongPrepared <= 0 {
+		cfg.LongPrepared = DefaultLongPrepared
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Manager{cfg: cfg}
+	m.mu.branches = map[string]*branch{}
+	b, found, err := m.file().Read()
+	if err != nil {
+		return nil, fmt.Errorf("xa: prepared branches: %w", err)
+	}
+	if found && len(b) > 0 {
+		var f file
+		if err := json.Unmarshal(b, &f); err != nil {
+			return nil, fmt.Errorf("xa: prepared branches in %s do not decode (%w); the broker will not start and decide them: repair or move the file", m.file().Path, err)
+		}
+		for _, fb := range f.Branches {
+			x, err := ParseXID(fb.XID)
+			if err != nil {
+				return nil, fmt.Errorf("xa: prepared branches in %s: %w", m.file().Path, err)
+			}
+			br := &branch{xid: x, st: prepared, preparedAt: time.UnixMilli(fb.PreparedAtMs)}
+			br.started = br.preparedAt
+			for _, h := range fb.Halves {
+				br.halves = append(br.halves, txn.Ref{HalfOffset: h[0], CommitLogOffset: h[1]})
+			}
+			m.mu.branches[fb.XID] = br
+		}
+		if n := len(f.Branches); n > 0 {
+			cfg.Logger.Info("broker: XA branches prepared before the restart wait for commit or rollback", "branches", n)
+		}
+	}
+	return m, nil
+}
+
+// save writes every prepared branch to the file.
+func (m *Manager) save() error {
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	m.mu.Lock()
+	f := file{Branches: []fileBranch{}}
+	for k, br := range m.mu.branches {
+		if br.st != prepared {
+			continue
+		}
+		fb := fileBranch{XID: k, PreparedAtMs: br.preparedAt.UnixMilli()}
+		for _, h := range br.halves {
+			fb.Halves = append(fb.Halves, [2]int64{h.HalfOffset, h.CommitLogOffset})
+		}
+		f.Branches = append(f.Branches, fb)
+	}
+	m.mu.Unlock()
+	sort.Slice(f.Branches, func(i, j int) bool { return f.Branches[i].XID < f.Branches[j].XID })
+	return m.file().Save(f)
+}
+
+// Holds reports whether the half message with these properties belongs
+// to a branch the manager knows (txn.Config.Hold): txn's check-back
+// leaves it alone.
+func (m *Manager) Holds(props []byte) bool {
+	v, ok := record.LookupProperty(props, PropXID)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok = m.mu.branches[string(v)]
+	return ok
+}
+
+// Start begins a branch (TMNOFLAGS), or continues one (TMJOIN,
+// TMRESUME).
+func (m *Manager) Start(x XID, flags int) error {
+	if err := x.Validate(); err != nil {
+		return xaErr(ErrINVAL, "%v", err)
+	}
+	k := x.String()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	br := m.mu.branches[k]
+	switch {
+	case flags&^(TMJOIN|TMRESUME) != 0:
+		return xaErr(ErrINVAL, "start flags %#x: want TMNOFLAGS, TMJOIN or TMRESUME", flags)
+	case flags == TMNOFLAGS && br != nil:
+		return xaErr(ErrDUPID, "branch %s exists", k)
+	case flags != TMNOFLAGS && br == nil:
+		return xaErr(ErrNOTA, "no branch %s to join or resume", k)
+	case br != nil && br.st == prepared:
+		return xaErr(ErrPROTO, "branch %s is prepared", k)
+	case br != nil:
+		br.st = active
+		return nil
+	case len(m.mu.branches) >= MaxBranches:
+		return xaErr(ErrRMFAIL, "%d branches open, the most a broker holds", MaxBranches)
+	}
+	m.mu.branches[k] = &branch{xid: x, st: active, started: m.cfg.Now()}
+	return nil
+}
+
+// End ends the branch's association: halves are the half messages
+// stored in it since Start, each of which must carry the branch's XID.
+// TMFAIL marks the branch rollback-only.
+func (m *Manager) End(x XID, halves []txn.Ref, flags int) error {
+	if err := x.Validate(); err != nil {
+		return xaErr(ErrINVAL, "%v", err)
+	}
+	if flags != TMSUCCESS && flags != TMFAIL && flags != TMSUSPEND && flags != TMNOFLAGS {
+		return xaErr(ErrINVAL, "end flags %#x: want TMSUCCESS, TMFAIL or TMSUSPEND", flags)
+	}
+	k := x.String()
+	for _, h := range halves {
+		v, ok, err := m.cfg.Txn.Property(h, PropXID)
+		if err != nil {
+			return xaErr(ErrINVAL, "half %d at %d: %v", h.HalfOffset, h.CommitLogOffset, err)
+		}
+		if !ok || v != k {
+			return xaErr(ErrINVAL, "half %d at %d is not of branch %s", h.HalfOffset, h.CommitLogOffset, k)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	br := m.mu.branches[k]
+	switch {
+	case br == nil:
+		return xaErr(ErrNOTA, "no branch %s", k)
+	case br.st == prepared || br.busy:
+		return xaErr(ErrPROTO, "branch %s is prepared or being settled", k)
+	}
+	if len(br.halves)+len(halves) > maxHalves {
+		return xaErr(ErrINVAL, "branch %s would hold %d messages, at most %d", k, len(br.halves)+len(halves), maxHalves)
+	}
+	br.halves = append(br.halves, halves...)
+	br.st = idle
+	if flags == TMFAIL {
+		br.rollbackOnly = true
+	}
+	return nil
+}
+
+// maxHalves bounds a branch's messages.
+const maxHalves = 4096
