@@ -164,6 +164,16 @@ func TestBrokerKilledHoldingPreparedBranches(t *testing.T) {
 			t.Fatalf("branch %d: %+v, want %s with 3 messages", i, pb, xids[i])
 		}
 	}
+	// samsa txn list names them too.
+	out, err := exec.Command(bin, "txn", "list", "-n", ns.Addr(), "--json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("samsa txn list: %v\n%s", err, out)
+	}
+	for i := range 5 {
+		if !bytes.Contains(out, []byte(xids[i].String())) {
+			t.Fatalf("samsa txn list does not name %s:\n%s", xids[i], out)
+		}
+	}
 	// The unprepared branch's halves, sent last, are discarded by the
 	// check-back: the rounds passed the held ones.
 	waitFor(t, "the unprepared branch's messages discarded", 2*time.Minute, func() bool {
