@@ -89,7 +89,7 @@ func TestLifecycle(t *testing.T) {
 	must(ErrNOTA, m.Start(b, TMJOIN))
 	must(ErrINVAL, m.Start(XID{FormatID: 1}, TMNOFLAGS))
 	_, err := m.Prepare(ctx, a)
-	must(ErrPROTO, err) // not ended
+	must(ErrPROTO, err)                                                                  // not ended
 	must(ErrINVAL, m.End(a, []txn.Ref{{HalfOffset: 3, CommitLogOffset: 30}}, TMSUCCESS)) // b's half
 	must(OK, m.End(a, []txn.Ref{{HalfOffset: 1, CommitLogOffset: 10}, {HalfOffset: 2, CommitLogOffset: 20}}, TMSUCCESS))
 	rc, err := m.Prepare(ctx, a)

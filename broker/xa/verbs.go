@@ -195,7 +195,7 @@ type Stats struct {
 	Active, Prepared int
 	// LongPrepared: prepared longer than Config.LongPrepared at the last
 	// Sweep.
-	LongPrepared         int64
+	LongPrepared          int64
 	Committed, RolledBack int64
 }
 
