@@ -28,7 +28,7 @@ func (b *Broker) textLimits() metaq.Limits {
 // newMetaQ builds the text protocol's server over the broker's store,
 // topics and replication.
 func (b *Broker) newMetaQ() *bmetaq.Server {
-	var half func(*storage.Message) (storage.AppendResult, *bmetaq.Refusal)
+	var half func(*storage.Message, string) (storage.AppendResult, *bmetaq.Refusal)
 	if b.txn != nil {
 		half = b.metaqAppendHalf
 	}

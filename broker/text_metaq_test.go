@@ -269,7 +269,7 @@ func TestMetaQBadInput(t *testing.T) {
 		"get mqbad grp 0 0 0 4\r\n" + // maxSize 0
 		"bogus\r\n" +
 		"put mqbad 99 5 0 5\r\nvalue" + // no such partition
-		"transaction TX:1 s1 PREPARE 6\r\n" + // XA
+		"transaction TX:1 s1 PREPARE 6\r\n" + // XA's verb on a local transaction
 		putLine("mqbad", 0, 0, []byte("second"), 7))
 	answers := map[int]mqAnswer{}
 	var lines []string
@@ -293,7 +293,7 @@ func TestMetaQBadInput(t *testing.T) {
 	check(3, 400, "partition \"zz\"")
 	check(4, 400, "invalid max size")
 	check(5, 403, "partition 99")
-	check(6, 400, "XA transactions (PREPARE) are not supported")
+	check(6, 400, "PREPARE is not supported for a local transaction")
 	check(7, 200, " 0 25")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "CLIENT_ERROR opaque \"x\"") && !strings.HasPrefix(lines[1], "CLIENT_ERROR opaque \"x\"") {
 		t.Errorf("bare answers %q", lines)

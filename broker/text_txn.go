@@ -6,6 +6,7 @@ import (
 
 	bmetaq "github.com/samsamq/samsa/broker/metaq"
 	"github.com/samsamq/samsa/broker/txn"
+	"github.com/samsamq/samsa/broker/xa"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/protocol/metaq"
 	"github.com/samsamq/samsa/storage"
@@ -20,15 +21,25 @@ import (
 // connection that ends with a transaction open rolls it back; a broker
 // that crashes first leaves its halves to the check-back, which finds no
 // live producer of metaqTxGroup and discards them after
-// transactionCheckMax rounds. MetaQ's XA commands (PREPARE,
-// COMMIT_TWO_PHASE, RECOVER, FORGET) are refused.
+// transactionCheckMax rounds. A transaction key "XID:..." is an XA
+// branch instead (text_xa.go).
 
 // metaqTxGroup is the producer group of the text protocol's half messages.
 const metaqTxGroup = "METAQ_TEXT_TX"
 
-// metaqAppendHalf stores a transaction's put as a half message.
-func (b *Broker) metaqAppendHalf(m *storage.Message) (storage.AppendResult, *bmetaq.Refusal) {
-	txn.ToHalf(m, metaqTxGroup)
+// metaqAppendHalf stores a put of transaction txKey as a half message:
+// of metaqTxGroup, or of an XA branch (an "XID:..." key: group xa.Group,
+// property SAMSA_XID).
+func (b *Broker) metaqAppendHalf(m *storage.Message, txKey string) (storage.AppendResult, *bmetaq.Refusal) {
+	group := metaqTxGroup
+	if x, ok, err := metaqXID(txKey); ok {
+		if err != nil {
+			return storage.AppendResult{}, &bmetaq.Refusal{Code: metaq.BadRequest, Msg: err.Error()}
+		}
+		xaHalf(m, x)
+		group = xa.Group
+	}
+	txn.ToHalf(m, group)
 	res, ref := b.metaqAppend([]*storage.Message{m})
 	if len(res) == 0 {
 		return storage.AppendResult{}, ref
@@ -40,6 +51,7 @@ func (b *Broker) metaqAppendHalf(m *storage.Message) (storage.AppendResult, *bme
 type textTx struct {
 	puts sync.WaitGroup // its puts being stored
 	n    int            // puts read (the reader's count)
+	xid  *xa.XID        // an XA branch's (text_xa.go); nil: a local transaction
 	mu   sync.Mutex
 	refs map[int]txn.Ref // the stored puts' halves by the order they were read
 }
@@ -68,6 +80,9 @@ func (x *textTx) ordered() []txn.Ref {
 // transaction answers a transaction command; false to end the connection.
 // The reader alone touches t.txs.
 func (t *textConn) transaction(cmd *metaq.Command) bool {
+	if xid, ok, err := metaqXID(cmd.TxKey); ok {
+		return t.xaTransaction(cmd, xid, err)
+	}
 	x := t.txs[cmd.TxKey]
 	switch cmd.TxType {
 	case "BEGIN":
@@ -99,7 +114,7 @@ func (t *textConn) transaction(cmd *metaq.Command) bool {
 			return metaq.AppendResult(nil, code, msg, cmd.Opaque), nil
 		})
 	default:
-		t.answer(metaq.AppendResult(nil, metaq.BadRequest, "XA transactions ("+cmd.TxType+") are not supported by this broker's text protocol; use BEGIN, COMMIT_ONE_PHASE, ROLLBACK", cmd.Opaque), nil)
+		t.answer(metaq.AppendResult(nil, metaq.BadRequest, cmd.TxType+" is not supported for a local transaction (key TX:...); use BEGIN, COMMIT_ONE_PHASE, ROLLBACK, or an XA key XID:<formatId>:<gtrid hex>:<bqual hex>:<qualifier>", cmd.Opaque), nil)
 	}
 	return true
 }
@@ -132,6 +147,12 @@ func (t *textConn) putInTx(cmd *metaq.Command, value []byte) bool {
 func (t *textConn) rollbackOpen() {
 	for key, x := range t.txs {
 		x.puts.Wait()
+		if x.xid != nil { // an XA branch left active: rollback-only, rolled back by the broker's sweep
+			if err := t.c.b.xa.End(*x.xid, x.ordered(), xa.TMFAIL); err != nil {
+				t.c.b.log.Warn("broker: ending an XA branch a text connection left active failed", "key", key, "err", err)
+			}
+			continue
+		}
 		if code, msg := t.c.b.endTextTx(x, txn.Rollback); code != metaq.Success {
 			t.c.b.log.Warn("broker: rolling back a text transaction left open failed; the check-back will discard it",
 				"key", key, "remote", t.c.addr, "err", msg)

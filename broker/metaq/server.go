@@ -35,10 +35,11 @@ type Deps struct {
 	// result per message means stored but not as durable as promised (a
 	// flush or replica timeout); with no results, nothing was stored.
 	Append func(msgs []*storage.Message) ([]storage.AppendResult, *Refusal)
-	// AppendHalf stores m as a transaction's half message (nil: no
-	// transactions, a slave): a refusal with res.Size > 0 means stored
+	// AppendHalf stores m as a half message of transaction txKey (the
+	// put's transaction key: a local "TX:..." or an XA "XID:...") (nil:
+	// no transactions, a slave): a refusal with res.Size > 0 means stored
 	// but not as durable as promised; with res.Size == 0, not stored.
-	AppendHalf func(m *storage.Message) (storage.AppendResult, *Refusal)
+	AppendHalf func(m *storage.Message, txKey string) (storage.AppendResult, *Refusal)
 	// PutQueue resolves a put's topic and partition (-1: any) to a queue
 	// to write, creating the topic where the broker would.
 	PutQueue func(topic string, partition int32) (int32, *Refusal)
@@ -117,7 +118,7 @@ func (s *Server) PutHalf(dst []byte, c *metaq.Command, value []byte, born netip.
 		return refused, HalfRef{}, false
 	}
 	queue := m.QueueID
-	res, ref := s.d.AppendHalf(m)
+	res, ref := s.d.AppendHalf(m, c.TxKey)
 	if res.Size <= 0 {
 		if ref == nil {
 			ref = &Refusal{metaq.InternalServerError, "the store took nothing"}
