@@ -45,10 +45,8 @@ func (m *Manager) release(br *branch, drop bool) {
 	}
 }
 
-var (
-	yes = true
-	no  = false
-)
+// no is the state claim wants for a verb on a branch not prepared.
+var no = false
 
 // Prepare makes an ended branch durable: OK, or RDONLY for a branch with
 // no messages (forgotten at once). A rollback-only branch is rolled back

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -138,11 +139,17 @@ func (c *Coordinator) Run(ctx context.Context, work func(ctx context.Context, tx
 	if err != nil {
 		return fmt.Errorf("xa: database: %w", err)
 	}
-	defer func() { _ = conn.Close() }() // back to the pool; its transaction is prepared or over
+	pgOpen := false
+	defer func() {
+		if pgOpen { // stopped with the transaction open: drop the connection, so the server rolls it back
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		_ = conn.Close() // back to the pool (or closed): its transaction is prepared or over
+	}()
 	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
 		return fmt.Errorf("xa: database: begin: %w", err)
 	}
-	pgOpen := true
+	pgOpen = true
 	abort := func(cause error) error {
 		if errors.Is(cause, ErrCrashed) {
 			return cause
@@ -151,6 +158,8 @@ func (c *Coordinator) Run(ctx context.Context, work func(ctx context.Context, tx
 		if pgOpen {
 			if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
 				errs = append(errs, err)
+			} else {
+				pgOpen = false
 			}
 		}
 		if err := c.o.Samsa.Rollback(context.Background(), x); err != nil && !client.IsXACode(err, client.XAErrNoTA) {

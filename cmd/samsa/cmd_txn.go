@@ -41,7 +41,7 @@ func txnList(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }() // a one-shot command: nothing to report
 	ci, err := a.ClusterInfo(ctx)
 	if err != nil {
 		return err
