@@ -325,6 +325,16 @@ type Config struct {
 	// message before it is discarded to TRANS_CHECK_MAX_TIME_TOPIC.
 	// Default 15 (RocketMQ's).
 	TransactionCheckMax int
+	// XAActiveTimeout (xaActiveTimeout, ms; ours): an XA branch started
+	// and not prepared this long is rolled back (package xa). Default 5
+	// minutes: longer holds a slow application's branch, shorter frees a
+	// dead one's half messages sooner.
+	XAActiveTimeout time.Duration
+	// XALongPrepared (xaLongPrepared, ms; ours): an XA branch prepared
+	// this long is counted and logged as waiting for its coordinator
+	// (samsa_broker_xa_long_prepared_branches), never decided. Default 1
+	// minute.
+	XALongPrepared time.Duration
 
 	// Delayed delivery: delay levels and timers (config_schedule.go).
 	ScheduleConfig

@@ -191,6 +191,8 @@ var properties = []property{
 	msProp("transactionTimeOut", func(c *Config) *time.Duration { return &c.TransactionTimeout }),
 	msProp("transactionCheckInterval", func(c *Config) *time.Duration { return &c.TransactionCheckInterval }),
 	intProp("transactionCheckMax", func(c *Config) *int { return &c.TransactionCheckMax }),
+	msProp("xaActiveTimeout", func(c *Config) *time.Duration { return &c.XAActiveTimeout }),
+	msProp("xaLongPrepared", func(c *Config) *time.Duration { return &c.XALongPrepared }),
 }
 
 var propertyIndex = func() map[string]*property {

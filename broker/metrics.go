@@ -89,7 +89,7 @@ var (
 	mReadOnly    = desc("samsa_store_read_only", "1 while the store refuses appends for lack of space (it leaves that state by itself).", prometheus.GaugeValue)
 	mHeldIdx     = desc("samsa_store_dispatch_held", "Records whose ConsumeQueue entry waits for a retry (unreadable until it lands).", prometheus.GaugeValue)
 	mXABranches  = desc("samsa_broker_xa_branches", "XA branches held, by state (active: started or ended, not prepared; prepared: durable, waiting for the coordinator).", prometheus.GaugeValue, "state")
-	mXALong      = desc("samsa_broker_xa_long_prepared_branches", "XA branches prepared longer than a minute: their coordinator has not decided them (samsa txn list names them); never decided by the broker.", prometheus.GaugeValue)
+	mXALong      = desc("samsa_broker_xa_long_prepared_branches", "XA branches prepared longer than xaLongPrepared (default 1 minute): their coordinator has not decided them (samsa txn list names them); never decided by the broker.", prometheus.GaugeValue)
 	mXASettled   = desc("samsa_broker_xa_settled_total", "XA branches committed or rolled back, by outcome.", prometheus.CounterValue, "outcome")
 	mDispErrs    = desc("samsa_store_dispatch_errors_total", "ConsumeQueue append attempts that failed (each is retried).", prometheus.CounterValue)
 	mFlushLat    = desc("samsa_store_flush_latency_seconds", "Flush round latency (directory sync and segment flushes).", prometheus.UntypedValue)

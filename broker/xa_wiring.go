@@ -22,8 +22,11 @@ func openXA(c *Config, t *txn.Service, st *storage.Store, log *slog.Logger) (*xa
 		ConfigDir: c.ConfigDir(),
 		Txn:       t,
 		Sync:      func(ctx context.Context) error { return st.FlushTo(ctx, st.WrittenOffset()) },
-		Now:       c.Clock,
-		Logger:    log,
+		// ActiveTimeout and LongPrepared: xaActiveTimeout, xaLongPrepared.
+		ActiveTimeout: c.XAActiveTimeout,
+		LongPrepared:  c.XALongPrepared,
+		Now:           c.Clock,
+		Logger:        log,
 	})
 }
 
