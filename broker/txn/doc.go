@@ -61,6 +61,15 @@
 // A round with no member online counts as a check too, as in RocketMQ, so
 // a half stays open at most about Timeout + CheckMax × CheckInterval.
 //
+// # Held halves
+//
+// Config.Hold, when set, is asked about each open half a round would
+// check back or discard: a half it holds is passed over (neither checked
+// back nor discarded, nor counted), as its owner settles it with End. The
+// broker's XA branches (package xa) hold the halves of the branches they
+// know, so a prepared branch is decided only by its coordinator. A held
+// half still stops the progress, as any open one.
+//
 // # Crash mid-commit
 //
 // A commit's messages are one contiguous write, and recovery keeps a
