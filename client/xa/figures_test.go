@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,35 +163,52 @@ func TestXAFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// plain reads every queue from 0, a goroutine a queue (as the
+	// exactly-once consumer does), with or without the database work.
 	plain := func(withDB bool) (float64, error) {
-		start, got := time.Now(), 0
+		start := time.Now()
+		var wg sync.WaitGroup
+		var got atomic.Int64
+		errs := make(chan error, len(qs))
 		for _, q := range qs {
-			for off := int64(0); ; {
-				res, err := pc.Pull(ctx, q, off, client.PullOptions{MaxMessages: 32})
-				if err != nil {
-					return 0, err
-				}
-				if res.Status == client.PullNoNewMessage || res.NextOffset == off {
-					break
-				}
-				if withDB {
-					tx, err := db.BeginTx(ctx, nil)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for off := int64(0); ; {
+					res, err := pc.Pull(ctx, q, off, client.PullOptions{MaxMessages: 32})
 					if err != nil {
-						return 0, err
+						errs <- err
+						return
 					}
-					if err := insert(ctx, tx, res.Messages); err != nil {
-						return 0, err
+					if res.Status == client.PullNoNewMessage || res.NextOffset == off {
+						return
 					}
-					if err := tx.Commit(); err != nil {
-						return 0, err
+					if withDB {
+						tx, err := db.BeginTx(ctx, nil)
+						if err == nil {
+							if err = insert(ctx, tx, res.Messages); err == nil {
+								err = tx.Commit()
+							} else {
+								_ = tx.Rollback()
+							}
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
 					}
+					got.Add(int64(len(res.Messages)))
+					off = res.NextOffset
 				}
-				got += len(res.Messages)
-				off = res.NextOffset
-			}
+			}()
 		}
-		if got != m {
-			return 0, fmt.Errorf("read %d of %d", got, m)
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			return 0, err
+		}
+		if n := got.Load(); n != int64(m) {
+			return 0, fmt.Errorf("read %d of %d", n, m)
 		}
 		return float64(m) / time.Since(start).Seconds(), nil
 	}
@@ -217,7 +236,7 @@ func TestXAFigures(t *testing.T) {
 	eoRate := float64(m) / time.Since(start).Seconds()
 	cancel()
 	<-done
-	t.Logf("consumption of %d messages, batches of 32, %d queues (one goroutine a queue for exactly-once, one for the others):", m, len(qs))
+	t.Logf("consumption of %d messages, batches of 32, %d queues, a goroutine a queue:", m, len(qs))
 	t.Logf("%-58s %9.0f msgs/s", "pull consumer, no database", pullRate)
 	t.Logf("%-58s %9.0f msgs/s", "pull consumer, a row a message, a transaction a batch", dbRate)
 	t.Logf("%-58s %9.0f msgs/s", "exactly-once consumer (the same + offset in the transaction)", eoRate)
