@@ -39,8 +39,10 @@ type Options struct {
 	DB *sql.DB
 	// Samsa is the Samsa branch's resource (one broker). Required.
 	Samsa *client.XAResource
-	// Step, if set, is called before each step (Steps); an error stops
-	// Run there, leaving everything as a crash would.
+	// Step, if set, is called before each step of Run (Steps) and of
+	// Recover ("recover-pg" and "recover-samsa" before each branch it
+	// decides, "recover-log" before it rewrites the log); an error stops
+	// it there, leaving everything as a crash would.
 	Step func(step string) error
 	// Logger reports recoveries. Default slog.Default().
 	Logger *slog.Logger
@@ -324,6 +326,9 @@ func (c *Coordinator) Recover(ctx context.Context) (Recovered, error) {
 		if err != nil || !strings.HasPrefix(string(g), prefix) {
 			continue // another coordinator's
 		}
+		if err := c.step("recover-pg"); err != nil {
+			return r, err
+		}
 		if decided[gh] {
 			err = c.commitPG(ctx, g)
 			r.Committed++
@@ -348,6 +353,9 @@ func (c *Coordinator) Recover(ctx context.Context) (Recovered, error) {
 			continue
 		}
 		gh := hex.EncodeToString(p.XID.GTRID)
+		if err := c.step("recover-samsa"); err != nil {
+			return r, err
+		}
 		if decided[gh] {
 			err = c.commitSamsa(ctx, p.XID)
 			r.Committed++
@@ -363,6 +371,9 @@ func (c *Coordinator) Recover(ctx context.Context) (Recovered, error) {
 		}
 	}
 	// Every logged decision is now done.
+	if err := c.step("recover-log"); err != nil {
+		return r, err
+	}
 	c.mu.Lock()
 	for gh := range decided {
 		delete(c.pending, gh)

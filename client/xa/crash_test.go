@@ -24,8 +24,9 @@ var errCrash = errors.New("simulated crash")
 // connections are dropped, its producer closed), then starts a new
 // coordinator from the same log and recovers. A transaction stopped at or
 // after its logged decision ends with both the row and the message; one
-// stopped before it with neither. Every row has its message and every
-// message its row, once.
+// stopped before it with neither. Every other recovery is stopped too, at
+// a seeded step, and another recovers after it. Every row has its message
+// and every message its row, once.
 func TestCoordinatorCrashPoints(t *testing.T) {
 	pg := pgtest.Start(t)
 	admin := openPG(t, pg)
@@ -53,6 +54,7 @@ func TestCoordinatorCrashPoints(t *testing.T) {
 		}
 	}
 	want := map[string]bool{} // id -> committed
+	recoveryCrashes := 0
 	ctx := context.Background()
 	for i := range 50 {
 		crashAt := rng.IntN(len(Steps) + 1) // len(Steps): no crash
@@ -93,23 +95,45 @@ func TestCoordinatorCrashPoints(t *testing.T) {
 		_ = c.Close()
 		_ = db.Close()
 		_ = p.Close()
-		// The restart: a new coordinator from the log.
-		db2 := openPG(t, pg)
-		p2, err := client.NewProducer(client.ProducerOptions{ClientOptions: client.ClientOptions{NameServers: []string{ns}, Logger: quiet()}, Group: "xa-test"})
-		if err != nil {
-			t.Fatal(err)
+		// The restart: a new coordinator from the log; every other time
+		// it crashes too, at a seeded step of its recovery, and a third
+		// one recovers.
+		recoverCrash := -1
+		if rng.IntN(2) == 0 {
+			recoverCrash = rng.IntN(3)
 		}
-		c2, err := Open(Options{Name: "coord-1", LogPath: logPath, DB: db2, Samsa: p2.XAResource("broker-a"), Logger: quiet()})
-		if err != nil {
-			t.Fatal(err)
+		for attempt := 0; ; attempt++ {
+			db2 := openPG(t, pg)
+			p2, err := client.NewProducer(client.ProducerOptions{ClientOptions: client.ClientOptions{NameServers: []string{ns}, Logger: quiet()}, Group: "xa-test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := 0
+			c2, err := Open(Options{Name: "coord-1", LogPath: logPath, DB: db2, Samsa: p2.XAResource("broker-a"), Logger: quiet(),
+				Step: func(string) error {
+					if attempt == 0 && k == recoverCrash {
+						return errCrash
+					}
+					k++
+					return nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c2.Recover(ctx)
+			_ = c2.Close()
+			_ = db2.Close()
+			_ = p2.Close()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errCrash) || attempt > 0 {
+				t.Fatalf("transaction %d, crash before step %d: recover: %v", i, crashAt, err)
+			}
+			recoveryCrashes++
 		}
-		if _, err := c2.Recover(ctx); err != nil {
-			t.Fatalf("transaction %d, crash before %d: recover: %v", i, crashAt, err)
-		}
-		_ = c2.Close()
-		_ = db2.Close()
-		_ = p2.Close()
 	}
+	t.Logf("%d recoveries crashed and were recovered again", recoveryCrashes)
 	committed := 0
 	for _, ok := range want {
 		if ok {
