@@ -126,7 +126,7 @@ type topicManager struct {
 	// snapshotTopics is how many topics topics.json holds (its last
 	// write, or the load).
 	snapshotTopics atomic.Int64
-	mu        struct {
+	mu             struct {
 		sync.RWMutex
 		table   map[string]TopicConfig
 		version DataVersion

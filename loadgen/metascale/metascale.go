@@ -164,7 +164,7 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (res *Resul
 		return nil, err
 	}
 	defer func() { _ = a.Close() }()
-	fmt.Fprintf(out, "%s: %d topics × %d queues from %d clients (batch %d)\n", e.Name, s.Topics, s.QueuesPerTopic, s.Clients, s.Batch)
+	lab.Progressf(out, "%s: %d topics × %d queues from %d clients (batch %d)\n", e.Name, s.Topics, s.QueuesPerTopic, s.Clients, s.Batch)
 	if err := create(ctx, a, t, s, res, out); err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (res *Resul
 	if _, err := a.Route(ctx, topicName(s.Topics-1)); err != nil {
 		return nil, fmt.Errorf("after the restart: %w", err)
 	}
-	fmt.Fprintf(out, "lookup p50 %.0f µs p99 %.0f µs; broker restart %.2f s\n", res.LookupP50Us, res.LookupP99Us, res.RestartSeconds)
+	lab.Progressf(out, "lookup p50 %.0f µs p99 %.0f µs; broker restart %.2f s\n", res.LookupP50Us, res.LookupP99Us, res.RestartSeconds)
 	return res, nil
 }
 
@@ -266,7 +266,7 @@ func create(ctx context.Context, a *client.Admin, t Target, s Settings, res *Res
 			RegisterFrames: now[1] - prev[1], FullRegistration: now[2] - prev[2], RSSMB: t.RSSMB()}
 		prev = now
 		res.Windows = append(res.Windows, w)
-		fmt.Fprintf(out, "  %d topics: %.0f creates/s, %.0f registration bytes a topic, %.0f frames, %.0f full registrations, RSS %.0f MiB\n",
+		lab.Progressf(out, "  %d topics: %.0f creates/s, %.0f registration bytes a topic, %.0f frames, %.0f full registrations, RSS %.0f MiB\n",
 			upto, w.CreatesPerSec, w.RegisterBytes, w.RegisterFrames, w.FullRegistration, w.RSSMB)
 	}
 	res.CreateSeconds = time.Since(start).Seconds()
