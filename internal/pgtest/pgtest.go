@@ -56,6 +56,9 @@ func (s *Server) Pid() int { return s.cmd.Process.Pid }
 // binDir finds the directory holding initdb and postgres.
 func binDir() (string, error) {
 	if d := os.Getenv("SAMSA_PG_BIN"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			return "", fmt.Errorf("SAMSA_PG_BIN=%s holds no initdb", d)
+		}
 		return d, nil
 	}
 	if ms, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres"); len(ms) > 0 {
