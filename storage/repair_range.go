@@ -137,7 +137,12 @@ func (s *Store) rewriteSealed(from int64, data []byte) error {
 	}
 	ng.lastTs.Store(g.lastTs.Load())
 	ng.hasRecords.Store(g.hasRecords.Load())
-	list[i] = ng // a new *segment: a reader holding the old one sees it closed
+	// A new list, not list[i] = ng: segmentsSnapshot hands out the list
+	// itself, and a walk over a snapshot must not see it change. A reader
+	// holding the old *segment sees it closed.
+	nl := slices.Clone(list)
+	nl[i] = ng
+	s.segs.list = nl
 	if werr != nil {
 		return fmt.Errorf("storage: repair [%d, %d): %w", from, from+int64(len(data)), werr)
 	}
