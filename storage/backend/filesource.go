@@ -41,3 +41,40 @@ func (s *mmapSegment) DupFile() (int, int64, error) {
 	fd, err := dupFd(s.f)
 	return fd, s.written.Load(), err
 }
+
+// DupFile implements FileSource for odirect and uring: bytes below onDisk
+// are in the file. Their descriptor is O_DIRECT, so a second, buffered
+// one is opened for senders (read-only; the page cache is coherent with
+// the direct writes, which invalidate what they overwrite). send's lock,
+// held across the dup, keeps Close's close of it out.
+func (s *directSegment) DupFile() (int, int64, error) {
+	s.send.Lock()
+	defer s.send.Unlock()
+	if s.closed.Load() {
+		return -1, 0, ErrNoFile
+	}
+	if s.send.f == nil {
+		if s.f.Fd() == vfs.InvalidFd {
+			return -1, 0, ErrNoFile
+		}
+		f, err := s.fs.Open(s.path, vfs.OpenOptions{ReadOnly: true})
+		if err != nil {
+			return -1, 0, err
+		}
+		s.send.f = f
+	}
+	fd, err := dupFd(s.send.f)
+	return fd, s.onDisk.Load(), err
+}
+
+// closeSendFile closes DupFile's descriptor (Close, once closed is set).
+func (s *directSegment) closeSendFile() error {
+	s.send.Lock()
+	defer s.send.Unlock()
+	if s.send.f == nil {
+		return nil
+	}
+	err := s.send.f.Close()
+	s.send.f = nil
+	return err
+}

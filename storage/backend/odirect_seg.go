@@ -50,6 +50,14 @@ type directSegment struct {
 	// it exclusively (see odirect.go).
 	ringMu sync.RWMutex
 
+	// send is a buffered, read-only descriptor of the file for sendfile
+	// (filesource.go), which cannot read an O_DIRECT one at record
+	// offsets: opened on the first DupFile, closed by Close.
+	send struct {
+		sync.Mutex
+		f vfs.File
+	}
+
 	// io serialises disk writes (Flush, spills) and owns their state.
 	io struct {
 		sync.Mutex
@@ -463,5 +471,5 @@ func (s *directSegment) Close() error {
 		}
 		stErr = s.dropStageLocked(err == nil && s.io.err == nil)
 	}
-	return errors.Join(err, stErr, s.io.exec.close(), s.f.Close())
+	return errors.Join(err, stErr, s.io.exec.close(), s.closeSendFile(), s.f.Close())
 }
