@@ -2,12 +2,17 @@ package broker
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
 	"fmt"
 	"maps"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/client"
+	"github.com/samsamq/samsa/internal/netx"
+	"github.com/samsamq/samsa/internal/netx/netxtest"
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage/record"
 )
@@ -223,4 +228,65 @@ func cpuSeconds() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// TestTLSPullsAreRead: on a permissive port, our client's pulls of a
+// one-queue backlog (runs of 32 KiB) go from the files over plain TCP and
+// are read, never sent from the files, over TLS.
+func TestTLSPullsAreRead(t *testing.T) {
+	certs := netxtest.New(t)
+	ns, b := tlsCluster(t, certs, netx.TLSPermissive, netx.ClientAuthNone)
+	for _, tlsOn := range []bool{true, false} {
+		var cfg *tls.Config
+		if tlsOn {
+			cfg = certs.ClientConfig(t, false)
+		}
+		topic := fmt.Sprintf("tls-pull-%v", tlsOn)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		co := client.ClientOptions{NameServers: []string{ns.Addr()}, TLS: cfg, RequestTimeout: 10 * time.Second}
+		a, err := client.NewAdmin(co)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.CreateTopic(ctx, topic, client.TopicOptions{Queues: 1}); err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		p, err := client.NewProducer(client.ProducerOptions{ClientOptions: co, SendTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 1.4 MB: the first records are out of the stage's write buffer
+		// (written out a 256 KiB at a time) and in the file.
+		start := b.store.WrittenOffset()
+		for i := range 1200 {
+			if _, err := p.Send(ctx, &client.Message{Topic: topic, Body: bytes.Repeat([]byte{byte('a' + i%26)}, 1024)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Close()
+		waitIndexed(t, b, topic, 1, 1200)
+		waitFor(t, func() bool { return b.store.HandedOffset() >= start+128<<10 }, "the first records handed to the file")
+		c, err := client.NewPullConsumer(client.PullConsumerOptions{ClientOptions: co, Group: "g-" + topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := b.stats.sentFromFile.Load()
+		q := client.MessageQueue{Topic: topic, BrokerName: b.cfg.BrokerName, QueueID: 0}
+		got := 0
+		for off := int64(0); off < 64; {
+			r, err := c.Pull(ctx, q, off, client.PullOptions{MaxMessages: 32})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += len(r.Messages)
+			off = r.NextOffset
+		}
+		c.Close()
+		cancel()
+		sent := b.stats.sentFromFile.Load() - before
+		if got != 64 || tlsOn != (sent == 0) {
+			t.Fatalf("TLS %v: %d messages, %d bytes sent from the files", tlsOn, got, sent)
+		}
+	}
 }
