@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/samsamq/samsa/storage/backend"
 	"github.com/samsamq/samsa/storage/consumequeue"
 )
@@ -91,7 +89,7 @@ func (s *fdSet) close() {
 
 func closeFds(fds []int) {
 	for _, fd := range fds {
-		_ = unix.Close(fd)
+		_ = backend.CloseDup(fd)
 	}
 }
 

@@ -78,3 +78,6 @@ func (s *directSegment) closeSendFile() error {
 	s.send.f = nil
 	return err
 }
+
+// CloseDup closes a descriptor DupFile returned.
+func CloseDup(fd int) error { return unix.Close(fd) }
