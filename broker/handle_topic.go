@@ -34,7 +34,9 @@ func (b *Broker) handleUpdateAndCreateTopic(_ *conn, req *protocol.Command) *pro
 		prepareQueues(b.store, b.log, tc)
 	}
 	// Unchanged too: the request that changed it may still be registering.
-	b.reg.topicsChanged()
+	if err := b.reg.registerChanges(); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "topic stored, but "+err.Error())
+	}
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 

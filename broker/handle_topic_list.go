@@ -43,6 +43,8 @@ func (b *Broker) handleUpdateAndCreateTopicList(_ *conn, req *protocol.Command) 
 	for _, tc := range changed {
 		prepareQueues(b.store, b.log, tc)
 	}
-	b.reg.topicsChanged()
+	if err := b.reg.registerChanges(); err != nil {
+		return protocol.NewResponse(req, protocol.SystemError, "topics stored, but "+err.Error())
+	}
 	return protocol.NewResponse(req, protocol.Success, "")
 }

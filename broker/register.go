@@ -2,6 +2,7 @@ package broker
 
 import (
 	"compress/zlib"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -146,14 +147,19 @@ func (r *registrar) stateLocked(addr string) *nsState {
 // request may have made the topic and still be registering it. Concurrent
 // calls batch: the one that takes mu registers every change made so far,
 // and those it covered return at once.
-func (r *registrar) topicsChanged() {
+func (r *registrar) topicsChanged() { _ = r.registerChanges() }
+
+// registerChanges is topicsChanged, and says which name servers refused
+// the changes for what they carry (a bound: see namesrv.CheckRegistration),
+// where a full registration would be refused too.
+func (r *registrar) registerChanges() error {
 	addrs := r.b.cfg.NamesrvAddrs
 	if len(addrs) == 0 {
 		r.b.topics.takeChanges() // nobody to tell: forget them
-		return
+		return nil
 	}
 	if r.b.ln == nil || r.b.Addr() == "" {
-		return // the start registers in full
+		return nil // the start registers in full
 	}
 	want := r.b.topics.seq()
 	r.mu.Lock()
@@ -166,13 +172,14 @@ func (r *registrar) topicsChanged() {
 		}
 	}
 	if covered {
-		return
+		return nil
 	}
 	ch := r.b.topics.takeChanges()
 	base := r.taken
 	r.taken = ch.seq
 	h, key := r.header()
 	var inc, full []string
+	var refused []error
 	for _, a := range addrs {
 		st := r.stateLocked(a)
 		switch {
@@ -200,37 +207,44 @@ func (r *registrar) topicsChanged() {
 		body, err := registerBody(tcs, dv)
 		if err != nil {
 			r.b.log.Error("broker: encode registration", "err", err)
-			return
+			return err
 		}
 		h.Incremental = true
 		h.BodyCrc32 = protocol.BodyCRC32(body)
-		failed := make([]bool, len(inc))
+		errs := make([]error, len(inc))
 		answers := make([]*protocol.RegisterBrokerResponseHeader, len(inc))
 		parallel(inc, func(i int, a string) {
 			r.stats.incremental.Add(1)
-			rh, err := r.send(a, h, body)
-			if err != nil {
-				// A name server that restarted refuses the changes
-				// alone: it gets the whole table below.
-				r.b.log.Debug("broker: incremental registration failed; registering in full", "namesrv", a, "err", err)
-				failed[i] = true
-				return
-			}
-			answers[i] = rh
+			answers[i], errs[i] = r.send(a, h, body)
 		})
 		for i, a := range inc {
-			if failed[i] {
+			var re *refusedError
+			switch {
+			case errs[i] == nil:
+				st := r.ns[a]
+				st.seq, st.dv = ch.seq, dv
+			case errors.As(errs[i], &re) && re.remark != protocol.RegisterInFullRemark:
+				// Refused for what it carries: the whole table would
+				// be too. The name server keeps what it held; the
+				// changes are not offered again until a full
+				// registration (fullEvery) or the next change.
+				r.b.log.Warn("broker: name server refused the changed topics", "namesrv", a, "topics", len(tcs), "err", errs[i])
+				r.ns[a].seq = ch.seq
+				refused = append(refused, fmt.Errorf("name server %s refused the topics' routes: %s", a, re.remark))
+			default:
+				// A name server that restarted refuses the changes
+				// alone (or the request failed): it gets the whole
+				// table below.
+				r.b.log.Debug("broker: incremental registration failed; registering in full", "namesrv", a, "err", errs[i])
 				full = append(full, a)
-				continue
 			}
-			st := r.ns[a]
-			st.seq, st.dv = ch.seq, dv
 		}
 		r.learn(answers)
 	}
 	if len(full) > 0 {
 		r.fullLocked(full, false)
 	}
+	return errors.Join(refused...)
 }
 
 // registerAll registers the whole table with every name server in
@@ -340,7 +354,11 @@ func (r *registrar) fullLocked(addrs []string, first bool) {
 		st := r.stateLocked(a)
 		if errs[i] != nil {
 			r.b.log.Warn("broker: register with name server failed", "namesrv", a, "err", errs[i])
-			*st = nsState{retryAt: now.Add(registerRetry)}
+			retry := registerRetry
+			if re := (*refusedError)(nil); errors.As(errs[i], &re) {
+				retry = max(retry, r.b.cfg.RegisterNameServerPeriod) // refused whole: the period tries again
+			}
+			*st = nsState{retryAt: now.Add(retry)}
 			answers[i] = nil
 			continue
 		}
@@ -385,6 +403,14 @@ func wireTopics(tcs []TopicConfig, dv protocol.DataVersion) protocol.TopicConfig
 	return w
 }
 
+// refusedError is a name server's answer other than success.
+type refusedError struct {
+	code   int16
+	remark string
+}
+
+func (e *refusedError) Error() string { return fmt.Sprintf("code %d: %s", e.code, e.remark) }
+
 // send sends one REGISTER_BROKER and decodes its answer's header.
 func (r *registrar) send(addr string, h protocol.RegisterBrokerRequestHeader, body []byte) (*protocol.RegisterBrokerResponseHeader, error) {
 	r.stats.frames.Add(1)
@@ -394,7 +420,7 @@ func (r *registrar) send(addr string, h protocol.RegisterBrokerRequestHeader, bo
 		return nil, err
 	}
 	if resp.Code != protocol.Success {
-		return nil, fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+		return nil, &refusedError{code: resp.Code, remark: resp.Remark}
 	}
 	var rh protocol.RegisterBrokerResponseHeader
 	if err := rh.Decode(resp.ExtFields); err != nil {

@@ -384,8 +384,9 @@ func (m *topicManager) createIfMissing(topic string, queues, perm int) (tc Topic
 // GET_ALL_TOPIC_CONFIG's answer (and so a slave's copy of its master's
 // table, slave_sync.go) is one frame, refused past it (answers.bounded),
 // about 50,000 topics; and a name server lists every topic in one answer
-// (namesrv.MaxTopicListBytes, 12 MiB of names: about a million topics of
-// 10 characters). Past MaxTopics a new topic is refused
+// (namesrv.MaxTopicListBytes, 15 MiB of names: about 1.2 million topics
+// of 10 characters; past it the name server refuses their routes, and a
+// create answers so). Past MaxTopics a new topic is refused
 // (ErrTooManyTopics), whether created by an admin, a send or a heartbeat.
 const MaxTopics = 1 << 21
 

@@ -77,7 +77,7 @@ func (s *Server) registerBroker(c *conn, req *protocol.Command) *protocol.Comman
 		// (it restarted, or dropped the broker): the broker's other
 		// topics would be missing, so it is told to register in full.
 		s.mu.Unlock()
-		return protocol.NewResponse(req, protocol.SystemError, "incremental registration from a broker not registered here: register in full")
+		return protocol.NewResponse(req, protocol.SystemError, protocol.RegisterInFullRemark)
 	}
 	if err := s.mu.routes.CheckRegistration(reg); err != nil {
 		// A broker already registered keeps its liveness and its routes

@@ -23,7 +23,7 @@ import (
 //     filter servers, and GET_ALL_TOPIC_LIST_FROM_NAMESERVER lists every
 //     topic. Names and addresses are bounded in length, groups and
 //     addresses in number, and the topic list in JSON bytes, so each of
-//     these answers stays under about 12 MiB. A registration past a bound
+//     these answers stays under about 15 MiB. A registration past a bound
 //     is refused whole: nothing of it is recorded, but a broker already
 //     registered is kept alive with the state it had, so a refusal never
 //     makes its routes vanish.
@@ -39,7 +39,7 @@ const (
 	MaxBrokerGroups   = 1024     // broker names
 	MaxBrokerAddrs    = 8        // addresses (ids) under one broker name
 	MaxFilterServers  = 8        // filter servers of one broker
-	MaxTopicListBytes = 12 << 20 // JSON bytes of the topic list
+	MaxTopicListBytes = 15 << 20 // JSON bytes of the topic list: 1.2 million topics of 10 characters
 )
 
 // ErrLimit is a request refused because it would take the name server past

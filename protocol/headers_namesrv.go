@@ -40,9 +40,14 @@ type RegisterBrokerRequestHeader struct {
 	// servers): the body holds only the topics changed since the broker's
 	// last registration with this name server, under its new data version
 	// (RocketMQ's registerIncrementBrokerData). A Samsa name server that
-	// does not know the broker refuses it, so the broker registers in full.
+	// does not know the broker refuses it (remark RegisterInFullRemark), so
+	// the broker registers in full.
 	Incremental bool
 }
+
+// RegisterInFullRemark is a Samsa name server's remark refusing an
+// incremental registration from a broker it does not hold.
+const RegisterInFullRemark = "incremental registration from a broker not registered here: register in full"
 
 func (h *RegisterBrokerRequestHeader) Encode() map[string]string {
 	w := newFields(10)
