@@ -61,6 +61,39 @@ type writeBehind struct {
 	failed atomic.Bool
 }
 
+// claim kicks the goroutine unless a round is claimed already (pending).
+func (wb *writeBehind) claim() {
+	if wb.pending.Load() || !wb.pending.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case wb.kick <- struct{}{}:
+	default:
+	}
+}
+
+// await waits, the ring being full with progress (what the rounds move)
+// at d, until a round moves it: true then, or the outcome once the
+// goroutine failed or stopped. Due whatever the share, and kicked
+// whenever no round is claimed, every time round: a round that ended
+// (pending cleared before its signal) between reading d and waiting
+// freed room below d only, and nothing else would wake the goroutine
+// again.
+func (wb *writeBehind) await(progress *atomic.Int64, d int64) bool {
+	for progress.Load() == d {
+		wb.claim()
+		select {
+		case <-wb.freed:
+		case <-wb.done:
+			return progress.Load() > d
+		}
+		if wb.failed.Load() {
+			return progress.Load() > d
+		}
+	}
+	return true
+}
+
 // openStage makes the stage at the first Append (appendMu held; w the
 // tail): the ring moves into its buffer, with the bytes [onDisk, w) the
 // heap ring held.
@@ -113,12 +146,8 @@ const writeBehindShare = 8
 // kickWriteBehind wakes the write-behind when a share of the ring below
 // the tail w waits to be written and no round is pending (appendMu held).
 func (s *directSegment) kickWriteBehind(w int64) {
-	if !s.writeBehindDue(w) || s.wb.pending.Load() || !s.wb.pending.CompareAndSwap(false, true) {
-		return
-	}
-	select {
-	case s.wb.kick <- struct{}{}:
-	default:
+	if s.writeBehindDue(w) {
+		s.wb.claim()
 	}
 }
 
@@ -131,28 +160,7 @@ func (s *directSegment) awaitWriteBehind(d int64) bool {
 	if alignDown(s.written.Load()) <= d || s.wb.failed.Load() {
 		return false
 	}
-	// Due whatever the share (the ring is full), and kicked whenever no
-	// round is claimed, every time round: a round that
-	// ended (pending cleared before its signal) between reading d and
-	// waiting freed room below d only, and nothing else would wake the
-	// write-behind again.
-	for s.onDisk.Load() == d {
-		if !s.wb.pending.Load() && s.wb.pending.CompareAndSwap(false, true) {
-			select {
-			case s.wb.kick <- struct{}{}:
-			default:
-			}
-		}
-		select {
-		case <-s.wb.freed:
-		case <-s.wb.done:
-			return s.onDisk.Load() > d
-		}
-		if s.wb.failed.Load() {
-			return s.onDisk.Load() > d
-		}
-	}
-	return true
+	return s.wb.await(&s.onDisk, d)
 }
 
 // writeBehind is the write-behind goroutine of a staging segment: woken

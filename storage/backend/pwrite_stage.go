@@ -41,13 +41,8 @@ const pwriteRingBuffers = 8
 
 // pwriteBehind is a staging segment's write-behind state.
 type pwriteBehind struct {
-	kick    chan struct{} // buffered 1: a buffer's worth waits
-	stop    chan struct{} // closed by Seal and Close
-	done    chan struct{} // closed when the goroutine exits
-	freed   chan struct{} // buffered 1: signalled after every round
-	pending atomic.Bool   // a kick was sent and its round has not ended
-	failed  atomic.Bool   // the last round's write failed
-	waiting atomic.Bool   // an appender waits for room (awaitWriteBehind)
+	writeBehind             // a round writes a buffer's worth
+	waiting     atomic.Bool // an appender waits for room (awaitWriteBehind)
 }
 
 // ringed says whether the buffer is a staged ring (appendMu or io held).
@@ -130,8 +125,8 @@ func (s *pwriteSegment) openRing(w int64) error {
 	s.base, s.hdrBase = w, w
 	s.bufMu.Unlock()
 	s.io.Unlock()
-	s.wb = pwriteBehind{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		freed: make(chan struct{}, 1)}
+	s.wb = pwriteBehind{writeBehind: writeBehind{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		freed: make(chan struct{}, 1)}}
 	go s.writeBehind()
 	return nil
 }
@@ -176,12 +171,8 @@ func (s *pwriteSegment) writeBehindDue(w int64) bool {
 // kickWriteBehind wakes the write-behind when a buffer's worth waits and
 // no round is pending (appendMu held).
 func (s *pwriteSegment) kickWriteBehind(w int64) {
-	if !s.writeBehindDue(w) || s.wb.pending.Load() || !s.wb.pending.CompareAndSwap(false, true) {
-		return
-	}
-	select {
-	case s.wb.kick <- struct{}{}:
-	default:
+	if s.writeBehindDue(w) {
+		s.wb.claim()
 	}
 }
 
@@ -194,30 +185,9 @@ func (s *pwriteSegment) awaitWriteBehind() bool {
 	if s.written.Load() <= d || s.wb.failed.Load() {
 		return false
 	}
-	// Due whatever the share (the ring is full), and kicked whenever no
-	// round is claimed, every time round: a round that
-	// ended (pending cleared before its signal) between reading d and
-	// waiting freed room below d only, and nothing else would wake the
-	// write-behind again.
 	s.wb.waiting.Store(true)
 	defer s.wb.waiting.Store(false)
-	for s.onFile.Load() == d {
-		if !s.wb.pending.Load() && s.wb.pending.CompareAndSwap(false, true) {
-			select {
-			case s.wb.kick <- struct{}{}:
-			default:
-			}
-		}
-		select {
-		case <-s.wb.freed:
-		case <-s.wb.done:
-			return s.onFile.Load() > d
-		}
-		if s.wb.failed.Load() {
-			return s.onFile.Load() > d
-		}
-	}
-	return true
+	return s.wb.await(&s.onFile, d)
 }
 
 // writeBehind is the write-behind goroutine of a staging segment: woken
