@@ -126,6 +126,11 @@ type Comparison struct {
 	// PlusRTT and PlusMs are an additive comparison's allowance.
 	PlusRTT float64 `json:"plus_rtt,omitempty"`
 	PlusMs  float64 `json:"plus_ms,omitempty"`
+	// NotComparable, if set, says why the ratio is printed but says
+	// nothing about the two systems (a peer held back by this machine or
+	// by its packaged version, not by its design): the comparison has no
+	// target, and reports print the reason beside it.
+	NotComparable string `json:"not_comparable,omitempty"`
 }
 
 // Cell is a CellSpec resolved against the base workload and the matrix.
@@ -206,6 +211,9 @@ func (e *Experiment) validate() error {
 			}
 		default:
 			errs = append(errs, fmt.Errorf("comparison %q: kind %q: want ratio or additive", c.Name, c.Kind))
+		}
+		if c.NotComparable != "" && (c.Target != 0 || c.Kind == "additive") {
+			errs = append(errs, fmt.Errorf("comparison %q: not_comparable takes no target", c.Name))
 		}
 		for _, l := range []string{c.Num, c.Den} {
 			if !labels[l] {

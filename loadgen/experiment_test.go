@@ -116,6 +116,27 @@ func TestMissedTargets(t *testing.T) {
 	require.Contains(t, m[1], "skipped (cell skipped)")
 }
 
+// TestNotComparable: a comparison marked not comparable prints its ratio
+// and the reason, is never a missed target, and may not carry a target.
+func TestNotComparable(t *testing.T) {
+	r := &ExperimentResult{Comparisons: []ComparisonResult{
+		{Comparison: Comparison{Name: "e2e", Num: "a", Den: "b", Metric: "e2e_p99",
+			NotComparable: "the peer's server used 1.4 of 2 cores"}, Value: 0.1},
+	}}
+	require.Empty(t, r.MissedTargets())
+	md := r.Markdown()
+	require.Contains(t, md, "| 0.10× | – | not comparable |")
+	require.Contains(t, md, "Not comparable, e2e: the peer's server used 1.4 of 2 cores")
+
+	js := strings.Replace(expJSON, `"compare": [`, `"compare": [{"name": "x", "num": "b/queues_per_topic=2", "den": "a/queues_per_topic=2", "metric": "msgs_per_sec", "target": 1, "not_comparable": "why"},`, 1)
+	require.NotEqual(t, expJSON, js, "expJSON has a compare list")
+	dir := t.TempDir()
+	p := filepath.Join(dir, "nc.json")
+	require.NoError(t, os.WriteFile(p, []byte(js), 0o644))
+	_, err := LoadExperiment(p)
+	require.ErrorContains(t, err, "not_comparable takes no target")
+}
+
 // TestExperimentAlternateAndSettle: with alternate, every second repeat
 // runs the cells in reverse order; settle pauses before each run; a bad
 // settle is refused at load.

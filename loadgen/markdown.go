@@ -114,11 +114,19 @@ func (r *ExperimentResult) comparisonTable(b *strings.Builder) {
 			if c.Met != nil {
 				met = map[bool]string{true: "yes", false: "**no**"}[*c.Met]
 			}
+			if c.NotComparable != "" {
+				met = "not comparable"
+			}
 			op := "÷"
 			if c.Kind == "additive" {
 				op = "−"
 			}
 			fmt.Fprintf(b, "| %s (%s %s %s) | %s | %s | %s | %s |\n", c.Name, c.Num, op, c.Den, c.Metric, val, target, met)
+		}
+		for _, c := range r.Comparisons {
+			if c.NotComparable != "" {
+				fmt.Fprintf(b, "\nNot comparable, %s: %s\n", c.Name, strings.ReplaceAll(c.NotComparable, "\n", " "))
+			}
 		}
 	}
 }
