@@ -42,10 +42,15 @@ type pwriteSegment struct {
 	outErr atomic.Pointer[error]
 
 	// appendMu serialises Append (the CommitLog's lock makes it
-	// uncontended) and guards the reservation state.
-	appendMu  sync.Mutex
-	reserved  int64 // the file is allocated up to here
-	noReserve bool  // the file system refused fallocate: reserve nothing
+	// uncontended).
+	appendMu sync.Mutex
+	// reserved: the file is allocated up to here. The appender reserves
+	// what it needs (under appendMu); a staged ring's write-behind also
+	// reserves a ring's worth ahead (under io), so the appender, holding
+	// the CommitLog's lock, does not meet fallocate's wait for the
+	// inode lock that the write-behind's write holds. It only grows.
+	reserved  atomic.Int64
+	noReserve atomic.Bool // the file system refused fallocate: reserve nothing
 
 	// io serialises writes to the file and changes of buf and base.
 	io sync.Mutex
@@ -69,7 +74,8 @@ type pwriteSegment struct {
 }
 
 func newPwriteSegment(f vfs.File, cfg Config, opts PwriteOptions, written, reserved int64) *pwriteSegment {
-	s := &pwriteSegment{f: f, fs: cfg.FS, path: cfg.Path, stagePath: cfg.StagePath, capacity: cfg.Capacity, reserved: reserved}
+	s := &pwriteSegment{f: f, fs: cfg.FS, path: cfg.Path, stagePath: cfg.StagePath, capacity: cfg.Capacity}
+	s.reserved.Store(reserved)
 	s.bufSize = int(min(int64(opts.BufferSize), cfg.Capacity-written))
 	s.written.Store(written)
 	s.onFile.Store(written)
@@ -133,8 +139,8 @@ func (s *pwriteSegment) Append(p []byte) error {
 // reserving a buffer's worth beyond it at once; on a nearly full disk it
 // settles for end itself.
 func (s *pwriteSegment) reserve(end int64) error {
-	from := max(s.reserved, s.onFile.Load())
-	if end <= from || s.noReserve {
+	from := max(s.reserved.Load(), s.onFile.Load())
+	if end <= from || s.noReserve.Load() {
 		return nil
 	}
 	to := min(s.capacity, end+int64(s.bufSize))
@@ -145,15 +151,40 @@ func (s *pwriteSegment) reserve(end int64) error {
 	}
 	switch {
 	case err == nil:
-		s.reserved = to
+		s.raiseReserved(to)
 		return nil
 	case errors.Is(err, syscall.EOPNOTSUPP):
 		// No fallocate here (some network file systems): buffered bytes
 		// then meet a full disk only when written out.
-		s.noReserve = true
+		s.noReserve.Store(true)
 		return nil
 	}
 	return fmt.Errorf("backend: pwrite %s: reserve [%d, %d): %w", s.path, from, to, err)
+}
+
+// reserveAhead is the write-behind's reservation (io held): while less
+// than a ring's worth past the tail w is allocated, it allocates two
+// rings' worth past it. A failure is left to the appender's own reserve,
+// which reports it.
+func (s *pwriteSegment) reserveAhead(w int64) {
+	from := max(s.reserved.Load(), s.onFile.Load())
+	if from >= w+s.ringSize || from >= s.capacity || s.noReserve.Load() {
+		return
+	}
+	to := min(s.capacity, w+2*s.ringSize)
+	if s.f.Allocate(from, to-from) == nil {
+		s.raiseReserved(to)
+	}
+}
+
+// raiseReserved moves reserved up to to, never down.
+func (s *pwriteSegment) raiseReserved(to int64) {
+	for {
+		r := s.reserved.Load()
+		if to <= r || s.reserved.CompareAndSwap(r, to) {
+			return
+		}
+	}
 }
 
 // restartBuffer writes out what the buffer holds below w and starts it

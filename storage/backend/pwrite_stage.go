@@ -243,7 +243,9 @@ func (s *pwriteSegment) writeBehindRound() bool {
 	if w-d < s.share() && !s.wb.waiting.Load() {
 		return true
 	}
-	return s.writeOutLocked(min(w, d+s.share())) == nil
+	ok := s.writeOutLocked(min(w, d+s.share())) == nil
+	s.reserveAhead(w)
+	return ok
 }
 
 // stopWriteBehind stops the write-behind goroutine, if running, and

@@ -115,3 +115,41 @@ func TestStageWriteBehindNoLostWakeup(t *testing.T) {
 		})
 	}
 }
+
+// TestPwriteStageReservesAhead: a staging segment's write-behind keeps
+// the file allocated about a ring's worth past the tail, so the appender (which
+// holds the CommitLog's lock) does not call fallocate, whose wait for the
+// inode lock a write-behind write holds stalled every writer; the
+// appender's own reservation reaches only a buffer past its append.
+func TestPwriteStageReservesAhead(t *testing.T) {
+	m := vfs.NewMem()
+	dir := t.TempDir()
+	if err := m.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{FS: m, Path: filepath.Join(dir, "seg"), Capacity: 1 << 20, StagePath: filepath.Join(dir, "seg.stage")}
+	b, err := NewPwrite(PwriteOptions{BufferSize: 4096}) // a 32 KiB ring
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, err := b.Create(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := seg.(*pwriteSegment)
+	t.Cleanup(func() { s.Close() })
+	for s.Written() < 200<<10 {
+		appendD(t, s, 1000)
+	}
+	w := s.Written()
+	waitFor(t, "the write-behind to write the tail's buffers", func() bool { return w-s.onFile.Load() < s.share() })
+	// The last round saw a tail past onFile, and onFile is within a
+	// share of w: so it reserved past w by a ring less a share at least.
+	if r := s.reserved.Load(); r <= w+s.ringSize-s.share() {
+		t.Fatalf("reserved up to %d, tail %d: not a ring (%d) less a share ahead", r, w, s.ringSize)
+	}
+	if r := s.reserved.Load(); r > cfg.Capacity {
+		t.Fatalf("reserved up to %d, past the capacity %d", r, cfg.Capacity)
+	}
+	readD(t, s, 0, int(w))
+}
