@@ -201,6 +201,9 @@ func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int6
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := checkDirected(msgs, q, offset); err != nil {
+		return nil, 0, err
+	}
 	res.Messages = msgs[:0]
 	for _, m := range msgs {
 		if f.match(m.Tags) {
@@ -209,6 +212,30 @@ func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int6
 		}
 	}
 	return res, rh.SuggestWhichBrokerID, nil
+}
+
+// ErrMisdirected is matched by a *CorruptMessageError for a record that
+// does not belong where its answer put it: another topic or queue, or an
+// offset before the pull's or out of order.
+var ErrMisdirected = errors.New("client: record does not belong to the pulled queue")
+
+// checkDirected checks that every record of a pull answer for q from
+// offset belongs there: q's topic and queue, offsets from offset up,
+// strictly rising. A record that does not is refused like a corrupt one
+// (a broker bug or a damaged header whose CRC still holds must not hand
+// the application another queue's message under this queue's offsets).
+func checkDirected(msgs []*MessageExt, q MessageQueue, offset int64) error {
+	next := offset
+	for _, m := range msgs {
+		if m.Topic != q.Topic || m.Queue.QueueID != q.QueueID || m.QueueOffset < next {
+			return &CorruptMessageError{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID,
+				QueueOffset: m.QueueOffset, PullOffset: offset,
+				Err: fmt.Errorf("%w: topic %s queue %d offset %d, expected queue %d at offset %d or later",
+					ErrMisdirected, m.Topic, m.Queue.QueueID, m.QueueOffset, q.QueueID, next)}
+		}
+		next = m.QueueOffset + 1
+	}
+	return nil
 }
 
 // PullConsumerOptions configure a PullConsumer.
