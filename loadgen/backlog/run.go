@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,16 @@ type Run struct {
 	// the process; CPUPerGiB is it per GiB of backlog drained.
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 	CPUPerGiB  float64 `json:"cpu_seconds_per_gib,omitempty"`
+	// BrokerCPUSeconds is the broker's part of it: the CPU profile's
+	// samples over the drain on goroutines the target started (the
+	// embedded broker and name server), labelled (sideLabel), scaled to
+	// CPUSeconds; BrokerCPUPerGiB per GiB drained. ClientCPUSeconds is the
+	// steady producers' and consumers' part; the rest (the runtime's
+	// unlabelled goroutines: garbage collection) is in neither. Zero when
+	// no profile could be taken (another CPU profile running).
+	BrokerCPUSeconds float64 `json:"broker_cpu_seconds,omitempty"`
+	BrokerCPUPerGiB  float64 `json:"broker_cpu_seconds_per_gib,omitempty"`
+	ClientCPUSeconds float64 `json:"client_cpu_seconds,omitempty"`
 }
 
 // Result is what a backlog-drain run writes under results/.
@@ -122,9 +133,9 @@ func runSettings(ctx context.Context, e *Experiment, name string, s Settings, op
 				name, i, s.Repeats, s.BacklogBytes>>20, s.SteadyRate)
 		},
 		Done: func(r Run) string {
-			return fmt.Sprintf("drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; loopback TCP %.1f MB/s: ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f; CPU %.2f s/GiB",
+			return fmt.Sprintf("drained %d MiB in %.2fs: %.1f MB/s; raw read %.1f MB/s (%s): ratio %.2f; loopback TCP %.1f MB/s: ratio %.2f; send p99 %.2f ms before, %.2f ms during: ratio %.2f; CPU %.2f s/GiB (broker %.2f)",
 				r.BacklogBytes>>20, r.DrainSeconds, r.DrainMBps, r.ReadMBps, r.ReadMethod, r.DrainRatio, r.LoopbackMBps, r.LoopbackRatio,
-				float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.P99Ratio, r.CPUPerGiB)
+				float64(r.SendBefore.P99)/1000, float64(r.SendDuring.P99)/1000, r.P99Ratio, r.CPUPerGiB, r.BrokerCPUPerGiB)
 		}}, func(int) (Run, error) { return runOnce(ctx, s, opts) }); err != nil {
 		return nil, err
 	}
@@ -149,10 +160,17 @@ func runSettings(ctx context.Context, e *Experiment, name string, s Settings, op
 }
 
 func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
-	t, err := opts.NewTarget(ctx, TargetOptions{Flush: s.Flush, DirectColdReads: s.DirectColdReads, TransferMsgByHeap: s.TransferMsgByHeap})
+	// The target's goroutines (and all they start) carry the broker's
+	// label, this one and what it starts from here on the client's.
+	var t Target
+	pprof.Do(ctx, pprof.Labels(sideLabel, "broker"), func(ctx context.Context) {
+		t, err = opts.NewTarget(ctx, TargetOptions{Flush: s.Flush, DirectColdReads: s.DirectColdReads, TransferMsgByHeap: s.TransferMsgByHeap})
+	})
 	if err != nil {
 		return r, err
 	}
+	defer pprof.SetGoroutineLabels(ctx)
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels(sideLabel, "client")))
 	closed := false
 	defer func() {
 		if !closed { // an early return: its error, with the Close's
@@ -217,6 +235,7 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	}
 	st.during.SetMeasuring(true)
 	cpu0 := processCPU()
+	split := startCPUSplit()
 	t0 = time.Now()
 	var consumers []loadgen.Consumer
 	defer func() {
@@ -252,7 +271,19 @@ func runOnce(ctx context.Context, s Settings, opts Options) (r Run, err error) {
 	}
 	el := time.Since(t0)
 	r.CPUSeconds = processCPU() - cpu0
-	r.CPUPerGiB = r.CPUSeconds / (float64(r.BacklogBytes) / (1 << 30))
+	gib := float64(r.BacklogBytes) / (1 << 30)
+	r.CPUPerGiB = r.CPUSeconds / gib
+	if sides := split.stop(); len(sides) > 0 {
+		var sampled float64
+		for _, v := range sides {
+			sampled += v
+		}
+		if sampled > 0 { // the profile's share of each side, of the process's CPU time
+			r.BrokerCPUSeconds = r.CPUSeconds * sides["broker"] / sampled
+			r.ClientCPUSeconds = r.CPUSeconds * sides["client"] / sampled
+			r.BrokerCPUPerGiB = r.BrokerCPUSeconds / gib
+		}
+	}
 	st.during.SetMeasuring(false)
 	if counts {
 		h, m, d := rc.ReadCache()
