@@ -65,24 +65,63 @@ func SendFile(sc syscall.Conn, fd int, off int64, n int) (int64, error) {
 	return sent, nil
 }
 
-// Cork holds (on) or releases (off) the socket's partial frames
-// (TCP_CORK): a frame's header written before its body goes out by
-// sendfile then leaves in the body's packets, not a packet of its own
-// that wakes the reader once more.
-func Cork(sc syscall.Conn, on bool) error {
+// WriteMore writes bufs to the socket of sc with sendmsg(2) and
+// MSG_MORE: the kernel holds a last partial packet for what the caller
+// sends next (a frame's header then leaves with the first bytes of its
+// body, sent by SendFile), as TCP_CORK would without two setsockopt calls
+// around every answer. It waits for room as a Write does, under the
+// connection's write deadline, and returns the bytes written. The caller
+// must send more right after: what MSG_MORE held goes out with it.
+func WriteMore(sc syscall.Conn, bufs [][]byte) (int64, error) {
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("netx: sendmsg: %w", err)
 	}
-	v := 0
-	if on {
-		v = 1
+	for len(bufs) > 0 && len(bufs[0]) == 0 {
+		bufs = bufs[1:]
 	}
+	var sent int64
 	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, v)
-	}); err != nil {
-		return err
+	werr := rc.Write(func(sock uintptr) bool {
+		for len(bufs) > 0 {
+			k, err := unix.SendmsgBuffers(int(sock), bufs, nil, nil, unix.MSG_MORE)
+			if k > 0 {
+				sent += int64(k)
+				bufs = consume(bufs, k)
+			}
+			switch {
+			case errors.Is(err, unix.EAGAIN):
+				return false // wait until the socket has room
+			case errors.Is(err, unix.EINTR):
+				continue
+			case err != nil:
+				serr = err
+				return true
+			}
+		}
+		return true
+	})
+	if serr == nil {
+		serr = werr
 	}
-	return serr
+	if serr != nil {
+		return sent, fmt.Errorf("netx: sendmsg: %w", serr)
+	}
+	return sent, nil
+}
+
+// consume drops the first n bytes of bufs, and the buffers left empty.
+func consume(bufs [][]byte, n int) [][]byte {
+	for n > 0 && len(bufs) > 0 {
+		if n < len(bufs[0]) {
+			bufs[0] = bufs[0][n:]
+			return bufs
+		}
+		n -= len(bufs[0])
+		bufs = bufs[1:]
+	}
+	for len(bufs) > 0 && len(bufs[0]) == 0 {
+		bufs = bufs[1:]
+	}
+	return bufs
 }

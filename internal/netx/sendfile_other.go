@@ -15,5 +15,7 @@ func SendFile(sc syscall.Conn, fd int, off int64, n int) (int64, error) {
 	return 0, errors.New("netx: sendfile: not on this system")
 }
 
-// Cork does nothing here.
-func Cork(sc syscall.Conn, on bool) error { return nil }
+// WriteMore is not available here.
+func WriteMore(sc syscall.Conn, bufs [][]byte) (int64, error) {
+	return 0, errors.New("netx: sendmsg with MSG_MORE: not on this system")
+}
