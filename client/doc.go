@@ -53,7 +53,13 @@
 // # Consuming
 //
 // A PullConsumer reads a queue from an offset the caller gives, optionally
-// long-polling. A PushConsumer does the rest: in clustering mode the
+// long-polling. A received MessageExt aliases its pull answer's bytes
+// (properties are read from them: Property, PropertyMap); with
+// PullOptions.Records a pull answers Records instead, views of the stored
+// records decoded field by field when read, with no allocation per
+// message. Either way every record's CRC is checked (unless
+// SkipCRCCheck) and a record must belong to the queue and offsets pulled
+// (ErrMisdirected). A PushConsumer does the rest: in clustering mode the
 // group's members divide the queues (an AllocateStrategy: AllocateAveraged
 // as RocketMQ's clients do, AllocateAveragedByCircle,
 // AllocateConsistentHash, AllocateByConfig) and divide them again when a

@@ -47,8 +47,11 @@ type PullResult struct {
 	// MinOffset and MaxOffset bound the queue as the broker holds it.
 	MinOffset, MaxOffset int64
 	// Messages are the messages found that match the expression, in
-	// queue order.
+	// queue order (nil with PullOptions.Records).
 	Messages []*MessageExt
+	// Records are the same messages read in place, with
+	// PullOptions.Records (nil otherwise).
+	Records []Record
 	// Bytes is the size of the stored records received (before tag
 	// filtering), for flow control.
 	Bytes int
@@ -86,6 +89,10 @@ type PullOptions struct {
 	// or is gone. The answer's suggestion is then ignored, and no commit
 	// rides on the pull.
 	BrokerAddr string
+	// Records answers with PullResult.Records, views of the stored
+	// records decoded field by field when read, instead of Messages: no
+	// per-message allocation (see Record).
+	Records bool
 }
 
 // pull reads q from offset for group.
@@ -145,7 +152,7 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 				done(nil, fmt.Errorf("client: pull %v@%d: %w", q, offset, err))
 				return
 			}
-			res, suggest, err := pullResult(resp, addr, q, offset, f, verify)
+			res, suggest, err := pullResult(resp, addr, q, offset, f, verify, o.Records)
 			if ce := (*CorruptMessageError)(nil); refused == nil && h.ClientChecksCRC && errors.As(err, &ce) {
 				// Sent from the files, unread: ask again with the broker's
 				// check, which quarantines the record, repairs it from a
@@ -170,7 +177,7 @@ func (in *instance) pullAsync(ctx context.Context, group string, q MessageQueue,
 
 // pullResult reads a PULL_MESSAGE answer; suggest is the broker id it
 // says the queue's next pull should go to.
-func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int64, f tagFilter, verify bool) (res *PullResult, suggest int64, err error) {
+func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int64, f tagFilter, verify, records bool) (res *PullResult, suggest int64, err error) {
 	var status PullStatus
 	switch resp.Code {
 	case protocol.Success:
@@ -194,6 +201,19 @@ func pullResult(resp *protocol.Command, addr string, q MessageQueue, offset int6
 		return res, rh.SuggestWhichBrokerID, nil
 	}
 	res.Bytes = len(resp.Body)
+	if records {
+		recs, err := decodeRecords(resp.Body, q, offset, decodeOptions{brokerName: q.BrokerName, verify: verify, pullOffset: offset})
+		if err != nil {
+			return nil, 0, err
+		}
+		res.Records = recs[:0]
+		for _, r := range recs {
+			if f.all || f.match(r.Tags()) {
+				res.Records = append(res.Records, r)
+			}
+		}
+		return res, rh.SuggestWhichBrokerID, nil
+	}
 	msgs, err := decodeAnswer(resp.Body, decodeOptions{brokerName: q.BrokerName, verify: verify, pullOffset: offset})
 	if ce := (*CorruptMessageError)(nil); errors.As(err, &ce) {
 		ce.Topic, ce.QueueID = q.Topic, q.QueueID // what was asked for: the record's own fields may be what is corrupt
