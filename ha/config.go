@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -204,6 +205,9 @@ type SlaveConfig struct {
 	HousekeepingInterval time.Duration
 	// DialTimeout bounds a connection attempt (default 3 s).
 	DialTimeout time.Duration
+	// Dial, if set, opens the connection to the master instead of TCP
+	// (a simulated network; the attempt is still bounded by DialTimeout).
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// TLS, if set, makes the slave dial the master with TLS (the
 	// handshake is bounded by DialTimeout).
 	TLS *tls.Config

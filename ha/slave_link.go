@@ -28,8 +28,15 @@ type slaveLink struct {
 // session runs one link to addr until it fails. progressed says whether
 // it applied any frame (the back-off then restarts from its minimum).
 func (s *Slave) session(addr string) (progressed bool, err error) {
-	d := net.Dialer{Timeout: s.cfg.DialTimeout}
-	c, err := d.DialContext(s.ctx, "tcp", addr)
+	var c net.Conn
+	if s.cfg.Dial != nil {
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
+		c, err = s.cfg.Dial(ctx, addr)
+		cancel()
+	} else {
+		d := net.Dialer{Timeout: s.cfg.DialTimeout}
+		c, err = d.DialContext(s.ctx, "tcp", addr)
+	}
 	if err != nil {
 		return false, fmt.Errorf("dial %s: %w", addr, err)
 	}
