@@ -2,6 +2,7 @@
 #   make bench   the lab's main job on an embedded cluster (results/, PERFORMANCE.md)
 #   make test    lint (vet, gofmt, staticcheck, golangci-lint, go mod tidy) + tests (storage, broker, ha and controller with -race)
 #   make perf-gate  HEAD's binary against HEAD~1's, A/B; fails on a confident regression (CI runs it after make test)
+#   make sim     the simulator over SIM_SEEDS seeds (faults on a seeded schedule, virtual time)
 GO        ?= go
 BIN       := bin/samsa
 # Packages run under the race detector (storage, broker, replication and the
@@ -12,7 +13,7 @@ RACE_PKGS  = $$(for d in $(RACE_DIRS); do [ -d $$d ] && $(GO) list ./$$d/...; do
 REST_PKGS  = $$($(GO) list ./... | grep -v $(foreach d,$(RACE_DIRS),-e /samsa/$(d)))
 BENCH_DIR ?= $(CURDIR)/.benchdata
 
-.PHONY: all build test vet lint fmt-check staticcheck tidy-check golangci test-race test-rest fuzz perf-gate bench bench-full clean
+.PHONY: all build test vet lint fmt-check staticcheck tidy-check golangci test-race test-rest fuzz perf-gate bench bench-full sim clean
 
 all: build
 
@@ -63,6 +64,14 @@ test: lint build
 	  SAMSA_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s clients/python || rc=1; \
 	else echo "make test: python3 not found; skipping the Python client's tests (clients/python)"; fi; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see above)"; fi; exit $$rc
+
+# The simulator (package sim) over many seeds: a master and a slave on
+# crash-simulating file systems over an in-memory network, faults on a
+# seeded schedule, virtual time. make test runs 8 seeds per flush policy;
+# SIM_SEEDS here (a failure prints its seed: SAMSA_SIM_SEED=N replays it).
+SIM_SEEDS ?= 1000
+sim:
+	SAMSA_SIM_SEEDS=$(SIM_SEEDS) $(GO) test -count=1 -timeout 60m -run 'TestReplication$$' ./sim/
 
 # Short fuzz runs of every fuzz target (FUZZTIME each). The budget is a
 # count of executions (Nx), not a duration: a duration races Go 1.26's fuzz

@@ -1,0 +1,170 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+)
+
+// Net is an in-memory network between named nodes: listeners by address,
+// connections as in-memory pipes (net.Pipe: deadlines work, and under
+// testing/synctest every wait is on the bubble's virtual clock), and
+// faults a schedule applies: a partition between two nodes closes their
+// connections and refuses new ones until healed.
+type Net struct {
+	mu struct {
+		sync.Mutex
+		listeners map[string]*listener // by address
+		cut       map[[2]string]bool   // partitioned pairs, sorted
+		conns     []*pipeEnd
+	}
+}
+
+// NewNet returns a network with no listeners and no faults.
+func NewNet() *Net {
+	n := &Net{}
+	n.mu.listeners = map[string]*listener{}
+	n.mu.cut = map[[2]string]bool{}
+	return n
+}
+
+// ErrRefused is a dial to an address nobody listens on, or across a
+// partition.
+var ErrRefused = errors.New("sim: connection refused")
+
+func pair(a, b string) [2]string {
+	if a > b {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+// Listen listens on addr for node. The address must be free.
+func (n *Net) Listen(node, addr string) (net.Listener, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.mu.listeners[addr]; ok {
+		return nil, fmt.Errorf("sim: listen %s: address in use", addr)
+	}
+	l := &listener{net: n, node: node, addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+	n.mu.listeners[addr] = l
+	return l, nil
+}
+
+// Dialer returns from's dial function (ha.SlaveConfig.Dial's shape).
+func (n *Net) Dialer(from string) func(ctx context.Context, addr string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		n.mu.Lock()
+		l := n.mu.listeners[addr]
+		if l == nil || n.mu.cut[pair(from, l.node)] {
+			n.mu.Unlock()
+			return nil, fmt.Errorf("sim: dial %s from %s: %w", addr, from, ErrRefused)
+		}
+		c, s := net.Pipe()
+		ce := &pipeEnd{Conn: c, a: from, b: l.node}
+		se := &pipeEnd{Conn: s, a: l.node, b: from}
+		n.mu.conns = append(n.mu.conns, ce, se)
+		n.mu.Unlock()
+		select {
+		case l.conns <- se:
+			return ce, nil
+		case <-l.done:
+		case <-ctx.Done():
+		}
+		_ = ce.Close()
+		_ = se.Close()
+		return nil, fmt.Errorf("sim: dial %s from %s: %w", addr, from, ErrRefused)
+	}
+}
+
+// Partition cuts a from b: their connections close, new ones are refused.
+func (n *Net) Partition(a, b string) {
+	n.mu.Lock()
+	n.mu.cut[pair(a, b)] = true
+	var doomed []*pipeEnd
+	live := n.mu.conns[:0]
+	for _, c := range n.mu.conns {
+		if pair(c.a, c.b) == pair(a, b) {
+			doomed = append(doomed, c)
+		} else {
+			live = append(live, c)
+		}
+	}
+	n.mu.conns = live
+	n.mu.Unlock()
+	for _, c := range doomed {
+		_ = c.Close()
+	}
+}
+
+// Heal lifts every partition.
+func (n *Net) Heal() {
+	n.mu.Lock()
+	clear(n.mu.cut)
+	n.mu.Unlock()
+}
+
+// Isolate closes every connection of node (its process died: the peers
+// see their connections reset); the node's listeners must be closed by
+// its owner.
+func (n *Net) Isolate(node string) {
+	n.mu.Lock()
+	var doomed []*pipeEnd
+	live := n.mu.conns[:0]
+	for _, c := range n.mu.conns {
+		if c.a == node || c.b == node {
+			doomed = append(doomed, c)
+		} else {
+			live = append(live, c)
+		}
+	}
+	n.mu.conns = live
+	n.mu.Unlock()
+	for _, c := range doomed {
+		_ = c.Close()
+	}
+}
+
+// pipeEnd is one end of a connection from a to b.
+type pipeEnd struct {
+	net.Conn
+	a, b string
+}
+
+type listener struct {
+	net        *Net
+	node, addr string
+	conns      chan net.Conn
+	done       chan struct{}
+	once       sync.Once
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *listener) Close() error {
+	l.once.Do(func() {
+		close(l.done)
+		l.net.mu.Lock()
+		if l.net.mu.listeners[l.addr] == l {
+			delete(l.net.mu.listeners, l.addr)
+		}
+		l.net.mu.Unlock()
+	})
+	return nil
+}
+
+func (l *listener) Addr() net.Addr { return simAddr(l.addr) }
+
+type simAddr string
+
+func (a simAddr) Network() string { return "sim" }
+func (a simAddr) String() string  { return string(a) }
