@@ -12,7 +12,7 @@
 // What it covers today: one master and one slave with synchronous
 // replication (ha.Master, ha.Slave over real storage.Stores); faults:
 // partitions between them, process crashes and power losses of the slave,
-// process crashes of the master. Not yet: the name server, the fail-over
+// process crashes of the master and, under sync flush, its power losses. Not yet: the name server, the fail-over
 // controller and its elections, several slaves, consumers, message-level
 // faults on the network (delay, duplication, reordering), bit flips and
 // lost fsyncs on the file systems.
