@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 )
 
 // Net is an in-memory network between named nodes: listeners by address,
@@ -18,6 +19,7 @@ type Net struct {
 		sync.Mutex
 		listeners map[string]*listener // by address
 		cut       map[[2]string]bool   // partitioned pairs, sorted
+		delay     map[[2]string]time.Duration
 		conns     []*pipeEnd
 	}
 }
@@ -27,6 +29,7 @@ func NewNet() *Net {
 	n := &Net{}
 	n.mu.listeners = map[string]*listener{}
 	n.mu.cut = map[[2]string]bool{}
+	n.mu.delay = map[[2]string]time.Duration{}
 	return n
 }
 
@@ -63,8 +66,8 @@ func (n *Net) Dialer(from string) func(ctx context.Context, addr string) (net.Co
 			return nil, fmt.Errorf("sim: dial %s from %s: %w", addr, from, ErrRefused)
 		}
 		c, s := net.Pipe()
-		ce := &pipeEnd{Conn: c, a: from, b: l.node}
-		se := &pipeEnd{Conn: s, a: l.node, b: from}
+		ce := &pipeEnd{Conn: c, net: n, a: from, b: l.node, closed: make(chan struct{})}
+		se := &pipeEnd{Conn: s, net: n, a: l.node, b: from, closed: make(chan struct{})}
 		n.mu.conns = append(n.mu.conns, ce, se)
 		n.mu.Unlock()
 		select {
@@ -99,11 +102,27 @@ func (n *Net) Partition(a, b string) {
 	}
 }
 
-// Heal lifts every partition.
+// Heal lifts every partition and delay.
 func (n *Net) Heal() {
 	n.mu.Lock()
 	clear(n.mu.cut)
+	clear(n.mu.delay)
 	n.mu.Unlock()
+}
+
+// Delay makes every write between a and b arrive d later (a slow or
+// congested link: TCP keeps the order, so nothing is reordered), until
+// Heal.
+func (n *Net) Delay(a, b string, d time.Duration) {
+	n.mu.Lock()
+	n.mu.delay[pair(a, b)] = d
+	n.mu.Unlock()
+}
+
+func (n *Net) delayOf(a, b string) time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.delay[pair(a, b)]
 }
 
 // Isolate closes every connection of node (its process died: the peers
@@ -130,7 +149,77 @@ func (n *Net) Isolate(node string) {
 // pipeEnd is one end of a connection from a to b.
 type pipeEnd struct {
 	net.Conn
+	net  *Net
 	a, b string
+	// While the link is slowed, writes queue here (copied, answered at
+	// once, as a kernel's socket buffer would) and a relay goroutine
+	// sends each after the delay, in order; a writer never sleeps
+	// holding its own locks (under synctest a goroutine waiting for a
+	// mutex would stop the clock).
+	mu       sync.Mutex
+	q        [][]byte
+	relaying bool
+	err      error // the relay's write error, returned by later writes
+	closed   chan struct{}
+	once     sync.Once
+}
+
+// Close closes the end and stops its relay.
+func (p *pipeEnd) Close() error {
+	p.once.Do(func() { close(p.closed) })
+	return p.Conn.Close()
+}
+
+// Write sends b now, or queues it behind the link's delay.
+func (p *pipeEnd) Write(b []byte) (int, error) {
+	d := p.net.delayOf(p.a, p.b)
+	p.mu.Lock()
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		return 0, err
+	}
+	if d == 0 && !p.relaying {
+		p.mu.Unlock()
+		return p.Conn.Write(b)
+	}
+	p.q = append(p.q, append([]byte(nil), b...))
+	if !p.relaying {
+		p.relaying = true
+		go p.relay()
+	}
+	p.mu.Unlock()
+	return len(b), nil
+}
+
+// relay sends the queued writes, each after the link's delay, until the
+// queue is empty or a write fails.
+func (p *pipeEnd) relay() {
+	for {
+		p.mu.Lock()
+		if len(p.q) == 0 {
+			p.relaying = false
+			p.mu.Unlock()
+			return
+		}
+		b := p.q[0]
+		p.q = p.q[1:]
+		p.mu.Unlock()
+		if d := p.net.delayOf(p.a, p.b); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-p.closed:
+				t.Stop()
+			}
+		}
+		if _, err := p.Conn.Write(b); err != nil {
+			p.mu.Lock()
+			p.err, p.q, p.relaying = err, nil, false
+			p.mu.Unlock()
+			return
+		}
+	}
 }
 
 type listener struct {

@@ -110,7 +110,8 @@ func (r *run) violation(inv, format string, args ...any) error {
 
 // Replication runs a master and a slave with synchronous replication over
 // an in-memory network, each on its own crash-simulating file system,
-// under the seed's schedule of appends and faults: partitions, process
+// under the seed's schedule of appends and faults: partitions, slow
+// links (every write delayed), process
 // crashes (what the kernel holds survives) and power losses (only what
 // was synced survives, torn at random) of the slave, process crashes of
 // the master, and its power losses under sync flush. It checks the invariants above as it goes and at the end.
@@ -140,9 +141,12 @@ func Replication(o Options) (*Result, error) {
 		switch p := r.rng.Intn(100); {
 		case p < 60:
 			err = r.appendBatch(1 + r.rng.Intn(20))
-		case p < 72:
+		case p < 66:
 			res.Faults++
 			err = r.partition()
+		case p < 72:
+			res.Faults++
+			err = r.slowLink()
 		case p < 82:
 			res.Faults++
 			err = r.crash(r.s, false)
@@ -303,6 +307,20 @@ func (r *run) partition() error {
 		return err
 	}
 	time.Sleep(d)
+	r.net.Heal()
+	r.tracef("healed")
+	return nil
+}
+
+// slowLink delays every write between master and slave for a while (up
+// to past the master's ack timeout), with appends going on, then heals.
+func (r *run) slowLink() error {
+	d := time.Duration(1+r.rng.Intn(3000)) * time.Millisecond
+	r.net.Delay(masterNode, slaveNode, d)
+	r.tracef("link master-slave slowed to %v a write", d)
+	if err := r.appendBatch(1 + r.rng.Intn(5)); err != nil {
+		return err
+	}
 	r.net.Heal()
 	r.tracef("healed")
 	return nil
