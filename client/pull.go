@@ -247,15 +247,25 @@ var ErrMisdirected = errors.New("client: record does not belong to the pulled qu
 func checkDirected(msgs []*MessageExt, q MessageQueue, offset int64) error {
 	next := offset
 	for _, m := range msgs {
-		if m.Topic != q.Topic || m.Queue.QueueID != q.QueueID || m.QueueOffset < next {
-			return &CorruptMessageError{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID,
-				QueueOffset: m.QueueOffset, PullOffset: offset,
-				Err: fmt.Errorf("%w: topic %s queue %d offset %d, expected queue %d at offset %d or later",
-					ErrMisdirected, m.Topic, m.Queue.QueueID, m.QueueOffset, q.QueueID, next)}
+		if err := misdirected(q, offset, next, m.Topic, m.Queue.QueueID, m.QueueOffset); err != nil {
+			return err
 		}
 		next = m.QueueOffset + 1
 	}
 	return nil
+}
+
+// misdirected says whether a record of topic, queue and queue offset
+// qoff may come next (at next or later) in an answer to a pull of q from
+// offset: nil, or the CorruptMessageError that refuses it.
+func misdirected(q MessageQueue, offset, next int64, topic string, queue int, qoff int64) error {
+	if topic == q.Topic && queue == q.QueueID && qoff >= next {
+		return nil
+	}
+	return &CorruptMessageError{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID,
+		QueueOffset: qoff, PullOffset: offset,
+		Err: fmt.Errorf("%w: topic %s queue %d offset %d, expected queue %d at offset %d or later",
+			ErrMisdirected, topic, queue, qoff, q.QueueID, next)}
 }
 
 // PullConsumerOptions configure a PullConsumer.

@@ -152,11 +152,8 @@ func decodeRecords(body []byte, q MessageQueue, offset int64, o decodeOptions) (
 					QueueOffset: d.QueueOffset, PullOffset: offset, Err: err}
 			}
 		}
-		if string(d.Topic) != q.Topic || int(d.QueueID) != q.QueueID || d.QueueOffset < next {
-			return out, &CorruptMessageError{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID,
-				QueueOffset: d.QueueOffset, PullOffset: offset,
-				Err: fmt.Errorf("%w: topic %s queue %d offset %d, expected queue %d at offset %d or later",
-					ErrMisdirected, d.Topic, d.QueueID, d.QueueOffset, q.QueueID, next)}
+		if err := misdirected(q, offset, next, aliasString(d.Topic), int(d.QueueID), d.QueueOffset); err != nil {
+			return out, err
 		}
 		next = d.QueueOffset + 1
 		r := Record{b: b}
