@@ -1,7 +1,12 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
 	"net"
+	"time"
+
+	"github.com/samsamq/samsa/storage"
 
 	"github.com/samsamq/samsa/internal/netx"
 )
@@ -43,7 +48,20 @@ func (b *Broker) openReplication() error {
 			if b.txn == nil { // read now: it opens after this (never with brokerRole SLAVE)
 				return nil
 			}
-			return b.txn.Resync()
+			// Both rebuild from queues of the log: what replication
+			// brought must be in them first.
+			if err := awaitIndexed(b.store, b.stop); err != nil {
+				// Rebuilt from what is indexed; a record indexed
+				// later is a half or op the check-back meets.
+				b.log.Warn("broker: transactions rebuilt before the whole log is indexed", "err", err)
+			}
+			if err := b.txn.Resync(); err != nil {
+				return err
+			}
+			if err := b.xa.Resync(); err != nil {
+				return fmt.Errorf("rebuild the XA branches: %w", err)
+			}
+			return nil
 		},
 		dropLocalOffsets: b.offsets.DropLocal,
 	}}
@@ -86,3 +104,20 @@ func (b *Broker) openReplication() error {
 // package: its slaves, its HA address, the master it follows and, in
 // controller mode, its role, master epoch and sync-state set.
 func (b *Broker) Replication() *Replication { return b.repl }
+
+// awaitIndexed waits until every record the store holds is in its
+// queue (the dispatcher runs behind the log), for at most 30 seconds.
+func awaitIndexed(st *storage.Store, stop <-chan struct{}) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for st.DispatchedOffset() < st.WrittenOffset() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("broker: the log is indexed to %d of %d after 30 s", st.DispatchedOffset(), st.WrittenOffset())
+		}
+		select {
+		case <-stop:
+			return errors.New("broker: stopping")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}

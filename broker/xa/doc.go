@@ -20,10 +20,12 @@
 // its rounds: presumed abort, as XA allows before prepare. One left
 // unprepared longer than Config.ActiveTimeout is rolled back by Sweep.
 //
-// A prepared branch is durable: Prepare first flushes the log up to what
-// is written (Config.Sync: its halves are on disk), then saves every
-// prepared branch to ConfigDir/xaPrepared.json (written atomically, like
-// the broker's other config files). Its halves stay open and invisible;
+// A prepared branch is durable: Prepare writes its prepare record to the
+// log (Config.Log, below) and waits until the log is flushed to it (so its
+// halves, before it, are on disk too; without a Log, Config.Sync flushes
+// the log up to what is written), then saves every prepared branch to
+// ConfigDir/xaPrepared.json (written atomically, like the
+// broker's other config files). Its halves stay open and invisible;
 // txn's check-back leaves them alone (Holds, txn.Config.Hold). Only Commit
 // or Rollback ends it; a branch prepared longer than Config.LongPrepared
 // is counted and logged by Sweep, never decided. The manager makes no
@@ -32,6 +34,30 @@
 // Unlike the broker's other files, xaPrepared.json is loaded strictly: a
 // file that does not decode stops Open with an error rather than being set
 // aside, since setting it aside would decide its branches silently.
+//
+// # Log
+//
+// The log, not the file, is the source of truth: the file is this node's
+// and is not replicated, the log is. Branch records are CommitLog records
+// of LogTopic queue 0 (tag 'P', 'C' or 'R'; layout at Record.Encode): a
+// prepare record (the XID, when, the halves) is stored before Prepare
+// answers XA_OK, as durably as a send is acknowledged (flushed; on a
+// SYNC_MASTER held by the slaves the controller counts), so a replica that
+// holds it holds the halves before it too. Commit and rollback of a branch
+// with a prepare record add a decision record after the settlement, so a
+// replica with the decision has the settlement as well. Forget writes
+// nothing: the manager never decides a branch on its own.
+//
+// Open reads the file, then the records (Replay): a branch the records
+// prepare is prepared, one they decide is gone, one only the file lists
+// (prepared before the log held records) stays. Resync, called when a
+// replica is promoted to master, rebuilds every branch from the records
+// alone. A prepare record whose write failed (no slave acknowledged it in
+// time: XAER_RMFAIL to the caller) may still be in the log: such a branch
+// comes back prepared after a restart or a fail-over, where the
+// coordinator, having seen prepare fail, rolls it back (presumed abort).
+// A lost decision record leaves a settled branch listed: committing or
+// rolling it back again writes nothing (txn.ErrSettled) and answers OK.
 //
 // # File
 //

@@ -60,8 +60,13 @@ type Config struct {
 	Txn       Txn
 	// Sync makes everything the log holds so far durable (the broker:
 	// Store.FlushTo its written offset). Prepare calls it before it
-	// saves a branch.
+	// saves a branch when there is no Log (a Log's append flushes).
 	Sync func(ctx context.Context) error
+	// Log, when set, keeps the branch records (the package doc's "Log"):
+	// Prepare answers XA_OK only once its prepare record is stored as
+	// durably as a send, and Open and Resync rebuild the prepared
+	// branches from it. nil: the file alone (a broker with no replica).
+	Log Log
 	// ActiveTimeout: a branch not prepared this long after Start is
 	// rolled back by Sweep. Default 5 minutes.
 	ActiveTimeout time.Duration
@@ -88,6 +93,10 @@ type branch struct {
 	halves       []txn.Ref
 	started      time.Time
 	preparedAt   time.Time
+	// logged: a prepare record of the branch may be in the log (written,
+	// or its write failed after it may have been stored), so its end
+	// needs a decision record.
+	logged bool
 }
 
 // Manager is the broker's XA branches. See the package doc.
@@ -159,11 +168,92 @@ func Open(cfg Config) (*Manager, error) {
 			}
 			m.mu.branches[fb.XID] = br
 		}
-		if n := len(f.Branches); n > 0 {
-			cfg.Logger.Info("broker: XA branches prepared before the restart wait for commit or rollback", "branches", n)
+	}
+	if cfg.Log != nil {
+		// The log decides the branches it has records of; a branch
+		// only the file lists (prepared before the log had records,
+		// or whose records retention removed) stays.
+		watch := make(map[string]bool, len(m.mu.branches))
+		for k := range m.mu.branches {
+			watch[k] = true
+		}
+		rp, err := m.replay(watch)
+		if err != nil {
+			return nil, err
+		}
+		for k := range m.mu.branches {
+			if _, ok := rp.Prepared[k]; !ok && rp.Decided[k] {
+				delete(m.mu.branches, k)
+			}
+		}
+		for k, r := range rp.Prepared {
+			m.mu.branches[k] = branchOf(r)
 		}
 	}
+	if n := len(m.mu.branches); n > 0 {
+		cfg.Logger.Info("broker: XA branches prepared before the restart wait for commit or rollback", "branches", n)
+	}
 	return m, nil
+}
+
+// replay reads the branch records of the log.
+func (m *Manager) replay(watch map[string]bool) (*Replay, error) {
+	rp := &Replay{Prepared: map[string]Record{}, Watch: watch}
+	bad := 0
+	err := m.cfg.Log.Scan(func(body []byte) {
+		r, err := DecodeRecord(body)
+		if err != nil {
+			if bad++; bad <= 3 {
+				m.cfg.Logger.Warn("broker: an XA branch record that does not decode is skipped", "err", err)
+			}
+			return
+		}
+		rp.Add(r)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("xa: read the branch records: %w", err)
+	}
+	if len(rp.Prepared) > MaxBranches {
+		return nil, fmt.Errorf("xa: the log holds %d prepared branches, more than the %d a broker holds", len(rp.Prepared), MaxBranches)
+	}
+	return rp, nil
+}
+
+// branchOf is the prepared branch a prepare record describes.
+func branchOf(r Record) *branch {
+	return &branch{xid: r.XID, st: prepared, preparedAt: r.PreparedAt, started: r.PreparedAt, halves: r.Halves, logged: true}
+}
+
+// Resync replaces every branch by the prepared branches the log's
+// records describe, and saves them to the file. The broker calls it when
+// a replica becomes master (as txn.Service.Resync): the log, copied from
+// the old master, holds its prepare and decision records; the file here
+// is this replica's own and out of date. Branches not prepared are
+// dropped: they were this replica's while it was master before, and their
+// halves, never held since, may have been discarded. Without a Log it
+// does nothing.
+func (m *Manager) Resync() error {
+	if m.cfg.Log == nil {
+		return nil
+	}
+	rp, err := m.replay(nil)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	clear(m.mu.branches)
+	for k, r := range rp.Prepared {
+		m.mu.branches[k] = branchOf(r)
+	}
+	m.mu.Unlock()
+	if err := m.save(); err != nil {
+		// The log holds them; only the cache is stale.
+		m.cfg.Logger.Warn("broker: the XA branches rebuilt from the log are not saved to the file", "err", err)
+	}
+	if n := len(rp.Prepared); n > 0 {
+		m.cfg.Logger.Info("broker: XA branches prepared on the old master wait for commit or rollback", "branches", n)
+	}
+	return nil
 }
 
 // save writes every prepared branch to the file.

@@ -40,8 +40,8 @@ func (m *Manager) release(br *branch, drop bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	br.busy = false
-	if drop {
-		delete(m.mu.branches, br.xid.String())
+	if k := br.xid.String(); drop && m.mu.branches[k] == br { // Resync may have replaced it
+		delete(m.mu.branches, k)
 	}
 }
 
@@ -68,19 +68,44 @@ func (m *Manager) Prepare(ctx context.Context, x XID) (int, error) {
 		m.release(br, true)
 		return RDONLY, nil
 	}
-	if err := m.cfg.Sync(ctx); err != nil {
-		m.release(br, false)
-		return 0, xaErr(ErrRMFAIL, "flush the branch's messages: %v", err)
+	at := m.cfg.Now()
+	if m.cfg.Log == nil {
+		if err := m.cfg.Sync(ctx); err != nil {
+			m.release(br, false)
+			return 0, xaErr(ErrRMFAIL, "flush the branch's messages: %v", err)
+		}
+	} else {
+		// The prepare record follows the halves in the log: once it is
+		// durable (and on a SYNC_MASTER replicated), so are they; one
+		// flush covers both.
+		rec := Record{Kind: KindPrepare, XID: br.xid, PreparedAt: at, Halves: br.halves}
+		body, err := rec.Encode()
+		if err != nil {
+			m.release(br, false)
+			return 0, xaErr(ErrRMERR, "branch %s: %v", x, err)
+		}
+		err = m.cfg.Log.Append(ctx, KindPrepare, body)
+		m.mu.Lock()
+		br.logged = true // stored even if not acknowledged: its end needs a decision record
+		m.mu.Unlock()
+		if err != nil {
+			m.release(br, false)
+			return 0, xaErr(ErrRMFAIL, "record the prepared branch: %v", err)
+		}
 	}
 	m.mu.Lock()
-	br.st, br.preparedAt = prepared, m.cfg.Now()
+	br.st, br.preparedAt = prepared, at
 	m.mu.Unlock()
 	if err := m.save(); err != nil {
-		m.mu.Lock()
-		br.st = idle
-		m.mu.Unlock()
-		m.release(br, false)
-		return 0, xaErr(ErrRMFAIL, "save the prepared branch: %v", err)
+		if m.cfg.Log == nil {
+			m.mu.Lock()
+			br.st = idle
+			m.mu.Unlock()
+			m.release(br, false)
+			return 0, xaErr(ErrRMFAIL, "save the prepared branch: %v", err)
+		}
+		// The log holds the branch; the file is its cache.
+		m.cfg.Logger.Warn("broker: a prepared XA branch is in the log but not in the file", "xid", x.String(), "err", err)
 	}
 	m.release(br, false)
 	return OK, nil
@@ -120,12 +145,28 @@ func (m *Manager) finish(br *branch, v txn.Verdict) error {
 		m.release(br, false)
 		return err
 	}
-	wasPrepared := br.st == prepared
+	wasPrepared, logged := br.st == prepared, br.logged
 	m.release(br, true)
 	if v == txn.Commit {
 		m.committed.Add(1)
 	} else {
 		m.rolledBack.Add(1)
+	}
+	if logged && m.cfg.Log != nil {
+		// After the settlement in the log: a replica that has this
+		// record has the settlement too.
+		kind := byte(KindCommit)
+		if v == txn.Rollback {
+			kind = KindRollback
+		}
+		body, err := (&Record{Kind: kind, XID: br.xid}).Encode()
+		if err == nil {
+			err = m.cfg.Log.Append(context.Background(), kind, body)
+		}
+		if err != nil { // settled: a promoted replica lists it again, and settling again writes nothing
+			m.cfg.Logger.Warn("broker: an XA branch is settled but its decision record is not stored; a restart or fail-over offers it to recover again",
+				"xid", br.xid.String(), "err", err)
+		}
 	}
 	if wasPrepared {
 		if err := m.save(); err != nil { // settled: a restart lists it again, and settling again writes nothing
