@@ -19,9 +19,9 @@ import (
 // SLAVE_NOT_AVAILABLE.
 
 // openXA loads the prepared branches of a master: from the file and the
-// branch records of the log (xa.LogTopic). A record is written as a send
-// is acknowledged: stored, flushed to disk, and on a SYNC_MASTER held by
-// its slaves (waitSlaves: Replication.replicaStatus); so a slave promoted
+// branch records of the log (xa.LogTopic). A prepare record is written as
+// a send is acknowledged: stored, flushed to disk, and on a SYNC_MASTER
+// held by its slaves (waitSlaves: Replication.replicaStatus); so a slave promoted
 // by the controller rebuilds the branches from its copy of the log
 // (xa.Manager.Resync, ha_wiring.go).
 func openXA(c *Config, t *txn.Service, st *storage.Store, log *slog.Logger, storeHost func() netip.AddrPort,
@@ -33,9 +33,9 @@ func openXA(c *Config, t *txn.Service, st *storage.Store, log *slog.Logger, stor
 		Sync:      func(ctx context.Context) error { return st.FlushTo(ctx, st.WrittenOffset()) },
 		Log: xa.StoreLog{
 			Store: st,
-			Write: func(ctx context.Context, m *storage.Message) error {
+			Write: func(ctx context.Context, m *storage.Message, durable bool) error {
 				res, err := st.Append(ctx, m)
-				if err != nil {
+				if err != nil || !durable {
 					return err
 				}
 				if err := st.FlushTo(ctx, res.PhysicalOffset+int64(res.Size)); err != nil {

@@ -45,7 +45,8 @@
 // SYNC_MASTER held by the slaves the controller counts), so a replica that
 // holds it holds the halves before it too. Commit and rollback of a branch
 // with a prepare record add a decision record after the settlement, so a
-// replica with the decision has the settlement as well. Forget writes
+// replica with the decision has the settlement as well; it is not waited
+// for (see below). Forget writes
 // nothing: the manager never decides a branch on its own.
 //
 // Open reads the file, then the records (Replay): a branch the records

@@ -14,10 +14,13 @@ import (
 // Log is where the branch records go (Config.Log). StoreLog is the
 // broker's.
 type Log interface {
-	// Append stores one record body under LogTopic and returns once it
-	// is as durable as the broker promises a send: flushed to disk, and
-	// on a SYNC_MASTER held by its slaves. An error means it may not be.
-	Append(ctx context.Context, kind byte, body []byte) error
+	// Append stores one record body under LogTopic. With durable it
+	// returns once the record is as durable as the broker promises a
+	// send: flushed to disk, and on a SYNC_MASTER held by its slaves; an
+	// error then means it may not be. Without, it returns once the
+	// record is stored (a decision record, which a crash may lose: the
+	// branch is then listed again and settling it again writes nothing).
+	Append(ctx context.Context, kind byte, body []byte, durable bool) error
 	// Scan calls fn with each record body of LogTopic, in log order.
 	Scan(fn func(body []byte)) error
 }
@@ -33,16 +36,16 @@ type LogStore interface {
 // StoreLog keeps the branch records in the broker's CommitLog.
 type StoreLog struct {
 	Store LogStore
-	// Store stores m and waits for the durability the broker promises
-	// (flush, and its slaves on a SYNC_MASTER); it returns where m ended.
-	Write func(ctx context.Context, m *storage.Message) error
+	// Write stores m and, with durable, waits for the durability the
+	// broker promises a send (flush, and its slaves on a SYNC_MASTER).
+	Write func(ctx context.Context, m *storage.Message, durable bool) error
 	// StoreHost is stamped in the records. nil: the zero address.
 	StoreHost func() netip.AddrPort
 	Now       func() time.Time // default time.Now
 }
 
 // Append writes one record (Log).
-func (l StoreLog) Append(ctx context.Context, kind byte, body []byte) error {
+func (l StoreLog) Append(ctx context.Context, kind byte, body []byte, durable bool) error {
 	var host netip.AddrPort
 	if l.StoreHost != nil {
 		host = l.StoreHost()
@@ -54,7 +57,7 @@ func (l StoreLog) Append(ctx context.Context, kind byte, body []byte) error {
 	props := record.AppendProperty(nil, record.PropertyTags, string(kind))
 	m := &storage.Message{Topic: LogTopic, Body: body, Properties: props, TagsCode: record.TagsCodeOf(props),
 		BornTimestamp: now().UnixMilli(), BornHost: host, StoreHost: host}
-	return l.Write(ctx, m)
+	return l.Write(ctx, m, durable)
 }
 
 // Scan reads LogTopic queue 0 from its first stored record (Log). A

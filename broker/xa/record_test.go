@@ -143,7 +143,7 @@ type memLog struct {
 	fail   error
 }
 
-func (l *memLog) Append(_ context.Context, kind byte, body []byte) error {
+func (l *memLog) Append(_ context.Context, kind byte, body []byte, _ bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.bodies = append(l.bodies, append([]byte(nil), body...))

@@ -84,7 +84,7 @@ func (m *Manager) Prepare(ctx context.Context, x XID) (int, error) {
 			m.release(br, false)
 			return 0, xaErr(ErrRMERR, "branch %s: %v", x, err)
 		}
-		err = m.cfg.Log.Append(ctx, KindPrepare, body)
+		err = m.cfg.Log.Append(ctx, KindPrepare, body, true)
 		m.mu.Lock()
 		br.logged = true // stored even if not acknowledged: its end needs a decision record
 		m.mu.Unlock()
@@ -154,14 +154,16 @@ func (m *Manager) finish(br *branch, v txn.Verdict) error {
 	}
 	if logged && m.cfg.Log != nil {
 		// After the settlement in the log: a replica that has this
-		// record has the settlement too.
+		// record has the settlement too. Not waited for: a lost one
+		// lists the settled branch again, and settling it again writes
+		// nothing.
 		kind := byte(KindCommit)
 		if v == txn.Rollback {
 			kind = KindRollback
 		}
 		body, err := (&Record{Kind: kind, XID: br.xid}).Encode()
 		if err == nil {
-			err = m.cfg.Log.Append(context.Background(), kind, body)
+			err = m.cfg.Log.Append(context.Background(), kind, body, false)
 		}
 		if err != nil { // settled: a promoted replica lists it again, and settling again writes nothing
 			m.cfg.Logger.Warn("broker: an XA branch is settled but its decision record is not stored; a restart or fail-over offers it to recover again",
