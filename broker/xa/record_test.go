@@ -141,6 +141,8 @@ type memLog struct {
 	bodies [][]byte
 	kinds  []byte
 	fail   error
+	// onAppend, if set, runs inside Append, after the record is stored.
+	onAppend func(kind byte)
 }
 
 func (l *memLog) Append(_ context.Context, kind byte, body []byte, _ bool) error {
@@ -148,7 +150,13 @@ func (l *memLog) Append(_ context.Context, kind byte, body []byte, _ bool) error
 	defer l.mu.Unlock()
 	l.bodies = append(l.bodies, append([]byte(nil), body...))
 	l.kinds = append(l.kinds, kind)
-	return l.fail
+	fail, on := l.fail, l.onAppend
+	l.mu.Unlock()
+	if on != nil {
+		on(kind)
+	}
+	l.mu.Lock()
+	return fail
 }
 
 func (l *memLog) Scan(fn func([]byte)) error {
@@ -271,5 +279,37 @@ func TestOpenKeepsFileOnlyBranch(t *testing.T) {
 	m = openLogged(t, fs, "/cfg", f, &memLog{}, &now)
 	if got := m.Recover(); len(got) != 1 || !strings.HasPrefix(got[0].XID.String(), "1.") {
 		t.Fatalf("recover = %+v", got)
+	}
+}
+
+// TestDecisionBeforeReuse: while a decision record is written the branch
+// is still claimed, so its XID cannot start again and put a prepare
+// record before the decision (which a replay would then end).
+func TestDecisionBeforeReuse(t *testing.T) {
+	ctx := context.Background()
+	a := xid("a")
+	f := &fakeTxn{xids: map[int64]string{10: a.String()}, verdicts: map[int64]txn.Verdict{}}
+	l := &memLog{}
+	now := time.Unix(1000, 0)
+	m := openLogged(t, vfs.NewMem(), "/cfg", f, l, &now)
+	_ = m.Start(a, TMNOFLAGS)
+	_ = m.End(a, []txn.Ref{{HalfOffset: 1, CommitLogOffset: 10}}, TMSUCCESS)
+	if _, err := m.Prepare(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	var during error
+	l.onAppend = func(kind byte) {
+		if kind == KindCommit {
+			during = m.Start(a, TMNOFLAGS)
+		}
+	}
+	if err := m.Commit(ctx, a, false); err != nil {
+		t.Fatal(err)
+	}
+	if code(during) != ErrDUPID {
+		t.Fatalf("start of the XID while its decision is written: %v, want XAER_DUPID", during)
+	}
+	if err := m.Start(a, TMNOFLAGS); err != nil {
+		t.Fatalf("start of the XID after its decision: %v", err)
 	}
 }

@@ -145,17 +145,12 @@ func (m *Manager) finish(br *branch, v txn.Verdict) error {
 		m.release(br, false)
 		return err
 	}
-	wasPrepared, logged := br.st == prepared, br.logged
-	m.release(br, true)
-	if v == txn.Commit {
-		m.committed.Add(1)
-	} else {
-		m.rolledBack.Add(1)
-	}
-	if logged && m.cfg.Log != nil {
+	if br.logged && m.cfg.Log != nil {
 		// After the settlement in the log: a replica that has this
-		// record has the settlement too. Not waited for: a lost one
-		// lists the settled branch again, and settling it again writes
+		// record has the settlement too. Written while the branch is
+		// still claimed, so that no branch reusing the XID can put its
+		// prepare record before it. Not waited for: a lost one lists
+		// the settled branch again, and settling it again writes
 		// nothing.
 		kind := byte(KindCommit)
 		if v == txn.Rollback {
@@ -169,6 +164,13 @@ func (m *Manager) finish(br *branch, v txn.Verdict) error {
 			m.cfg.Logger.Warn("broker: an XA branch is settled but its decision record is not stored; a restart or fail-over offers it to recover again",
 				"xid", br.xid.String(), "err", err)
 		}
+	}
+	wasPrepared := br.st == prepared
+	m.release(br, true)
+	if v == txn.Commit {
+		m.committed.Add(1)
+	} else {
+		m.rolledBack.Add(1)
 	}
 	if wasPrepared {
 		if err := m.save(); err != nil { // settled: a restart lists it again, and settling again writes nothing
