@@ -61,7 +61,7 @@ func (b *Broker) openTxn() error {
 	if err != nil {
 		return err
 	}
-	if x, err = openXA(c, t, b.store, b.log, func() netip.AddrPort { return b.storeHost }, replicaErr(b.repl)); err != nil {
+	if x, err = openXA(c, t, b.store, b.log, func() netip.AddrPort { return b.storeHost }, replicaErr(b.repl), cfg.Master); err != nil {
 		return err
 	}
 	b.txn, b.xa = t, x

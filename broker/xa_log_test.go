@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/broker/xa"
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/protocol"
 )
@@ -88,10 +89,26 @@ func TestXARestartRebuildsFromLog(t *testing.T) {
 		t.Fatalf("create topic: %s", resp)
 	}
 	res := xaTestProducer(t, dev.NamesrvAddr()).XAResource(DefaultBrokerName)
+	// A branch committed before: its records are below the floor the
+	// sweep records, and the restart reads from that floor.
+	y := client.XID{FormatID: 3, GTRID: []byte("before"), BQUAL: []byte("b")}
+	xaTestBranch(t, res, topic, y, 1)
+	if rc, err := res.Prepare(context.Background(), y); err != nil || rc != client.XAOK {
+		t.Fatalf("prepare: %d %v", rc, err)
+	}
+	if err := res.Commit(context.Background(), y, false); err != nil {
+		t.Fatal(err)
+	}
 	x := client.XID{FormatID: 3, GTRID: []byte("restart"), BQUAL: []byte("b")}
 	xaTestBranch(t, res, topic, x, 3)
 	if rc, err := res.Prepare(context.Background(), x); err != nil || rc != client.XAOK {
 		t.Fatalf("prepare: %d %v", rc, err)
+	}
+	dev.Broker.xa.Sweep()
+	st := dev.Broker.Store()
+	waitLong(t, func() bool { return st.DispatchedOffset() == st.WrittenOffset() }, "indexing")
+	if recs := bodies(t, st, xa.LogTopic, 1); len(recs) != 4 { // prepare, commit, prepare, floor
+		t.Fatalf("%d branch records, want 4", len(recs))
 	}
 	cfg := dev.master
 	if err := dev.Broker.Close(); err != nil {
@@ -119,6 +136,9 @@ func TestXARestartRebuildsFromLog(t *testing.T) {
 	}
 	waitLong(t, func() bool { return b.Store().DispatchedOffset() == b.Store().WrittenOffset() }, "indexing")
 	got := bodies(t, b.Store(), topic, 2)
+	if got["before-0"] != 1 || len(got) != 4 {
+		t.Errorf("visible after the restart's commit: %v", got)
+	}
 	for i := 0; i < 3; i++ {
 		if n := got[fmt.Sprintf("%s-%d", x.GTRID, i)]; n != 1 {
 			t.Errorf("message %d read %d times, want once", i, n)

@@ -25,23 +25,28 @@ import (
 // by the controller rebuilds the branches from its copy of the log
 // (xa.Manager.Resync, ha_wiring.go).
 func openXA(c *Config, t *txn.Service, st *storage.Store, log *slog.Logger, storeHost func() netip.AddrPort,
-	waitSlaves func([]storage.AppendResult) error) (*xa.Manager, error) {
+	waitSlaves func([]storage.AppendResult) error, master func() bool) (*xa.Manager, error) {
 	return xa.Open(xa.Config{
+		Master:    master,
 		FS:        c.FS,
 		ConfigDir: c.ConfigDir(),
 		Txn:       t,
 		Sync:      func(ctx context.Context) error { return st.FlushTo(ctx, st.WrittenOffset()) },
 		Log: xa.StoreLog{
 			Store: st,
-			Write: func(ctx context.Context, m *storage.Message, durable bool) error {
+			Write: func(ctx context.Context, m *storage.Message, durable bool) (int64, error) {
 				res, err := st.Append(ctx, m)
+				off := res.QueueOffset
+				if res.Size == 0 { // not stored
+					off = -1
+				}
 				if err != nil || !durable {
-					return err
+					return off, err
 				}
 				if err := st.FlushTo(ctx, res.PhysicalOffset+int64(res.Size)); err != nil {
-					return err
+					return off, err
 				}
-				return waitSlaves([]storage.AppendResult{res})
+				return off, waitSlaves([]storage.AppendResult{res})
 			},
 			StoreHost: storeHost,
 			Now:       c.Clock,

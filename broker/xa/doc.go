@@ -49,6 +49,18 @@
 // for (see below). Forget writes
 // nothing: the manager never decides a branch on its own.
 //
+// A floor record (tag 'F') bounds the reading: Sweep, on a master,
+// writes one when the floor moved, the LogTopic queue offset of the
+// lowest prepare record of a branch it still knows (or the log's end when
+// it knows none), so every branch that can still be prepared has its
+// prepare record at or above it. A decision written later for a branch
+// below it is only ignored. No floor is computed while a prepare record is
+// being appended (its offset is not yet known), and each branch is
+// dropped only after its decision record is stored. A replay reads back
+// from the log's end to the last floor record and forward from its floor:
+// what it reads is bounded by the records since about the oldest prepared
+// branch, not by the CommitLog's retention.
+//
 // Open reads the file, then the records (Replay): a branch the records
 // prepare is prepared, one they decide is gone, one only the file lists
 // (prepared before the log held records) stays. Resync, called when a

@@ -67,6 +67,9 @@ type Config struct {
 	// durably as a send, and Open and Resync rebuild the prepared
 	// branches from it. nil: the file alone (a broker with no replica).
 	Log Log
+	// Master reports whether this broker may write now: Sweep writes
+	// floor records only then. nil: always.
+	Master func() bool
 	// ActiveTimeout: a branch not prepared this long after Start is
 	// rolled back by Sweep. Default 5 minutes.
 	ActiveTimeout time.Duration
@@ -97,6 +100,9 @@ type branch struct {
 	// or its write failed after it may have been stored), so its end
 	// needs a decision record.
 	logged bool
+	// recordAt is the LogTopic queue offset of its last stored prepare
+	// record, -1 for none: the floor stays at or below it.
+	recordAt int64
 }
 
 // Manager is the broker's XA branches. See the package doc.
@@ -106,6 +112,13 @@ type Manager struct {
 	mu     struct {
 		sync.Mutex
 		branches map[string]*branch
+		// inflight counts prepare records being appended: no floor
+		// is computed meanwhile, as one may be stored with no
+		// branch's recordAt naming it yet.
+		inflight int
+		// logEnd is past the last branch record known stored (queue
+		// offset + 1); lastFloor the floor last recorded or read.
+		logEnd, lastFloor int64
 	}
 	longPrepared atomic.Int64 // as of the last Sweep
 	committed    atomic.Int64
@@ -161,7 +174,7 @@ func Open(cfg Config) (*Manager, error) {
 			if err != nil {
 				return nil, fmt.Errorf("xa: prepared branches in %s: %w", m.file().Path, err)
 			}
-			br := &branch{xid: x, st: prepared, preparedAt: time.UnixMilli(fb.PreparedAtMs)}
+			br := &branch{xid: x, st: prepared, preparedAt: time.UnixMilli(fb.PreparedAtMs), recordAt: -1}
 			br.started = br.preparedAt
 			for _, h := range fb.Halves {
 				br.halves = append(br.halves, txn.Ref{HalfOffset: h[0], CommitLogOffset: h[1]})
@@ -189,6 +202,7 @@ func Open(cfg Config) (*Manager, error) {
 		for k, r := range rp.Prepared {
 			m.mu.branches[k] = branchOf(r)
 		}
+		m.mu.logEnd, m.mu.lastFloor = rp.End, rp.Floor
 	}
 	if n := len(m.mu.branches); n > 0 {
 		cfg.Logger.Info("broker: XA branches prepared before the restart wait for commit or rollback", "branches", n)
@@ -196,20 +210,38 @@ func Open(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// replay reads the branch records of the log.
+// replay reads the branch records of the log: back from its end to the
+// last floor record, then forward from that floor.
 func (m *Manager) replay(watch map[string]bool) (*Replay, error) {
 	rp := &Replay{Prepared: map[string]Record{}, Watch: watch}
 	bad := 0
-	err := m.cfg.Log.Scan(func(body []byte) {
+	decode := func(body []byte) (Record, bool) {
 		r, err := DecodeRecord(body)
 		if err != nil {
 			if bad++; bad <= 3 {
 				m.cfg.Logger.Warn("broker: an XA branch record that does not decode is skipped", "err", err)
 			}
-			return
+			return r, false
 		}
-		rp.Add(r)
+		return r, true
+	}
+	err := m.cfg.Log.ScanBack(func(off int64, body []byte) bool {
+		rp.End = max(rp.End, off+1)
+		if r, ok := decode(body); ok && r.Kind == KindFloor && r.Floor <= off {
+			rp.Floor = r.Floor
+			return true
+		}
+		return false
 	})
+	if err == nil {
+		err = m.cfg.Log.Scan(rp.Floor, func(off int64, body []byte) {
+			rp.End = max(rp.End, off+1)
+			if r, ok := decode(body); ok {
+				r.At = off
+				rp.Add(r)
+			}
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("xa: read the branch records: %w", err)
 	}
@@ -219,9 +251,49 @@ func (m *Manager) replay(watch map[string]bool) (*Replay, error) {
 	return rp, nil
 }
 
+// writeFloor records the floor (KindFloor) when it moved: the lowest
+// prepare record of a branch still known, or the log's end. It writes
+// nothing while a prepare record is being appended, nor on a broker
+// that is not master.
+func (m *Manager) writeFloor() {
+	if m.cfg.Log == nil || (m.cfg.Master != nil && !m.cfg.Master()) {
+		return
+	}
+	m.mu.Lock()
+	if m.mu.inflight > 0 {
+		m.mu.Unlock()
+		return
+	}
+	f := m.mu.logEnd
+	for _, br := range m.mu.branches {
+		if br.recordAt >= 0 {
+			f = min(f, br.recordAt)
+		}
+	}
+	last := m.mu.lastFloor
+	m.mu.Unlock()
+	if f <= last {
+		return
+	}
+	body, err := (&Record{Kind: KindFloor, Floor: f}).Encode()
+	var off int64 = -1
+	if err == nil {
+		off, err = m.cfg.Log.Append(context.Background(), KindFloor, body, false)
+	}
+	m.mu.Lock()
+	m.mu.logEnd = max(m.mu.logEnd, off+1)
+	if err == nil {
+		m.mu.lastFloor = max(m.mu.lastFloor, f)
+	}
+	m.mu.Unlock()
+	if err != nil {
+		m.cfg.Logger.Debug("broker: the XA branch records' floor is not stored; a replay starts from an older one", "err", err)
+	}
+}
+
 // branchOf is the prepared branch a prepare record describes.
 func branchOf(r Record) *branch {
-	return &branch{xid: r.XID, st: prepared, preparedAt: r.PreparedAt, started: r.PreparedAt, halves: r.Halves, logged: true}
+	return &branch{xid: r.XID, st: prepared, preparedAt: r.PreparedAt, started: r.PreparedAt, halves: r.Halves, logged: true, recordAt: r.At}
 }
 
 // Resync replaces every branch by the prepared branches the log's
@@ -245,6 +317,7 @@ func (m *Manager) Resync() error {
 	for k, r := range rp.Prepared {
 		m.mu.branches[k] = branchOf(r)
 	}
+	m.mu.logEnd, m.mu.lastFloor = rp.End, rp.Floor
 	m.mu.Unlock()
 	if err := m.save(); err != nil {
 		// The log holds them; only the cache is stale.
@@ -316,7 +389,7 @@ func (m *Manager) Start(x XID, flags int) error {
 	case len(m.mu.branches) >= MaxBranches:
 		return xaErr(ErrRMFAIL, "%d branches open, the most a broker holds", MaxBranches)
 	}
-	m.mu.branches[k] = &branch{xid: x, st: active, started: m.cfg.Now()}
+	m.mu.branches[k] = &branch{xid: x, st: active, started: m.cfg.Now(), recordAt: -1}
 	return nil
 }
 

@@ -21,6 +21,10 @@ const (
 	KindPrepare  = 'P' // the branch is prepared; the record lists its halves
 	KindCommit   = 'C' // the prepared branch's halves are committed
 	KindRollback = 'R' // the prepared branch's halves are rolled back
+	// KindFloor: every branch still prepared has its last prepare
+	// record at or above Floor (a LogTopic queue offset); a replay
+	// starts at the last floor record's Floor.
+	KindFloor = 'F'
 )
 
 const recordVersion = 1
@@ -31,6 +35,10 @@ type Record struct {
 	XID        XID
 	PreparedAt time.Time // prepare records only (ms)
 	Halves     []txn.Ref // prepare records only
+	Floor      int64     // floor records only
+	// At is the record's queue offset in LogTopic, as read (not
+	// encoded).
+	At int64
 }
 
 // recordFixed is a record's bytes before the GTRID: version 1, kind 1,
@@ -52,8 +60,15 @@ const recordFixed = 7
 //	16+g+q        2     halves n (1..4096)
 //	18+g+q        16n   each half: half queue offset 8, commit-log offset 8
 //
-// All big-endian. A decision record ends after the BQUAL.
+// All big-endian. A decision record ends after the BQUAL. A floor record
+// is version 1, kind 'F' 1, floor 8 (a LogTopic queue offset), no XID.
 func (r *Record) Encode() ([]byte, error) {
+	if r.Kind == KindFloor {
+		if r.Floor < 0 {
+			return nil, fmt.Errorf("xa: a floor record at %d", r.Floor)
+		}
+		return binary.BigEndian.AppendUint64([]byte{recordVersion, KindFloor}, uint64(r.Floor)), nil
+	}
 	if err := r.XID.Validate(); err != nil {
 		return nil, err
 	}
@@ -101,6 +116,15 @@ func DecodeRecord(b []byte) (Record, error) {
 		return r, fmt.Errorf("xa: branch record version %d, want %d", b[0], recordVersion)
 	}
 	r.Kind = b[1]
+	if r.Kind == KindFloor {
+		if len(b) != 10 {
+			return r, fmt.Errorf("xa: a floor record of %d bytes, want 10", len(b))
+		}
+		if r.Floor = int64(binary.BigEndian.Uint64(b[2:])); r.Floor < 0 {
+			return r, fmt.Errorf("xa: a floor record at %d", r.Floor)
+		}
+		return r, nil
+	}
 	if r.Kind != KindPrepare && r.Kind != KindCommit && r.Kind != KindRollback {
 		return r, fmt.Errorf("xa: branch record kind %q", r.Kind)
 	}
@@ -161,12 +185,18 @@ type Replay struct {
 	// collects (Open: the branches its file lists).
 	Watch   map[string]bool
 	Decided map[string]bool
+	// Floor is where the replay started (the last floor record's);
+	// End is past the last record read (queue offset + 1).
+	Floor, End int64
 }
 
 // Add folds one record.
 func (p *Replay) Add(r Record) {
 	if p.Prepared == nil {
 		p.Prepared = map[string]Record{}
+	}
+	if r.Kind == KindFloor {
+		return
 	}
 	k := r.XID.String()
 	if r.Kind == KindPrepare {

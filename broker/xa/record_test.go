@@ -30,6 +30,7 @@ func TestRecordRoundTrip(t *testing.T) {
 			}()},
 		{Kind: KindCommit, XID: XID{FormatID: 1, GTRID: []byte("abc"), BQUAL: []byte("q")}},
 		{Kind: KindRollback, XID: XID{FormatID: 0, GTRID: []byte{0}}},
+		{Kind: KindFloor, Floor: 1 << 50},
 	} {
 		b, err := r.Encode()
 		if err != nil {
@@ -39,7 +40,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decode %c: %v", r.Kind, err)
 		}
-		if got.XID.String() != r.XID.String() || got.Kind != r.Kind || !got.PreparedAt.Equal(r.PreparedAt) || !reflect.DeepEqual(got.Halves, r.Halves) {
+		if got.XID.String() != r.XID.String() || got.Kind != r.Kind || !got.PreparedAt.Equal(r.PreparedAt) || !reflect.DeepEqual(got.Halves, r.Halves) || got.Floor != r.Floor {
 			t.Fatalf("round trip of %c: got %+v", r.Kind, got)
 		}
 	}
@@ -57,6 +58,7 @@ func TestRecordBadInput(t *testing.T) {
 		{Kind: KindCommit, XID: XID{FormatID: 1}},                      // empty GTRID
 		{Kind: KindCommit, XID: XID{FormatID: -1, GTRID: []byte("g")}}, // null XID
 		{Kind: KindPrepare, XID: x, Halves: make([]txn.Ref, maxHalves+1)},
+		{Kind: KindFloor, Floor: -1},
 	} {
 		if _, err := r.Encode(); err == nil {
 			t.Errorf("encoded %+v", r)
@@ -81,6 +83,8 @@ func TestRecordBadInput(t *testing.T) {
 		"no halves":     mutate(func(b []byte) []byte { b[len(b)-2*16-1] = 0; b[len(b)-2*16-2] = 0; return b[:len(b)-32] }),
 		"trailing":      mutate(func(b []byte) []byte { return append(b, 0) }),
 		"decision tail": mutate(func(b []byte) []byte { b[1] = KindCommit; return b }),
+		"floor length":  {recordVersion, KindFloor, 0, 0, 0, 0, 0, 0, 0},
+		"floor below 0": {recordVersion, KindFloor, 0xff, 0, 0, 0, 0, 0, 0, 0},
 	} {
 		if _, err := DecodeRecord(b); err == nil {
 			t.Errorf("%s: a malformed record decoded", name)
@@ -143,28 +147,42 @@ type memLog struct {
 	fail   error
 	// onAppend, if set, runs inside Append, after the record is stored.
 	onAppend func(kind byte)
+	// scannedFrom: where each Scan started.
+	scannedFrom []int64
 }
 
-func (l *memLog) Append(_ context.Context, kind byte, body []byte, _ bool) error {
+func (l *memLog) Append(_ context.Context, kind byte, body []byte, _ bool) (int64, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.bodies = append(l.bodies, append([]byte(nil), body...))
 	l.kinds = append(l.kinds, kind)
+	off := int64(len(l.bodies) - 1)
 	fail, on := l.fail, l.onAppend
 	l.mu.Unlock()
 	if on != nil {
 		on(kind)
 	}
-	l.mu.Lock()
-	return fail
+	return off, fail
 }
 
-func (l *memLog) Scan(fn func([]byte)) error {
+func (l *memLog) Scan(from int64, fn func(int64, []byte)) error {
+	l.mu.Lock()
+	bs := append([][]byte(nil), l.bodies...)
+	l.scannedFrom = append(l.scannedFrom, from)
+	l.mu.Unlock()
+	for i := max(from, 0); i < int64(len(bs)); i++ {
+		fn(i, bs[i])
+	}
+	return nil
+}
+
+func (l *memLog) ScanBack(fn func(int64, []byte) bool) error {
 	l.mu.Lock()
 	bs := append([][]byte(nil), l.bodies...)
 	l.mu.Unlock()
-	for _, b := range bs {
-		fn(b)
+	for i := len(bs) - 1; i >= 0; i-- {
+		if fn(int64(i), bs[i]) {
+			return nil
+		}
 	}
 	return nil
 }
@@ -311,5 +329,95 @@ func TestDecisionBeforeReuse(t *testing.T) {
 	}
 	if err := m.Start(a, TMNOFLAGS); err != nil {
 		t.Fatalf("start of the XID after its decision: %v", err)
+	}
+}
+
+// TestFloor: Sweep records the floor (the lowest prepare record of a
+// branch still known) once the branch below it is settled; a replay then
+// starts there and finds the same branches. No floor is written while a
+// prepare record is being appended, nor when the broker is not master.
+func TestFloor(t *testing.T) {
+	ctx := context.Background()
+	a, b, c := xid("a"), xid("b"), xid("c")
+	f := &fakeTxn{xids: map[int64]string{10: a.String(), 20: b.String(), 30: c.String()}, verdicts: map[int64]txn.Verdict{}}
+	l := &memLog{}
+	now := time.Unix(1000, 0)
+	fs := vfs.NewMem()
+	master := true
+	m, err := Open(Config{FS: fs, ConfigDir: "/n1", Txn: f, Sync: func(context.Context) error { return nil }, Log: l,
+		Master: func() bool { return master }, Now: func() time.Time { return now }, ActiveTimeout: time.Hour, LongPrepared: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepare := func(x XID, phys int64) {
+		t.Helper()
+		_ = m.Start(x, TMNOFLAGS)
+		_ = m.End(x, []txn.Ref{{HalfOffset: phys / 10, CommitLogOffset: phys}}, TMSUCCESS)
+		if _, err := m.Prepare(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prepare(a, 10) // record 0
+	prepare(b, 20) // record 1
+	m.Sweep()
+	if string(l.kinds) != "PP" {
+		t.Fatalf("records %q: a floor at 0 moved nothing", l.kinds)
+	}
+	if err := m.Commit(ctx, a, false); err != nil { // record 2
+		t.Fatal(err)
+	}
+	// c's prepare runs while Sweep looks: no floor then.
+	l.onAppend = func(kind byte) {
+		if kind == KindPrepare {
+			m.Sweep()
+		}
+	}
+	prepare(c, 30) // record 3
+	l.onAppend = nil
+	if string(l.kinds) != "PPCP" {
+		t.Fatalf("records %q: a floor written while a prepare record was appended", l.kinds)
+	}
+	master = false
+	m.Sweep()
+	if string(l.kinds) != "PPCP" {
+		t.Fatalf("records %q: a floor written by a broker not master", l.kinds)
+	}
+	master = true
+	m.Sweep() // record 4: floor 1 (b's prepare record)
+	if string(l.kinds) != "PPCPF" {
+		t.Fatalf("records %q, want a floor record", l.kinds)
+	}
+	if r, err := DecodeRecord(l.bodies[4]); err != nil || r.Floor != 1 {
+		t.Fatalf("floor record %+v %v, want floor 1", r, err)
+	}
+	m.Sweep()
+	if len(l.kinds) != 5 {
+		t.Fatalf("records %q: a floor written again without moving", l.kinds)
+	}
+	m2 := openLogged(t, fs, "/n2", f, l, &now)
+	if err := m2.Resync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.Recover(); len(got) != 2 || got[0].XID.String() != b.String() || got[1].XID.String() != c.String() {
+		t.Fatalf("recover after a replay from the floor = %+v", got)
+	}
+	if from := l.scannedFrom[len(l.scannedFrom)-1]; from != 1 {
+		t.Fatalf("replay started at %d, want the floor 1", from)
+	}
+	// Both settled on the second node: its floor passes every record.
+	if err := m2.Rollback(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Commit(ctx, c, false); err != nil {
+		t.Fatal(err)
+	}
+	m2.Sweep()
+	last, err := DecodeRecord(l.bodies[len(l.bodies)-1])
+	if err != nil || last.Kind != KindFloor || last.Floor != int64(len(l.bodies)-1) {
+		t.Fatalf("last record %+v %v, want a floor at the log's end before it (%d)", last, err, len(l.bodies)-1)
+	}
+	m3 := openLogged(t, fs, "/n3", f, l, &now)
+	if got := m3.Recover(); len(got) != 0 {
+		t.Fatalf("recover on a third node = %+v", got)
 	}
 }

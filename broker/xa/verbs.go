@@ -84,9 +84,17 @@ func (m *Manager) Prepare(ctx context.Context, x XID) (int, error) {
 			m.release(br, false)
 			return 0, xaErr(ErrRMERR, "branch %s: %v", x, err)
 		}
-		err = m.cfg.Log.Append(ctx, KindPrepare, body, true)
 		m.mu.Lock()
+		m.mu.inflight++
+		m.mu.Unlock()
+		off, err := m.cfg.Log.Append(ctx, KindPrepare, body, true)
+		m.mu.Lock()
+		m.mu.inflight--
 		br.logged = true // stored even if not acknowledged: its end needs a decision record
+		if off >= 0 {
+			br.recordAt = off
+			m.mu.logEnd = max(m.mu.logEnd, off+1)
+		}
 		m.mu.Unlock()
 		if err != nil {
 			m.release(br, false)
@@ -158,7 +166,11 @@ func (m *Manager) finish(br *branch, v txn.Verdict) error {
 		}
 		body, err := (&Record{Kind: kind, XID: br.xid}).Encode()
 		if err == nil {
-			err = m.cfg.Log.Append(context.Background(), kind, body, false)
+			var off int64
+			off, err = m.cfg.Log.Append(context.Background(), kind, body, false)
+			m.mu.Lock()
+			m.mu.logEnd = max(m.mu.logEnd, off+1)
+			m.mu.Unlock()
 		}
 		if err != nil { // settled: a promoted replica lists it again, and settling again writes nothing
 			m.cfg.Logger.Warn("broker: an XA branch is settled but its decision record is not stored; a restart or fail-over offers it to recover again",
@@ -294,4 +306,5 @@ func (m *Manager) Sweep() {
 			}
 		}
 	}
+	m.writeFloor()
 }
