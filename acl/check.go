@@ -25,7 +25,7 @@ const (
 
 // Request is what Check needs of a request.
 type Request struct {
-	Code   int16
+	Code   int32
 	Ext    map[string]string // the whole custom header
 	Body   []byte
 	Remote netip.Addr
@@ -113,7 +113,7 @@ type Counters struct {
 
 type counterKey struct {
 	reason string
-	code   int16
+	code   int32
 }
 
 // Count is one counter's value.
@@ -125,7 +125,7 @@ type Count struct {
 
 // Add counts one refusal and returns the count of its reason and code (1
 // the first time: callers log that one louder).
-func (c *Counters) Add(reason string, code int16) int64 {
+func (c *Counters) Add(reason string, code int32) int64 {
 	if strings.HasPrefix(protocol.RequestName(code), "CODE_") {
 		code = -1
 	}

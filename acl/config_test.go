@@ -114,7 +114,7 @@ func TestAddressPatterns(t *testing.T) {
 	}
 }
 
-func signed(code int16, ext map[string]string, body []byte, ak, sk string) Request {
+func signed(code int32, ext map[string]string, body []byte, ak, sk string) Request {
 	return Request{Code: code, Ext: Sign(ext, body, ak, sk, ""), Body: body, Remote: netip.MustParseAddr("127.0.0.1")}
 }
 

@@ -32,7 +32,7 @@ func groupRes(group string) Resource { return Resource{Name: group, Group: true,
 // master), the broker's configuration (GET_BROKER_CONFIG), the raw log
 // (GetCommitLogRange, a replica's repair), and the name server's
 // broker-only and write codes.
-func AdminCode(code int16) bool {
+func AdminCode(code int32) bool {
 	switch code {
 	case protocol.UpdateAndCreateTopic, protocol.UpdateAndCreateTopicList, protocol.UpdateBrokerConfig,
 		protocol.DeleteTopicInBroker, protocol.UpdateAndCreateSubscriptionGroup, protocol.DeleteSubscriptionGroup,
@@ -52,7 +52,7 @@ func AdminCode(code int16) bool {
 // the request's whole custom header; body its body (HEART_BEAT and
 // LOCK/UNLOCK name their groups there). A body that does not decode is an
 // error: the request is refused rather than checked against less.
-func Resources(code int16, ext map[string]string, body []byte) ([]Resource, error) {
+func Resources(code int32, ext map[string]string, body []byte) ([]Resource, error) {
 	switch code {
 	case protocol.SendMessage, protocol.SendReplyMessage:
 		return []Resource{topicRes(ext["topic"], Pub)}, nil

@@ -94,7 +94,7 @@ func FuzzVerify(f *testing.F) {
 		}
 		_, _ = ParsePerm(v2)
 		_, _ = Parse([]byte(v1))
-		for _, code := range []int16{protocol.HeartBeat, protocol.LockBatchMQ, protocol.PullMessage, protocol.SendMessageV2} {
+		for _, code := range []int32{protocol.HeartBeat, protocol.LockBatchMQ, protocol.PullMessage, protocol.SendMessageV2} {
 			_, _ = Resources(code, ext, body)
 		}
 	})

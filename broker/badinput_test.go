@@ -90,7 +90,7 @@ func TestBadInput(t *testing.T) {
 	// Requests the broker does not serve get an answer, and the
 	// connection stays usable.
 	c := dialRaw(t, b.Addr())
-	for _, code := range []int16{9999, protocol.UpdateBrokerConfig, protocol.GetKVConfig} {
+	for _, code := range []int32{9999, protocol.UpdateBrokerConfig, protocol.GetKVConfig} {
 		r := c.call(protocol.NewRequest(code, map[string]string{"x": "y"}, []byte("body")))
 		if r.Code != protocol.RequestCodeNotSupported || r.Remark == "" {
 			t.Fatalf("code %d: %s", code, r)

@@ -44,7 +44,7 @@ type Broker struct {
 	stats     stats
 	metrics   *metrics
 	reg       *registrar
-	handlers  map[int16]requestHandler
+	handlers  map[int32]requestHandler
 	offReq    *offsetRequests  // the offset requests (handle_offsets.go)
 	mqadmin   *mqadminRequests // mqadmin's requests (mqadmin*.go)
 	clientReq *clientRequests  // clients' heartbeats and locks (handle_client.go)

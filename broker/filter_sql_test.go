@@ -152,11 +152,11 @@ func TestCheckClientConfig(t *testing.T) {
 		c := dialRaw(t, b.Addr())
 		for _, tc := range []struct {
 			expType, expr string
-			want          int16
+			want          int32
 		}{
 			{"TAG", "a || b", protocol.Success},
-			{"SQL92", "a > 5", map[bool]int16{false: protocol.SystemError, true: protocol.Success}[enabled]},
-			{"SQL92", "a >", map[bool]int16{false: protocol.SystemError, true: protocol.SubscriptionParseFailed}[enabled]},
+			{"SQL92", "a > 5", map[bool]int32{false: protocol.SystemError, true: protocol.Success}[enabled]},
+			{"SQL92", "a >", map[bool]int32{false: protocol.SystemError, true: protocol.SubscriptionParseFailed}[enabled]},
 		} {
 			if r := check(c, tc.expType, tc.expr); r.Code != tc.want {
 				t.Errorf("enabled %v, %s %q: %s", enabled, tc.expType, tc.expr, r)

@@ -184,7 +184,7 @@ func (r *Replication) waitsForSlaves() bool { return r.cfg.BrokerRole == SyncMas
 // of res, and gives the answer code that outcome means: SUCCESS, or
 // SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT with a remark (the records
 // stay stored). Without a replicator a SYNC_MASTER has no slave.
-func (r *Replication) replicaStatus(res []storage.AppendResult) (code int16, remark string) {
+func (r *Replication) replicaStatus(res []storage.AppendResult) (code int32, remark string) {
 	if r.cfg.BrokerRole != SyncMaster || len(res) == 0 {
 		return protocol.Success, ""
 	}
@@ -198,7 +198,7 @@ func (r *Replication) replicaStatus(res []storage.AppendResult) (code int16, rem
 
 // replicaOutcome is the answer code a wait for slaves' outcome means;
 // err may be package ha's own (a WaitReplicatedFunc callback's).
-func (r *Replication) replicaOutcome(err error) (code int16, remark string) {
+func (r *Replication) replicaOutcome(err error) (code int32, remark string) {
 	switch err = haError(err); {
 	case err == nil:
 		return protocol.Success, ""

@@ -137,7 +137,7 @@ func TestSyncMasterReplicatorAnswers(t *testing.T) {
 			c.call(createTopicReq("rp", 1))
 			for _, tc := range []struct {
 				result error
-				code   int16
+				code   int32
 			}{
 				{nil, protocol.Success},
 				{errSlaveTimeout, protocol.FlushSlaveTimeout},

@@ -45,7 +45,7 @@ func TestQueryConsumerOffsetStart(t *testing.T) {
 		group string
 		queue int32
 		zero  *bool
-		want  int16
+		want  int32
 	}{
 		{"queue older than the group", "late", 0, nil, protocol.QueryNotFound},
 		{"queue younger than the group", "late", 1, nil, protocol.Success},

@@ -231,7 +231,7 @@ func (b *Broker) getMessages(pc *pullCtx, maxMsgs, maxBytes int) (storage.GetRes
 }
 
 // pullCode maps a store status to RocketMQ's pull response code.
-func pullCode(s storage.GetStatus, requested int64) int16 {
+func pullCode(s storage.GetStatus, requested int64) int32 {
 	switch s {
 	case storage.Found:
 		return protocol.Success

@@ -30,7 +30,7 @@ func decodeHeader(req *protocol.Command, h decoder) *protocol.Command {
 }
 
 // respond makes a response with a header's fields.
-func respond(req *protocol.Command, code int16, remark string, ext map[string]string) *protocol.Command {
+func respond(req *protocol.Command, code int32, remark string, ext map[string]string) *protocol.Command {
 	r := protocol.NewResponse(req, code, remark)
 	r.ExtFields = ext
 	return r

@@ -27,7 +27,7 @@ func TestXABadInput(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		code   int16
+		code   int32
 		ext    map[string]string
 		body   string
 		xaCode string

@@ -6,9 +6,9 @@ import "github.com/samsamq/samsa/protocol"
 // REQUEST_CODE_NOT_SUPPORTED; in particular nothing here changes the
 // broker's configuration (no UPDATE_BROKER_CONFIG): paths, hosts and
 // commands are fixed at start.
-func (b *Broker) requestHandlers() map[int16]requestHandler {
+func (b *Broker) requestHandlers() map[int32]requestHandler {
 	off := b.offReq
-	return map[int16]requestHandler{
+	return map[int32]requestHandler{
 		protocol.SendMessage:                      b.handleSend,
 		protocol.SendMessageV2:                    b.handleSend,
 		protocol.SendBatchMessage:                 b.handleSendBatch,

@@ -35,7 +35,7 @@ const (
 // response code outside [0, respCols).
 type respRow [respCols + 1]atomic.Int64
 
-func (m *reqMetrics) row(code int16) *respRow {
+func (m *reqMetrics) row(code int32) *respRow {
 	p := &m.other
 	if code >= 0 && int(code) < reqCodeRows {
 		p = &m.rows[code]
@@ -48,7 +48,7 @@ func (m *reqMetrics) row(code int16) *respRow {
 }
 
 // result counts one answer to a request with code req.
-func (m *reqMetrics) result(req, resp int16) {
+func (m *reqMetrics) result(req, resp int32) {
 	col := respCols
 	if resp >= 0 && int(resp) < respCols {
 		col = int(resp)
@@ -60,7 +60,7 @@ func (m *reqMetrics) result(req, resp int16) {
 // handler returned resp: counted when resp is an answer, timed when it
 // is a send or a pull that was answered (not held). A pull's handler
 // queues its own answer and returns nil; handlePull counts its result.
-func (m *reqMetrics) done(req int16, resp *protocol.Command, start time.Time) {
+func (m *reqMetrics) done(req int32, resp *protocol.Command, start time.Time) {
 	if resp == held {
 		return
 	}
@@ -131,14 +131,14 @@ func (m *reqMetrics) collect(ch chan<- prometheus.Metric) {
 			}
 			result := "OTHER"
 			if col < respCols {
-				result = protocol.ResponseName(int16(col))
+				result = protocol.ResponseName(int32(col))
 			}
 			ch <- prometheus.MustNewConstMetric(mAnswered.d, mAnswered.kind, float64(n), name, result)
 		}
 	}
 	for code := range m.rows {
 		if r := m.rows[code].Load(); r != nil {
-			emitRow(protocol.RequestName(int16(code)), r)
+			emitRow(protocol.RequestName(int32(code)), r)
 		}
 	}
 	if r := m.other.Load(); r != nil {

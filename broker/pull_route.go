@@ -59,7 +59,7 @@ func (b *Broker) farBehind(res *storage.GetResult) bool {
 // answers PULL_RETRY_IMMEDIATELY, which a consumer whose master is gone
 // repeats at once, in a loop; PULL_NOT_FOUND is held like any empty pull,
 // so the consumer waits for the slave to catch up or the master to return.
-func (b *Broker) slaveOutOfRange(code int16, h *protocol.PullMessageRequestHeader, rh *protocol.PullMessageResponseHeader) int16 {
+func (b *Broker) slaveOutOfRange(code int32, h *protocol.PullMessageRequestHeader, rh *protocol.PullMessageResponseHeader) int32 {
 	if !b.repl.isSlave() || code != protocol.PullOffsetMoved {
 		return code
 	}

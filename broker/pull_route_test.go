@@ -30,7 +30,7 @@ func tenMessages() []string {
 
 // suggested pulls one message at offset and returns the answer's code and
 // suggestWhichBrokerId.
-func suggested(t *testing.T, c *rawClient, group, topic string, offset int64) (int16, int64) {
+func suggested(t *testing.T, c *rawClient, group, topic string, offset int64) (int32, int64) {
 	t.Helper()
 	r := c.call(pullReq(group, topic, 0, offset, 1, 0, "*"))
 	return r.Code, ext64(t, r, "suggestWhichBrokerId")

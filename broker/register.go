@@ -405,7 +405,7 @@ func wireTopics(tcs []TopicConfig, dv protocol.DataVersion) protocol.TopicConfig
 
 // refusedError is a name server's answer other than success.
 type refusedError struct {
-	code   int16
+	code   int32
 	remark string
 }
 

@@ -6,7 +6,7 @@ import (
 	"github.com/samsamq/samsa/protocol"
 )
 
-func routeOf(t *testing.T, ns *rawClient, topic string) (*protocol.TopicRouteData, int16) {
+func routeOf(t *testing.T, ns *rawClient, topic string) (*protocol.TopicRouteData, int32) {
 	t.Helper()
 	h := protocol.GetRouteInfoRequestHeader{Topic: topic}
 	r := ns.call(protocol.NewRequest(protocol.GetRouteInfoByTopic, h.Encode(), nil))

@@ -185,7 +185,7 @@ func (s *slaveSync) call(master string, req *protocol.Command) (*protocol.Comman
 
 // fetch asks the master for one of its tables (code) and decodes the
 // answer's body into v.
-func (s *slaveSync) fetch(master string, code int16, v any) error {
+func (s *slaveSync) fetch(master string, code int32, v any) error {
 	resp, err := s.call(master, protocol.NewRequest(code, nil, nil))
 	if err != nil {
 		return err

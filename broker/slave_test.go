@@ -125,7 +125,7 @@ func TestSlaveRefusesWrites(t *testing.T) {
 	}
 	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "auto-t", DefaultTopic: AutoCreateTopicKey,
 		DefaultTopicQueueNums: 4, BornTimestamp: time.Now().UnixMilli(), Batch: true}
-	for _, code := range []int16{protocol.SendMessageV2, protocol.SendBatchMessage} {
+	for _, code := range []int32{protocol.SendMessageV2, protocol.SendBatchMessage} {
 		if r := c.call(protocol.NewRequest(code, h.V2().Encode(), []byte("whatever"))); r.Code != protocol.ServiceNotAvailable {
 			t.Fatalf("code %d to a slave: %s", code, r)
 		}

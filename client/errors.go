@@ -54,7 +54,7 @@ var (
 // SYSTEM_BUSY, ErrTopicNotExist, ...).
 type ResponseError struct {
 	Addr   string // the peer
-	Code   int16  // RocketMQ response code
+	Code   int32  // RocketMQ response code
 	Remark string // the peer's explanation
 	kind   error  // the sentinel matching Code, or nil
 }

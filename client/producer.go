@@ -154,7 +154,7 @@ func (p *Producer) uniqIDAt(m *Message, now time.Time) string {
 
 // sendRequest makes a send request of code whose header (the one-letter
 // form) is encoded typed, without an ext-field map.
-func (p *Producer) sendRequest(code int16, topic string, q MessageQueue, sysFlag int32, flag int32, props string, batch bool, body []byte, born time.Time) *protocol.Command {
+func (p *Producer) sendRequest(code int32, topic string, q MessageQueue, sysFlag int32, flag int32, props string, batch bool, body []byte, born time.Time) *protocol.Command {
 	h := &protocol.SendMessageRequestHeaderV2{SendMessageRequestHeader: protocol.SendMessageRequestHeader{
 		ProducerGroup: p.opts.Group, Topic: topic, DefaultTopic: AutoCreateTopicKey, DefaultTopicQueueNums: int32(p.opts.AutoCreateQueues),
 		QueueID: int32(q.QueueID), SysFlag: sysFlag, BornTimestamp: born.UnixMilli(), Flag: flag,

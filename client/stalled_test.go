@@ -16,7 +16,7 @@ import (
 type silentBroker struct {
 	ln    net.Listener
 	mu    sync.Mutex
-	codes map[int16]int
+	codes map[int32]int
 	conns []net.Conn
 }
 
@@ -25,7 +25,7 @@ func startSilentBroker(t *testing.T) *silentBroker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &silentBroker{ln: ln, codes: map[int16]int{}}
+	s := &silentBroker{ln: ln, codes: map[int32]int{}}
 	t.Cleanup(s.close)
 	go func() {
 		for {
@@ -52,7 +52,7 @@ func startSilentBroker(t *testing.T) *silentBroker {
 	return s
 }
 
-func (s *silentBroker) count(code int16) int {
+func (s *silentBroker) count(code int32) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.codes[code]

@@ -133,7 +133,7 @@ func (r *XAResource) addr(ctx context.Context) (string, error) {
 }
 
 // invoke sends an XA request for x and reads its xaCode.
-func (r *XAResource) invoke(ctx context.Context, code int16, x *XID, ext map[string]string, body []byte) (int, *protocol.Command, error) {
+func (r *XAResource) invoke(ctx context.Context, code int32, x *XID, ext map[string]string, body []byte) (int, *protocol.Command, error) {
 	ctx, cancel := r.p.sendContext(ctx)
 	defer cancel()
 	addr, err := r.addr(ctx)

@@ -24,7 +24,7 @@ func TestACLBrokerNameBinding(t *testing.T) {
 	}
 	srv := startServer(t, Options{ACLEnable: true, ACLFile: file})
 	c := dial(t, srv.Addr())
-	signedCall := func(code int16, ext map[string]string, body []byte, ak, sk string) *protocol.Command {
+	signedCall := func(code int32, ext map[string]string, body []byte, ak, sk string) *protocol.Command {
 		t.Helper()
 		return c.mustRoundTrip(code, acl.Sign(ext, body, ak, sk, ""), body)
 	}

@@ -29,7 +29,7 @@ type fakeBroker struct {
 	mu struct {
 		sync.Mutex
 		conns      map[net.Conn]struct{}
-		seen       map[int16]int
+		seen       map[int32]int
 		decodeErrs []string
 		sends      []*protocol.SendMessageRequestHeader
 		pulls      []*protocol.PullMessageRequestHeader
@@ -44,7 +44,7 @@ func startFakeBroker(t *testing.T) *fakeBroker {
 		t.Fatal(err)
 	}
 	b := &fakeBroker{t: t, ln: ln}
-	b.mu.seen = map[int16]int{}
+	b.mu.seen = map[int32]int{}
 	b.mu.conns = map[net.Conn]struct{}{}
 	b.wg.Add(1)
 	go func() {

@@ -67,7 +67,7 @@ func dial(t *testing.T, addr string) *client {
 	return &client{t: t, nc: nc, br: bufio.NewReader(nc)}
 }
 
-func (c *client) roundTrip(code int16, ext map[string]string, body []byte) (*protocol.Command, error) {
+func (c *client) roundTrip(code int32, ext map[string]string, body []byte) (*protocol.Command, error) {
 	c.opaque++
 	req := protocol.NewRequest(code, ext, body)
 	req.Opaque = c.opaque
@@ -90,7 +90,7 @@ func (c *client) roundTrip(code int16, ext map[string]string, body []byte) (*pro
 	return resp, nil
 }
 
-func (c *client) mustRoundTrip(code int16, ext map[string]string, body []byte) *protocol.Command {
+func (c *client) mustRoundTrip(code int32, ext map[string]string, body []byte) *protocol.Command {
 	c.t.Helper()
 	resp, err := c.roundTrip(code, ext, body)
 	if err != nil {

@@ -1,7 +1,7 @@
 // Code generated from RocketMQ's RequestCode, ResponseCode and RemotingSysResponseCode
 // (apache/rocketmq remoting/protocol); spot-checked by codes_test.go. Regenerate rather
-// than edit when RocketMQ adds a code. Codes beyond int16 (the POP family) are left out:
-// 4.x frames and the Go client carry codes as int16.
+// than edit when RocketMQ adds a code. Codes are int32 as in RocketMQ (5.x POP codes pass int16;
+// a binary header still carries int16, so they travel in JSON headers).
 
 package protocol
 
@@ -9,10 +9,10 @@ import "strconv"
 
 // RequestCode is a request code (RocketMQ RequestCode). It is an alias so the
 // constants go straight into Command.Code.
-type RequestCode = int16
+type RequestCode = int32
 
 // ResponseCode is a response code (RocketMQ ResponseCode / RemotingSysResponseCode).
-type ResponseCode = int16
+type ResponseCode = int32
 
 // Request codes, named after RocketMQ's RequestCode constants.
 const (
@@ -229,7 +229,7 @@ const (
 	PolicyNotExist                       ResponseCode = 3002 // POLICY_NOT_EXIST
 )
 
-var requestNames = map[int16]string{
+var requestNames = map[int32]string{
 	10:   "SEND_MESSAGE",
 	11:   "PULL_MESSAGE",
 	12:   "QUERY_MESSAGE",
@@ -377,7 +377,7 @@ var requestNames = map[int16]string{
 	3010: "AUTH_LIST_ACL",
 }
 
-var responseNames = map[int16]string{
+var responseNames = map[int32]string{
 	0:    "SUCCESS",
 	1:    "SYSTEM_ERROR",
 	2:    "SYSTEM_BUSY",
@@ -443,7 +443,7 @@ var responseNames = map[int16]string{
 }
 
 // RequestName is RocketMQ's name of a request code, or "CODE_<n>" when unknown.
-func RequestName(code int16) string {
+func RequestName(code int32) string {
 	if n, ok := requestNames[code]; ok {
 		return n
 	}
@@ -451,11 +451,11 @@ func RequestName(code int16) string {
 }
 
 // ResponseName is RocketMQ's name of a response code, or "CODE_<n>" when unknown.
-func ResponseName(code int16) string {
+func ResponseName(code int32) string {
 	if n, ok := responseNames[code]; ok {
 		return n
 	}
 	return codeName(code)
 }
 
-func codeName(code int16) string { return "CODE_" + strconv.Itoa(int(code)) }
+func codeName(code int32) string { return "CODE_" + strconv.Itoa(int(code)) }

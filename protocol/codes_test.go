@@ -5,7 +5,7 @@ import "testing"
 // TestCodeValues spot-checks the generated constants against RocketMQ's
 // RequestCode / ResponseCode (and what rocketmq-client-go uses).
 func TestCodeValues(t *testing.T) {
-	req := map[int16]int16{
+	req := map[int32]int32{
 		SendMessage: 10, PullMessage: 11, QueryMessage: 12, QueryConsumerOffset: 14, UpdateConsumerOffset: 15,
 		UpdateAndCreateTopic: 17, GetAllTopicConfig: 21, SearchOffsetByTimestamp: 29, GetMaxOffset: 30,
 		GetMinOffset: 31, GetEarliestMsgStoretime: 32, ViewMessageByID: 33, HeartBeat: 34, UnregisterClient: 35,
@@ -21,7 +21,7 @@ func TestCodeValues(t *testing.T) {
 			t.Errorf("request code %d, want %d", got, want)
 		}
 	}
-	res := map[int16]int16{
+	res := map[int32]int32{
 		Success: 0, SystemError: 1, SystemBusy: 2, RequestCodeNotSupported: 3, FlushDiskTimeout: 10,
 		SlaveNotAvailable: 11, FlushSlaveTimeout: 12, MessageIllegal: 13, ServiceNotAvailable: 14, NoPermission: 16,
 		TopicNotExist: 17, PullNotFound: 19, PullRetryImmediately: 20, PullOffsetMoved: 21, QueryNotFound: 22,

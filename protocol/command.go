@@ -98,7 +98,7 @@ func LanguageCode(name string) byte {
 
 // Command is one remoting command, request or response.
 type Command struct {
-	Code      int16             // request code, or response code in a response
+	Code      int32             // request code, or response code in a response
 	Language  string            // "GO" from us; whatever the peer sent
 	Version   int16             // MQVersion ordinal; we send DefaultVersion
 	Opaque    int32             // request id; a response echoes it
@@ -117,7 +117,7 @@ type Command struct {
 // NewRequest makes a request with our language and version, JSON-encoded.
 // Opaque is left 0: the sender assigns it from its connection's counter
 // (this package keeps no global state).
-func NewRequest(code int16, ext map[string]string, body []byte) *Command {
+func NewRequest(code int32, ext map[string]string, body []byte) *Command {
 	return &Command{
 		Code:      code,
 		Language:  LanguageGo,
@@ -130,7 +130,7 @@ func NewRequest(code int16, ext map[string]string, body []byte) *Command {
 
 // NewResponse makes the response to req: it echoes req's Opaque, sets the
 // response flag and encodes its header the way req's was.
-func NewResponse(req *Command, code int16, remark string) *Command {
+func NewResponse(req *Command, code int32, remark string) *Command {
 	return &Command{
 		Code:      code,
 		Language:  LanguageGo,

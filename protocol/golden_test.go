@@ -94,7 +94,7 @@ func goldenCommand(st string, fields []string) (*Command, error) {
 		}
 		switch name = strings.TrimSpace(name); {
 		case name == "code":
-			c.Code = int16(num(16))
+			c.Code = int32(num(16))
 		case name == "lang":
 			c.Language = value
 		case name == "version":

@@ -17,6 +17,11 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	if len(c.Remark) > math.MaxInt32 {
 		return dst, fmt.Errorf("%w: remark of %d bytes", ErrBadHeader, len(c.Remark))
 	}
+	if c.Code != int32(int16(c.Code)) {
+		// RocketMQSerializable writes the code as a short: RocketMQ 5's
+		// POP codes (200050...) travel only in JSON headers.
+		return dst, fmt.Errorf("%w: code %d does not fit the binary header's int16", ErrBadHeader, c.Code)
+	}
 	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Code))
 	lang := c.Language
 	if lang == "" {
@@ -85,7 +90,7 @@ func splitBinaryHeader(h []byte) (remark, ext []byte, err error) {
 // setBinaryFixed sets c's fixed fields from a header splitBinaryHeader
 // took.
 func setBinaryFixed(h []byte, c *Command) {
-	c.Code = int16(binary.BigEndian.Uint16(h))
+	c.Code = int32(int16(binary.BigEndian.Uint16(h)))
 	c.Language = LanguageName(h[2])
 	c.Version = int16(binary.BigEndian.Uint16(h[3:]))
 	c.Opaque = int32(binary.BigEndian.Uint32(h[5:]))

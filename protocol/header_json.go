@@ -149,8 +149,8 @@ func decodeJSONField(s *jsonScanner, key string, c *Command) error {
 	var v int64
 	switch key {
 	case "code":
-		v, err = s.integer(key, -1<<15, 1<<15-1)
-		c.Code = int16(v)
+		v, err = s.integer(key, -1<<31, 1<<31-1) // RocketMQ 5's POP codes pass int16
+		c.Code = int32(v)
 	case "version":
 		v, err = s.integer(key, -1<<15, 1<<15-1)
 		c.Version = int16(v)

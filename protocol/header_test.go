@@ -60,7 +60,7 @@ func TestJSONHeaderTolerance(t *testing.T) {
 
 func TestJSONHeaderRejects(t *testing.T) {
 	for _, in := range []string{
-		``, `[]`, `{`, `{"code":}`, `{"code":1.5}`, `{"code":70000}`, `{"opaque":"1"}`,
+		``, `[]`, `{`, `{"code":}`, `{"code":1.5}`, `{"code":3000000000}`, `{"opaque":"1"}`,
 		`{"code":1}x`, `{"remark":"a` + "\x01" + `"}`, `{"remark":"\x"}`, `{"extFields":[]}`,
 		`{"x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, `{"code":1,}`, `{"extFields":{"a":--}}`,
 	} {

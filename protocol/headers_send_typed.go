@@ -212,7 +212,7 @@ func parseDecimal(b []byte, bits int) (int64, bool) {
 
 // typedSendCode reports whether a request of this code gets its header
 // decoded typed, and whether with the one-letter names.
-func typedSendCode(code int16) (typed, v2 bool) {
+func typedSendCode(code int32) (typed, v2 bool) {
 	switch code {
 	case SendMessage:
 		return true, false

@@ -120,7 +120,7 @@ func TestTypedDecodeMatchesMap(t *testing.T) {
 	typedTaken := 0
 	for range 1000 {
 		h := randomSendHeader(r)
-		for _, code := range []int16{SendMessage, SendMessageV2, SendBatchMessage, SendReplyMessageV2} {
+		for _, code := range []int32{SendMessage, SendMessageV2, SendBatchMessage, SendReplyMessageV2} {
 			for _, ext := range sendVariants(r, &h, code != SendMessage) {
 				for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
 					frame, err := AppendCommand(nil, &Command{Code: code, Opaque: 9, ExtFields: ext, Serialize: st})

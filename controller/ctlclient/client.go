@@ -190,7 +190,7 @@ func (c *Client) Metadata(ctx context.Context, addr string) (raftctl.Metadata, e
 }
 
 // call sends one request, following the leader. See the package doc.
-func (c *Client) call(ctx context.Context, code int16, body any) (raftctl.Reply, error) {
+func (c *Client) call(ctx context.Context, code int32, body any) (raftctl.Reply, error) {
 	var rep raftctl.Reply
 	rep.Result.MasterID = controller.NoMaster
 	var lastErr error
@@ -260,7 +260,7 @@ func (c *Client) next(addr, hint, why string) {
 	}
 }
 
-func (c *Client) roundTrip(ctx context.Context, addr string, code int16, body any) (*protocol.Command, error) {
+func (c *Client) roundTrip(ctx context.Context, addr string, code int32, body any) (*protocol.Command, error) {
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()

@@ -59,7 +59,7 @@ type Metadata struct {
 }
 
 // codeOf maps an error of a command to its RocketMQ response code.
-func codeOf(err error) int16 {
+func codeOf(err error) int32 {
 	switch {
 	case err == nil:
 		return protocol.Success
@@ -84,7 +84,7 @@ func codeOf(err error) int16 {
 // ErrorOf is the inverse of codeOf, for the client: the error a response
 // code stands for, wrapping the controller's Err value so errors.Is works
 // across the wire. Nil for SUCCESS.
-func ErrorOf(code int16, remark string) error {
+func ErrorOf(code int32, remark string) error {
 	var base error
 	switch code {
 	case protocol.Success:
@@ -112,7 +112,7 @@ func ErrorOf(code int16, remark string) error {
 // for, if any (ErrUnknownGroup answers as
 // ErrUnknownBroker: both mean "register first").
 type RemoteError struct {
-	Code   int16
+	Code   int32
 	Remark string
 	base   error
 }

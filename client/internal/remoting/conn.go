@@ -385,7 +385,7 @@ type call struct {
 	// fails it; addr and code name it in the error.
 	deadline time.Time
 	addr     string
-	code     int16
+	code     int32
 
 	mu       sync.Mutex
 	finished bool
