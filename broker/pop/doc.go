@@ -1,0 +1,61 @@
+// Package pop is RocketMQ 5's POP consumption (RIP-19) for Samsa's broker:
+// the broker hands out messages one at a time, each invisible to the rest
+// of its consumer group until it is acknowledged or its invisible time
+// passes; a group may have more consumers than a topic has queues, and a
+// consumer that hangs stalls nothing but its own messages.
+//
+// # Contract
+//
+// A Service (New) is safe for concurrent use. Pop reads what is visible
+// for a group (messages whose invisible time passed first, then new ones
+// from the group's cursor), makes it invisible, logs that durably and
+// only then returns it; with nothing to hand out it waits (long poll)
+// until OnDispatch reports an arrival on the topic, an in-flight message's
+// invisible time passes, or its poll time ends. Ack and ChangeInvisible
+// take the receipt handle (ExtraInfo) a Pop gave: a handle whose pop time
+// no longer matches (the message was acknowledged, redelivered or its
+// invisible time changed since) is refused with ErrStale. A message
+// handed out more than the group's max reconsume times goes to the
+// group's DLQ (%DLQ%group) instead.
+//
+// A redelivered message is the stored record re-encoded with its
+// reconsume times raised (its CRC property recomputed), not a copy written
+// to a retry topic: the in-flight state says how often it was handed out.
+//
+// # Crash safety: a write-ahead file, not a revive topic
+//
+// RocketMQ writes checkpoint and ack records into the CommitLog (the
+// revive topic) and replays them to find what expired. Here the in-flight
+// state is small (one entry per message handed out and not yet
+// acknowledged) and private to the broker, so it lives in one write-ahead
+// file, pop.wal in Config.Dir: every change is a record appended and
+// fsynced before the request that made it is answered; at Open the file is
+// replayed (cut at the first torn or corrupt record) and rewritten as a
+// snapshot (temp file, fsync, rename, fsync dir), as it is again whenever
+// it outgrows Config.CompactBytes. This keeps the user's CommitLog free of
+// bookkeeping, recovery local and proportional to what is in flight, and
+// needs no second reader of the log. A crash after the record and before
+// the answer leaves a message invisible that no consumer holds: it comes
+// back after its invisible time (at least once, never lost); an
+// acknowledged message is never handed out again.
+//
+// Record layout (big-endian):
+//
+//	| bytes | field      | why                                            |
+//	|-------|------------|------------------------------------------------|
+//	| 4     | length     | of what follows the CRC: finds the next record |
+//	| 4     | CRC-32C    | over the rest: a torn or flipped tail is cut   |
+//	| 1     | kind       | 'N' cursor, 'P' popped, 'A' removed            |
+//	| 2+n   | group      | who consumes                                   |
+//	| 2+n   | topic      | what                                           |
+//	| 4     | queue id   |                                                |
+//	| 8     | offset     | 'N': next queue offset; else the message's     |
+//	| 8     | pop time   | ms: the receipt handle's identity              |
+//	| 8     | deadline   | ms: when the message becomes visible again     |
+//	| 4     | attempts   | reconsume times of the delivery in flight      |
+//
+// # What is not here
+//
+// Ordered POP, PEEK, BATCH_ACK, NOTIFICATION and POLLING_INFO: the broker
+// answers them REQUEST_CODE_NOT_SUPPORTED.
+package pop

@@ -1,0 +1,350 @@
+package pop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/samsamq/samsa/storage"
+	"github.com/samsamq/samsa/storage/vfs"
+)
+
+// Store is what the service reads messages from and writes dead letters
+// to (storage.Store has it).
+type Store interface {
+	// GetMessages reads up to maxMsgs records of a queue from offset,
+	// skipping those whose tag hash tagFilter refuses (nil: none).
+	GetMessages(topic string, queueID int32, offset int64, maxMsgs, maxBytes int, tagFilter func(int64) bool) (storage.GetResult, error)
+	// MinQueueOffset is a queue's first readable offset.
+	MinQueueOffset(topic string, queueID int32) int64
+	// MaxQueueOffset is one past a queue's last offset.
+	MaxQueueOffset(topic string, queueID int32) int64
+	// Append stores a message (a dead letter).
+	Append(ctx context.Context, m *storage.Message) (storage.AppendResult, error)
+}
+
+// Config is what a Service needs.
+type Config struct {
+	// Store reads messages and takes dead letters.
+	Store Store
+	// FS and Dir: where pop.wal lives (Dir is created).
+	FS  vfs.FS
+	Dir string
+	// BrokerName goes into every receipt handle; a handle naming another
+	// broker is refused.
+	BrokerName string
+	// Now is the clock of pop times and invisible times. Default time.Now.
+	Now func() time.Time
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// MaxReconsume is how many times a group's message may be handed out
+	// again before it goes to the DLQ (RocketMQ's retryMaxTimes). Default 16.
+	MaxReconsume func(group string) int32
+	// DLQ makes sure a group's dead-letter topic exists and names it.
+	DLQ func(group string) (string, error)
+	// MaxHeld bounds the pops waiting at once (default 10,000); past it a
+	// pop with nothing to take answers at once.
+	MaxHeld int
+	// CompactBytes: past this size pop.wal is rewritten as a snapshot of
+	// what is in flight. Default 16 MiB.
+	CompactBytes int64
+}
+
+// Request is one POP_MESSAGE.
+type Request struct {
+	Group, Topic string
+	// QueueID is the queue to pop from, or -1 for any of Queues.
+	QueueID int32
+	Queues  int32
+	MaxMsgs int
+	// Invisible is how long what is handed out stays invisible.
+	Invisible time.Duration
+	// Poll is how long to wait when there is nothing (0: answer at once).
+	Poll time.Duration
+	// InitMode is where a queue the group never popped starts: 0 its
+	// first message (ConsumeInitMode.MIN), 1 its end (MAX).
+	InitMode int32
+	// TagMatch filters by tag hash (nil: everything); Match by the
+	// record's properties (SQL92; nil: everything).
+	TagMatch func(int64) bool
+	Match    func(props []byte) bool
+}
+
+// Result is what one pop handed out.
+type Result struct {
+	PopTime   int64 // ms, the handles' identity
+	Invisible int64 // ms
+	// Records are whole stored records (a redelivered one re-encoded with
+	// its reconsume times raised), QueueIDs and Offsets theirs.
+	Records  [][]byte
+	QueueIDs []int32
+	Offsets  []int64
+	// RestNum is how many messages are left behind the cursors read.
+	RestNum int64
+	// StartOffsetInfo and MsgOffsetInfo are RocketMQ's header strings a
+	// client builds each message's handle from (ExtraInfo).
+	StartOffsetInfo, MsgOffsetInfo string
+}
+
+// Limits of one request.
+const (
+	MaxMsgsPerPop   = 32      // RocketMQ's POP refuses maxMsgNums above 32
+	maxBytesPerPop  = 4 << 20 // what one answer carries at most
+	MaxInvisible    = 12 * time.Hour
+	MinInvisible    = time.Second / 10
+	MaxPoll         = 30 * time.Second
+	defaultMaxTimes = 16
+)
+
+// Errors the broker maps to response codes.
+var (
+	ErrBadRequest  = errors.New("pop: bad request")
+	ErrStale       = errors.New("pop: stale receipt handle")
+	ErrPollingFull = errors.New("pop: too many pops waiting")
+	ErrClosed      = errors.New("pop: service closed")
+)
+
+// queue is a group's state on one queue.
+type queue struct {
+	next     int64 // the next offset never handed out; -1 before the first pop
+	inflight map[int64]*entry
+}
+
+// entry is a message handed out and not yet acknowledged.
+type entry struct {
+	popTime, deadline int64 // ms
+	attempts          int32 // times handed out again
+}
+
+type qkey struct {
+	group, topic string
+	qid          int32
+}
+
+type gtKey struct{ group, topic string }
+
+// GroupStats is a group's line of Stats.
+type GroupStats struct {
+	Group       string
+	InFlight    int64
+	Redelivered int64
+	DeadLetters int64
+}
+
+// Service is the POP state machine with its write-ahead file. Every
+// field under mu; the WAL's fsync runs outside it.
+type Service struct {
+	cfg  Config
+	held atomic.Int64
+	mu   struct {
+		sync.Mutex
+		queues map[qkey]*queue
+		used   map[gtKey]int // queues per (group, topic) with state
+		stats  map[string]*GroupStats
+		wal    wal
+		gen    int   // bumped by every rewrite of the file
+		err    error // sticky: a failed write or fsync
+		rr     uint32
+		buf    []byte
+		closed bool
+	}
+	wmu     sync.Mutex
+	waiters map[*waiter]struct{}
+}
+
+type waiter struct {
+	topic string
+	ch    chan struct{}
+}
+
+// New opens the service: replays pop.wal and rewrites it as a snapshot.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil || cfg.FS == nil || cfg.Dir == "" || cfg.DLQ == nil {
+		return nil, errors.New("pop: Config needs Store, FS, Dir and DLQ")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxReconsume == nil {
+		cfg.MaxReconsume = func(string) int32 { return defaultMaxTimes }
+	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = 10000
+	}
+	if cfg.CompactBytes <= 0 {
+		cfg.CompactBytes = 16 << 20
+	}
+	s := &Service{cfg: cfg, waiters: map[*waiter]struct{}{}}
+	s.mu.queues = map[qkey]*queue{}
+	s.mu.used = map[gtKey]int{}
+	s.mu.stats = map[string]*GroupStats{}
+	s.mu.wal = wal{fs: cfg.FS, dir: cfg.Dir}
+	if err := cfg.FS.MkdirAll(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("pop: %w", err)
+	}
+	if err := readWAL(cfg.FS, cfg.Dir, s.replay); err != nil {
+		return nil, fmt.Errorf("pop: replay %s: %w", walName, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.compactLocked(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// replay applies one logged change.
+func (s *Service) replay(r *walRec) {
+	q := s.queueLocked(r.group, r.topic, r.qid)
+	switch r.kind {
+	case kindCursor:
+		q.next = max(q.next, r.offset)
+	case kindPopped:
+		e, ok := q.inflight[r.offset]
+		if !ok {
+			e = &entry{}
+			q.inflight[r.offset] = e
+			s.statLocked(r.group).InFlight++
+		}
+		e.popTime, e.deadline, e.attempts = r.popTime, r.deadline, r.attempts
+		q.next = max(q.next, r.offset+1)
+	case kindRemoved:
+		if _, ok := q.inflight[r.offset]; ok {
+			delete(q.inflight, r.offset)
+			s.statLocked(r.group).InFlight--
+		}
+	}
+}
+
+func (s *Service) queueLocked(group, topic string, qid int32) *queue {
+	k := qkey{group, topic, qid}
+	q := s.mu.queues[k]
+	if q == nil {
+		q = &queue{next: -1, inflight: map[int64]*entry{}}
+		s.mu.queues[k] = q
+		s.mu.used[gtKey{group, topic}]++
+	}
+	return q
+}
+
+func (s *Service) statLocked(group string) *GroupStats {
+	st := s.mu.stats[group]
+	if st == nil {
+		st = &GroupStats{Group: group}
+		s.mu.stats[group] = st
+	}
+	return st
+}
+
+// compactLocked rewrites pop.wal as the state it holds.
+func (s *Service) compactLocked() error {
+	var b []byte
+	for k, q := range s.mu.queues {
+		if q.next >= 0 {
+			b = appendRec(b, &walRec{kind: kindCursor, group: k.group, topic: k.topic, qid: k.qid, offset: q.next})
+		}
+		for off, e := range q.inflight {
+			b = appendRec(b, &walRec{kind: kindPopped, group: k.group, topic: k.topic, qid: k.qid, offset: off,
+				popTime: e.popTime, deadline: e.deadline, attempts: e.attempts})
+		}
+	}
+	if err := s.mu.wal.rewrite(b); err != nil {
+		s.mu.err = err
+		return err
+	}
+	s.mu.gen++
+	return nil
+}
+
+// logLocked appends a change to the pending records.
+func (s *Service) logLocked(kind byte, k qkey, offset int64, e *entry) {
+	r := walRec{kind: kind, group: k.group, topic: k.topic, qid: k.qid, offset: offset}
+	if e != nil {
+		r.popTime, r.deadline, r.attempts = e.popTime, e.deadline, e.attempts
+	}
+	s.mu.buf = appendRec(s.mu.buf, &r)
+}
+
+// flushLocked writes the pending records; it returns the file and
+// generation to sync outside the lock.
+func (s *Service) flushLocked() (vfs.File, int, error) {
+	if s.mu.err != nil {
+		return nil, 0, s.mu.err
+	}
+	if len(s.mu.buf) == 0 {
+		return nil, 0, nil
+	}
+	err := s.mu.wal.write(s.mu.buf)
+	s.mu.buf = s.mu.buf[:0]
+	if err != nil {
+		s.mu.err = fmt.Errorf("pop: write %s: %w", walName, err)
+		return nil, 0, s.mu.err
+	}
+	if s.mu.wal.size > s.cfg.CompactBytes {
+		if err := s.compactLocked(); err != nil {
+			return nil, 0, err
+		}
+		return nil, 0, nil // the snapshot is synced
+	}
+	return s.mu.wal.f, s.mu.gen, nil
+}
+
+// sync makes f durable; an error is terminal unless a rewrite replaced f
+// meanwhile (its snapshot was synced with everything f held).
+func (s *Service) sync(f vfs.File, gen int) error {
+	if f == nil {
+		return nil
+	}
+	err := f.Sync()
+	if err == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gen != s.mu.gen {
+		return nil
+	}
+	if s.mu.err == nil {
+		s.mu.err = fmt.Errorf("pop: sync %s: %w", walName, err)
+	}
+	return s.mu.err
+}
+
+// Uses reports whether group consumes topic by POP (it has state there):
+// the broker then refuses the group's pulls on it.
+func (s *Service) Uses(group, topic string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.used[gtKey{group, topic}] > 0
+}
+
+// Stats lists every group's in-flight count, redeliveries and dead
+// letters.
+func (s *Service) Stats() []GroupStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]GroupStats, 0, len(s.mu.stats))
+	for _, st := range s.mu.stats {
+		out = append(out, *st)
+	}
+	return out
+}
+
+// Close closes pop.wal; waiting pops answer with what they have.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil
+	}
+	s.mu.closed = true
+	s.wakeAll()
+	return s.mu.wal.close()
+}
