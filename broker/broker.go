@@ -15,6 +15,7 @@ import (
 
 	"github.com/samsamq/samsa/broker/delay"
 	"github.com/samsamq/samsa/broker/offsets"
+	"github.com/samsamq/samsa/broker/pop"
 	"github.com/samsamq/samsa/broker/repair"
 	"github.com/samsamq/samsa/broker/txn"
 	"github.com/samsamq/samsa/broker/xa"
@@ -79,6 +80,7 @@ type Broker struct {
 	acl    *brokerACL   // access control (acl.go); nil with aclEnable=false
 
 	delay *delay.Service // delayed delivery (package delay, delay_wiring.go)
+	pop   *pop.Service   // POP consumption (package pop, pop_wiring.go); nil on a slave
 	metaq *bmetaq.Server // MetaQ's text put, get and offset (text_metaq.go)
 }
 
@@ -155,6 +157,11 @@ func New(cfg Config) (*Broker, error) {
 	}
 	if err := b.openDelay(); err != nil {
 		return nil, closeStoreAfter(st, err)
+	}
+	if cfg.BrokerRole != Slave {
+		if err := b.openPop(); err != nil {
+			return nil, closeStoreAfter(st, err)
+		}
 	}
 	if err := b.openRepair(); err != nil {
 		return nil, closeStoreAfter(st, err)
@@ -360,6 +367,12 @@ func (b *Broker) shutdown() error {
 		b.poll.close()
 	}
 	close(b.stop) // the long poll answers every held pull as it stops
+	if b.pop != nil {
+		// waiting pops answer at once; what is in flight is on disk already
+		if err := b.pop.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: close POP: %w", err))
+		}
+	}
 	// Readers stop at once; each then waits for its requests in flight
 	// and lets its writer flush.
 	for _, c := range conns {

@@ -62,6 +62,15 @@
 // The state of the open halves is rebuilt at start from the check
 // progress (CID_RMQ_SYS_TRANS's consumer offsets) and the op queue.
 //
+// # POP consumption
+//
+// Package pop holds it, behind a small Config (pop_wiring.go builds it on
+// a master): RocketMQ 5's POP_MESSAGE, ACK_MESSAGE and
+// CHANGE_MESSAGE_INVISIBLETIME (handle_pop.go), the in-flight state in a
+// write-ahead file under StorePathRootDir/pop. The rest of the POP family
+// answers REQUEST_CODE_NOT_SUPPORTED; a group that consumes a topic by
+// POP is refused a pull of it, and the other way round.
+//
 // # Delayed delivery
 //
 // Package delay holds it, behind a small Config (delay_wiring.go builds

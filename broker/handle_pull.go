@@ -49,6 +49,10 @@ func (b *Broker) handlePull(c *conn, req *protocol.Command) *protocol.Command {
 		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
 			h.QueueID, h.Topic, tc.ReadQueueNums, c.addr))
 	}
+	if b.popRefusesPull(h.ConsumerGroup, h.Topic) {
+		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf(
+			"group %s consumes %s by POP; one group cannot also pull it (use another group)", h.ConsumerGroup, h.Topic))
+	}
 	var filter *tagFilter
 	var sub Subscription
 	if h.HasFlag(protocol.PullFlagSubscription) {

@@ -54,5 +54,13 @@ func (b *Broker) requestHandlers() map[int32]requestHandler {
 		protocol.XARollback:                       b.handleXA,
 		protocol.XARecover:                        b.handleXA,
 		protocol.XAForget:                         b.handleXA,
+		protocol.PopMessage:                       b.handlePop, // handle_pop.go, package pop
+		protocol.AckMessage:                       b.handleAck,
+		protocol.ChangeMessageInvisibleTime:       b.handleChangeInvisibleTime,
+		protocol.BatchAckMessage:                  b.handlePopNotSupported,
+		protocol.PeekMessage:                      b.handlePopNotSupported,
+		protocol.Notification:                     b.handlePopNotSupported,
+		protocol.PollingInfo:                      b.handlePopNotSupported,
+		protocol.PopRollback:                      b.handlePopNotSupported,
 	}
 }

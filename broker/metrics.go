@@ -109,7 +109,8 @@ var (
 		mAnswered, mSendLat, mPullLat,
 		mWaits, mReadErrs, mDamaged, mUnverified, mRepaired, mCutRecs, mCutAcked,
 		mAppends, mAppendBytes, mFsyncs, mFlushes, mSegments, mBroken, mSkips, mCorrupt, mQuarantined, mRCHits, mRCMisses, mRCDirect,
-		mReadOnly, mHeldIdx, mDispErrs, mFlushLat, mRefused, mIdleCloses, mFrameTO, mXABranches, mXALong, mXASettled}
+		mReadOnly, mHeldIdx, mDispErrs, mFlushLat, mRefused, mIdleCloses, mFrameTO, mXABranches, mXALong, mXASettled,
+		mPopInFlight, mPopRedelivered, mPopDeadLetters}
 )
 
 // flushBuckets are the flush-latency histogram's upper bounds in seconds.
@@ -195,6 +196,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(mBuildInfo.d, mBuildInfo.kind, 1, c.b.cfg.Version, runtime.Version(), buildRevision())
 	c.collectGroups(emit)
+	c.collectPop(emit)
 	c.m.req.collect(ch)
 	emit(mAppends, m.Appends)
 	emit(mAppendBytes, m.AppendBytes)

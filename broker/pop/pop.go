@@ -56,7 +56,7 @@ func (s *Service) Pop(ctx context.Context, r *Request) (Result, error) {
 		}
 		if poll == nil {
 			if w = s.addWaiter(r.Topic); w == nil {
-				return res, nil // too many waiting: answer now (POLLING_FULL is the caller's)
+				return res, ErrPollingFull
 			}
 			poll = time.NewTimer(r.Poll)
 			continue // an arrival between the read and the registration

@@ -143,7 +143,6 @@ type Service struct {
 	mu   struct {
 		sync.Mutex
 		queues map[qkey]*queue
-		used   map[gtKey]int // queues per (group, topic) with state
 		stats  map[string]*GroupStats
 		wal    wal
 		gen    int   // bumped by every rewrite of the file
@@ -152,6 +151,9 @@ type Service struct {
 		buf    []byte
 		closed bool
 	}
+	// used holds every (group, topic) with state, read lock-free by every
+	// pull (Uses).
+	used    sync.Map
 	wmu     sync.Mutex
 	waiters map[*waiter]struct{}
 }
@@ -183,7 +185,6 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, waiters: map[*waiter]struct{}{}}
 	s.mu.queues = map[qkey]*queue{}
-	s.mu.used = map[gtKey]int{}
 	s.mu.stats = map[string]*GroupStats{}
 	s.mu.wal = wal{fs: cfg.FS, dir: cfg.Dir}
 	if err := cfg.FS.MkdirAll(cfg.Dir); err != nil {
@@ -229,7 +230,7 @@ func (s *Service) queueLocked(group, topic string, qid int32) *queue {
 	if q == nil {
 		q = &queue{next: -1, inflight: map[int64]*entry{}}
 		s.mu.queues[k] = q
-		s.mu.used[gtKey{group, topic}]++
+		s.used.LoadOrStore(gtKey{group, topic}, struct{}{})
 	}
 	return q
 }
@@ -320,9 +321,8 @@ func (s *Service) sync(f vfs.File, gen int) error {
 // Uses reports whether group consumes topic by POP (it has state there):
 // the broker then refuses the group's pulls on it.
 func (s *Service) Uses(group, topic string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mu.used[gtKey{group, topic}] > 0
+	_, ok := s.used.Load(gtKey{group, topic})
+	return ok
 }
 
 // Stats lists every group's in-flight count, redeliveries and dead

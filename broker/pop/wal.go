@@ -23,17 +23,17 @@ const (
 
 // walRec is one decoded record.
 type walRec struct {
-	kind                     byte
-	group, topic             string
-	qid                      int32
+	kind                      byte
+	group, topic              string
+	qid                       int32
 	offset, popTime, deadline int64
-	attempts                 int32
+	attempts                  int32
 }
 
 const (
-	walHead  = 8                 // length, CRC
+	walHead  = 8                             // length, CRC
 	walFixed = 1 + 2 + 2 + 4 + 8 + 8 + 8 + 4 // kind, name lengths, numbers
-	maxName  = 1 << 12           // a group or topic name's most bytes
+	maxName  = 1 << 12                       // a group or topic name's most bytes
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -1,0 +1,208 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/samsamq/samsa/broker/pop"
+	"github.com/samsamq/samsa/protocol"
+)
+
+// handlePop answers POP_MESSAGE (200050) with RocketMQ 5's semantics
+// (package pop): the body is the records handed out, back to back as a
+// pull's; the header says the pop time, invisible time and the offsets a
+// client builds each message's receipt handle from. A pop that finds
+// nothing waits up to its pollTime on a goroutine of its own (the request
+// stays counted on its connection until answered).
+func (b *Broker) handlePop(c *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.PopMessageRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	if b.pop == nil {
+		return protocol.NewResponse(req, protocol.SystemError, "POP is served by the master only: this broker is a slave")
+	}
+	if h.Order {
+		return protocol.NewResponse(req, protocol.RequestCodeNotSupported, "ordered POP (order=true) is not supported by this broker")
+	}
+	tc, ok := b.topics.get(h.Topic)
+	if !ok {
+		return protocol.NewResponse(req, protocol.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic))
+	}
+	if tc.Perm&PermRead == 0 {
+		return protocol.NewResponse(req, protocol.NoPermission, fmt.Sprintf("the topic[%s] peeking message is forbidden", h.Topic))
+	}
+	if h.QueueID < -1 || int(h.QueueID) >= tc.ReadQueueNums {
+		return protocol.NewResponse(req, protocol.InvalidParameter, fmt.Sprintf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+			h.QueueID, h.Topic, tc.ReadQueueNums, c.addr))
+	}
+	if sub, ok := b.clients.subscription(h.ConsumerGroup, h.Topic); ok {
+		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf(
+			"group %s consumes %s by push or pull (a heartbeat subscribes it: %s); one group cannot also consume it by POP",
+			h.ConsumerGroup, h.Topic, sub.SubString))
+	}
+	pr := &pop.Request{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Queues: int32(tc.ReadQueueNums),
+		MaxMsgs: int(h.MaxMsgNums), Invisible: time.Duration(h.InvisibleTime) * time.Millisecond,
+		Poll: time.Duration(min(max(h.PollTime, 0), pop.MaxPoll.Milliseconds())) * time.Millisecond, InitMode: h.InitMode}
+	if err := pr.Check(); err != nil {
+		return protocol.NewResponse(req, protocol.InvalidParameter, err.Error())
+	}
+	if r := b.popFilter(req, h, pr); r != nil {
+		return r
+	}
+	if pr.Poll == 0 {
+		return b.popAnswer(req, pr, nil)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer c.reqDone()
+		defer cancel()
+		go func() {
+			select {
+			case <-c.closed:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		resp := b.popAnswer(req, pr, ctx)
+		b.metrics.req.result(req.Code, resp.Code)
+		c.send(outFrame{cmd: resp})
+	}()
+	return held
+}
+
+// popFilter sets pr's filters from the request's expType and exp
+// (TAG by default, SQL92 when enablePropertyFilter is on).
+func (b *Broker) popFilter(req *protocol.Command, h *protocol.PopMessageRequestHeader, pr *pop.Request) *protocol.Command {
+	expType, exp := h.ExpType, h.Exp
+	if expType == "" {
+		expType = ExpTag
+	}
+	if exp == "" {
+		exp = "*"
+	}
+	if isSQL92(expType) {
+		e, refuse := b.sqlFilterOf(req, Subscription{Topic: h.Topic, SubString: exp, ExpType: expType}, true)
+		if refuse != nil {
+			return refuse
+		}
+		pr.Match = e.Match
+		return nil
+	}
+	f, err := parseSubscription(expType, exp)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.SubscriptionParseFailed, fmt.Sprintf("parse the POP filter %s %q: %v", expType, exp, err))
+	}
+	if f != nil {
+		pr.TagMatch = f.fn()
+	}
+	return nil
+}
+
+// popAnswer pops (ctx nil: without waiting) and builds the answer.
+func (b *Broker) popAnswer(req *protocol.Command, pr *pop.Request, ctx context.Context) *protocol.Command {
+	if ctx == nil {
+		ctx, pr.Poll = context.Background(), 0
+	}
+	res, err := b.pop.Pop(ctx, pr)
+	if err != nil {
+		code := protocol.SystemError
+		switch {
+		case errors.Is(err, pop.ErrBadRequest):
+			code = protocol.InvalidParameter
+		case errors.Is(err, pop.ErrPollingFull):
+			code = protocol.PollingFull
+		}
+		return protocol.NewResponse(req, code, err.Error())
+	}
+	rh := protocol.PopMessageResponseHeader{PopTime: res.PopTime, InvisibleTime: res.Invisible, RestNum: res.RestNum,
+		StartOffsetInfo: res.StartOffsetInfo, MsgOffsetInfo: res.MsgOffsetInfo}
+	if len(res.Records) == 0 {
+		return respond(req, protocol.PollingTimeout, "no new message", rh.Encode())
+	}
+	n := 0
+	for _, r := range res.Records {
+		n += len(r)
+	}
+	body := make([]byte, 0, n)
+	for _, r := range res.Records {
+		body = append(body, r...)
+	}
+	b.stats.get(pr.Topic, len(res.Records), len(body))
+	resp := respond(req, protocol.Success, "FOUND", rh.Encode())
+	resp.Body = body
+	return resp
+}
+
+// handleAck answers ACK_MESSAGE (200051).
+func (b *Broker) handleAck(c *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.AckMessageRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	if r := b.popHandleCheck(req, h.Topic, h.QueueID); r != nil {
+		return r
+	}
+	err := b.pop.Ack(&pop.Handle{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.Offset, Extra: h.ExtraInfo})
+	if err != nil {
+		return popError(req, err)
+	}
+	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// handleChangeInvisibleTime answers CHANGE_MESSAGE_INVISIBLETIME (200053).
+func (b *Broker) handleChangeInvisibleTime(c *conn, req *protocol.Command) *protocol.Command {
+	h := &protocol.ChangeInvisibleTimeRequestHeader{}
+	if r := decodeHeader(req, h); r != nil {
+		return r
+	}
+	if r := b.popHandleCheck(req, h.Topic, h.QueueID); r != nil {
+		return r
+	}
+	pt, err := b.pop.ChangeInvisible(&pop.Handle{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.Offset,
+		Extra: h.ExtraInfo}, h.InvisibleTime)
+	if err != nil {
+		return popError(req, err)
+	}
+	rh := protocol.ChangeInvisibleTimeResponseHeader{PopTime: pt, InvisibleTime: h.InvisibleTime}
+	return respond(req, protocol.Success, "", rh.Encode())
+}
+
+// popHandleCheck checks an ack's or a change's topic and queue.
+func (b *Broker) popHandleCheck(req *protocol.Command, topic string, qid int32) *protocol.Command {
+	if b.pop == nil {
+		return protocol.NewResponse(req, protocol.SystemError, "POP is served by the master only: this broker is a slave")
+	}
+	tc, ok := b.topics.get(topic)
+	if !ok {
+		return protocol.NewResponse(req, protocol.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", topic))
+	}
+	if qid < 0 || int(qid) >= tc.ReadQueueNums {
+		return protocol.NewResponse(req, protocol.InvalidParameter, fmt.Sprintf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d]",
+			qid, topic, tc.ReadQueueNums))
+	}
+	return nil
+}
+
+// popError maps package pop's errors: a malformed handle or bound is
+// INVALID_PARAMETER, a stale handle NO_MESSAGE (RocketMQ's answer to an
+// ack whose checkpoint is gone), the rest SYSTEM_ERROR.
+func popError(req *protocol.Command, err error) *protocol.Command {
+	switch {
+	case errors.Is(err, pop.ErrBadExtraInfo), errors.Is(err, pop.ErrBadRequest):
+		return protocol.NewResponse(req, protocol.InvalidParameter, err.Error())
+	case errors.Is(err, pop.ErrStale):
+		return protocol.NewResponse(req, protocol.NoMessage, err.Error())
+	}
+	return protocol.NewResponse(req, protocol.SystemError, err.Error())
+}
+
+// handlePopNotSupported answers the POP family's codes this broker does
+// not serve yet, saying so (never a silent success).
+func (b *Broker) handlePopNotSupported(c *conn, req *protocol.Command) *protocol.Command {
+	return protocol.NewResponse(req, protocol.RequestCodeNotSupported,
+		fmt.Sprintf("%s is not supported by this broker: its POP serves POP_MESSAGE, ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME",
+			protocol.RequestName(req.Code)))
+}

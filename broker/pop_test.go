@@ -1,0 +1,222 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/samsamq/samsa/broker/pop"
+	"github.com/samsamq/samsa/protocol"
+)
+
+func popReq(group, topic string, queue, max int32, invisible, poll time.Duration) *protocol.Command {
+	h := protocol.PopMessageRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: queue, MaxMsgNums: max,
+		InvisibleTime: invisible.Milliseconds(), PollTime: poll.Milliseconds(), BornTime: time.Now().UnixMilli()}
+	return protocol.NewRequest(protocol.PopMessage, h.Encode(), nil)
+}
+
+// popMsg is a popped message with the ack request a RocketMQ client would
+// build for it from the answer's header.
+type popMsg struct {
+	body  string
+	times int32
+	ack   protocol.AckMessageRequestHeader
+}
+
+func popped(t *testing.T, group, topic string, r *protocol.Command) []popMsg {
+	t.Helper()
+	if r.Code == protocol.PollingTimeout {
+		return nil
+	}
+	if r.Code != protocol.Success {
+		t.Fatalf("pop: %d %s", r.Code, r.Remark)
+	}
+	var h protocol.PopMessageResponseHeader
+	if err := h.Decode(r.ExtFields); err != nil {
+		t.Fatal(err)
+	}
+	start := map[string]int64{}
+	for _, s := range strings.Split(h.StartOffsetInfo, ";") {
+		f := strings.Split(s, " ")
+		start[f[1]], _ = strconv.ParseInt(f[2], 10, 64)
+	}
+	var out []popMsg
+	for _, rec := range decodeRecords(t, r.Body) {
+		q := strconv.Itoa(int(rec.QueueID))
+		e := pop.ExtraInfo{CkQueueOffset: start[q], PopTime: h.PopTime, InvisibleTime: h.InvisibleTime, ReviveQid: h.ReviveQid,
+			Retry: "0", BrokerName: DefaultBrokerName, QueueID: rec.QueueID, QueueOffset: rec.QueueOffset}
+		out = append(out, popMsg{body: string(rec.Body), times: rec.ReconsumeTimes, ack: protocol.AckMessageRequestHeader{
+			ConsumerGroup: group, Topic: topic, QueueID: rec.QueueID, ExtraInfo: e.String(), Offset: rec.QueueOffset}})
+	}
+	return out
+}
+
+func ackReq(h protocol.AckMessageRequestHeader) *protocol.Command {
+	return protocol.NewRequest(protocol.AckMessage, h.Encode(), nil)
+}
+
+func sendN(t *testing.T, c *rawClient, topic string, bodies ...string) {
+	t.Helper()
+	for _, b := range bodies {
+		if r := c.call(sendReq(topic, 0, []byte(b), nil)); r.Code != protocol.Success {
+			t.Fatalf("send: %d %s", r.Code, r.Remark)
+		}
+	}
+}
+
+// Three POP consumers on a one-queue topic each get a share, and every
+// message is received exactly once when all acknowledge.
+func TestPopMoreConsumersThanQueues(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	admin := dialRaw(t, b.Addr())
+	if r := admin.call(createTopicReq("pt", 1)); r.Code != protocol.Success {
+		t.Fatal(r.Remark)
+	}
+	const n = 30
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("m%d", i))
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range 3 {
+		c := dialRaw(t, b.Addr())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for end := time.Now().Add(60 * time.Second); time.Now().Before(end); {
+				mu.Lock()
+				done := len(seen) == n
+				mu.Unlock()
+				if done {
+					return
+				}
+				r := c.call(popReq("pg1", "pt", -1, 3, time.Minute, 200*time.Millisecond))
+				if r.Code != protocol.Success && r.Code != protocol.PollingTimeout {
+					t.Errorf("pop: %d %s", r.Code, r.Remark)
+					return
+				}
+				for _, m := range popped(t, "pg1", "pt", r) {
+					mu.Lock()
+					seen[m.body]++
+					mu.Unlock()
+					if a := c.call(ackReq(m.ack)); a.Code != protocol.Success {
+						t.Errorf("ack: %d %s", a.Code, a.Remark)
+					}
+				}
+			}
+		}()
+	}
+	sendN(t, admin, "pt", want...)
+	wg.Wait()
+	for _, w := range want {
+		if seen[w] != 1 {
+			t.Errorf("%s received %d times, want once", w, seen[w])
+		}
+	}
+}
+
+// A broker restarted on its data dir neither loses a popped, unacknowledged
+// message (it comes back after its invisible time, its reconsume times
+// raised) nor hands out an acknowledged one again.
+func TestPopSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir, nil)
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("pr", 1)); r.Code != protocol.Success {
+		t.Fatal(r.Remark)
+	}
+	sendN(t, c, "pr", "acked", "kept")
+	got := popped(t, "pg", "pr", c.call(popReq("pg", "pr", 0, 2, time.Second, 5*time.Second)))
+	if len(got) != 2 {
+		t.Fatalf("popped %d", len(got))
+	}
+	if a := c.call(ackReq(got[0].ack)); a.Code != protocol.Success {
+		t.Fatalf("ack: %d %s", a.Code, a.Remark)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startBroker(t, dir, nil)
+	defer b.Close()
+	c = dialRaw(t, b.Addr())
+	// The long poll wakes when the invisible time passes.
+	var again []popMsg
+	for end := time.Now().Add(30 * time.Second); len(again) == 0 && time.Now().Before(end); {
+		again = popped(t, "pg", "pr", c.call(popReq("pg", "pr", 0, 8, time.Minute, 10*time.Second)))
+	}
+	if len(again) != 1 || again[0].body != "kept" || again[0].times != 1 {
+		t.Fatalf("after the restart: %+v, want kept once more with reconsume times 1", again)
+	}
+	if a := c.call(ackReq(got[1].ack)); a.Code != protocol.NoMessage || a.Remark == "" {
+		t.Fatalf("an ack with the handle of the first delivery: %d %q, want NO_MESSAGE (stale)", a.Code, a.Remark)
+	}
+	if a := c.call(ackReq(again[0].ack)); a.Code != protocol.Success {
+		t.Fatalf("ack: %d %s", a.Code, a.Remark)
+	}
+}
+
+// ChangeInvisibleTime answers the new pop time; bad input gets a clear
+// error; the POP codes not served say so; a POP group cannot also pull.
+func TestPopBadInputAndRefusals(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("pb", 2)); r.Code != protocol.Success {
+		t.Fatal(r.Remark)
+	}
+	sendN(t, c, "pb", "x")
+	m := popped(t, "pg", "pb", c.call(popReq("pg", "pb", 0, 1, time.Minute, 0)))
+	if len(m) != 1 {
+		t.Fatalf("popped %d", len(m))
+	}
+	ch := protocol.ChangeInvisibleTimeRequestHeader{ConsumerGroup: "pg", Topic: "pb", QueueID: 0, ExtraInfo: m[0].ack.ExtraInfo,
+		Offset: m[0].ack.Offset, InvisibleTime: 120_000}
+	r := c.call(protocol.NewRequest(protocol.ChangeMessageInvisibleTime, ch.Encode(), nil))
+	var rh protocol.ChangeInvisibleTimeResponseHeader
+	if r.Code != protocol.Success || rh.Decode(r.ExtFields) != nil || rh.InvisibleTime != 120_000 {
+		t.Fatalf("change: %d %s %v", r.Code, r.Remark, r.ExtFields)
+	}
+	if a := c.call(ackReq(m[0].ack)); a.Code != protocol.NoMessage || !strings.Contains(a.Remark, "stale") {
+		t.Fatalf("ack with the handle before the change: %d %q", a.Code, a.Remark)
+	}
+	e, _ := pop.ParseExtraInfo(m[0].ack.ExtraInfo)
+	e.PopTime = rh.PopTime
+	fresh := m[0].ack
+	fresh.ExtraInfo = e.String()
+	if a := c.call(ackReq(fresh)); a.Code != protocol.Success {
+		t.Fatalf("ack with the new handle: %d %s", a.Code, a.Remark)
+	}
+
+	for _, tc := range []struct {
+		name string
+		req  *protocol.Command
+		code int32
+	}{
+		{"huge maxMsgNums", popReq("pg", "pb", 0, 1<<30, time.Minute, 0), protocol.InvalidParameter},
+		{"unknown queue", popReq("pg", "pb", 7, 1, time.Minute, 0), protocol.InvalidParameter},
+		{"unknown topic", popReq("pg", "nope", 0, 1, time.Minute, 0), protocol.TopicNotExist},
+		{"malformed extraInfo", ackReq(protocol.AckMessageRequestHeader{ConsumerGroup: "pg", Topic: "pb", QueueID: 0,
+			ExtraInfo: "garbage", Offset: 0}), protocol.InvalidParameter},
+		{"ack on an unknown queue", ackReq(protocol.AckMessageRequestHeader{ConsumerGroup: "pg", Topic: "pb", QueueID: 9,
+			ExtraInfo: m[0].ack.ExtraInfo, Offset: 0}), protocol.InvalidParameter},
+		{"peek", protocol.NewRequest(protocol.PeekMessage, nil, nil), protocol.RequestCodeNotSupported},
+		{"batch ack", protocol.NewRequest(protocol.BatchAckMessage, nil, nil), protocol.RequestCodeNotSupported},
+		{"notification", protocol.NewRequest(protocol.Notification, nil, nil), protocol.RequestCodeNotSupported},
+		{"polling info", protocol.NewRequest(protocol.PollingInfo, nil, nil), protocol.RequestCodeNotSupported},
+		{"pull by a POP group", pullReq("pg", "pb", 0, 0, 1, 0, "*"), protocol.SystemError},
+	} {
+		if r := c.call(tc.req); r.Code != tc.code || r.Remark == "" {
+			t.Errorf("%s: %d %q, want code %d with a reason", tc.name, r.Code, r.Remark, tc.code)
+		}
+	}
+	ordered := protocol.PopMessageRequestHeader{ConsumerGroup: "pg", Topic: "pb", QueueID: 0, MaxMsgNums: 1, InvisibleTime: 60_000, Order: true}
+	if r := c.call(protocol.NewRequest(protocol.PopMessage, ordered.Encode(), nil)); r.Code != protocol.RequestCodeNotSupported {
+		t.Errorf("ordered POP: %d %q", r.Code, r.Remark)
+	}
+}

@@ -1,0 +1,54 @@
+package broker
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/samsamq/samsa/broker/pop"
+)
+
+// POP consumption lives in package broker/pop; this file is its wiring.
+
+// openPop makes the POP service (New, on a master): its write-ahead file
+// is StorePathRootDir/pop/pop.wal; it hears of every dispatch to wake
+// waiting pops. A slave has none (POP is answered there with an error:
+// the in-flight state does not replicate).
+func (b *Broker) openPop() error {
+	c := &b.cfg
+	p, err := pop.New(pop.Config{
+		Store:      b.store,
+		FS:         c.FS,
+		Dir:        filepath.Join(c.StorePathRootDir, "pop"),
+		BrokerName: c.BrokerName,
+		Now:        c.Clock,
+		Logger:     b.log,
+		MaxReconsume: func(group string) int32 {
+			if g := b.groups.find(group); g.RetryMaxTimes > 0 {
+				return g.RetryMaxTimes
+			}
+			return int32(c.MaxReconsumeTimes)
+		},
+		DLQ: func(group string) (string, error) {
+			topic := DLQGroupPrefix + group
+			if _, created, err := b.topics.createIfMissing(topic, 1, PermRead|PermWrite); err != nil {
+				return "", fmt.Errorf("create %s: %w", topic, err)
+			} else if created {
+				b.reg.topicsChanged()
+			}
+			return topic, nil
+		},
+		MaxHeld: c.MaxHeldPulls,
+	})
+	if err != nil {
+		return err
+	}
+	b.pop = p
+	b.store.OnDispatch(p.OnDispatch)
+	return nil
+}
+
+// popRefusesPull answers a pull by a group that consumes the topic by
+// POP: mixing the two would hand the same messages out twice.
+func (b *Broker) popRefusesPull(group, topic string) bool {
+	return b.pop != nil && b.pop.Uses(group, topic)
+}
