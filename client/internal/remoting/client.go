@@ -146,7 +146,7 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 		return
 	}
 	req.Opaque = c.opaque.Add(1)
-	req.Serialize = c.opts.Serialize
+	req.Serialize = c.serializeFor(req.Code)
 	req.Flag &^= protocol.FlagOneway | protocol.FlagResponse
 	cl := &call{done: done}
 	if err := cn.register(req.Opaque, cl); err != nil {
@@ -186,7 +186,7 @@ func (c *Client) InvokeAsyncDeadline(addr string, req *protocol.Command, deadlin
 		return
 	}
 	req.Opaque = c.opaque.Add(1)
-	req.Serialize = c.opts.Serialize
+	req.Serialize = c.serializeFor(req.Code)
 	req.Flag &^= protocol.FlagOneway | protocol.FlagResponse
 	cl := &call{done: done, deadline: deadline, addr: addr, code: req.Code}
 	if err := cn.register(req.Opaque, cl); err != nil {
@@ -213,7 +213,7 @@ func (c *Client) InvokeOneway(ctx context.Context, addr string, req *protocol.Co
 		return err
 	}
 	req.Opaque = c.opaque.Add(1)
-	req.Serialize = c.opts.Serialize
+	req.Serialize = c.serializeFor(req.Code)
 	req.Flag = req.Flag&^protocol.FlagResponse | protocol.FlagOneway
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -361,4 +361,14 @@ func (c *Client) Close() error {
 	}
 	c.wg.Wait()
 	return nil
+}
+
+// serializeFor is the header encoding of a request with code: the
+// configured one, but JSON for a code the binary header's int16 cannot
+// carry (RocketMQ 5's POP family), as RocketMQ's own clients send them.
+func (c *Client) serializeFor(code int32) protocol.SerializeType {
+	if code != int32(int16(code)) {
+		return protocol.SerializeJSON
+	}
+	return c.opts.Serialize
 }
