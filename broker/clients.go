@@ -282,6 +282,23 @@ func (m *clientManager) subscription(group, topic string) (Subscription, bool) {
 	return s, ok
 }
 
+// pushOrPull returns group's subscription to topic when its members say
+// by heartbeat that they consume by push or pull (RocketMQ 5's POP
+// consumers heartbeat CONSUME_POP: not them).
+func (m *clientManager) pushOrPull(group, topic string) (Subscription, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cg := m.mu.consumers[group]
+	if cg == nil || cg.consumeType == consumePop {
+		return Subscription{}, false
+	}
+	s, ok := cg.subs[topic]
+	return s, ok
+}
+
+// consumePop is the consumeType a RocketMQ 5 POP consumer heartbeats.
+const consumePop = "CONSUME_POP"
+
 // born returns when group's current run began (its first heartbeat
 // since it last had no member); false when it has no member.
 func (m *clientManager) born(group string) (time.Time, bool) {

@@ -38,7 +38,7 @@ func (b *Broker) handlePop(c *conn, req *protocol.Command) *protocol.Command {
 		return protocol.NewResponse(req, protocol.InvalidParameter, fmt.Sprintf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
 			h.QueueID, h.Topic, tc.ReadQueueNums, c.addr))
 	}
-	if sub, ok := b.clients.subscription(h.ConsumerGroup, h.Topic); ok {
+	if sub, ok := b.clients.pushOrPull(h.ConsumerGroup, h.Topic); ok {
 		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf(
 			"group %s consumes %s by push or pull (a heartbeat subscribes it: %s); one group cannot also consume it by POP",
 			h.ConsumerGroup, h.Topic, sub.SubString))

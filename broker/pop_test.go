@@ -220,3 +220,34 @@ func TestPopBadInputAndRefusals(t *testing.T) {
 		t.Errorf("ordered POP: %d %q", r.Code, r.Remark)
 	}
 }
+
+// A group whose members heartbeat as push consumers of a topic is refused
+// a POP of it; one heartbeating as RocketMQ 5's POP consumers is not.
+func TestPopRefusedToAPushGroup(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("pm", 1)); r.Code != protocol.Success {
+		t.Fatal(r.Remark)
+	}
+	if r := c.call(heartbeatReq(t, "cid-1", "pushers", "pm")); r.Code != protocol.Success {
+		t.Fatal(r.Remark)
+	}
+	r := c.call(popReq("pushers", "pm", 0, 1, time.Minute, 0))
+	if r.Code != protocol.SystemError || !strings.Contains(r.Remark, "push or pull") {
+		t.Fatalf("POP by a push group: %d %q", r.Code, r.Remark)
+	}
+	hb := protocol.HeartbeatData{ClientID: "cid-2", ConsumerDataSet: []protocol.ConsumerData{{GroupName: "poppers",
+		ConsumeType: "CONSUME_POP", MessageModel: protocol.MessageModelClustering, ConsumeFromWhere: protocol.ConsumeFromFirstOffset,
+		SubscriptionDataSet: []protocol.SubscriptionData{{Topic: "pm", SubString: "*", ExpressionType: "TAG"}}}}}
+	body, err := protocol.MarshalBody(hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.call(protocol.NewRequest(protocol.HeartBeat, nil, body)); r.Code != protocol.Success {
+		t.Fatal(r.Remark)
+	}
+	if r := c.call(popReq("poppers", "pm", 0, 1, time.Minute, 0)); r.Code != protocol.PollingTimeout {
+		t.Fatalf("POP by a POP group: %d %q, want POLLING_TIMEOUT (nothing there)", r.Code, r.Remark)
+	}
+}

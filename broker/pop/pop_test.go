@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/samsamq/samsa/storage/record"
+	"github.com/samsamq/samsa/storage/vfs"
 )
 
 // More consumers than queues: three pop loops on one queue see every
@@ -223,5 +224,68 @@ func TestBadInput(t *testing.T) {
 	h := &Handle{Group: group, Topic: topic, QueueID: 0, Offset: 5, Extra: "5 1 1 0 0 broker-a 0 5"}
 	if err := r.svc.Ack(h); !errors.Is(err, ErrStale) {
 		t.Errorf("ack of what was never popped: %v, want ErrStale", err)
+	}
+}
+
+// A torn or corrupt tail of pop.wal is cut: the state before it stands.
+func TestTornTail(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		harm func(b []byte) []byte
+	}{
+		{"torn", func(b []byte) []byte { return b[:len(b)-3] }},
+		{"flipped", func(b []byte) []byte { b[len(b)-2] ^= 0x40; return b }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b []byte
+			k := qkey{group, topic, 0}
+			b = appendRec(b, &walRec{kind: kindCursor, group: k.group, topic: k.topic, offset: 2})
+			b = appendRec(b, &walRec{kind: kindPopped, group: k.group, topic: k.topic, offset: 1, popTime: 5, deadline: 9})
+			b = appendRec(b, &walRec{kind: kindRemoved, group: k.group, topic: k.topic, offset: 1})
+			fs := vfs.NewMem()
+			if err := fs.MkdirAll("/p"); err != nil {
+				t.Fatal(err)
+			}
+			if err := vfs.WriteFileAtomic(fs, "/p/"+walName, tc.harm(b)); err != nil {
+				t.Fatal(err)
+			}
+			var got []walRec
+			if err := readWAL(fs, "/p", func(r *walRec) { got = append(got, *r) }); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || got[1].kind != kindPopped || got[1].popTime != 5 || got[1].deadline != 9 {
+				t.Fatalf("replayed %+v, want the cursor and the pop", got)
+			}
+		})
+	}
+}
+
+// Past CompactBytes the file is rewritten as what is in flight, and a
+// restart reads the same state from it.
+func TestCompaction(t *testing.T) {
+	r := newRig(t, 1)
+	r.svc.cfg.CompactBytes = 2048
+	r.send(0, "a", msgs(40)...)
+	q := r.req(1, time.Minute)
+	var kept popped
+	for i := range 40 {
+		p := r.pop(q)[0]
+		if i == 17 {
+			kept = p
+			continue
+		}
+		if err := r.svc.Ack(&p.handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size, err := r.fs.Stat(popDir + "/" + walName)
+	if err != nil || size > 2048 {
+		t.Fatalf("pop.wal is %d bytes (%v), want it compacted under 2048", size, err)
+	}
+	r.crash()
+	r.clock.Add(time.Minute)
+	again := r.pop(r.req(8, time.Minute))
+	if len(again) != 1 || again[0].body != kept.body {
+		t.Fatalf("after compaction and a crash: %v, want %s alone", bodies(again), kept.body)
 	}
 }

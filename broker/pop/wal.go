@@ -117,7 +117,7 @@ func readWAL(fsys vfs.FS, dir string, fn func(*walRec)) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // opened read-only: nothing to lose
 	b := make([]byte, size)
 	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
 		return err
