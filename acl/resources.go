@@ -60,7 +60,9 @@ func Resources(code int32, ext map[string]string, body []byte) ([]Resource, erro
 		return []Resource{topicRes(ext["b"], Pub)}, nil
 	case protocol.ConsumerSendMsgBack:
 		return []Resource{topicRes(ext["originTopic"], Pub), groupRes(ext["group"])}, nil
-	case protocol.PullMessage, protocol.QueryConsumerOffset, protocol.UpdateConsumerOffset:
+	case protocol.PullMessage, protocol.QueryConsumerOffset, protocol.UpdateConsumerOffset,
+		protocol.PopMessage, protocol.AckMessage, protocol.ChangeMessageInvisibleTime:
+		// RocketMQ 5 marks the POP headers' topic and group @RocketMQResource
 		return []Resource{topicRes(ext["topic"], Sub), groupRes(ext["consumerGroup"])}, nil
 	case protocol.QueryMessage, protocol.GetMaxOffset, protocol.GetMinOffset, protocol.SearchOffsetByTimestamp,
 		protocol.GetEarliestMsgStoretime:
