@@ -87,6 +87,18 @@ func Resources(code int32, ext map[string]string, body []byte) ([]Resource, erro
 			}
 		}
 		return rs, nil
+	case protocol.BatchAckMessage:
+		var ba protocol.BatchAckMessageRequestBody
+		if err := protocol.UnmarshalBody(body, &ba); err != nil {
+			return nil, fmt.Errorf("batch ack body: %w", err)
+		}
+		var rs []Resource
+		for i := range ba.Acks {
+			a := ba.Acks[i]
+			a.Normalize()
+			rs = append(rs, topicRes(a.Topic, Sub), groupRes(a.ConsumerGroup))
+		}
+		return rs, nil
 	case protocol.LockBatchMQ, protocol.UnlockBatchMQ:
 		var lb protocol.LockBatchRequestBody
 		if err := protocol.UnmarshalBody(body, &lb); err != nil {

@@ -65,7 +65,7 @@
 // # POP consumption
 //
 // Package pop holds it, behind a small Config (pop_wiring.go builds it on
-// a master): RocketMQ 5's POP_MESSAGE, ACK_MESSAGE and
+// a master): RocketMQ 5's POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE and
 // CHANGE_MESSAGE_INVISIBLETIME (handle_pop.go), the in-flight state in a
 // write-ahead file under StorePathRootDir/pop. The rest of the POP family
 // answers REQUEST_CODE_NOT_SUPPORTED; a group that consumes a topic by

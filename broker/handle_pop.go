@@ -203,6 +203,46 @@ func popError(req *protocol.Command, err error) *protocol.Command {
 // not serve yet, saying so (never a silent success).
 func (b *Broker) handlePopNotSupported(c *conn, req *protocol.Command) *protocol.Command {
 	return protocol.NewResponse(req, protocol.RequestCodeNotSupported,
-		fmt.Sprintf("%s is not supported by this broker: its POP serves POP_MESSAGE, ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME",
+		fmt.Sprintf("%s is not supported by this broker: its POP serves POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME",
 			protocol.RequestName(req.Code)))
+}
+
+// handleBatchAck answers BATCH_ACK_MESSAGE (200151): each BatchAck's set
+// bits name offsets from its start offset. SUCCESS when the body is well
+// formed; the remark counts what was not in flight (stale), which
+// RocketMQ skips the same way.
+func (b *Broker) handleBatchAck(c *conn, req *protocol.Command) *protocol.Command {
+	var body protocol.BatchAckMessageRequestBody
+	if err := protocol.UnmarshalBody(req.Body, &body); err != nil {
+		return protocol.NewResponse(req, protocol.InvalidParameter, "batch ack body: "+err.Error())
+	}
+	if body.BrokerName != "" && body.BrokerName != b.cfg.BrokerName {
+		return protocol.NewResponse(req, protocol.InvalidParameter,
+			fmt.Sprintf("batch ack names broker %q, this is %q", body.BrokerName, b.cfg.BrokerName))
+	}
+	acked, stale := 0, 0
+	for i := range body.Acks {
+		a := &body.Acks[i]
+		a.Normalize()
+		if a.ConsumerGroup == "" {
+			return protocol.NewResponse(req, protocol.InvalidParameter, fmt.Sprintf("batch ack %d names no consumer group", i))
+		}
+		if a.Retry != "" && a.Retry != "0" {
+			return protocol.NewResponse(req, protocol.InvalidParameter,
+				fmt.Sprintf("batch ack %d names a POP retry topic (retry %s); this broker hands out again from the topic itself", i, a.Retry))
+		}
+		if r := b.popHandleCheck(req, a.Topic, a.QueueID); r != nil {
+			return r
+		}
+		n, s, err := b.pop.BatchAck(a.ConsumerGroup, a.Topic, a.QueueID, a.PopTime, a.Offsets())
+		if err != nil {
+			return popError(req, err)
+		}
+		acked, stale = acked+n, stale+s
+	}
+	remark := ""
+	if stale > 0 {
+		remark = fmt.Sprintf("%d acknowledged; %d not in flight with that pop time (stale), skipped", acked, stale)
+	}
+	return protocol.NewResponse(req, protocol.Success, remark)
 }

@@ -57,7 +57,7 @@ func (b *Broker) requestHandlers() map[int32]requestHandler {
 		protocol.PopMessage:                       b.handlePop, // handle_pop.go, package pop
 		protocol.AckMessage:                       b.handleAck,
 		protocol.ChangeMessageInvisibleTime:       b.handleChangeInvisibleTime,
-		protocol.BatchAckMessage:                  b.handlePopNotSupported,
+		protocol.BatchAckMessage:                  b.handleBatchAck,
 		protocol.PeekMessage:                      b.handlePopNotSupported,
 		protocol.Notification:                     b.handlePopNotSupported,
 		protocol.PollingInfo:                      b.handlePopNotSupported,

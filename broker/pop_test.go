@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -52,6 +53,26 @@ func popped(t *testing.T, group, topic string, r *protocol.Command) []popMsg {
 			ConsumerGroup: group, Topic: topic, QueueID: rec.QueueID, ExtraInfo: e.String(), Offset: rec.QueueOffset}})
 	}
 	return out
+}
+
+// popN pops until n messages are in hand (the store indexes what was sent
+// asynchronously, so one pop may see only part of it). All of them share
+// one pop time when they came in one answer; the answers are returned.
+func popN(t *testing.T, c *rawClient, group, topic string, queue int32, n int, invisible time.Duration) ([]popMsg, []*protocol.Command) {
+	t.Helper()
+	var out []popMsg
+	var answers []*protocol.Command
+	for end := time.Now().Add(30 * time.Second); len(out) < n; {
+		if time.Now().After(end) {
+			t.Fatalf("popped %d of %d", len(out), n)
+		}
+		r := c.call(popReq(group, topic, queue, int32(n-len(out)), invisible, time.Second))
+		if got := popped(t, group, topic, r); len(got) > 0 {
+			out = append(out, got...)
+			answers = append(answers, r)
+		}
+	}
+	return out, answers
 }
 
 func ackReq(h protocol.AckMessageRequestHeader) *protocol.Command {
@@ -132,10 +153,7 @@ func TestPopSurvivesRestart(t *testing.T) {
 		t.Fatal(r.Remark)
 	}
 	sendN(t, c, "pr", "acked", "kept")
-	got := popped(t, "pg", "pr", c.call(popReq("pg", "pr", 0, 2, time.Second, 5*time.Second)))
-	if len(got) != 2 {
-		t.Fatalf("popped %d", len(got))
-	}
+	got, _ := popN(t, c, "pg", "pr", 0, 2, 4*time.Second)
 	if a := c.call(ackReq(got[0].ack)); a.Code != protocol.Success {
 		t.Fatalf("ack: %d %s", a.Code, a.Remark)
 	}
@@ -171,10 +189,7 @@ func TestPopBadInputAndRefusals(t *testing.T) {
 		t.Fatal(r.Remark)
 	}
 	sendN(t, c, "pb", "x")
-	m := popped(t, "pg", "pb", c.call(popReq("pg", "pb", 0, 1, time.Minute, 0)))
-	if len(m) != 1 {
-		t.Fatalf("popped %d", len(m))
-	}
+	m, _ := popN(t, c, "pg", "pb", 0, 1, time.Minute)
 	ch := protocol.ChangeInvisibleTimeRequestHeader{ConsumerGroup: "pg", Topic: "pb", QueueID: 0, ExtraInfo: m[0].ack.ExtraInfo,
 		Offset: m[0].ack.Offset, InvisibleTime: 120_000}
 	r := c.call(protocol.NewRequest(protocol.ChangeMessageInvisibleTime, ch.Encode(), nil))
@@ -206,7 +221,7 @@ func TestPopBadInputAndRefusals(t *testing.T) {
 		{"ack on an unknown queue", ackReq(protocol.AckMessageRequestHeader{ConsumerGroup: "pg", Topic: "pb", QueueID: 9,
 			ExtraInfo: m[0].ack.ExtraInfo, Offset: 0}), protocol.InvalidParameter},
 		{"peek", protocol.NewRequest(protocol.PeekMessage, nil, nil), protocol.RequestCodeNotSupported},
-		{"batch ack", protocol.NewRequest(protocol.BatchAckMessage, nil, nil), protocol.RequestCodeNotSupported},
+		{"batch ack without a body", protocol.NewRequest(protocol.BatchAckMessage, nil, nil), protocol.InvalidParameter},
 		{"notification", protocol.NewRequest(protocol.Notification, nil, nil), protocol.RequestCodeNotSupported},
 		{"polling info", protocol.NewRequest(protocol.PollingInfo, nil, nil), protocol.RequestCodeNotSupported},
 		{"pull by a POP group", pullReq("pg", "pb", 0, 0, 1, 0, "*"), protocol.SystemError},
@@ -249,5 +264,53 @@ func TestPopRefusedToAPushGroup(t *testing.T) {
 	}
 	if r := c.call(popReq("poppers", "pm", 0, 1, time.Minute, 0)); r.Code != protocol.PollingTimeout {
 		t.Fatalf("POP by a POP group: %d %q, want POLLING_TIMEOUT (nothing there)", r.Code, r.Remark)
+	}
+}
+
+// BATCH_ACK_MESSAGE, with the body as RocketMQ 5 writes it (short names,
+// the BitSet's bytes in base64), acknowledges the offsets its bits name
+// and counts a stale one in its remark.
+func TestPopBatchAck(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("pa", 1)); r.Code != protocol.Success {
+		t.Fatal(r.Remark)
+	}
+	sendN(t, c, "pa", "a", "b", "c")
+	got, answers := popN(t, c, "pg", "pa", 0, 3, time.Minute)
+	var acks []string
+	for _, r := range answers { // one batch ack per answer (pop time): bit i is offset so+i
+		var h protocol.PopMessageResponseHeader
+		if err := h.Decode(r.ExtFields); err != nil {
+			t.Fatal(err)
+		}
+		var bits byte
+		so := int64(-1)
+		for _, m := range popped(t, "pg", "pa", r) {
+			if so < 0 {
+				so = m.ack.Offset
+			}
+			if m.body != "b" {
+				bits |= 1 << (m.ack.Offset - so)
+			}
+		}
+		if bits != 0 {
+			acks = append(acks, fmt.Sprintf(`{"c":"pg","t":"pa","r":"0","so":%d,"q":0,"rq":0,"pt":%d,"it":60000,"b":"%s"}`,
+				so, h.PopTime, base64.StdEncoding.EncodeToString([]byte{bits})))
+		}
+	}
+	if len(got) != 3 {
+		t.Fatalf("popped %d", len(got))
+	}
+	body := `{"brokerName":"` + DefaultBrokerName + `","acks":[` + strings.Join(acks, ",") + `]}`
+	if a := c.call(protocol.NewRequest(protocol.BatchAckMessage, nil, []byte(body))); a.Code != protocol.Success || a.Remark != "" {
+		t.Fatalf("batch ack: %d %q", a.Code, a.Remark)
+	}
+	if a := c.call(protocol.NewRequest(protocol.BatchAckMessage, nil, []byte(body))); a.Code != protocol.Success || !strings.Contains(a.Remark, "2 not in flight") {
+		t.Fatalf("batch ack again: %d %q, want the two counted stale", a.Code, a.Remark)
+	}
+	if st := b.pop.Stats(); len(st) != 1 || st[0].InFlight != 1 {
+		t.Fatalf("stats %+v, want one message (b) in flight", st)
 	}
 }

@@ -109,3 +109,35 @@ func (s *Service) ChangeInvisible(h *Handle, ms int64) (popTime int64, err error
 	}
 	return popTime, s.sync(f, gen)
 }
+
+// BatchAck acknowledges the offsets of one queue handed out at popTime
+// (BATCH_ACK_MESSAGE): those still in flight with that pop time are
+// acknowledged, the rest (stale) counted and left alone, as RocketMQ's
+// batch ack skips them.
+func (s *Service) BatchAck(group, topic string, qid int32, popTime int64, offsets []int64) (acked, stale int, err error) {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return 0, 0, ErrClosed
+	}
+	k := qkey{group, topic, qid}
+	q := s.mu.queues[k]
+	for _, off := range offsets {
+		var en *entry
+		if q != nil {
+			en = q.inflight[off]
+		}
+		if en == nil || en.popTime != popTime {
+			stale++
+			continue
+		}
+		s.removeLocked(k, q, off)
+		acked++
+	}
+	f, gen, err := s.flushLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return 0, 0, err
+	}
+	return acked, stale, s.sync(f, gen)
+}

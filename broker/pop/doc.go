@@ -56,6 +56,8 @@
 //
 // # What is not here
 //
-// Ordered POP, PEEK, BATCH_ACK, NOTIFICATION and POLLING_INFO: the broker
-// answers them REQUEST_CODE_NOT_SUPPORTED.
+// Ordered POP, PEEK, NOTIFICATION, POLLING_INFO and POP_ROLLBACK: the
+// broker answers them REQUEST_CODE_NOT_SUPPORTED. A message moved to the
+// DLQ is logged as removed after its append: a crash between the two may
+// store it in the DLQ twice (at least once, as the retry path).
 package pop

@@ -87,6 +87,10 @@ func TestRedeliveryThenDLQ(t *testing.T) {
 	if got = r.pop(q); len(got) != 0 {
 		t.Fatalf("past max reconsume times still handed out: %+v", got)
 	}
+	// the DLQ's index is built by the store's dispatcher: wait for it
+	for end := time.Now().Add(30 * time.Second); r.st.MaxQueueOffset("%DLQ%"+group, 0) < 1 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
 	dlq, err := r.st.GetMessages("%DLQ%"+group, 0, 0, 10, 1<<20, nil)
 	if err != nil || len(dlq.Records) != 1 {
 		t.Fatalf("DLQ holds %d records (err %v), want 1", len(dlq.Records), err)
