@@ -75,6 +75,12 @@
 // MaxInFlightBytes. A failed message goes back to the broker's retry
 // topic (or is retried locally in broadcasting and ordered modes).
 //
+// A PopConsumer consumes by RocketMQ 5's POP instead: the broker hands
+// each Receive messages no other member of the group sees until they are
+// acknowledged (Ack) or their invisible time passes (ChangeInvisibleTime
+// moves it), so a group may have more members than the topic has queues
+// and a stuck member holds back only its own messages.
+//
 // Pulls go where the broker's last answer for the queue suggested
 // (suggestWhichBrokerId: a slave when the broker's slaveReadEnable is on
 // and the consumer reads far behind, else the master), else to the
