@@ -94,6 +94,7 @@ func (b *Broker) openReplication() error {
 			masterAddr:           r.MasterAddr,
 			addr:                 b.Addr,
 			controllerMode:       c.EnableControllerMode,
+			pageBytes:            b.ans.limit(),
 		})
 		b.store.OnDispatch(r.meta.onDispatch) // a replicated record of an unknown queue: copy the tables now
 	}

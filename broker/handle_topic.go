@@ -67,8 +67,13 @@ func prepareQueues(st *storage.Store, log *slog.Logger, tc TopicConfig) {
 }
 
 // handleGetAllTopicConfig answers GET_ALL_TOPIC_CONFIG (21): the topic
-// table as a TopicConfigSerializeWrapper.
+// table as a TopicConfigSerializeWrapper in one frame, as RocketMQ does
+// (SYSTEM_ERROR saying so when it would not fit one); asked with
+// samsaPageBytes, in pages and deltas (handle_topic_page.go).
 func (b *Broker) handleGetAllTopicConfig(_ *conn, req *protocol.Command) *protocol.Command {
+	if _, paged := req.ExtFields[protocol.TopicPageBytesField]; paged {
+		return b.handleTopicPage(req)
+	}
 	w := b.topicWrapper()
 	body, err := protocol.MarshalBody(w)
 	if err != nil {

@@ -44,12 +44,21 @@ type slaveSync struct {
 	slaveSyncDeps
 	kick chan struct{} // cap 1: a round is wanted now
 
-	mu       sync.Mutex // one round at a time
-	rounds   atomic.Int64
-	failures atomic.Int64
-	lastOK   atomic.Int64 // unix ms of the last round that copied everything
-	failing  atomic.Bool  // the last round failed (logged once per streak)
-	lastHint atomic.Int64 // unix ns of the last kick onDispatch gave
+	mu sync.Mutex // one round at a time
+	// topicCursor is the master's change cursor the slave's topic table
+	// is as of (slave_sync_topics.go), and topicMaster that master's
+	// address; under mu.
+	topicCursor string
+	topicMaster string
+	// topicCopies counts the topic tables copied whole, topicDeltas the
+	// rounds that took the master's changes alone.
+	topicCopies atomic.Int64
+	topicDeltas atomic.Int64
+	rounds      atomic.Int64
+	failures    atomic.Int64
+	lastOK      atomic.Int64 // unix ms of the last round that copied everything
+	failing     atomic.Bool  // the last round failed (logged once per streak)
+	lastHint    atomic.Int64 // unix ns of the last kick onDispatch gave
 }
 
 // slaveSyncDeps is what the metadata sync takes from the broker: the
@@ -81,6 +90,10 @@ type slaveSyncDeps struct {
 	// controllerMode: the role changes at runtime; a round while this
 	// replica is master copies nothing.
 	controllerMode bool
+	// pageBytes is the largest answer the slave asks for when it copies
+	// the master's topics in pages (slave_sync_topics.go): the answer
+	// limit; tests set less.
+	pageBytes int
 }
 
 // hintEvery bounds how often replicated records of unknown queues kick a
@@ -194,27 +207,6 @@ func (s *slaveSync) fetch(master string, code int32, v any) error {
 		return fmt.Errorf("broker: %s from master %s: %w", protocol.RequestName(code), master, err)
 	}
 	return nil
-}
-
-// syncTopics adopts the master's topic table when its version differs.
-func (s *slaveSync) syncTopics(master string) error {
-	var w protocol.TopicConfigSerializeWrapper
-	if err := s.fetch(master, protocol.GetAllTopicConfig, &w); err != nil {
-		return err
-	}
-	table := make(map[string]TopicConfig, len(w.TopicConfigTable))
-	for name, tc := range w.TopicConfigTable {
-		table[name] = topicFromWire(name, tc)
-	}
-	removed, changed, err := s.topics.adopt(table, DataVersion{Timestamp: w.DataVersion.Timestamp, Counter: w.DataVersion.Counter})
-	for _, t := range removed {
-		s.offsets.RemoveTopic(t)
-	}
-	if changed {
-		s.log.Info("broker: topic table copied from the master", "master", master, "topics", len(table), "removed", len(removed))
-		s.topicsChanged()
-	}
-	return err
 }
 
 // syncOffsets hands the master the offsets committed here that are ahead

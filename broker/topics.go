@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -126,7 +127,11 @@ type topicManager struct {
 	// snapshotTopics is how many topics topics.json holds (its last
 	// write, or the load).
 	snapshotTopics atomic.Int64
-	mu             struct {
+	// incarnation names this run's change seqs (topicChanges.seq starts
+	// again at each start): a slave's cursor from another run is no
+	// cursor (topics_page.go).
+	incarnation uint64
+	mu          struct {
 		sync.RWMutex
 		table   map[string]TopicConfig
 		version DataVersion
@@ -138,7 +143,8 @@ type topicManager struct {
 
 func newTopicManager(fs vfs.FS, cfg *Config) *topicManager {
 	m := &topicManager{file: jsonFile{fs: fs, path: filepath.Join(cfg.ConfigDir(), "topics.json"), rep: newFileReport(cfg)},
-		clock: cfg.Clock, system: make(map[string]bool), readOnly: cfg.BrokerRole == Slave, max: MaxTopics, compactAt: compactMin}
+		clock: cfg.Clock, system: make(map[string]bool), readOnly: cfg.BrokerRole == Slave, max: MaxTopics, compactAt: compactMin,
+		incarnation: rand.Uint64()}
 	m.mu.table = make(map[string]TopicConfig)
 	add := func(tc TopicConfig) {
 		m.mu.table[tc.TopicName] = tc
@@ -380,10 +386,10 @@ func (m *topicManager) createIfMissing(topic string, queues, perm int) (tc Topic
 
 // MaxTopics bounds the topic table. A registration with the name servers
 // carries what changed, and a full one goes in chunks (register.go), so
-// the table is no longer bound by a frame; what still is:
-// GET_ALL_TOPIC_CONFIG's answer (and so a slave's copy of its master's
-// table, slave_sync.go) is one frame, refused past it (answers.bounded),
-// about 50,000 topics; and a name server lists every topic in one answer
+// the table is no longer bound by a frame, nor is a slave's copy of it
+// (paged, slave_sync_topics.go); what still is: GET_ALL_TOPIC_CONFIG's
+// classic answer, what official admin tools ask, is one frame, refused
+// past it (answers.bounded), about 50,000 topics; and a name server lists every topic in one answer
 // (namesrv.MaxTopicListBytes, 15 MiB of names: about 1.2 million topics
 // of 10 characters; past it the name server refuses their routes, and a
 // create answers so). Past MaxTopics a new topic is refused

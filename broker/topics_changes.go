@@ -17,6 +17,10 @@ type topicChanges struct {
 	// that dropped bad entries, a slave adopting its master's table): a
 	// name server holding less than it needs a full registration.
 	allSeq uint64
+	// recent keeps the latest recentCap changed names with their seq, for
+	// slaves that copy the table by its changes (topics_page.go);
+	// lostSeq is the newest seq it has let go.
+	recent recentRing
 }
 
 // note records a change to names (to everything when names is empty).
@@ -31,6 +35,7 @@ func (c *topicChanges) note(names []string) {
 	}
 	for _, n := range names {
 		c.names[n] = struct{}{}
+		c.recent.push(c.seq, n)
 	}
 }
 

@@ -40,10 +40,12 @@ const (
 // and opens it for the changes to come.
 func (m *topicManager) openLog() error {
 	m.snapshotTopics.Store(int64(m.count()))
+	replayed := 0
 	apply := func(p []byte) error {
 		if len(p) == 0 {
 			return nil
 		}
+		replayed++
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		switch p[0] {
@@ -68,6 +70,14 @@ func (m *topicManager) openLog() error {
 		return fmt.Errorf("broker: topic log: %w", err)
 	}
 	m.log = l
+	if replayed > 0 {
+		// topics.json's version predates the log's changes: a new one, so
+		// that no slave holding that version takes the table for its own.
+		m.mu.Lock()
+		m.mu.version.Counter++
+		m.mu.version.Timestamp = m.clock().UnixMilli()
+		m.mu.Unlock()
+	}
 	return nil
 }
 
