@@ -21,5 +21,8 @@ func (f jsonFile) file() jsonfile.File {
 // directory.
 func (f jsonFile) save(v any) error { return f.file().Save(v) }
 
+// saveBytes writes JSON the caller encoded, as save does.
+func (f jsonFile) saveBytes(b []byte) error { return f.file().SaveBytes(b) }
+
 // read returns the file's bytes; found is false when there is no file.
 func (f jsonFile) read() (b []byte, found bool, err error) { return f.file().Read() }

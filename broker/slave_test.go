@@ -13,7 +13,7 @@ import (
 )
 
 // startNamesrv starts a name server on loopback, closed by the test's end.
-func startNamesrv(t *testing.T) *namesrv.Server {
+func startNamesrv(t testing.TB) *namesrv.Server {
 	t.Helper()
 	ns, err := namesrv.New(namesrv.Options{Listen: "127.0.0.1:0", Logger: quietLogger()})
 	if err == nil {

@@ -3,10 +3,11 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"path/filepath"
+	"strconv"
 
 	"github.com/samsamq/samsa/broker/internal/metalog"
+	"github.com/samsamq/samsa/protocol"
 )
 
 // The topic table persists as changes (package metalog): topics.json is
@@ -50,8 +51,8 @@ func (m *topicManager) openLog() error {
 		defer m.mu.Unlock()
 		switch p[0] {
 		case 'P':
-			var tc TopicConfig
-			if err := json.Unmarshal(p[1:], &tc); err != nil || ValidateTopic(tc.TopicName) != nil {
+			tc, ok := decodeTopicConfig(p[1:])
+			if !ok || ValidateTopic(tc.TopicName) != nil {
 				return nil // whole (its CRC held) but not ours to load: skipped
 			}
 			if tc.TopicName == AutoCreateTopicKey && !m.system[tc.TopicName] {
@@ -87,11 +88,44 @@ func (m *topicManager) logPutLocked(tc TopicConfig) (metalog.Ticket, error) {
 	if m.log == nil {
 		return metalog.Ticket{}, nil
 	}
-	b, err := json.Marshal(tc)
-	if err != nil {
-		return metalog.Ticket{}, err
+	return m.log.Write(protocol.AppendTopicConfig([]byte{'P'}, tc.wire()))
+}
+
+// decodeTopicConfig reads a TopicConfig's JSON: by hand when it is of the
+// plain shape (protocol.ParseTopicConfig), else with encoding/json.
+func decodeTopicConfig(b []byte) (TopicConfig, bool) {
+	if w, n, ok := protocol.ParseTopicConfig(b); ok && n == len(b) {
+		return topicFromWire(w.TopicName, w), true
 	}
-	return m.log.Write(append([]byte{'P'}, b...))
+	var tc TopicConfig
+	return tc, json.Unmarshal(b, &tc) == nil
+}
+
+// encodeLocked is topics.json's bytes (RocketMQ's
+// TopicConfigSerializeWrapper, a topic a line) and how many topics it
+// holds; the caller holds mu (read). Written by hand: encoding/json's
+// MarshalIndent of a million topics took ~10 s.
+func (m *topicManager) encodeLocked() ([]byte, int) {
+	b := make([]byte, 0, 64+len(m.mu.table)*160)
+	b = append(b, "{\n  \"topicConfigTable\": {"...)
+	first := true
+	for name, tc := range m.mu.table {
+		if first {
+			b = append(b, "\n    "...)
+		} else {
+			b = append(b, ",\n    "...)
+		}
+		first = false
+		b = protocol.AppendJSONString(b, name)
+		b = append(b, ": "...)
+		tc.TopicName = name
+		b = protocol.AppendTopicConfig(b, tc.wire())
+	}
+	b = append(b, "\n  },\n  \"dataVersion\": {\"timestamp\": "...)
+	b = strconv.AppendInt(b, m.mu.version.Timestamp, 10)
+	b = append(b, ", \"counter\": "...)
+	b = strconv.AppendInt(b, m.mu.version.Counter, 10)
+	return append(b, "}\n}\n"...), len(m.mu.table)
 }
 
 // logDeleteLocked appends a topic's deletion to the log.
@@ -140,12 +174,12 @@ func (m *topicManager) compactLocked() error {
 		}
 	}
 	m.mu.RLock()
-	f := topicsFile{TopicConfigTable: maps.Clone(m.mu.table), DataVersion: m.mu.version}
+	b, n := m.encodeLocked()
 	m.mu.RUnlock()
-	if err := m.file.save(f); err != nil {
+	if err := m.file.saveBytes(b); err != nil {
 		return err
 	}
-	m.snapshotTopics.Store(int64(len(f.TopicConfigTable)))
+	m.snapshotTopics.Store(int64(n))
 	if m.log != nil {
 		return m.log.DropBefore(gen)
 	}

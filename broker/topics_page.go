@@ -156,6 +156,7 @@ func (m *topicManager) page(after string, budget int) (topicPage, error) {
 
 	body := append(make([]byte, 0, min(budget, 64<<10)), `{"topicConfigTable":{`...)
 	n := 0
+	var k, e []byte
 	m.mu.RLock()
 	v := m.mu.version
 	for _, name := range names {
@@ -164,16 +165,8 @@ func (m *topicManager) page(after string, budget int) (topicPage, error) {
 			continue // deleted since: the delta after the copy says so
 		}
 		tc.TopicName = name
-		k, err := json.Marshal(name)
-		if err != nil {
-			m.mu.RUnlock()
-			return topicPage{}, err
-		}
-		e, err := json.Marshal(tc.wire())
-		if err != nil {
-			m.mu.RUnlock()
-			return topicPage{}, err
-		}
+		k = protocol.AppendJSONString(k[:0], name)
+		e = protocol.AppendTopicConfig(e[:0], tc.wire())
 		if n > 0 && len(body)+1+len(k)+1+len(e)+pageTail > budget {
 			p.more = true
 			break

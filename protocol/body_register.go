@@ -158,9 +158,12 @@ func DecodeRegisterBrokerBodyLimit(data []byte, compressed bool, version int16, 
 		if err != nil {
 			return fail("topic config", err)
 		}
-		var tc TopicConfig
-		if err := UnmarshalBody(p, &tc); err != nil {
-			return nil, err
+		tc, n, ok := ParseTopicConfig(p)
+		if !ok || n != len(p) {
+			tc = TopicConfig{}
+			if err := UnmarshalBody(p, &tc); err != nil {
+				return nil, err
+			}
 		}
 		body.TopicConfigSerializeWrapper.TopicConfigTable[tc.TopicName] = tc
 	}
@@ -213,18 +216,16 @@ func (b *RegisterBrokerBody) EncodeCompressedLevel(version int16, level int) ([]
 	var n [4]byte
 	binary.BigEndian.PutUint32(n[:], uint32(len(b.TopicConfigSerializeWrapper.TopicConfigTable)))
 	_, _ = zw.Write(n[:])
+	var p []byte
 	for _, name := range sortedKeys(b.TopicConfigSerializeWrapper.TopicConfigTable) {
-		p, err := MarshalBody(b.TopicConfigSerializeWrapper.TopicConfigTable[name])
-		if err != nil {
-			return nil, err
-		}
+		p = AppendTopicConfig(p[:0], b.TopicConfigSerializeWrapper.TopicConfigTable[name])
 		put(p)
 	}
 	fl := b.FilterServerList
 	if fl == nil {
 		fl = []string{}
 	}
-	p, err := MarshalBody(fl)
+	p, err = MarshalBody(fl)
 	if err != nil {
 		return nil, err
 	}

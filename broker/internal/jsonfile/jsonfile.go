@@ -101,6 +101,11 @@ func (f File) Save(v any) error {
 	if err != nil {
 		return fmt.Errorf("broker: encode %s: %w", f.Path, err)
 	}
+	return f.SaveBytes(b)
+}
+
+// SaveBytes is Save of JSON the caller encoded.
+func (f File) SaveBytes(b []byte) error {
 	dir := filepath.Dir(f.Path)
 	if err := f.FS.MkdirAll(dir); err != nil {
 		return fmt.Errorf("broker: mkdir %s: %w", dir, err)

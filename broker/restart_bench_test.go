@@ -1,0 +1,84 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkRestartTopics times a broker's restart on a table of many
+// topics of one queue (SAMSA_BENCH_TOPICS, 200,000 unless set; the
+// metadata-scale experiment runs a million): its close (which writes
+// topics.json whole) and its start until it serves, registered with a
+// name server. The table is made once, straight through the topic
+// manager, with its last 10% left in the topic log, as a run of creates
+// leaves it.
+func BenchmarkRestartTopics(b *testing.B) {
+	n := 200_000
+	if s := os.Getenv("SAMSA_BENCH_TOPICS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ns := startNamesrv(b)
+	dir := b.TempDir()
+	withNS := withNamesrv(ns.Addr(), nil)
+	br := newBroker(b, dir, withNS)
+	br.topics.compactAt = 1 << 30
+	fill := func(from, to int) {
+		for i := from; i < to; i += 10_000 {
+			batch := make([]TopicConfig, 0, 10_000)
+			for j := i; j < min(i+10_000, to); j++ {
+				batch = append(batch, newTopicConfig(fmt.Sprintf("ms-%07d", j), 1, PermRead|PermWrite))
+			}
+			if _, err := br.topics.updateList(batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	fill(0, n*9/10)
+	if err := br.topics.save(); err != nil {
+		b.Fatal(err)
+	}
+	fill(n*9/10, n)
+	if err := br.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var closeT, newT, startT time.Duration
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := br.Close(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		br = newBroker(b, dir, func(c *Config) {
+			withNS(c)
+			if os.Getenv("SAMSA_BENCH_LOG") != "" {
+				c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			}
+		})
+		t2 := time.Now()
+		if err := br.Start(); err != nil {
+			b.Fatal(err)
+		}
+		closeT += t1.Sub(t0)
+		newT += t2.Sub(t1)
+		startT += time.Since(t1)
+		if got := br.topics.count(); got < n {
+			b.Fatalf("%d topics after the restart, want %d", got, n)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(closeT.Seconds()/float64(b.N), "close-s/op")
+	b.ReportMetric(startT.Seconds()/float64(b.N), "start-s/op")
+	b.ReportMetric(newT.Seconds()/float64(b.N), "load-s/op")
+	if err := br.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
