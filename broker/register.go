@@ -328,17 +328,22 @@ func (r *registrar) fullLocked(addrs []string, first bool) {
 	h, key := r.header()
 	names, v, seq := r.b.topics.sortedNames()
 	dv := protocol.DataVersion{StateVersion: key.state, Timestamp: v.Timestamp, Counter: v.Counter}
-	bodies, compressed, err := r.fullBodies(names, dv)
-	if err != nil {
-		r.b.log.Error("broker: encode registration", "err", err)
-		return
-	}
-	h.Compressed = compressed
+	// The chunks are encoded by one goroutine while they are sent: the
+	// name servers decode a chunk while the next is encoded (a million
+	// topics: ~1,000 chunks, ~2.5 s of encoding).
+	bodies := r.fullBodies(names, dv)
+	h.Compressed = len(names) > registerChunk
 	answers := make([]*protocol.RegisterBrokerResponseHeader, len(addrs))
 	errs := make([]error, len(addrs))
 	parallel(addrs, func(i int, a string) {
 		r.stats.full.Add(1)
-		for _, body := range bodies {
+		for k := range bodies.n {
+			body, err := bodies.get(k)
+			if err != nil {
+				r.b.log.Error("broker: encode registration", "err", err)
+				errs[i] = err
+				return
+			}
 			h := h
 			h.BodyCrc32 = protocol.BodyCRC32(body)
 			rh, err := r.send(a, h, body)
@@ -349,6 +354,7 @@ func (r *registrar) fullLocked(addrs []string, first bool) {
 			answers[i] = rh
 		}
 	})
+	bodies.wait()
 	now := time.Now()
 	for i, a := range addrs {
 		st := r.stateLocked(a)
@@ -365,29 +371,61 @@ func (r *registrar) fullLocked(addrs []string, first bool) {
 		*st = nsState{known: true, seq: seq, dv: dv, key: key}
 		if first {
 			r.b.log.Info("broker: registered with name server", "namesrv", a, "addr", h.BrokerAddr,
-				"topics", len(names), "frames", len(bodies))
+				"topics", len(names), "frames", bodies.n)
 		}
 	}
 	r.learn(answers)
 }
 
-// fullBodies encodes the table as REGISTER_BROKER bodies: one JSON body
-// when it fits a chunk, else a deflated body a chunk.
-func (r *registrar) fullBodies(names []string, dv protocol.DataVersion) (bodies [][]byte, compressed bool, err error) {
-	if len(names) <= registerChunk {
-		body, err := registerBody(r.b.topics.configs(names), dv)
-		return [][]byte{body}, false, err
+// fullBodies encodes the table as REGISTER_BROKER bodies, in a
+// goroutine of its own: one JSON body when it fits a chunk, else a
+// deflated body a chunk.
+func (r *registrar) fullBodies(names []string, dv protocol.DataVersion) *bodyStream {
+	n := max(1, (len(names)+registerChunk-1)/registerChunk)
+	s := &bodyStream{n: n, bodies: make([][]byte, n), errs: make([]error, n), ready: make([]chan struct{}, n), done: make(chan struct{})}
+	for k := range s.ready {
+		s.ready[k] = make(chan struct{})
 	}
-	for start := 0; start < len(names); start += registerChunk {
-		tw := wireTopics(r.b.topics.configs(names[start:min(start+registerChunk, len(names))]), dv)
-		body, err := (&protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: tw}).EncodeCompressedLevel(protocol.DefaultVersion, zlib.BestSpeed)
-		if err != nil {
-			return nil, false, err
+	go func() {
+		defer close(s.done)
+		if len(names) <= registerChunk {
+			s.bodies[0], s.errs[0] = registerBody(r.b.topics.configs(names), dv)
+			close(s.ready[0])
+			return
 		}
-		bodies = append(bodies, body)
-	}
-	return bodies, true, nil
+		var err error
+		for k := range n {
+			if err == nil {
+				start := k * registerChunk
+				tw := wireTopics(r.b.topics.configs(names[start:min(start+registerChunk, len(names))]), dv)
+				s.bodies[k], err = (&protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: tw}).EncodeCompressedLevel(protocol.DefaultVersion, zlib.BestSpeed)
+			}
+			s.errs[k] = err // a failed chunk fails those after it
+			close(s.ready[k])
+		}
+	}()
+	return s
 }
+
+// bodyStream is a full registration's bodies as fullBodies' goroutine
+// encodes them: body k may be read once ready[k] is closed.
+type bodyStream struct {
+	n      int
+	bodies [][]byte
+	errs   []error
+	ready  []chan struct{}
+	done   chan struct{} // closed when the goroutine returns
+}
+
+// get waits for body k.
+func (s *bodyStream) get(k int) ([]byte, error) {
+	<-s.ready[k]
+	return s.bodies[k], s.errs[k]
+}
+
+// wait returns once the encoding goroutine has (a send that failed stops
+// reading early).
+func (s *bodyStream) wait() { <-s.done }
 
 // registerBody is a JSON REGISTER_BROKER body of tcs under dv.
 func registerBody(tcs []TopicConfig, dv protocol.DataVersion) ([]byte, error) {
