@@ -96,3 +96,62 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkSlaveCopyTopics times a new slave's first copy of its
+// master's table (SAMSA_BENCH_TOPICS topics, 200,000 unless set), paged,
+// and then a round with nothing changed (the delta).
+func BenchmarkSlaveCopyTopics(b *testing.B) {
+	n := 200_000
+	if s := os.Getenv("SAMSA_BENCH_TOPICS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ns := startNamesrv(b)
+	master := newBroker(b, "", withNamesrv(ns.Addr(), nil))
+	master.topics.compactAt = 1 << 30
+	for i := 0; i < n; i += 10_000 {
+		batch := make([]TopicConfig, 0, 10_000)
+		for j := i; j < min(i+10_000, n); j++ {
+			batch = append(batch, newTopicConfig(fmt.Sprintf("ms-%07d", j), 1, PermRead|PermWrite))
+		}
+		if _, err := master.topics.updateList(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := master.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer master.Close()
+	b.ResetTimer()
+	var copyT, deltaT time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		slave := newBroker(b, "", asSlave(ns.Addr(), 1, nil))
+		if err := slave.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		if err := slave.repl.meta.round(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := slave.repl.meta.round(); err != nil {
+			b.Fatal(err)
+		}
+		copyT += t1.Sub(t0)
+		deltaT += time.Since(t1)
+		b.StopTimer()
+		if got := slave.topics.count(); got < n || slave.repl.meta.topicCopies.Load() != 1 {
+			b.Fatalf("%d topics on the slave in %d copies", got, slave.repl.meta.topicCopies.Load())
+		}
+		if err := slave.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(copyT.Seconds()/float64(b.N), "copy-s/op")
+	b.ReportMetric(deltaT.Seconds()/float64(b.N), "unchanged-round-s/op")
+}

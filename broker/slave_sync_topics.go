@@ -88,19 +88,27 @@ func (s *slaveSync) copyTopics(master string, resp *protocol.Command, hdr *proto
 	var v protocol.DataVersion
 	pages := 0
 	for {
-		var p protocol.TopicConfigPage
-		if err := protocol.UnmarshalBody(resp.Body, &p); err != nil {
-			return fmt.Errorf("broker: a topic page from master %s: %w", master, err)
-		}
-		for name, tc := range p.TopicConfigTable {
+		got := 0
+		dv, ok := protocol.ParseTopicTable(resp.Body, func(name string, tc protocol.TopicConfig) {
 			table[name] = topicFromWire(name, tc)
+			got++
+		})
+		if !ok { // not of the plain shape: encoding/json reads it
+			var p protocol.TopicConfigPage
+			if err := protocol.UnmarshalBody(resp.Body, &p); err != nil {
+				return fmt.Errorf("broker: a topic page from master %s: %w", master, err)
+			}
+			for name, tc := range p.TopicConfigTable {
+				table[name] = topicFromWire(name, tc)
+			}
+			got, dv = len(p.TopicConfigTable), p.DataVersion
 		}
-		v = p.DataVersion
+		v = dv
 		pages++
 		if !hdr.More {
 			break
 		}
-		if len(table) > MaxTopics || len(p.TopicConfigTable) == 0 {
+		if len(table) > MaxTopics || got == 0 {
 			return fmt.Errorf("broker: master %s's topic pages do not end (%d topics in %d pages)", master, len(table), pages)
 		}
 		after := hdr.Next

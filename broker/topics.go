@@ -128,6 +128,9 @@ type topicManager struct {
 	// snapshotTopics is how many topics topics.json holds (its last
 	// write, or the load).
 	snapshotTopics atomic.Int64
+	// pages: the sorted names paged answers are cut from
+	// (topics_page.go).
+	pages pageCache
 	// incarnation names this run's change seqs (topicChanges.seq starts
 	// again at each start): a slave's cursor from another run is no
 	// cursor (topics_page.go).

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/samsamq/samsa/broker/internal/metalog"
 	"github.com/samsamq/samsa/protocol"
@@ -143,16 +145,11 @@ const pageTail = 256
 // page encodes the topics named after after, in name order, in a body of
 // at most budget bytes (at least one topic whatever the budget).
 func (m *topicManager) page(after string, budget int) (topicPage, error) {
-	m.mu.RLock()
-	names := make([]string, 0, len(m.mu.table))
-	for n := range m.mu.table {
-		if n > after {
-			names = append(names, n)
-		}
+	all, p := m.pageNames()
+	names := all[sort.SearchStrings(all, after):]
+	if len(names) > 0 && names[0] == after {
+		names = names[1:]
 	}
-	p := topicPage{seq: m.mu.changes.seq, total: len(m.mu.table)}
-	m.mu.RUnlock()
-	slices.Sort(names)
 
 	body := append(make([]byte, 0, min(budget, 64<<10)), `{"topicConfigTable":{`...)
 	n := 0
@@ -185,7 +182,41 @@ func (m *topicManager) page(after string, budget int) (topicPage, error) {
 	}
 	body = append(append(append(body, `},"dataVersion":`...), dv...), '}')
 	p.body = body
+	if !p.more {
+		m.pages.mu.Lock()
+		m.pages.names = nil // the copy is done: the names go
+		m.pages.mu.Unlock()
+	}
 	return p, nil
+}
+
+// pageCache is the sorted names the last page was cut from: the pages of
+// one copy sort the table once, while it does not change.
+type pageCache struct {
+	mu    sync.Mutex
+	seq   uint64
+	names []string // never changed once built
+}
+
+// pageNames returns every name, sorted, as of the table's change seq
+// it returns in p (with the table's size).
+func (m *topicManager) pageNames() ([]string, topicPage) {
+	m.pages.mu.Lock()
+	defer m.pages.mu.Unlock()
+	m.mu.RLock()
+	p := topicPage{seq: m.mu.changes.seq, total: len(m.mu.table)}
+	if m.pages.names != nil && m.pages.seq == p.seq {
+		m.mu.RUnlock()
+		return m.pages.names, p
+	}
+	names := make([]string, 0, len(m.mu.table))
+	for n := range m.mu.table {
+		names = append(names, n)
+	}
+	m.mu.RUnlock()
+	slices.Sort(names)
+	m.pages.seq, m.pages.names = p.seq, names
+	return names, p
 }
 
 // applyDelta applies a master's changes to a slave's table, each through
