@@ -36,6 +36,9 @@ func (o *offsetRequests) handleQueryConsumerOffset(_ *conn, req *protocol.Comman
 		return r
 	}
 	zero := !h.HasSetZeroIfNotFound || h.SetZeroIfNotFound
+	// Whether the queue is empty, and what it held before the group,
+	// count every record sent before this request, indexed or not yet.
+	o.store.AwaitIndexed(indexWait)
 	off, ok := o.offsets.Start(h.ConsumerGroup, h.Topic, h.QueueID, zero)
 	switch {
 	case ok:
@@ -109,9 +112,17 @@ func (o *offsetRequests) handleGetMaxOffset(_ *conn, req *protocol.Command) *pro
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
+	o.store.AwaitIndexed(indexWait) // records sent before this request count
 	off := o.store.MaxQueueOffset(h.Topic, h.QueueID)
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }
+
+// indexWait bounds how long a request that decides where a consumer
+// starts waits for the dispatcher to index what was sent before it
+// (storage.Store.AwaitIndexed): a consumer started right after a send
+// from CONSUME_FROM_LAST_OFFSET must not start before that message
+// because the queue read as shorter than it was.
+const indexWait = 2 * time.Second
 
 // handleGetMinOffset answers GET_MIN_OFFSET (31): the first offset still
 // stored.
@@ -132,6 +143,7 @@ func (o *offsetRequests) handleSearchOffset(_ *conn, req *protocol.Command) *pro
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
+	o.store.AwaitIndexed(indexWait) // records sent before this request count
 	off := offsets.ByTime(o.store, h.Topic, h.QueueID, h.Timestamp, strings.EqualFold(h.BoundaryType, "UPPER"))
 	return respond(req, protocol.Success, "", (&protocol.OffsetResponseHeader{Offset: off}).Encode())
 }

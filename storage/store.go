@@ -392,6 +392,28 @@ func (s *Store) WrittenOffset() int64 { return s.written.Load() }
 // sees.
 func (s *Store) DispatchedOffset() int64 { return s.dispatchOK.Load() }
 
+// AwaitIndexed waits, at most timeout, until the dispatcher has taken
+// every record written before the call (indexed it, or held it for a
+// retry), so that queue offsets read next (MaxQueueOffset, OffsetByTime)
+// count them; it reports whether it got there. For the requests that
+// decide where a consumer starts: the dispatcher runs behind the appends,
+// and a queue not yet indexed reads as empty.
+func (s *Store) AwaitIndexed(timeout time.Duration) bool {
+	w := s.written.Load()
+	if s.dispatched.Load() >= w {
+		return true
+	}
+	kick(s.dispatchKick)
+	deadline := time.Now().Add(timeout)
+	for pause := 50 * time.Microsecond; s.dispatched.Load() < w; pause = min(2*pause, 5*time.Millisecond) {
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+	}
+	return true
+}
+
 // DurableOffset is the CommitLog offset up to which records are fsynced.
 // It may run ahead of HandedOffset only at the memory level, where a flush
 // writes out and syncs in one step.
