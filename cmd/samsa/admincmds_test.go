@@ -158,6 +158,36 @@ func TestConsumeQueueOrder(t *testing.T) {
 	}
 }
 
+// TestConsumePop: two consume --pop members of one group on a one-queue
+// topic share its messages, each message printed once by one of them;
+// --pop refuses what POP does not do.
+func TestConsumePop(t *testing.T) {
+	_, ns := devCluster(t)
+	mustCLI(t, ns, "", runTopic, "create", "pop-t", "--queues", "1")
+	mustCLI(t, ns, "", runProduce, "--topic", "pop-t", "--count", "40", "--size", "8")
+	seen := map[string]int{}
+	total := 0
+	for _, count := range []string{"25", "15"} {
+		out := mustCLI(t, ns, "", runConsume, "--pop", "--topic", "pop-t", "--group", "pop-g", "--from", "earliest", "--count", count, "--json")
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			var m struct {
+				ID string `json:"msgId"`
+			}
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			seen[m.ID]++
+			total++
+		}
+	}
+	if total != 40 || len(seen) != 40 {
+		t.Fatalf("printed %d messages, %d distinct; want 40 once each", total, len(seen))
+	}
+	if _, err := cli(t, ns, "", runConsume, "--pop", "--orderly", "--topic", "pop-t"); err == nil || !strings.Contains(err.Error(), "--orderly") {
+		t.Fatalf("--pop --orderly: %v", err)
+	}
+}
+
 // TestGroupAdmin: list and describe a group with a member online (its
 // address and version), reset refused while it runs; once it stopped, a
 // dry run changes nothing and a reset moves the offsets; delete.

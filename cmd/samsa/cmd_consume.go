@@ -31,6 +31,8 @@ func runConsume(args []string) error {
 	count := fs.Int("count", 0, "stop after this many messages (default: run until interrupted)")
 	idle := fs.Duration("idle", 0, "stop after no message for this long (default: never)")
 	quiet := fs.Bool("quiet", false, "print no messages, only the summary")
+	pop := fs.Bool("pop", false, "consume by POP (RocketMQ 5): the broker hands out each message to one member, invisible to the others until acknowledged (after it is printed) or until --invisible passes; any number of members share any number of queues")
+	invisible := fs.Duration("invisible", 30*time.Second, "with --pop: how long a received message stays invisible to the group's other members before it comes back unless acknowledged")
 	if rest, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(rest) > 0 {
@@ -42,6 +44,17 @@ func runConsume(args []string) error {
 	co, err := cf.options()
 	if err != nil {
 		return err
+	}
+	if *pop {
+		if *broadcast || *orderly {
+			return fmt.Errorf("--pop: not with --broadcast or --orderly (ordered POP is not supported yet)")
+		}
+		if *from != "earliest" && *from != "first" && *from != "latest" && *from != "last" {
+			return fmt.Errorf("--pop: --from takes earliest or latest (where a group that never popped a queue starts)")
+		}
+		o := client.PopConsumerOptions{ClientOptions: co, Group: *group, Topic: *topic, Expression: *tags,
+			FromEnd: *from == "latest" || *from == "last"}
+		return consumePop(o, *invisible, *count, *idle, *quiet, cf.json)
 	}
 	o := client.PushConsumerOptions{ClientOptions: co, Group: *group, Broadcast: *broadcast, Orderly: *orderly}
 	// One handler per queue: each queue's messages are printed in offset
@@ -142,6 +155,63 @@ func runConsume(args []string) error {
 		return errors.Join(fmt.Errorf("printing a message: %w", printErr), err)
 	}
 	return err
+}
+
+// consumePop is consume --pop: receive, print and acknowledge, until
+// interrupted, count messages or idle without one.
+func consumePop(o client.PopConsumerOptions, invisible time.Duration, count int, idle time.Duration, quiet, asJSON bool) error {
+	if invisible < time.Second {
+		return fmt.Errorf("--invisible %v: want at least 1s", invisible)
+	}
+	c, err := client.NewPopConsumer(o)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := interruptContext()
+	defer cancel()
+	start, last := time.Now(), time.Now()
+	n := 0
+	for ctx.Err() == nil && (count <= 0 || n < count) {
+		if idle > 0 && time.Since(last) >= idle {
+			break
+		}
+		want := 16
+		if count > 0 {
+			want = min(want, count-n)
+		}
+		rctx, rcancel := ctx, context.CancelFunc(func() {})
+		if idle > 0 {
+			rctx, rcancel = context.WithDeadline(ctx, last.Add(idle))
+		}
+		msgs, err := c.Receive(rctx, want, invisible)
+		rcancel()
+		if err != nil {
+			if ctx.Err() != nil || (idle > 0 && errors.Is(err, context.DeadlineExceeded)) {
+				break
+			}
+			if errors.Is(err, client.ErrNoRoute) || errors.Is(err, client.ErrTopicNotExist) {
+				return fmt.Errorf("topic %s does not exist (samsa topic list shows the topics; samsa topic create %s makes it): %w", o.Topic, o.Topic, err)
+			}
+			return err
+		}
+		for _, m := range msgs {
+			if !quiet {
+				if err := printMessage(m.MessageExt, asJSON); err != nil {
+					// Not acknowledged: it comes back to the group after
+					// its invisible time.
+					return fmt.Errorf("printing a message: %w", err)
+				}
+			}
+			if err := c.Ack(ctx, m); err != nil {
+				return fmt.Errorf("acknowledging %s: %w", m.MsgID, err)
+			}
+			n++
+			last = time.Now()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "received %d messages from %s in %v (POP)\n", n, o.Topic, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // printMessage writes one message: a text line, or a JSON line.
