@@ -167,7 +167,7 @@ func consumePop(o client.PopConsumerOptions, invisible time.Duration, count int,
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // it only drops the connections
 	ctx, cancel := interruptContext()
 	defer cancel()
 	start, last := time.Now(), time.Now()
