@@ -179,14 +179,8 @@ func (tx *Transaction) Send(ctx context.Context, m *Message) (*SendResult, error
 	if tx.ended {
 		return nil, errors.New("client: transaction ended")
 	}
-	if p.closed.Load() {
-		return nil, ErrClosed
-	}
-	if err := validateMessage(m, p.opts.MaxBodySize); err != nil {
+	if err := p.checkHalf(m, "a transaction"); err != nil {
 		return nil, err
-	}
-	if m.DelayLevel > 0 {
-		return nil, fmt.Errorf("%w: a transaction message has no delay level", ErrMessageIllegal)
 	}
 	ctx, cancel := p.sendContext(ctx)
 	defer cancel()
@@ -199,27 +193,13 @@ func (tx *Transaction) Send(ctx context.Context, m *Message) (*SendResult, error
 		q = p.pick(m, r, "")
 		tx.broker, tx.addr = q.BrokerName, r.masterAddr(q.BrokerName)
 	} else {
-		var qs []MessageQueue
-		for _, wq := range r.write {
-			if wq.BrokerName == tx.broker {
-				qs = append(qs, wq)
-			}
+		var err error
+		if q, err = p.queueOn(r, m, tx.broker, ", where this transaction's messages go"); err != nil {
+			return nil, err
 		}
-		if len(qs) == 0 {
-			return nil, fmt.Errorf("%w: topic %s has no writable queue on broker %s, where this transaction's messages go",
-				ErrNoRoute, m.Topic, tx.broker)
-		}
-		q = qs[p.opts.Balancer.Select(m.ShardingKey, qs)]
 	}
 	tx.tp.heartbeatOnce(ctx, tx.addr)
-	half := *m
-	half.Properties = make(map[string]string, len(m.Properties)+3)
-	for k, v := range m.Properties {
-		half.Properties[k] = v
-	}
-	half.Properties[PropertyTransactionPrepared] = "true"
-	half.Properties[PropertyProducerGroup] = p.opts.Group
-	half.Properties[PropertyTransactionID] = tx.id
+	half := halfMessage(m, p.opts.Group, PropertyTransactionID, tx.id)
 	uniq := p.uniqID(&half)
 	start := p.opts.Clock()
 	req := p.request(&half, q, uniq, start)
@@ -416,4 +396,48 @@ func (tp *TransactionProducer) onRequest(addr string, req *protocol.Command) *pr
 		tp.opts.Logger.Warn("client: answer to a check-back not sent", "broker", addr, "txn", id, "err", err)
 	}
 	return nil
+}
+
+// checkHalf checks m as a half message of what ("a transaction", "an XA
+// branch"): the producer open, the message valid, no delay level.
+func (p *Producer) checkHalf(m *Message, what string) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if err := validateMessage(m, p.opts.MaxBodySize); err != nil {
+		return err
+	}
+	if m.DelayLevel > 0 {
+		return fmt.Errorf("%w: %s message has no delay level", ErrMessageIllegal, what)
+	}
+	return nil
+}
+
+// queueOn picks m's queue among r's writable queues on broker (why ends
+// the error when there is none).
+func (p *Producer) queueOn(r *topicRoute, m *Message, broker, why string) (MessageQueue, error) {
+	var qs []MessageQueue
+	for _, wq := range r.write {
+		if wq.BrokerName == broker {
+			qs = append(qs, wq)
+		}
+	}
+	if len(qs) == 0 {
+		return MessageQueue{}, fmt.Errorf("%w: topic %s has no writable queue on broker %s%s", ErrNoRoute, m.Topic, broker, why)
+	}
+	return qs[p.opts.Balancer.Select(m.ShardingKey, qs)], nil
+}
+
+// halfMessage is a copy of m marked as a half message of group, carrying
+// key=value (its transaction's id or its XA branch).
+func halfMessage(m *Message, group, key, value string) Message {
+	half := *m
+	half.Properties = make(map[string]string, len(m.Properties)+3)
+	for k, v := range m.Properties {
+		half.Properties[k] = v
+	}
+	half.Properties[PropertyTransactionPrepared] = "true"
+	half.Properties[PropertyProducerGroup] = group
+	half.Properties[key] = value
+	return half
 }

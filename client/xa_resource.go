@@ -178,14 +178,8 @@ func (r *XAResource) Start(ctx context.Context, x XID, flags int) error {
 // writable queue on the resource's broker.
 func (r *XAResource) Send(ctx context.Context, x XID, m *Message) (*SendResult, error) {
 	p := r.p
-	if p.closed.Load() {
-		return nil, ErrClosed
-	}
-	if err := validateMessage(m, p.opts.MaxBodySize); err != nil {
+	if err := p.checkHalf(m, "an XA"); err != nil {
 		return nil, err
-	}
-	if m.DelayLevel > 0 {
-		return nil, fmt.Errorf("%w: an XA message has no delay level", ErrMessageIllegal)
 	}
 	ctx, cancel := p.sendContext(ctx)
 	defer cancel()
@@ -193,25 +187,12 @@ func (r *XAResource) Send(ctx context.Context, x XID, m *Message) (*SendResult, 
 	if err != nil {
 		return nil, err
 	}
-	var qs []MessageQueue
-	for _, wq := range rt.write {
-		if wq.BrokerName == r.broker {
-			qs = append(qs, wq)
-		}
+	q, err := p.queueOn(rt, m, r.broker, "")
+	if err != nil {
+		return nil, err
 	}
-	if len(qs) == 0 {
-		return nil, fmt.Errorf("%w: topic %s has no writable queue on broker %s", ErrNoRoute, m.Topic, r.broker)
-	}
-	q := qs[p.opts.Balancer.Select(m.ShardingKey, qs)]
 	addr := rt.masterAddr(r.broker)
-	half := *m
-	half.Properties = make(map[string]string, len(m.Properties)+3)
-	for k, v := range m.Properties {
-		half.Properties[k] = v
-	}
-	half.Properties[PropertyTransactionPrepared] = "true"
-	half.Properties[PropertyProducerGroup] = xaGroup
-	half.Properties[propXID] = x.String()
+	half := halfMessage(m, xaGroup, propXID, x.String())
 	uniq := p.uniqID(&half)
 	req := p.request(&half, q, uniq, p.opts.Clock())
 	h := req.Header.(*protocol.SendMessageRequestHeaderV2)
