@@ -55,7 +55,14 @@ func visible(t testing.TB, ns, topic string) map[string]int {
 	defer pc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// Right after a broker restart the name server may not route the
+	// topic yet (the killed broker's routes went with its connection):
+	// wait for the route, not for a time.
 	qs, err := pc.Queues(ctx, topic)
+	for err != nil && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+		qs, err = pc.Queues(ctx, topic)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
