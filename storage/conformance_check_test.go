@@ -27,7 +27,7 @@ func (l *confLedger) check(t *testing.T, s *Store, mem *vfs.MemFS, where string,
 			written[phys] = r.expected
 		}
 	}
-	m := &crashModel{durable: l.durable, written: written}
+	m := &crashModel{durable: l.durable, written: written, ghost: l.ghost, explain: l.explain}
 	m.verify(t, s, where) // adds what s holds to l.durable: Open fsynced it
 	l.reset(s)
 }
@@ -42,6 +42,9 @@ func (l *confLedger) markSeen(t *testing.T, where string) {
 			continue
 		}
 		if e, ok := l.durable[phys]; ok && bytes.Equal(e.bytes, b) && e.qoff == ref.qoff {
+			continue
+		}
+		if e, ok := l.ghost(phys, b); ok && e.qoff == ref.qoff {
 			continue
 		}
 		t.Fatalf("%s: before the crash a reader got %s/%d offset %d, a record (at %d) never written there",

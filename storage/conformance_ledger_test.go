@@ -2,10 +2,12 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 
+	"github.com/samsamq/samsa/storage/record"
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
@@ -23,6 +25,24 @@ type confLedger struct {
 	level   Durability     // of the store that wrote recs
 	crashes []crashMode    // since the last good Open, in order
 	inImage map[int64]bool // recs intact in the image the last crash left
+
+	// ghosts are the messages of appends since the last good Open that
+	// returned an error and no result: the crash came while they were
+	// written, so each may be in the log or not, wherever the store
+	// placed it (see ghost).
+	ghosts []*Message
+
+	// For failure messages only: every record the lineage wrote, by
+	// offset, with the number of good Opens before it (gen).
+	gen  int
+	ever map[int64][]genRec
+}
+
+// genRec is a record written after gen good Opens.
+type genRec struct {
+	gen   int
+	acked bool
+	b     []byte
 }
 
 // confRec is one record written since the last good Open.
@@ -40,7 +60,8 @@ type qRef struct {
 }
 
 func newConfLedger() *confLedger {
-	return &confLedger{durable: map[int64]expected{}, recs: map[int64]*confRec{}, seen: map[qRef][]byte{}}
+	return &confLedger{durable: map[int64]expected{}, recs: map[int64]*confRec{}, seen: map[qRef][]byte{},
+		ever: map[int64][]genRec{}}
 }
 
 // written records an append's results; acked says it was acknowledged
@@ -54,7 +75,56 @@ func (l *confLedger) written(msgs []*Message, res []AppendResult, acked bool) {
 	defer l.mu.Unlock()
 	for _, e := range es {
 		l.recs[e.phys] = &confRec{expected: e, acked: acked}
+		l.ever[e.phys] = append(l.ever[e.phys], genRec{gen: l.gen, acked: acked, b: e.bytes})
 	}
+	if len(res) < len(msgs) {
+		l.ghosts = append(l.ghosts, msgs[len(res):]...)
+	}
+}
+
+// ghost returns the record of a ghost append that b at phys is, encoded
+// at the offsets and time b carries: an append that returned no result was
+// written by a dying process (confCycle fails one on a live machine), and
+// its record may survive like any unacknowledged one.
+func (l *confLedger) ghost(phys int64, b []byte) (expected, bool) {
+	if len(b) < record.MinSize {
+		return expected{}, false
+	}
+	for _, m := range l.ghosts {
+		e := expectedOf(m, AppendResult{PhysicalOffset: phys, QueueOffset: record.QueueOffsetOf(b),
+			StoreTimestamp: record.StoreTimestampOf(b), Size: int32(len(b))})
+		if bytes.Equal(e.bytes, b) {
+			return e, true
+		}
+	}
+	return expected{}, false
+}
+
+// explain says what the lineage knows of record b at phys, which the
+// checks did not expect there: an earlier generation's record at that
+// offset, or the message of an append that returned no result.
+func (l *confLedger) explain(phys int64, b []byte) string {
+	var out []string
+	for _, g := range l.ever[phys] {
+		out = append(out, fmt.Sprintf("written there after %d good opens (now %d), acked %v, same bytes %v",
+			g.gen, l.gen, g.acked, bytes.Equal(g.b, b)))
+	}
+	for _, m := range l.ghosts {
+		if len(m.Body) > 0 && bytes.Contains(b, m.Body) {
+			out = append(out, fmt.Sprintf("holds the body of an append to %s/%d that returned no result, not as it would be stored", m.Topic, m.QueueID))
+		}
+	}
+	for p, gs := range l.ever {
+		for _, g := range gs {
+			if n := min(64, len(b)); p != phys && len(g.b) == len(b) && bytes.Equal(g.b[len(b)-n:], b[len(b)-n:]) {
+				out = append(out, fmt.Sprintf("its last %d bytes match a record written at %d after %d good opens", n, p, g.gen))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "the lineage never wrote it anywhere"
+	}
+	return strings.Join(out, "; ")
 }
 
 // observed records what a GetMessages call that returned before the crash
@@ -131,6 +201,8 @@ func (l *confLedger) scanImage(mem *vfs.MemFS, opts Options) {
 
 // reset starts the ledger again after a good Open of s was checked.
 func (l *confLedger) reset(s *Store) {
+	l.gen++
+	l.ghosts = nil
 	l.recs = map[int64]*confRec{}
 	l.seen = map[qRef][]byte{}
 	l.crashes = nil
