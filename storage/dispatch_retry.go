@@ -64,6 +64,9 @@ type dispatchHold struct {
 	// needAbort: Open could not create the abort marker (disk full); it is
 	// created before appends are let in (readonly.go).
 	needAbort bool
+	// reserveSpent: the index reserve is not on disk (reserve.go); it is
+	// allocated again before appends are let in.
+	reserveSpent bool
 	// due: the retry timer fired (retry whatever the back-off says).
 	due bool
 	// badName: a record whose queue cannot exist was skipped (logged once).
@@ -80,7 +83,7 @@ type dispatchHold struct {
 
 // retryC is the channel of the retry timer, nil when nothing waits.
 func (h *dispatchHold) retryC() <-chan time.Time {
-	if h.timer == nil || (h.n.Load() == 0 && !h.needAbort) {
+	if h.timer == nil || (h.n.Load() == 0 && !h.needAbort && !h.reserveSpent) {
 		return nil
 	}
 	return h.timer.C
@@ -137,6 +140,7 @@ func (s *Store) holdFailed(r *dispatchReq, err error) {
 	if errors.Is(err, syscall.ENOSPC) && !s.hold.full {
 		s.hold.full = true
 		s.setReadOnly(roIndex, true)
+		s.spendReserve() // the next retry writes into the space it held
 	}
 }
 
@@ -145,7 +149,7 @@ func (s *Store) holdFailed(r *dispatchReq, err error) {
 // the dispatcher at the start of each round.
 func (s *Store) retryHeld(cbs []func(string, int32, int64), force bool) {
 	h := &s.hold
-	if h.n.Load() == 0 && !h.needAbort {
+	if h.n.Load() == 0 && !h.needAbort && !h.reserveSpent {
 		return
 	}
 	if !force && !h.due && time.Since(h.lastTry) < h.backoff {
@@ -180,12 +184,18 @@ func (s *Store) retryHeld(cbs []func(string, int32, int64), force bool) {
 			h.queues[k] = rs[n:]
 		}
 	}
-	if failed != nil {
-		h.backoff = min(2*h.backoff, maxRetry)
-		h.arm()
-		return
+	if failed == nil {
+		s.endOutage("storage: consume queues caught up; the held records are indexed")
+		if !h.reserveSpent || s.retryReserve() {
+			return
+		}
+	} else if errors.Is(failed, syscall.ENOSPC) && !h.full {
+		h.full = true // an outage that began with another error
+		s.setReadOnly(roIndex, true)
+		s.spendReserve()
 	}
-	s.endOutage("storage: consume queues caught up; the held records are indexed")
+	h.backoff = min(2*h.backoff, maxRetry)
+	h.arm()
 }
 
 // endOutage ends the outage, logging msg, once no record is held.

@@ -49,6 +49,7 @@ type Metrics struct {
 	DispatchErrors               int64         // ConsumeQueue append attempts that failed (each is retried)
 	DispatchHeld                 int64         // records waiting for a retry of their ConsumeQueue append
 	DispatchOutages              int64         // times records started to be held (one log line each)
+	ReserveSpent                 int64         // times the index reserve was freed for held entries (reserve.go)
 	ReadOnly                     bool          // appends refused for lack of space (ErrDiskFull) until it returns
 	PendingFull                  int64         // sync appends that waited for a MaxPending slot
 	WaitAbandoned                int64         // sync appends that stopped waiting (timeout, context)
@@ -97,7 +98,7 @@ type metrics struct {
 	dispatchErrors, segmentsDeleted, gathers, gatherMisses, gatherNanos  atomic.Int64
 	ownRounds, waits                                                     atomic.Int64
 	writeOuts, handOffFree                                               atomic.Int64
-	corruptRecords                                                       atomic.Int64
+	corruptRecords, reserveSpent                                         atomic.Int64
 	scrubBytes, scrubSegments, scrubCorrupt, startupVerifiedBytes        atomic.Int64
 	cutRecords, cutBytes, repairedBytes                                  atomic.Int64
 
@@ -155,6 +156,7 @@ func (s *Store) Metrics() Metrics {
 		DispatchErrors:       m.dispatchErrors.Load(),
 		DispatchHeld:         s.hold.n.Load(),
 		DispatchOutages:      s.hold.outages.Load(),
+		ReserveSpent:         m.reserveSpent.Load(),
 		ReadOnly:             s.ReadOnly(),
 		PendingFull:          m.pendingFull.Load(),
 		WaitAbandoned:        m.waitAbandoned.Load(),

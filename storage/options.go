@@ -99,6 +99,11 @@ type Options struct {
 	// (default false): no ENOSPC mid-segment and cheaper fdatasyncs, at
 	// the price of disk space up front. mmap and odirect always reserve.
 	Preallocate bool
+	// IndexReserve is the bytes the store keeps allocated in
+	// Dir/index.reserve so that, on a full disk, the index entries of
+	// what was acknowledged still find space (reserve.go). Default
+	// SegmentSize/64 within [64 KiB, 16 MiB]; negative turns it off.
+	IndexReserve int64
 	// MaxMessageSize bounds a message's body in bytes. Default 4 MiB
 	// (RocketMQ's maxMessageSize). A record must also fit a segment.
 	MaxMessageSize int
@@ -320,6 +325,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.MaxMessageSize == 0 {
 		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.IndexReserve == 0 {
+		o.IndexReserve = min(max(o.SegmentSize/64, 64<<10), 16<<20)
 	}
 	if o.ReadCacheSize == 0 {
 		o.ReadCacheSize = DefaultReadCacheSize

@@ -20,6 +20,8 @@ import (
 //     (dispatch_retry.go).
 //   - roIndex: a ConsumeQueue entry is held for lack of space
 //     (dispatch_retry.go).
+//   - roReserve: the index reserve is spent or could not be allocated
+//     (reserve.go); the dispatcher allocates it again.
 //
 // Each reason clears by itself once its write succeeds: no restart. The
 // other writes Open makes tolerate a full disk without going read-only:
@@ -32,6 +34,7 @@ import (
 const (
 	roAbort int32 = 1 << iota
 	roIndex
+	roReserve
 )
 
 // setReadOnly sets or clears one read-only reason.
@@ -52,6 +55,8 @@ func (s *Store) readOnlyErr() error {
 		return nil
 	case ro&roAbort != 0:
 		return fmt.Errorf("%w: the store opened read-only (its abort marker could not be created); appends resume once it can be", ErrDiskFull)
+	case ro&roIndex == 0:
+		return fmt.Errorf("%w: read-only until the index reserve is allocated again; appends resume once space is freed", ErrDiskFull)
 	}
 	return fmt.Errorf("%w: read-only while ConsumeQueue entries wait for space; appends resume once they are written", ErrDiskFull)
 }

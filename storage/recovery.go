@@ -79,6 +79,9 @@ func (s *Store) recover() (err error) {
 			return err
 		}
 	}
+	if err := s.makeReserve(); err != nil && !s.deferReserve(err) {
+		return err
+	}
 	if err := s.removeStaleTemp(); err != nil {
 		return err
 	}
