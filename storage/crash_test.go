@@ -196,6 +196,7 @@ func crashOptions(t testing.TB, fs vfs.FS, be string, segSize int64, cqEntries i
 		SegmentBackend:      testBackendRing(t, be, ring),
 		SegmentSize:         segSize,
 		Preallocate:         rng.Intn(2) == 0,
+		IndexReserve:        16 << 10, // MemFS holds allocated bytes in memory
 		ConsumeQueueEntries: cqEntries,
 		CheckpointInterval:  time.Duration(1+rng.Intn(5)) * time.Millisecond,
 		Flush: FlushOptions{Policy: policy, Timeout: time.Minute, MaxPending: 64,

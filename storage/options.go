@@ -102,7 +102,9 @@ type Options struct {
 	// IndexReserve is the bytes the store keeps allocated in
 	// Dir/index.reserve so that, on a full disk, the index entries of
 	// what was acknowledged still find space (reserve.go). Default
-	// SegmentSize/64 within [64 KiB, 16 MiB]; negative turns it off.
+	// SegmentSize/64 within [1 MiB, 16 MiB] (at least what a pwrite
+	// segment's write-behind may allocate ahead of the appends in the
+	// moment the reserve is freed); negative turns it off.
 	IndexReserve int64
 	// MaxMessageSize bounds a message's body in bytes. Default 4 MiB
 	// (RocketMQ's maxMessageSize). A record must also fit a segment.
@@ -327,7 +329,7 @@ func (o *Options) EnsureDefaults() {
 		o.MaxMessageSize = DefaultMaxMessageSize
 	}
 	if o.IndexReserve == 0 {
-		o.IndexReserve = min(max(o.SegmentSize/64, 64<<10), 16<<20)
+		o.IndexReserve = min(max(o.SegmentSize/64, 1<<20), 16<<20)
 	}
 	if o.ReadCacheSize == 0 {
 		o.ReadCacheSize = DefaultReadCacheSize

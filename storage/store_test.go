@@ -100,6 +100,7 @@ func testOptions(fs vfs.FS, be string, policy FlushPolicy) Options {
 		Backend:             be,
 		SegmentSize:         8 << 10,
 		ConsumeQueueEntries: 16,
+		IndexReserve:        64 << 10, // MemFS holds allocated bytes in memory
 		Flush:               FlushOptions{Policy: policy, Interval: 5 * time.Millisecond, Timeout: 10 * time.Second},
 		Retention:           RetentionOptions{MaxAge: -1, DiskRatio: -1, CheckInterval: time.Hour},
 		CheckpointInterval:  time.Hour,
