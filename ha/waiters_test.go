@@ -2,9 +2,11 @@ package ha
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,47 +248,108 @@ func TestWaitReplicatedZeroAllocs(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	m, links, _ := newBareMaster(t, 2)
+	// A broken invariant ends the test with a message in seconds, never a
+	// hang: the slave gives up on a waiter that never comes, and a waiter
+	// released before its acknowledgement is reported (acked is stored
+	// before onAck, so a correct release always finds it).
+	var failMu sync.Mutex
+	var failure string
+	fail := func(format string, args ...any) {
+		failMu.Lock()
+		defer failMu.Unlock()
+		if failure == "" {
+			failure = fmt.Sprintf(format, args...)
+		}
+	}
+	failed := func() bool { failMu.Lock(); defer failMu.Unlock(); return failure != "" }
+	var acked atomic.Int64
 	ends := make(chan int64)
+	stop := make(chan struct{})
 	go func() { // the acknowledging slave
+		defer close(stop)
 		for end := range ends {
+			deadline := time.Now().Add(30 * time.Second)
 			for m.pendingLen() == 0 {
+				if failed() {
+					return
+				}
+				if time.Now().After(deadline) {
+					fail("no waiter for %d came within 30 s", end)
+					return
+				}
 				runtime.Gosched()
 			}
+			acked.Store(end)
 			m.onAck(links[0], end)
 		}
 	}()
 	defer close(ends)
 	var end int64
-	call := func() {
+	send := func() bool {
+		if failed() {
+			return false
+		}
 		end += 100
-		ends <- end
-		if err := m.WaitReplicated(end); err != nil {
-			panic(err)
+		select {
+		case ends <- end:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	released := func(err error) {
+		if err != nil {
+			fail("waiter for %d: %v", end, err)
+		} else if a := acked.Load(); a < end {
+			fail("waiter for %d released before its acknowledgement (acknowledged up to %d)", end, a)
+		}
+	}
+	call := func() {
+		if send() {
+			released(m.WaitReplicated(end))
 		}
 	}
 	for i := 0; i < 100; i++ { // warm the pool and the queue
 		call()
 	}
-	if allocs := testing.AllocsPerRun(2000, call); allocs != 0 {
+	allocs := testing.AllocsPerRun(2000, call)
+	if failed() {
+		t.Fatal(failure)
+	}
+	if allocs != 0 {
 		t.Fatalf("WaitReplicated allocates %.2f times per call", allocs)
 	}
 	// WaitReplicatedFunc with one fn reused: nothing per call either.
-	released := make(chan error, 1)
-	fn := func(err error) { released <- err }
+	done := make(chan error, 1)
+	fn := func(err error) { done <- err }
+	timer := time.NewTimer(time.Hour) // reset per call: no allocation
 	callFunc := func() {
-		end += 100
-		ends <- end
-		if done, err := m.WaitReplicatedFunc(end, fn); done {
-			panic(err)
+		if !send() {
+			return
 		}
-		if err := <-released; err != nil {
-			panic(err)
+		if ok, err := m.WaitReplicatedFunc(end, fn); ok {
+			released(err)
+			fail("WaitReplicatedFunc(%d) was done at once", end)
+			return
+		}
+		timer.Reset(30 * time.Second)
+		defer timer.Stop()
+		select {
+		case err := <-done:
+			released(err)
+		case <-stop:
+		case <-timer.C:
+			fail("waiter for %d not released within 30 s of its acknowledgement", end)
 		}
 	}
 	for i := 0; i < 100; i++ {
 		callFunc()
 	}
-	if allocs := testing.AllocsPerRun(2000, callFunc); allocs != 0 {
+	allocs = testing.AllocsPerRun(2000, callFunc)
+	if failed() {
+		t.Fatal(failure)
+	}
+	if allocs != 0 {
 		t.Fatalf("WaitReplicatedFunc allocates %.2f times per call", allocs)
 	}
 }
