@@ -277,6 +277,13 @@ type Config struct {
 	// replication link leaves after ControllerHeartBeatTimeout, if that
 	// is shorter. Default 15 s (RocketMQ's).
 	HAMaxTimeSlaveNotCatchup time.Duration
+	// DiskStallFailover (diskStallFailoverMillis, ms; ours): a
+	// controller-mode master whose store has had a flush (fdatasync) in
+	// progress this long tells the controller it cannot serve as master
+	// (its heartbeats renew no lease), so another replica is elected
+	// instead of the group waiting on a failing disk. Default 10 s;
+	// negative turns it off.
+	DiskStallFailover time.Duration
 	// controllerClient, when set (tests, and the wiring of the real
 	// client), is the controller client New uses; else dialController's.
 	controllerClient controllerClient

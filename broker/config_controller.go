@@ -16,6 +16,8 @@ const (
 	// the controller may elect another (RocketMQ: 10 s).
 	DefaultControllerHeartBeatTimeout = 3 * time.Second
 	DefaultHAMaxTimeSlaveNotCatchup   = 15 * time.Second
+	// DefaultDiskStallFailover is ours: twice the store's flush timeout.
+	DefaultDiskStallFailover = 10 * time.Second
 )
 
 // splitAddrs splits a ";"-separated address list, dropping blanks.
@@ -33,6 +35,7 @@ func (c *Config) ensureControllerDefaults() {
 	setDur(&c.BrokerHeartbeatInterval, DefaultBrokerHeartbeatInterval)
 	setDur(&c.ControllerHeartBeatTimeout, DefaultControllerHeartBeatTimeout)
 	setDur(&c.HAMaxTimeSlaveNotCatchup, DefaultHAMaxTimeSlaveNotCatchup)
+	setDur(&c.DiskStallFailover, DefaultDiskStallFailover)
 }
 
 // validateController checks the controller-mode settings. In controller

@@ -180,6 +180,7 @@ var properties = []property{
 	msProp("brokerHeartbeatInterval", func(c *Config) *time.Duration { return &c.BrokerHeartbeatInterval }),
 	msProp("controllerHeartBeatTimeoutMills", func(c *Config) *time.Duration { return &c.ControllerHeartBeatTimeout }),
 	msProp("haMaxTimeSlaveNotCatchup", func(c *Config) *time.Duration { return &c.HAMaxTimeSlaveNotCatchup }),
+	msProp("diskStallFailoverMillis", func(c *Config) *time.Duration { return &c.DiskStallFailover }),
 	intProp("inSyncReplicas", func(c *Config) *int { return &c.InSyncReplicas }),
 	intProp("minInSyncReplicas", func(c *Config) *int { return &c.MinInSyncReplicas }),
 	intProp("totalReplicas", func(c *Config) *int { return &c.TotalReplicas }),

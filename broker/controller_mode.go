@@ -132,6 +132,9 @@ type ctlMode struct {
 	// broker last became master. run's alone.
 	caughtUp   map[int64]time.Time
 	linkedOnce map[int64]bool
+	// diskStalled: the last heartbeat said the disk stalls (cannotServe);
+	// run's alone.
+	diskStalled bool
 }
 
 // openControllerMode prepares controller mode in New: the client, the epoch

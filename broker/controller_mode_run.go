@@ -81,7 +81,7 @@ func (c *ctlMode) round() {
 			Addr: c.addr(), Epoch: c.registerEpoch(), FenceTimeout: c.cfg.ControllerHeartBeatTimeout, Pos: pos})
 	} else {
 		res, err = c.cli.Heartbeat(ctx, controller.Heartbeat{Group: c.group, ID: c.cfg.BrokerID, Epoch: epoch,
-			Pos: pos, MasterFailed: c.masterFailed()})
+			Pos: pos, MasterFailed: c.cannotServe()})
 	}
 	switch {
 	case err == nil:
@@ -159,6 +159,31 @@ func (c *ctlMode) masterFailed() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.mu.masterFailed
+}
+
+// cannotServe is why this broker cannot serve as master now, for its
+// heartbeat ("" when it can): becoming master failed (masterFailed), or,
+// as master, its store has had a flush in progress for DiskStallFailover
+// (a disk whose fdatasync hangs: the heartbeat renews no lease and the
+// controller elects another replica rather than leave the group waiting
+// on it). A stall is logged once, when it starts to count.
+func (c *ctlMode) cannotServe() string {
+	if why := c.masterFailed(); why != "" {
+		return why
+	}
+	limit := c.cfg.DiskStallFailover
+	stall := c.store.FlushStalled()
+	if limit <= 0 || c.master.Load() == nil || stall < limit {
+		c.diskStalled = false
+		return ""
+	}
+	why := fmt.Sprintf("the store's flush has been in progress for %s (diskStallFailoverMillis %d)",
+		stall.Round(time.Millisecond), limit.Milliseconds())
+	if !c.diskStalled {
+		c.diskStalled = true
+		c.log.Error("broker: the disk stalls: telling the controller this master cannot serve, so it elects another replica", "reason", why)
+	}
+	return why
 }
 
 // registerEpoch is the highest master epoch the broker has seen: the last

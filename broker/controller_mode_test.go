@@ -20,6 +20,7 @@ import (
 	"github.com/samsamq/samsa/protocol"
 	"github.com/samsamq/samsa/storage"
 	"github.com/samsamq/samsa/storage/record"
+	"github.com/samsamq/samsa/storage/vfs"
 )
 
 // Controller mode in process: a name server, the fake controller and
@@ -575,4 +576,99 @@ func TestControllerReplacesMasterThatCannotServe(t *testing.T) {
 	if resp := dialRaw(t, m.Addr()).call(sendReq("failed", 0, []byte("x"), nil)); resp.Code != protocol.Success {
 		t.Fatalf("send to the new master: %s", resp)
 	}
+}
+
+// stallFS is the OS file system whose CommitLog files' syncs block while
+// stalled: a disk whose fdatasync hangs.
+type stallFS struct {
+	vfs.FS
+	mu      sync.Mutex
+	stalled chan struct{} // closed to release; nil when not stalled
+}
+
+func (s *stallFS) stall() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stalled == nil {
+		s.stalled = make(chan struct{})
+	}
+}
+
+func (s *stallFS) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stalled != nil {
+		close(s.stalled)
+		s.stalled = nil
+	}
+}
+
+func (s *stallFS) wait() {
+	s.mu.Lock()
+	ch := s.stalled
+	s.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+func (s *stallFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !strings.Contains(name, "commitlog") {
+		return f, err
+	}
+	return stallFile{File: f, fs: s}, nil
+}
+
+func (s *stallFS) Create(name string, o vfs.OpenOptions) (vfs.File, error) {
+	f, err := s.FS.Create(name, o)
+	return s.wrap(name, f, err)
+}
+
+func (s *stallFS) Open(name string, o vfs.OpenOptions) (vfs.File, error) {
+	f, err := s.FS.Open(name, o)
+	return s.wrap(name, f, err)
+}
+
+type stallFile struct {
+	vfs.File
+	fs *stallFS
+}
+
+func (f stallFile) Sync() error {
+	f.fs.wait()
+	return f.File.Sync()
+}
+
+// TestControllerFailsOverStalledDisk: the master's disk stops finishing
+// its fdatasyncs. Once a flush has been in progress for
+// diskStallFailoverMillis its heartbeats say it cannot serve, renew no
+// lease, and the controller elects another replica, which takes sends.
+func TestControllerFailsOverStalledDisk(t *testing.T) {
+	sfs := &stallFS{FS: vfs.Default}
+	t.Cleanup(sfs.release) // before the brokers close (cleanups run last first)
+	c := newCtlCluster(t, 1500*time.Millisecond)
+	c.mutate = map[int64]func(*Config){1: func(cfg *Config) {
+		cfg.FS = sfs
+		cfg.DiskStallFailover = 500 * time.Millisecond
+	}}
+	m := c.startGroup(3)
+	if m.cfg.BrokerID != 1 {
+		t.Fatalf("broker %d is master, want 1", m.cfg.BrokerID)
+	}
+	if resp := dialRaw(t, m.Addr()).call(sendReq("stall", 0, []byte("before"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send before the stall: %s", resp)
+	}
+	sfs.stall()
+	// Something to flush: the periodic flush meets the stalled disk. The
+	// send itself may time out or be refused; only the fail-over matters.
+	dialRaw(t, m.Addr()).start(sendReq("stall", 0, []byte("during"), nil))
+	n := c.waitMaster(1)
+	if !c.logs[1].contains("the disk stalls") {
+		t.Fatalf("broker 1 never said its disk stalls (its log):\n%s", c.logs[1].String())
+	}
+	sfs.release()
+	rc := dialRaw(t, n.Addr())
+	waitLong(t, func() bool { // until a slave is in sync with the new master
+		return rc.call(sendReq("stall", 0, []byte("after"), nil)).Code == protocol.Success
+	}, fmt.Sprintf("a send to the new master %d acknowledged", n.cfg.BrokerID))
 }

@@ -242,6 +242,8 @@ func (s *Store) flushNoKick(w int64) (moved bool, err error) {
 		return false, nil
 	}
 	start := time.Now()
+	s.flushStart.Store(start.UnixNano())
+	defer s.flushStart.Store(0)
 	if dirSync {
 		s.m.dirSyncs.Add(1)
 		if err := s.fs.SyncDir(s.clDir); err != nil {
@@ -282,6 +284,17 @@ func (s *Store) flushNoKick(w int64) (moved bool, err error) {
 	}
 	s.m.recordFlush(time.Since(start))
 	return moved, nil
+}
+
+// FlushStalled is how long the flush in progress (its fdatasyncs and
+// directory sync) has been running; 0 when none runs. A disk whose syncs
+// take seconds shows here while they last, before any append times out:
+// a controller-mode master steps down on it (broker).
+func (s *Store) FlushStalled() time.Duration {
+	if ns := s.flushStart.Load(); ns != 0 {
+		return max(time.Since(time.Unix(0, ns)), 0)
+	}
+	return 0
 }
 
 // finalFlush flushes everything written (Close, after the flusher stopped).

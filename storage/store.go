@@ -60,7 +60,10 @@ type Store struct {
 	handed  atomic.Int64
 	_       cpu.CacheLinePad
 	durable atomic.Int64
-	_       cpu.CacheLinePad
+	// flushStart is when (unix ns) the flush in progress began, 0 when
+	// none runs (FlushStalled).
+	flushStart atomic.Int64
+	_          cpu.CacheLinePad
 	// dispatched: every record below it has its ConsumeQueue entry
 	// appended or is held for a retry. dispatchOK stops at the first
 	// held record (dispatch_retry.go).
