@@ -284,6 +284,9 @@ type Config struct {
 	// instead of the group waiting on a failing disk. Default 10 s;
 	// negative turns it off.
 	DiskStallFailover time.Duration
+	// ctlNow, when set (tests), is controller mode's wall clock instead
+	// of time.Now; its leases never read it (ctlMode.elapsed).
+	ctlNow func() time.Time
 	// controllerClient, when set (tests, and the wiring of the real
 	// client), is the controller client New uses; else dialController's.
 	controllerClient controllerClient

@@ -102,9 +102,15 @@ type ctlMode struct {
 	// stateVersion is the master epoch the broker works under, for the
 	// name servers (a newer master's registration wins over an old one's).
 	stateVersion atomic.Int64
-	// lastOK is when (unix ns) the last heartbeat the controller answered
-	// was sent; read on every send (canWrite).
+	// lastOK is when the last heartbeat the controller answered was sent,
+	// in ns of elapsed(); read on every send (canWrite).
 	lastOK atomic.Int64
+	// elapsed is the lease's clock: time since the broker began, on the
+	// monotonic clock, so a wall clock set back cannot keep a cut-off
+	// master writable, nor one set forward fence it (tests set it).
+	elapsed func() time.Duration
+	// began is the wall time elapsed counts from, for the stats.
+	began time.Time
 
 	mu struct {
 		sync.Mutex
@@ -156,10 +162,14 @@ func (r *Replication) openControllerMode() error {
 		return err
 	}
 	c := &ctlMode{replDeps: &r.replDeps, newMaster: r.newHAMaster, newSlave: r.newHASlave,
-		cli: cli, epochs: epochs, acked: acked, now: time.Now,
+		cli: cli, epochs: epochs, acked: acked, now: time.Now, began: time.Now(),
 		group:    controller.Group{Cluster: r.cfg.BrokerClusterName, Broker: r.cfg.BrokerName},
 		kick:     make(chan struct{}, 1),
 		caughtUp: map[int64]time.Time{}, linkedOnce: map[int64]bool{}}
+	c.elapsed = func() time.Duration { return time.Since(c.began) }
+	if r.cfg.ctlNow != nil {
+		c.now = r.cfg.ctlNow
+	}
 	c.mu.role, c.mu.masterID = controller.RoleNone, controller.NoMaster
 	r.store.SetFenced(true)
 	r.ctl = c
@@ -201,7 +211,7 @@ func (c *ctlMode) canWrite() bool {
 	if !c.writable.Load() {
 		return false
 	}
-	return c.now().UnixNano()-c.lastOK.Load() < int64(c.cfg.ControllerHeartBeatTimeout)
+	return int64(c.elapsed())-c.lastOK.Load() < int64(c.cfg.ControllerHeartBeatTimeout)
 }
 
 // isMasterRole: the controller named this broker master (fenced by timeout
@@ -345,6 +355,15 @@ func (r *Replication) stateVersion() int64 {
 //	controller_sync_set      the sync-state set, e.g. "1,2,3"
 //	controller_writable      1 when it takes writes now
 //	controller_last_ok_ms    unix ms when the last answered heartbeat was sent
+//
+// lastOKMs is lastOK as a wall time in unix ms, 0 before any answer.
+func (c *ctlMode) lastOKMs() int64 {
+	if ok := c.lastOK.Load(); ok != 0 {
+		return c.began.Add(time.Duration(ok)).UnixMilli()
+	}
+	return 0
+}
+
 func (c *ctlMode) stats() []statLine {
 	c.mu.Lock()
 	role, id, epoch, set := c.mu.role.String(), c.mu.masterID, c.mu.epoch, slices.Clone(c.mu.syncSet)
@@ -359,6 +378,6 @@ func (c *ctlMode) stats() []statLine {
 		{"controller_master_epoch", epoch},
 		{"controller_sync_set", strconv.Quote(strings.Join(ids, ","))},
 		{"controller_writable", boolInt(c.canWrite())},
-		{"controller_last_ok_ms", c.lastOK.Load() / int64(time.Millisecond)},
+		{"controller_last_ok_ms", c.lastOKMs()},
 	}
 }

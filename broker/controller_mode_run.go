@@ -62,7 +62,7 @@ func (c *ctlMode) round() {
 	timeout := c.cfg.ControllerHeartBeatTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	sent, start := c.now(), time.Now()
+	sent, start := c.elapsed(), time.Now()
 	c.mu.Lock()
 	registered, epoch := c.mu.registered, c.mu.epoch
 	c.mu.Unlock()
@@ -195,8 +195,8 @@ func (c *ctlMode) registerEpoch() int64 {
 	return max(e, c.mu.epoch)
 }
 
-func (c *ctlMode) noteOK(sent time.Time, registered bool) {
-	if ns := sent.UnixNano(); ns > c.lastOK.Load() {
+func (c *ctlMode) noteOK(sent time.Duration, registered bool) {
+	if ns := int64(sent); ns > c.lastOK.Load() {
 		c.lastOK.Store(ns) // run alone stores it
 	}
 	c.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -671,4 +672,29 @@ func TestControllerFailsOverStalledDisk(t *testing.T) {
 	waitLong(t, func() bool { // until a slave is in sync with the new master
 		return rc.call(sendReq("stall", 0, []byte("after"), nil)).Code == protocol.Success
 	}, fmt.Sprintf("a send to the new master %d acknowledged", n.cfg.BrokerID))
+}
+
+// TestControllerFencingClockSetBack: the master's wall clock is set back
+// an hour just before it is cut off from the controller. Its lease runs
+// on the monotonic clock, so it still stops taking writes within
+// controllerHeartBeatTimeoutMills (a lease read from the wall clock would
+// have kept it writable for the hour, beside the master elected next).
+func TestControllerFencingClockSetBack(t *testing.T) {
+	var back atomic.Int64
+	c := newCtlCluster(t, 1500*time.Millisecond)
+	c.mutate = map[int64]func(*Config){1: func(cfg *Config) {
+		cfg.ctlNow = func() time.Time { return time.Now().Add(-time.Duration(back.Load())) }
+	}}
+	m1 := c.startGroup(2)
+	rc := dialRaw(t, m1.Addr())
+	if resp := rc.call(sendReq("clock", 0, []byte("ok"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send to the master: %s", resp)
+	}
+	back.Store(int64(time.Hour))
+	c.ctl.setCut(1, true)
+	waitLong(t, func() bool { return m1.repl.isSlave() }, "the cut-off master, its clock set back, to stop taking writes")
+	if resp := rc.call(sendReq("clock", 0, []byte("refused"), nil)); resp.Code == protocol.Success {
+		t.Fatalf("a fenced master took a send: %s", resp)
+	}
+	c.waitMaster(1)
 }
