@@ -158,6 +158,9 @@ func (s *Store) recordSize(m *Message) (int, error) {
 	if m.QueueID < 0 {
 		return 0, fmt.Errorf("%w: queue id %d", ErrInvalidMessage, m.QueueID)
 	}
+	if m.SysFlag&record.FlagHole != 0 {
+		return 0, fmt.Errorf("%w: sysflag %#x has the bit a repair's hole carries", ErrInvalidMessage, m.SysFlag)
+	}
 	if len(m.Body) > s.opts.MaxMessageSize {
 		return 0, fmt.Errorf("%w: body of %d bytes, MaxMessageSize %d", ErrMessageTooLarge, len(m.Body), s.opts.MaxMessageSize)
 	}

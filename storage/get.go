@@ -26,6 +26,9 @@ func (s *Store) ReadAt(physOffset int64, size int32) ([]byte, error) {
 	if err := s.readInto(b, physOffset); err != nil {
 		return nil, err
 	}
+	if record.IsHole(b) {
+		return nil, fmt.Errorf("%w: the record at %d is a hole a repair left where a damaged one was", ErrNotFound, physOffset)
+	}
 	return b, nil
 }
 
@@ -251,6 +254,9 @@ scan:
 				if len(picked) == 0 {
 					res.Status = MessageWasRemoving
 				}
+				continue
+			}
+			if e.TagsCode == record.HoleTagsCode { // a repair's hole: never delivered
 				continue
 			}
 			if tagFilter != nil && !tagFilter(e.TagsCode) {

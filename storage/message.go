@@ -63,6 +63,16 @@ func (m *Message) fields() record.Fields {
 // indexed reports whether a record with this SysFlag gets a queue offset
 // and a ConsumeQueue entry (not a prepared or rolled-back transaction
 // message: RocketMQ's CommitLog.doAppend).
+// storedTags is the ConsumeQueue tags code of a stored record read back
+// from the log: its TAGS property's, or record.HoleTagsCode for a hole
+// (record/hole.go), which every read skips.
+func storedTags(rec *record.Record) int64 {
+	if rec.SysFlag&record.FlagHole != 0 {
+		return record.HoleTagsCode
+	}
+	return record.TagsCodeOf(rec.Properties)
+}
+
 func indexed(sysFlag int32) bool {
 	t := record.TransactionType(sysFlag)
 	return t != record.TransactionPrepared && t != record.TransactionRollback

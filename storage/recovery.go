@@ -429,7 +429,7 @@ func (s *Store) reindex(files []segmentFile, from, end int64) error {
 			}
 			n++
 			return s.reindexRecord(&dispatchReq{topic: string(rec.Topic), qid: rec.QueueID, size: rec.TotalSize,
-				indexed: true, qoff: rec.QueueOffset, phys: f.base + pos, tags: record.TagsCodeOf(rec.Properties)})
+				indexed: true, qoff: rec.QueueOffset, phys: f.base + pos, tags: storedTags(&rec)})
 		})
 		_ = r.Close()
 		if err != nil {

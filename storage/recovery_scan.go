@@ -99,8 +99,12 @@ func (s *Store) walkSegment(r *segReader, end int64, fn func(pos int64, rec []by
 // scanSegment validates the records of a segment from its start until a
 // blank or the first invalid record.
 func (s scanner) scanSegment(r *segReader, base int64) (segScan, error) {
+	return s.scanFrom(r, base, 0)
+}
+
+// scanFrom is scanSegment from pos, a record boundary of the segment.
+func (s scanner) scanFrom(r *segReader, base, pos int64) (segScan, error) {
 	var sc segScan
-	pos := int64(0)
 	for {
 		sc.end = pos
 		rec, blank, bad, err := s.checkAt(r, base, pos)

@@ -70,8 +70,23 @@ type RepairReport struct {
 	Lost      LostFoundManifest `json:"lost"`
 	// EntriesDropped counts ConsumeQueue entries at or past the cut.
 	EntriesDropped int64 `json:"entriesDropped"`
+	// Holes are the damaged records with valid records after them that
+	// became holes (repair_hole.go) instead of the log's end; their bytes
+	// went to HolesLostFound.
+	Holes          []RepairHole `json:"holes,omitempty"`
+	HolesLostFound string       `json:"holesLostFound,omitempty"`
 	// Actions are the steps, in order, for a person.
 	Actions []string `json:"actions"`
+}
+
+// RepairHole is one hole a repair wrote over a damaged record.
+type RepairHole struct {
+	Offset      int64  `json:"offset"`
+	Size        int    `json:"size"`
+	Topic       string `json:"topic"`
+	QueueID     int32  `json:"queueId"`
+	QueueOffset int64  `json:"queueOffset"`
+	Why         string `json:"why"`
 }
 
 // WriteText writes the report for a person; it returns w's error.
@@ -138,9 +153,13 @@ func Repair(opts RepairOptions) (RepairReport, error) {
 	if err != nil {
 		return r, err
 	}
-	p, sealed, err := a.findCut(files, rest)
+	p, sealed, holes, err := a.findCut(files, rest)
 	if err != nil {
 		return r, err
+	}
+	r.Holes = make([]RepairHole, len(holes))
+	for i, h := range holes {
+		r.Holes[i] = RepairHole{Offset: h.phys(), Size: h.size, Topic: h.topic, QueueID: h.qid, QueueOffset: h.qoff, Why: h.why}
 	}
 	r.Cut, r.Lost = p.cut, p.lost
 	if p.why != nil {
@@ -157,7 +176,7 @@ func Repair(opts RepairOptions) (RepairReport, error) {
 		}
 	}
 	slices.Sort(short)
-	r.Needed = p.keeps() || a.ckErr != nil || (a.haveCk && a.ck.durable > p.cut) || len(short) > 0
+	r.Needed = p.keeps() || a.ckErr != nil || (a.haveCk && a.ck.durable > p.cut) || len(short) > 0 || len(holes) > 0
 	if !r.Needed {
 		return r, nil
 	}
@@ -178,7 +197,14 @@ func Repair(opts RepairOptions) (RepairReport, error) {
 	} else {
 		r.act("the log's last whole valid record ends at %d in %s (%v)", p.cut, relPath(a.dir, p.seg.path), p.why)
 	}
+	for _, h := range holes {
+		r.act("the record at %d (%s/%d queue offset %d, %d bytes) is damaged (%s) and valid records follow it: %s a hole there (its queue offset stays; reads skip it) and its bytes to lost+found",
+			h.phys(), h.topic, h.qid, h.qoff, h.size, h.why, verb("wrote", "would write"))
+	}
 	ck := a.newCheckpoint(files, p.cut)
+	if len(holes) > 0 {
+		ck.dispatched = min(ck.dispatched, holes[0].phys()) // re-index the holes and what follows
+	}
 	if len(short) > 0 {
 		r.act("consume queues behind the checkpoint (%s): the next Open re-indexes the whole log into them", strings.Join(short, "; "))
 		if len(files) > 0 {
@@ -191,6 +217,25 @@ func Repair(opts RepairOptions) (RepairReport, error) {
 		if err := writeAtomic(a.fs, a.ckPath(), ck.encode()); err != nil {
 			return r, err
 		}
+	}
+	if len(holes) > 0 {
+		if !opts.DryRun {
+			dir, err := makeLostFoundDir(a.fs, a.dir, opts.Clock())
+			if err == nil {
+				err = writeHoles(a.fs, dir, holes)
+			}
+			if err != nil {
+				return r, err
+			}
+			r.HolesLostFound = dir
+			opts.Logger.Warn("storage: repair wrote holes over damaged records with valid records after them; their bytes are in lost+found",
+				"dir", dir, "holes", len(holes))
+		}
+		n, err := trimQueuesAtRest(a.fs, filepath.Join(a.dir, "consumequeue"), holes[0].phys(), opts.DryRun)
+		if err != nil {
+			return r, err
+		}
+		r.act("%s %d consume queue entries at or past the first hole (%d): the next Open indexes them again", verb("dropped", "would drop"), n, holes[0].phys())
 	}
 	if !p.tail.zeros() {
 		r.act("%s the %d bytes of %s from %d (%d non-zero; %s) to lost+found and %s it there",
@@ -235,10 +280,10 @@ func (a *atRest) contiguous() (run, rest []segmentFile, err error) {
 
 // findCut scans the run from where recovery would start and plans the
 // cut; the files after a gap go too. sealed says the run ends sealed.
-func (a *atRest) findCut(run, rest []segmentFile) (p cutPlan, sealed bool, err error) {
+func (a *atRest) findCut(run, rest []segmentFile) (p cutPlan, sealed bool, holes []hole, err error) {
 	sc := a.sc()
 	if len(run) == 0 {
-		return cutPlan{lost: LostFoundManifest{Store: a.dir, SegmentSize: a.segSize}, tail: tailInfo{}}, true, nil
+		return cutPlan{lost: LostFoundManifest{Store: a.dir, SegmentSize: a.segSize}, tail: tailInfo{}}, true, nil, nil
 	}
 	start := run[0].base
 	if a.haveCk {
@@ -251,21 +296,26 @@ func (a *atRest) findCut(run, rest []segmentFile) (p cutPlan, sealed bool, err e
 		}
 		rd, err := openSegReader(a.fs, f.path)
 		if err != nil {
-			return p, false, err
+			return p, false, holes, err
 		}
 		s, err := sc.scanSegment(rd, f.base)
+		if err == nil && !s.sealed {
+			var hs []hole
+			hs, s, err = a.bridge(rd, f, s)
+			holes = append(holes, hs...)
+		}
 		_ = rd.Close()
 		if err != nil {
-			return p, false, err
+			return p, false, holes, err
 		}
 		if !s.sealed {
 			p, err = sc.planCut(a.fs, a.dir, all, i, s.end, s.bad)
-			return p, false, err
+			return p, false, holes, err
 		}
 	}
 	i := len(run) - 1
 	p, err = sc.planCut(a.fs, a.dir, all, i, a.segSize, nil)
-	return p, true, err
+	return p, true, holes, err
 }
 
 // newCheckpoint is the checkpoint Repair writes for a log ending at cut.

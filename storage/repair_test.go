@@ -2,11 +2,15 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/samsamq/samsa/storage/record"
 	"github.com/samsamq/samsa/storage/vfs"
 )
 
@@ -86,9 +90,10 @@ func TestRepairTruncatedAfterCleanStop(t *testing.T) {
 	}
 }
 
-// A bad record below the durable offset after a crash, with later
-// segments holding valid records: Open refuses; Repair cuts there and
-// keeps the later segments whole in lost+found.
+// A bad record below the durable offset after a crash, its header
+// damaged (its queue offset), with later segments holding valid records:
+// Open refuses; Repair cannot tell the damaged record apart, so it cuts
+// there and keeps the later segments whole in lost+found.
 func TestRepairCutKeepsLaterSegments(t *testing.T) {
 	mem, opts, res := corruptFixture(t, 40, 20, 4<<10)
 	seg := func(i int) int64 { return res[i].PhysicalOffset / opts.SegmentSize }
@@ -99,11 +104,14 @@ func TestRepairCutKeepsLaterSegments(t *testing.T) {
 	if victim < 0 || seg(39) == seg(20) {
 		t.Fatal("fixture: want a victim below the checkpoint in its segment, and a later segment")
 	}
-	flipByte(t, mem, opts, res[victim].PhysicalOffset+90)
+	flipByte(t, mem, opts, res[victim].PhysicalOffset+record.OffQueueOffset+7)
 	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "samsa store repair") {
 		t.Fatalf("Open: %v", err)
 	}
 	rep := mustRepair(t, opts, false)
+	if len(rep.Holes) != 0 {
+		t.Fatalf("repair wrote holes over a record whose queue offset is damaged: %+v", rep.Holes)
+	}
 	want := int64(39 - victim) // the victim itself is not valid
 	if rep.Cut != res[victim].PhysicalOffset || rep.Lost.Valid.Records != want || rep.LostFound == "" {
 		t.Fatalf("repair: cut %d, kept %d valid records; want %d, %d", rep.Cut, rep.Lost.Valid.Records, res[victim].PhysicalOffset, want)
@@ -208,5 +216,102 @@ func TestRepairMissingSegment(t *testing.T) {
 	defer s.Close()
 	if s.WrittenOffset() != opts.SegmentSize {
 		t.Fatalf("written %d, want the gap at %d", s.WrittenOffset(), opts.SegmentSize)
+	}
+}
+
+// A flipped byte in a record's body in the middle of the log after a
+// crash, valid records after it in its segment and in later ones: Open
+// refuses; Repair writes a hole over the damaged record instead of cutting
+// (its bytes to lost+found). Every other record stays at its offsets and
+// readable, the victim's queue offset is skipped by reads, a read of its
+// place finds nothing, and the store opens, verifies and appends.
+func TestRepairHoleKeepsLaterRecords(t *testing.T) {
+	mem, opts, res := corruptFixture(t, 40, 20, 4<<10)
+	seg := func(i int) int64 { return res[i].PhysicalOffset / opts.SegmentSize }
+	victim := -1
+	for i := 19; i > 0 && seg(i) == seg(20); i-- {
+		victim = i
+	}
+	if victim < 0 || seg(39) == seg(20) {
+		t.Fatal("fixture: want a victim below the checkpoint in its segment, and a later segment")
+	}
+	v := res[victim]
+	flipByte(t, mem, opts, v.PhysicalOffset+90) // in the body
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open: %v", err)
+	}
+	end := res[39].PhysicalOffset + int64(res[39].Size)
+	plan := mustRepair(t, opts, true)
+	if len(plan.Holes) != 1 || plan.Holes[0].Offset != v.PhysicalOffset || plan.Cut != end || len(lostFoundDirs(t, opts)) != 0 {
+		t.Fatalf("dry run: holes %+v, cut %d (want a hole at %d, the log's end %d), lost+found %v", plan.Holes, plan.Cut, v.PhysicalOffset, end, lostFoundDirs(t, opts))
+	}
+	rep := mustRepair(t, opts, false)
+	h := rep.Holes
+	if len(h) != 1 || h[0].Offset != v.PhysicalOffset || h[0].Size != int(v.Size) || h[0].Topic != "T" ||
+		h[0].QueueID != int32(victim%2) || h[0].QueueOffset != v.QueueOffset || rep.Cut != end || rep.HolesLostFound == "" {
+		t.Fatalf("repair: holes %+v, cut %d, lost+found %q", h, rep.Cut, rep.HolesLostFound)
+	}
+	if kept := readMemFile(t, mem, filepath.Join(rep.HolesLostFound, fmt.Sprintf("damaged-%020d", v.PhysicalOffset))); len(kept) != int(v.Size) {
+		t.Fatalf("lost+found kept %d bytes of the damaged record, want %d", len(kept), v.Size)
+	}
+	verifyClean(t, opts)
+	qOf := func(i int) int32 { return int32(i % 2) }
+	for round := 0; round < 2; round++ { // and again after a clean close
+		s := mustOpen(t, opts)
+		if s.WrittenOffset() != end {
+			t.Fatalf("written %d, want %d", s.WrittenOffset(), end)
+		}
+		for i, r := range res {
+			_, err := s.ReadAt(r.PhysicalOffset, r.Size)
+			if i == victim {
+				if !errors.Is(err, ErrNotFound) {
+					t.Fatalf("ReadAt the hole: %v", err)
+				}
+			} else if err != nil {
+				t.Fatalf("ReadAt record %d: %v", i, err)
+			}
+		}
+		for q := int32(0); q < 2; q++ {
+			var offs []int64
+			for next := int64(0); next < s.MaxQueueOffset("T", q); {
+				g, err := s.GetMessages("T", q, next, 4, 0, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				offs = append(offs, g.QueueOffsets...)
+				if g.NextOffset <= next {
+					t.Fatalf("T/%d: no progress at %d (%v)", q, next, g.Status)
+				}
+				next = g.NextOffset
+			}
+			var want []int64
+			for i, r := range res {
+				if qOf(i) == q && i != victim {
+					want = append(want, r.QueueOffset)
+				}
+			}
+			if !slices.Equal(offs, want) {
+				t.Fatalf("T/%d read offsets %v, want %v", q, offs, want)
+			}
+		}
+		r, err := s.Append(context.Background(), testMessage("T", int32(victim%2), 100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res)%2 != victim%2 {
+			r2, err := s.Append(context.Background(), testMessage("T", int32(len(res)%2), 100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res = append(res, r2)
+		}
+		res = append(res, r)
+		end = s.WrittenOffset()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := mustRepair(t, opts, false); r.Needed {
+		t.Fatalf("a second repair found work: %+v", r)
 	}
 }

@@ -141,7 +141,7 @@ func (s *Store) parseReplicated(from int64, data []byte, b *replBatch) (blankAt 
 		}
 		b.recs = append(b.recs, replRec{
 			pos: int32(pos), size: size, qid: rec.QueueID, indexed: indexed(rec.SysFlag), qoff: rec.QueueOffset,
-			tags: record.TagsCodeOf(rec.Properties), ts: rec.StoreTimestamp, topic: rec.Topic,
+			tags: storedTags(&rec), ts: rec.StoreTimestamp, topic: rec.Topic,
 		})
 		pos += int(size)
 	}
