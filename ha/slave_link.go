@@ -19,10 +19,19 @@ type slaveLink struct {
 	conn net.Conn
 	fr   frameReader
 
-	wmu    sync.Mutex // one writer at a time: the apply loop, the heartbeat
+	wmu    sync.Mutex // one writer at a time: the apply loop (or flushAcks), the heartbeat
 	wbuf   [envelopeSize + offsetFrameSize]byte
 	acked  atomic.Int64 // last offset acknowledged
 	ackedT atomic.Int64 // when (unix ns)
+
+	// With AckFlushed, the apply loop goes on appending while flushAcks
+	// syncs and acknowledges what it appended (flushTo, kicked by
+	// flushKick): the frames that arrive during one fdatasync share the
+	// next. flushErr is why flushAcks ended the link.
+	flushTo   atomic.Int64
+	flushKick chan struct{}
+	flushMu   sync.Mutex
+	flushErr  error
 }
 
 // session runs one link to addr until it fails. progressed says whether
@@ -106,6 +115,12 @@ func (l *slaveLink) follow(maxData int) (progressed bool, err error) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go l.heartbeat(hbDone, &wg)
+	if s.cfg.AckFlushed {
+		l.flushTo.Store(l.acked.Load())
+		l.flushKick = make(chan struct{}, 1)
+		wg.Add(1)
+		go l.flushAcks(hbDone, &wg)
+	}
 	defer wg.Wait()
 	defer close(hbDone)
 	for {
@@ -121,6 +136,9 @@ func (l *slaveLink) follow(maxData int) (progressed bool, err error) {
 			if errors.As(err, &ne) && ne.Timeout() {
 				return progressed, fmt.Errorf("master silent for %v: %w", s.cfg.HousekeepingInterval, err)
 			}
+			if ferr := l.flushFailed(); ferr != nil {
+				return progressed, ferr
+			}
 			return progressed, fmt.Errorf("read TRANSFER: %w", err)
 		}
 		if err := s.cfg.Fault.wait(s.ctx); err != nil {
@@ -131,10 +149,65 @@ func (l *slaveLink) follow(maxData int) (progressed bool, err error) {
 			return progressed, err
 		}
 		progressed = true
+		if s.cfg.AckFlushed {
+			if end > l.flushTo.Load() {
+				l.flushTo.Store(end)
+				select {
+				case l.flushKick <- struct{}{}:
+				default:
+				}
+			}
+			continue
+		}
 		if err := l.sendOffset(kindAck, end); err != nil {
 			return progressed, fmt.Errorf("write ACK: %w", err)
 		}
 	}
+}
+
+// flushAcks is the link's third goroutine with AckFlushed: it syncs the
+// log up to what the apply loop appended and acknowledges it, again while
+// more was appended meanwhile. A failure ends the link (its connection is
+// closed; follow returns the failure). Ends when done closes.
+func (l *slaveLink) flushAcks(done <-chan struct{}, wg *sync.WaitGroup) {
+	defer wg.Done()
+	s := l.s
+	for {
+		select {
+		case <-l.flushKick:
+		case <-done:
+			return
+		}
+		for {
+			to := l.flushTo.Load()
+			if to <= l.acked.Load() {
+				break
+			}
+			if s.cfg.Fault.wait(s.ctx) != nil { // a stalled slave acknowledges nothing
+				return
+			}
+			err := s.log.FlushTo(s.ctx, to)
+			if err != nil {
+				err = fmt.Errorf("flush to %d: %w", to, err)
+			} else if err = l.sendOffset(kindAck, to); err != nil {
+				err = fmt.Errorf("write ACK: %w", err)
+			}
+			if err != nil {
+				l.flushMu.Lock()
+				l.flushErr = err
+				l.flushMu.Unlock()
+				_ = l.conn.Close() // the apply loop sees it and ends the link
+				return
+			}
+		}
+	}
+}
+
+// flushFailed is the error that made flushAcks end the link, if any.
+func (l *slaveLink) flushFailed() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.flushErr
 }
 
 // apply checks and appends one TRANSFER frame and returns the offset to
@@ -163,11 +236,6 @@ func (l *slaveLink) apply(p []byte) (int64, error) {
 			// (A segment's filler comes as its header: end is then the
 			// next segment base, past the bytes, never past the master.)
 			return 0, fmt.Errorf("%w: appending %d bytes at %d ended at %d (master handed %d)", ErrGap, h.Size, h.Offset, end, h.Handed)
-		}
-	}
-	if s.cfg.AckFlushed {
-		if err := s.log.FlushTo(s.ctx, end); err != nil {
-			return 0, fmt.Errorf("flush to %d: %w", end, err)
 		}
 	}
 	s.noteFrame(h, end)
