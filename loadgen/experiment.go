@@ -94,6 +94,11 @@ type Cluster struct {
 	Replication string `json:"replication,omitempty"`
 	// Slaves beside the master; default 1 when replicated.
 	Slaves int `json:"slaves,omitempty"`
+	// SlaveAckFlushed makes the slaves acknowledge what they have
+	// fsynced, not what they have appended (haSlaveAckFlushed): with
+	// "sync", a send is answered once a slave holds it durably, so a power
+	// loss of every replica loses nothing acknowledged under async flush.
+	SlaveAckFlushed bool `json:"slave_ack_flushed,omitempty"`
 	// LinkDelayMs is the one-way delay added to the master→slave
 	// replication link, in ms; 0 (default): slaves dial the master's HA
 	// port directly on loopback.

@@ -72,8 +72,8 @@ func (c *Cluster) EnsureReplication(driver string) error {
 		if c.Slaves < 0 {
 			bad("slaves %d must be >= 1", c.Slaves)
 		}
-	} else if c.Slaves != 0 || c.LinkDelayMs != 0 || c.LinkMethod != "" {
-		bad("slaves, link_delay_ms and link_method need replication async or sync")
+	} else if c.Slaves != 0 || c.LinkDelayMs != 0 || c.LinkMethod != "" || c.SlaveAckFlushed {
+		bad("slaves, slave_ack_flushed, link_delay_ms and link_method need replication async or sync")
 	}
 	if c.LinkDelayMs < 0 {
 		bad("link_delay_ms %v must be >= 0", c.LinkDelayMs)

@@ -76,6 +76,7 @@ func (l labSettings) startReplicated(ctx context.Context, c loadgen.Cell, cfg br
 	if c.Cluster.Replication == loadgen.ReplicationSync {
 		cfg.BrokerRole = broker.SyncMaster
 	}
+	cfg.HASlaveAckFlushed = c.Cluster.SlaveAckFlushed // the slaves copy the master's settings
 	side := &replicaSide{info: loadgen.Replication{Role: string(cfg.BrokerRole), Slaves: c.Cluster.Slaves,
 		Link: "loopback", LinkMethod: method, LinkWhy: why}}
 	opts := devcluster.Options{Dir: l.cellDir("samsa"), Broker: cfg, Logger: logger, Slaves: c.Cluster.Slaves}
