@@ -95,15 +95,7 @@ func TestRepairTruncatedAfterCleanStop(t *testing.T) {
 // Open refuses; Repair cannot tell the damaged record apart, so it cuts
 // there and keeps the later segments whole in lost+found.
 func TestRepairCutKeepsLaterSegments(t *testing.T) {
-	mem, opts, res := corruptFixture(t, 40, 20, 4<<10)
-	seg := func(i int) int64 { return res[i].PhysicalOffset / opts.SegmentSize }
-	victim := -1
-	for i := 19; i > 0 && seg(i) == seg(20); i-- {
-		victim = i
-	}
-	if victim < 0 || seg(39) == seg(20) {
-		t.Fatal("fixture: want a victim below the checkpoint in its segment, and a later segment")
-	}
+	mem, opts, res, victim := midLogFixture(t)
 	flipByte(t, mem, opts, res[victim].PhysicalOffset+record.OffQueueOffset+7)
 	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "samsa store repair") {
 		t.Fatalf("Open: %v", err)
@@ -226,15 +218,7 @@ func TestRepairMissingSegment(t *testing.T) {
 // readable, the victim's queue offset is skipped by reads, a read of its
 // place finds nothing, and the store opens, verifies and appends.
 func TestRepairHoleKeepsLaterRecords(t *testing.T) {
-	mem, opts, res := corruptFixture(t, 40, 20, 4<<10)
-	seg := func(i int) int64 { return res[i].PhysicalOffset / opts.SegmentSize }
-	victim := -1
-	for i := 19; i > 0 && seg(i) == seg(20); i-- {
-		victim = i
-	}
-	if victim < 0 || seg(39) == seg(20) {
-		t.Fatal("fixture: want a victim below the checkpoint in its segment, and a later segment")
-	}
+	mem, opts, res, victim := midLogFixture(t)
 	v := res[victim]
 	flipByte(t, mem, opts, v.PhysicalOffset+90) // in the body
 	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) {
@@ -314,4 +298,21 @@ func TestRepairHoleKeepsLaterRecords(t *testing.T) {
 	if r := mustRepair(t, opts, false); r.Needed {
 		t.Fatalf("a second repair found work: %+v", r)
 	}
+}
+
+// midLogFixture is corruptFixture's 40 records with a checkpoint after 20
+// in 4 KiB segments, and victim: the first record of the checkpoint's
+// segment, so that records follow it in its segment and in a later one.
+func midLogFixture(t *testing.T) (*vfs.MemFS, Options, []AppendResult, int) {
+	t.Helper()
+	mem, opts, res := corruptFixture(t, 40, 20, 4<<10)
+	seg := func(i int) int64 { return res[i].PhysicalOffset / opts.SegmentSize }
+	victim := -1
+	for i := 19; i > 0 && seg(i) == seg(20); i-- {
+		victim = i
+	}
+	if victim < 0 || seg(39) == seg(20) {
+		t.Fatal("fixture: want a victim below the checkpoint in its segment, and a later segment")
+	}
+	return mem, opts, res, victim
 }
