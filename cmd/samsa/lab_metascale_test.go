@@ -29,6 +29,9 @@ func TestMetadataScaleSmall(t *testing.T) {
 			t.Fatalf("window %+v: want incremental registrations only, under 1 KiB a topic", w)
 		}
 	}
+	if o := res.Official; o == nil || o.Listed < 301 || o.Sends != 20 {
+		t.Fatalf("the official client's phase: %+v", o)
+	}
 	if md := res.Markdown(); md == "" {
 		t.Fatal("no markdown")
 	}

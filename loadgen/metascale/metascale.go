@@ -144,6 +144,8 @@ type Result struct {
 	LookupP99Us   float64 `json:"lookup_p99_us"`
 	// RestartSeconds is the broker's close and start again, to serving.
 	RestartSeconds float64 `json:"restart_seconds"`
+	// Official is the official RocketMQ Go client's phase (official.go).
+	Official *Official `json:"official,omitempty"`
 }
 
 // RunExperiment creates the topics, times the lookups and the restart.
@@ -171,6 +173,11 @@ func RunExperiment(ctx context.Context, e *Experiment, opts Options) (res *Resul
 	if err := lookups(ctx, a, s, res); err != nil {
 		return nil, err
 	}
+	if res.Official, err = official(ctx, t, s); err != nil {
+		return nil, err
+	}
+	lab.Progressf(out, "official client: create %.1f ms, list of %d topics %.0f ms, %d sends p50 %.1f ms\n",
+		res.Official.CreateMs, res.Official.Listed, res.Official.ListMs, res.Official.Sends, res.Official.SendP50Ms)
 	t0 := time.Now()
 	if err := t.RestartBroker(ctx); err != nil {
 		return nil, fmt.Errorf("restart: %w", err)
@@ -325,5 +332,9 @@ func (r *Result) Markdown() string {
 	}
 	fmt.Fprintf(&b, "\n| figure | measured |\n|---|---|\n| creates/s, first window → last | %.0f → %.0f (%.2f× slower) |\n| all creates | %.1f s |\n| route lookup p50 / p99 | %.0f / %.0f µs |\n| broker restart to serving | %.2f s |\n",
 		r.FirstRate, r.LastRate, r.Slowdown, r.CreateSeconds, r.LookupP50Us, r.LookupP99Us, r.RestartSeconds)
+	if o := r.Official; o != nil {
+		fmt.Fprintf(&b, "| official Go client: create one more topic | %.1f ms |\n| official Go client: list every topic | %d topics in %.0f ms |\n| official Go client: sends to %d topics (routed each) | p50 %.1f ms, max %.1f ms |\n",
+			o.CreateMs, o.Listed, o.ListMs, o.Sends, o.SendP50Ms, o.SendMaxMs)
+	}
 	return b.String()
 }
