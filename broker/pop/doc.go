@@ -29,7 +29,8 @@
 // state is small (one entry per message handed out and not yet
 // acknowledged) and private to the broker, so it lives in one write-ahead
 // file, pop.wal in Config.Dir: every change is a record appended and
-// fsynced before the request that made it is answered; at Open the file is
+// fsynced before the request that made it is answered (group commit: the
+// requests that arrive while one fsync runs share the next); at Open the file is
 // replayed (cut at the first torn or corrupt record) and rewritten as a
 // snapshot (temp file, fsync, rename, fsync dir), as it is again whenever
 // it outgrows Config.CompactBytes. This keeps the user's CommitLog free of

@@ -138,10 +138,10 @@ func (s *Service) popOnce(r *Request) (res Result, nextDue int64, err error) {
 		}
 	}
 	res.StartOffsetInfo, res.MsgOffsetInfo = start.String(), msgs.String()
-	f, gen, err := s.flushLocked()
+	seq, err := s.flushLocked()
 	s.mu.Unlock()
 	if err == nil {
-		err = s.sync(f, gen)
+		err = s.durable(seq)
 	}
 	if err != nil {
 		return Result{}, 0, err // what was taken stays invisible, and comes back after its time

@@ -145,15 +145,19 @@ type Service struct {
 		queues map[qkey]*queue
 		stats  map[string]*GroupStats
 		wal    wal
-		gen    int   // bumped by every rewrite of the file
-		err    error // sticky: a failed write or fsync
-		rr     uint32
-		buf    []byte
-		closed bool
+		gen    int // bumped by every rewrite of the file
+		// written numbers the writes to the file (group commit)
+		written uint64
+		err     error // sticky: a failed write or fsync
+		rr      uint32
+		buf     []byte
+		closed  bool
 	}
 	// used holds every (group, topic) with state, read lock-free by every
 	// pull (Uses).
 	used    sync.Map
+	commit  committer
+	syncs   atomic.Int64 // fsyncs of pop.wal, for tests and benchmarks
 	wmu     sync.Mutex
 	waiters map[*waiter]struct{}
 }
@@ -184,6 +188,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.CompactBytes = 16 << 20
 	}
 	s := &Service{cfg: cfg, waiters: map[*waiter]struct{}{}}
+	s.commit.cond = sync.NewCond(&s.commit.mu)
 	s.mu.queues = map[qkey]*queue{}
 	s.mu.stats = map[string]*GroupStats{}
 	s.mu.wal = wal{fs: cfg.FS, dir: cfg.Dir}
@@ -271,51 +276,6 @@ func (s *Service) logLocked(kind byte, k qkey, offset int64, e *entry) {
 		r.popTime, r.deadline, r.attempts = e.popTime, e.deadline, e.attempts
 	}
 	s.mu.buf = appendRec(s.mu.buf, &r)
-}
-
-// flushLocked writes the pending records; it returns the file and
-// generation to sync outside the lock.
-func (s *Service) flushLocked() (vfs.File, int, error) {
-	if s.mu.err != nil {
-		return nil, 0, s.mu.err
-	}
-	if len(s.mu.buf) == 0 {
-		return nil, 0, nil
-	}
-	err := s.mu.wal.write(s.mu.buf)
-	s.mu.buf = s.mu.buf[:0]
-	if err != nil {
-		s.mu.err = fmt.Errorf("pop: write %s: %w", walName, err)
-		return nil, 0, s.mu.err
-	}
-	if s.mu.wal.size > s.cfg.CompactBytes {
-		if err := s.compactLocked(); err != nil {
-			return nil, 0, err
-		}
-		return nil, 0, nil // the snapshot is synced
-	}
-	return s.mu.wal.f, s.mu.gen, nil
-}
-
-// sync makes f durable; an error is terminal unless a rewrite replaced f
-// meanwhile (its snapshot was synced with everything f held).
-func (s *Service) sync(f vfs.File, gen int) error {
-	if f == nil {
-		return nil
-	}
-	err := f.Sync()
-	if err == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if gen != s.mu.gen {
-		return nil
-	}
-	if s.mu.err == nil {
-		s.mu.err = fmt.Errorf("pop: sync %s: %w", walName, err)
-	}
-	return s.mu.err
 }
 
 // Uses reports whether group consumes topic by POP (it has state there):
