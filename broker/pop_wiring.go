@@ -15,7 +15,7 @@ import (
 // the in-flight state does not replicate).
 func (b *Broker) openPop() error {
 	c := &b.cfg
-	p, err := pop.New(pop.Config{
+	pc := pop.Config{
 		Store:      b.store,
 		FS:         c.FS,
 		Dir:        filepath.Join(c.StorePathRootDir, "pop"),
@@ -38,7 +38,12 @@ func (b *Broker) openPop() error {
 			return topic, nil
 		},
 		MaxHeld: c.MaxHeldPulls,
-	})
+	}
+	if c.FlushDiskType == AsyncFlush {
+		// as the CommitLog: written before the answer, synced in the background
+		pc.SyncInterval = c.FlushIntervalCommitLog
+	}
+	p, err := pop.New(pc)
 	if err != nil {
 		return err
 	}

@@ -69,12 +69,12 @@ func (s *Service) Ack(h *Handle) error {
 		return err
 	}
 	s.removeLocked(k, q, h.Offset)
-	seq, err := s.flushLocked()
+	seq, err := s.pendLocked()
 	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return s.durable(seq)
+	return s.persist(seq)
 }
 
 // ChangeInvisible makes a message in flight invisible for ms from now;
@@ -102,12 +102,12 @@ func (s *Service) ChangeInvisible(h *Handle, ms int64) (popTime int64, err error
 	en.deadline = now + ms
 	s.logLocked(kindPopped, k, h.Offset, en)
 	popTime = en.popTime
-	seq, err := s.flushLocked()
+	seq, err := s.pendLocked()
 	s.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	return popTime, s.durable(seq)
+	return popTime, s.persist(seq)
 }
 
 // BatchAck acknowledges the offsets of one queue handed out at popTime
@@ -134,10 +134,10 @@ func (s *Service) BatchAck(group, topic string, qid int32, popTime int64, offset
 		s.removeLocked(k, q, off)
 		acked++
 	}
-	seq, err := s.flushLocked()
+	seq, err := s.pendLocked()
 	s.mu.Unlock()
 	if err != nil {
 		return 0, 0, err
 	}
-	return acked, stale, s.durable(seq)
+	return acked, stale, s.persist(seq)
 }

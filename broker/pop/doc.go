@@ -28,9 +28,14 @@
 // revive topic) and replays them to find what expired. Here the in-flight
 // state is small (one entry per message handed out and not yet
 // acknowledged) and private to the broker, so it lives in one write-ahead
-// file, pop.wal in Config.Dir: every change is a record appended and
-// fsynced before the request that made it is answered (group commit: the
-// requests that arrive while one fsync runs share the next); at Open the file is
+// file, pop.wal in Config.Dir: every change is a record written before the
+// request that made it is answered, and fsynced before it too unless
+// Config.SyncInterval is set (the broker sets it under ASYNC_FLUSH, as the
+// CommitLog is treated: written, so a killed process loses nothing;
+// synced in the background). Writes and fsyncs run off the state's lock
+// and are shared by the requests that arrive meanwhile (commit.go). A
+// power loss that cuts the unsynced tail goes back to an earlier state,
+// which only hands messages out again: at Open the file is
 // replayed (cut at the first torn or corrupt record) and rewritten as a
 // snapshot (temp file, fsync, rename, fsync dir), as it is again whenever
 // it outgrows Config.CompactBytes. This keeps the user's CommitLog free of

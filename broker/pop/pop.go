@@ -138,10 +138,10 @@ func (s *Service) popOnce(r *Request) (res Result, nextDue int64, err error) {
 		}
 	}
 	res.StartOffsetInfo, res.MsgOffsetInfo = start.String(), msgs.String()
-	seq, err := s.flushLocked()
+	seq, err := s.pendLocked()
 	s.mu.Unlock()
 	if err == nil {
-		err = s.durable(seq)
+		err = s.persist(seq)
 	}
 	if err != nil {
 		return Result{}, 0, err // what was taken stays invisible, and comes back after its time

@@ -52,6 +52,15 @@ type Config struct {
 	// CompactBytes: past this size pop.wal is rewritten as a snapshot of
 	// what is in flight. Default 16 MiB.
 	CompactBytes int64
+	// SyncInterval: 0 (default) fsyncs pop.wal before a pop or an ack is
+	// answered (group commit); above 0, what a request changed is written
+	// (it survives the process being killed) before the answer and
+	// fsynced every SyncInterval in the background, as RocketMQ's async
+	// flush treats its checkpoints. A power loss then costs at most the
+	// changes of the last interval, and any lost change only hands a
+	// message out again (every prefix of the file is an earlier state of
+	// the same consumption): never a message lost.
+	SyncInterval time.Duration
 }
 
 // Request is one POP_MESSAGE.
@@ -135,8 +144,9 @@ type GroupStats struct {
 	DeadLetters int64
 }
 
-// Service is the POP state machine with its write-ahead file. Every
-// field under mu; the WAL's fsync runs outside it.
+// Service is the POP state machine with its write-ahead file. The state
+// is under mu; the file is written under wr and synced outside both
+// (commit.go).
 type Service struct {
 	cfg  Config
 	held atomic.Int64
@@ -144,22 +154,25 @@ type Service struct {
 		sync.Mutex
 		queues map[qkey]*queue
 		stats  map[string]*GroupStats
-		wal    wal
-		gen    int // bumped by every rewrite of the file
-		// written numbers the writes to the file (group commit)
-		written uint64
-		err     error // sticky: a failed write or fsync
-		rr      uint32
-		buf     []byte
-		closed  bool
+		err    error // sticky: a failed write or fsync
+		rr     uint32
+		closed bool
+		// buf holds the records logged and not yet taken by a write;
+		// seq numbers the changes they make (commit.go), spare is a
+		// buffer to swap in
+		buf, spare []byte
+		seq        uint64
 	}
 	// used holds every (group, topic) with state, read lock-free by every
 	// pull (Uses).
-	used    sync.Map
-	commit  committer
-	syncs   atomic.Int64 // fsyncs of pop.wal, for tests and benchmarks
-	wmu     sync.Mutex
-	waiters map[*waiter]struct{}
+	used   sync.Map
+	wr     writer
+	commit committer
+	syncs  atomic.Int64 // fsyncs of pop.wal, for tests and benchmarks
+	// stop ends the flusher (SyncInterval), which closes stopped.
+	stop, stopped chan struct{}
+	wmu           sync.Mutex
+	waiters       map[*waiter]struct{}
 }
 
 type waiter struct {
@@ -189,19 +202,28 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, waiters: map[*waiter]struct{}{}}
 	s.commit.cond = sync.NewCond(&s.commit.mu)
+	s.stop, s.stopped = make(chan struct{}), make(chan struct{})
 	s.mu.queues = map[qkey]*queue{}
 	s.mu.stats = map[string]*GroupStats{}
-	s.mu.wal = wal{fs: cfg.FS, dir: cfg.Dir}
+	s.wr.wal = wal{fs: cfg.FS, dir: cfg.Dir}
 	if err := cfg.FS.MkdirAll(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("pop: %w", err)
 	}
 	if err := readWAL(cfg.FS, cfg.Dir, s.replay); err != nil {
 		return nil, fmt.Errorf("pop: replay %s: %w", walName, err)
 	}
+	s.wr.Lock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.compactLocked(); err != nil {
+	err := s.compactLocked()
+	s.mu.Unlock()
+	s.wr.Unlock()
+	if err != nil {
 		return nil, err
+	}
+	if cfg.SyncInterval > 0 {
+		go s.flusher()
+	} else {
+		close(s.stopped)
 	}
 	return s, nil
 }
@@ -249,7 +271,8 @@ func (s *Service) statLocked(group string) *GroupStats {
 	return st
 }
 
-// compactLocked rewrites pop.wal as the state it holds.
+// compactLocked rewrites pop.wal as the state it holds (the writer's lock
+// held too).
 func (s *Service) compactLocked() error {
 	var b []byte
 	for k, q := range s.mu.queues {
@@ -261,11 +284,11 @@ func (s *Service) compactLocked() error {
 				popTime: e.popTime, deadline: e.deadline, attempts: e.attempts})
 		}
 	}
-	if err := s.mu.wal.rewrite(b); err != nil {
+	if err := s.wr.wal.rewrite(b); err != nil {
 		s.mu.err = err
 		return err
 	}
-	s.mu.gen++
+	s.wr.gen++
 	return nil
 }
 
@@ -300,11 +323,23 @@ func (s *Service) Stats() []GroupStats {
 // Close closes pop.wal; waiting pops answer with what they have.
 func (s *Service) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.mu.closed {
+		s.mu.Unlock()
 		return nil
 	}
 	s.mu.closed = true
 	s.wakeAll()
-	return s.mu.wal.close()
+	seq := s.mu.seq
+	s.mu.Unlock()
+	if s.cfg.SyncInterval > 0 {
+		close(s.stop)
+		<-s.stopped
+	}
+	err := s.write(seq)
+	if err == nil {
+		err = s.durable(seq) // what the flusher had not synced yet
+	}
+	s.wr.Lock()
+	defer s.wr.Unlock()
+	return errors.Join(err, s.wr.wal.close())
 }
