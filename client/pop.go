@@ -170,11 +170,18 @@ func (c *PopConsumer) popped(resp *protocol.Command, broker, addr string) ([]*Po
 	}
 	f := parseTagFilter(c.opts.Expression)
 	out := make([]*PoppedMessage, 0, len(msgs))
+	var hb []byte
 	for _, m := range msgs {
 		m.Queue = MessageQueue{Topic: c.opts.Topic, BrokerName: broker, QueueID: m.Queue.QueueID}
-		handle := fmt.Sprintf("%d %d %d %d 0 %s %d %d", start[m.Queue.QueueID], rh.PopTime, rh.InvisibleTime, rh.ReviveQid,
-			broker, m.Queue.QueueID, m.QueueOffset)
-		p := &PoppedMessage{MessageExt: m, ReceiptHandle: handle, addr: addr}
+		// "ckQueueOffset popTime invisibleTime reviveQid 0 broker queueId queueOffset"
+		hb = strconv.AppendInt(hb[:0], start[m.Queue.QueueID], 10)
+		for _, v := range []int64{rh.PopTime, rh.InvisibleTime, int64(rh.ReviveQid)} {
+			hb = strconv.AppendInt(append(hb, ' '), v, 10)
+		}
+		hb = append(append(append(hb, " 0 "...), broker...), ' ')
+		hb = strconv.AppendInt(hb, int64(m.Queue.QueueID), 10)
+		hb = strconv.AppendInt(append(hb, ' '), m.QueueOffset, 10)
+		p := &PoppedMessage{MessageExt: m, ReceiptHandle: string(hb), addr: addr}
 		if !c.opts.SQL92 && !f.match(m.Tags) {
 			// the broker filters by tag hash: a colliding tag is acknowledged here, never delivered
 			_ = c.Ack(context.Background(), p)
