@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/broker/delay"
 	"github.com/samsamq/samsa/broker/pop"
 	"github.com/samsamq/samsa/protocol"
 )
@@ -312,5 +313,21 @@ func TestPopBatchAck(t *testing.T) {
 	}
 	if st := b.pop.Stats(); len(st) != 1 || st[0].InFlight != 1 {
 		t.Fatalf("stats %+v, want one message (b) in flight", st)
+	}
+}
+
+// POP's back-off follows the retry ladder one step behind a push
+// consumer's retries: the invisible time is the first step.
+func TestPopBackoffLadder(t *testing.T) {
+	levels, err := delay.ParseLevels(DefaultMessageDelayLevel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := popBackoff(levels)
+	for times, want := range map[int32]time.Duration{1: 0, 2: 10 * time.Second, 3: 30 * time.Second, 4: time.Minute,
+		17: 2 * time.Hour, 100: 2 * time.Hour} {
+		if got := f(times); got != want {
+			t.Errorf("attempt %d waits %v past its invisible time, want %v", times, got, want)
+		}
 	}
 }

@@ -3,7 +3,9 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
+	"github.com/samsamq/samsa/broker/delay"
 	"github.com/samsamq/samsa/broker/pop"
 )
 
@@ -39,6 +41,11 @@ func (b *Broker) openPop() error {
 		},
 		MaxHeld: c.MaxHeldPulls,
 	}
+	levels, err := delay.ParseLevels(c.MessageDelayLevel)
+	if err != nil {
+		return fmt.Errorf("messageDelayLevel: %w", err)
+	}
+	pc.Backoff = popBackoff(levels)
 	if c.FlushDiskType == AsyncFlush {
 		// as the CommitLog: written before the answer, synced in the background
 		pc.SyncInterval = c.FlushIntervalCommitLog
@@ -50,6 +57,21 @@ func (b *Broker) openPop() error {
 	b.pop = p
 	b.store.OnDispatch(p.OnDispatch)
 	return nil
+}
+
+// popBackoff spaces a POP message's attempts on the retry ladder
+// (messageDelayLevel): its first attempt again comes when its invisible
+// time ends, the k-th (k >= 2) that long plus level k+1 (10 s, 30 s, 1 m, ...
+// by default), the last level past the end. RocketMQ's retry of a push
+// consumer's k-th attempt waits level k+2; POP's invisible time is the
+// first step.
+func popBackoff(levels []time.Duration) func(int32) time.Duration {
+	return func(times int32) time.Duration {
+		if times < 2 {
+			return 0
+		}
+		return levels[min(int(times), len(levels)-1)]
+	}
 }
 
 // popRefusesPull answers a pull by a group that consumes the topic by

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/samsamq/samsa/broker"
 )
 
 func newTestPopConsumer(t *testing.T, c *testCluster, group, topic string) *PopConsumer {
@@ -194,7 +196,9 @@ type churnWorker struct {
 // was acknowledged is processed and acknowledged by some consumer in the
 // end (none lost); duplicates are counted.
 func TestPopChurnLosesNothing(t *testing.T) {
-	c := startCluster(t, 1, nil)
+	// a message handed out a third time waits level 3 past its invisible
+	// time: short levels keep the run short
+	c := startCluster(t, 1, func(c *broker.Config) { c.MessageDelayLevel = "100ms 200ms 300ms 400ms 500ms" })
 	const topic, group, n, events = "pop-churn", "pop-churn-group", 2000, 200
 	c.createTopic(topic, 8)
 	p := newTestProducer(t, c, nil)

@@ -100,6 +100,7 @@ func (s *Service) ChangeInvisible(h *Handle, ms int64) (popTime int64, err error
 	now := s.cfg.Now().UnixMilli()
 	en.popTime = max(now, en.popTime+1) // a new identity even within one millisecond
 	en.deadline = now + ms
+	en.changed = true
 	s.logLocked(kindPopped, k, h.Offset, en)
 	popTime = en.popTime
 	seq, err := s.pendLocked()

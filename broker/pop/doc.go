@@ -16,7 +16,11 @@
 // no longer matches (the message was acknowledged, redelivered or its
 // invisible time changed since) is refused with ErrStale. A message
 // handed out more than the group's max reconsume times goes to the
-// group's DLQ (%DLQ%group) instead.
+// group's DLQ (%DLQ%group) instead. Attempts are spaced by Config.Backoff:
+// a message comes back when its invisible time ends plus the back-off of
+// the attempt that would be next (the broker takes it from the retry
+// ladder, messageDelayLevel: nothing for the first attempt again, then
+// 10 s, 30 s, 1 m, ...); a deadline set by ChangeInvisible is kept as set.
 //
 // A redelivered message is the stored record re-encoded with its
 // reconsume times raised (its CRC property recomputed), not a copy written

@@ -52,8 +52,10 @@ type rig struct {
 	svc    *Service
 	maxRe  int32
 	queues int32
-	// syncInterval is the next open's Config.SyncInterval.
+	// syncInterval and backoff are the next open's Config.SyncInterval
+	// and Config.Backoff.
 	syncInterval time.Duration
+	backoff      func(int32) time.Duration
 }
 
 func newRig(t *testing.T, queues int32) *rig {
@@ -78,7 +80,7 @@ func (r *rig) open() {
 	r.st = st
 	svc, err := New(Config{Store: st, FS: r.fs, Dir: popDir, BrokerName: broker, Now: r.clock.Now, Logger: quietLogger(),
 		MaxReconsume: func(string) int32 { return r.maxRe },
-		DLQ:          func(g string) (string, error) { return "%DLQ%" + g, nil }, SyncInterval: r.syncInterval})
+		DLQ:          func(g string) (string, error) { return "%DLQ%" + g, nil }, SyncInterval: r.syncInterval, Backoff: r.backoff})
 	if err != nil {
 		r.t.Fatal(err)
 	}

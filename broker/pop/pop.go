@@ -82,8 +82,8 @@ func (s *Service) Pop(ctx context.Context, r *Request) (Result, error) {
 	}
 }
 
-// popOnce takes what is visible now; nextDue is the earliest deadline of
-// the group's messages in flight on the topic (0: none).
+// popOnce takes what is visible now; nextDue is when the first of the
+// group's messages in flight on the topic becomes visible again (0: none).
 func (s *Service) popOnce(r *Request) (res Result, nextDue int64, err error) {
 	s.mu.Lock()
 	if s.mu.closed {
@@ -120,8 +120,8 @@ func (s *Service) popOnce(r *Request) (res Result, nextDue int64, err error) {
 			res.RestNum += max(0, s.cfg.Store.MaxQueueOffset(r.Topic, qid)-q.next)
 		}
 		for _, e := range q.inflight {
-			if e.deadline > now && (nextDue == 0 || e.deadline < nextDue) {
-				nextDue = e.deadline
+			if at := s.visibleAt(e); at > now && (nextDue == 0 || at < nextDue) {
+				nextDue = at
 			}
 		}
 		if len(res.Records) > from {
@@ -155,12 +155,13 @@ func sep(b *strings.Builder) {
 	}
 }
 
-// takeDueLocked hands out again the messages whose invisible time passed,
-// lowest offset first, or sends them to the DLQ past the group's max.
+// takeDueLocked hands out again the messages whose invisible time (and
+// back-off) passed, lowest offset first, or sends them to the DLQ past the
+// group's max.
 func (s *Service) takeDueLocked(r *Request, k qkey, q *queue, now int64, res *Result, bytes *int) {
 	var due []int64
 	for off, e := range q.inflight {
-		if e.deadline <= now {
+		if s.visibleAt(e) <= now {
 			due = append(due, off)
 		}
 	}
@@ -201,7 +202,7 @@ func (s *Service) takeDueLocked(r *Request, k qkey, q *queue, now int64, res *Re
 		if _, err := record.Encode(b, &f); err != nil {
 			continue
 		}
-		e.popTime, e.deadline, e.attempts = now, now+r.Invisible.Milliseconds(), attempts
+		e.popTime, e.deadline, e.attempts, e.changed = now, now+r.Invisible.Milliseconds(), attempts, false
 		s.logLocked(kindPopped, k, off, e)
 		st.Redelivered++
 		res.Records = append(res.Records, b)

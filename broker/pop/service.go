@@ -44,6 +44,12 @@ type Config struct {
 	// MaxReconsume is how many times a group's message may be handed out
 	// again before it goes to the DLQ (RocketMQ's retryMaxTimes). Default 16.
 	MaxReconsume func(group string) int32
+	// Backoff is how much longer than its invisible time a message not
+	// acknowledged waits before it is handed out for the times-th time
+	// again (or goes to the DLQ), as RocketMQ's retry ladder spaces a
+	// failing message's attempts. Nil: none, every message comes back
+	// when its invisible time ends.
+	Backoff func(times int32) time.Duration
 	// DLQ makes sure a group's dead-letter topic exists and names it.
 	DLQ func(group string) (string, error)
 	// MaxHeld bounds the pops waiting at once (default 10,000); past it a
@@ -127,6 +133,18 @@ type queue struct {
 type entry struct {
 	popTime, deadline int64 // ms
 	attempts          int32 // times handed out again
+	// changed: the deadline was set by ChangeInvisible, which the
+	// back-off does not stretch (not logged: after a restart it does)
+	changed bool
+}
+
+// visibleAt is when e may be handed out again (ms): its deadline, and the
+// back-off of the attempt that would be next.
+func (s *Service) visibleAt(e *entry) int64 {
+	if s.cfg.Backoff == nil || e.changed {
+		return e.deadline
+	}
+	return e.deadline + s.cfg.Backoff(e.attempts+1).Milliseconds()
 }
 
 type qkey struct {
