@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,6 +108,17 @@ func TestPopConsumer(t *testing.T) {
 	if err := pc.Ack(ctx, &stale); !errors.As(err, &re) || re.Code != protocol.NoMessage {
 		t.Fatalf("ack with a stale handle: %v, want NO_MESSAGE", err)
 	}
+	if err := pc.Nack(ctx, again[0]); err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(again[0].ReceiptHandle); f[2] != "30000" {
+		t.Fatalf("a nack at reconsume times 1 made the handle %q, want invisible 30 s", again[0].ReceiptHandle)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if got, err := pc.Receive(rctx, 1, time.Second); err != nil || len(got) != 0 {
+		t.Fatalf("inside a nack's delay: %v %v", got, err)
+	}
+	cancel()
 	if err := pc.ChangeInvisibleTime(ctx, again[0], 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
