@@ -24,9 +24,6 @@ func (b *Broker) handlePop(c *conn, req *protocol.Command) *protocol.Command {
 	if b.pop == nil {
 		return protocol.NewResponse(req, protocol.SystemError, "POP is served by the master only: this broker is a slave")
 	}
-	if h.Order {
-		return protocol.NewResponse(req, protocol.RequestCodeNotSupported, "ordered POP (order=true) is not supported by this broker")
-	}
 	tc, ok := b.topics.get(h.Topic)
 	if !ok {
 		return protocol.NewResponse(req, protocol.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic))
@@ -45,7 +42,8 @@ func (b *Broker) handlePop(c *conn, req *protocol.Command) *protocol.Command {
 	}
 	pr := &pop.Request{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Queues: int32(tc.ReadQueueNums),
 		MaxMsgs: int(h.MaxMsgNums), Invisible: time.Duration(h.InvisibleTime) * time.Millisecond,
-		Poll: time.Duration(min(max(h.PollTime, 0), pop.MaxPoll.Milliseconds())) * time.Millisecond, InitMode: h.InitMode}
+		Poll: time.Duration(min(max(h.PollTime, 0), pop.MaxPoll.Milliseconds())) * time.Millisecond, InitMode: h.InitMode,
+		Order: h.Order}
 	if err := pr.Check(); err != nil {
 		return protocol.NewResponse(req, protocol.InvalidParameter, err.Error())
 	}
@@ -118,7 +116,7 @@ func (b *Broker) popAnswer(req *protocol.Command, pr *pop.Request, ctx context.C
 		return protocol.NewResponse(req, code, err.Error())
 	}
 	rh := protocol.PopMessageResponseHeader{PopTime: res.PopTime, InvisibleTime: res.Invisible, RestNum: res.RestNum,
-		StartOffsetInfo: res.StartOffsetInfo, MsgOffsetInfo: res.MsgOffsetInfo}
+		StartOffsetInfo: res.StartOffsetInfo, MsgOffsetInfo: res.MsgOffsetInfo, OrderCountInfo: res.OrderCountInfo}
 	if len(res.Records) == 0 {
 		return respond(req, protocol.PollingTimeout, "no new message", rh.Encode())
 	}

@@ -231,9 +231,51 @@ func TestPopBadInputAndRefusals(t *testing.T) {
 			t.Errorf("%s: %d %q, want code %d with a reason", tc.name, r.Code, r.Remark, tc.code)
 		}
 	}
-	ordered := protocol.PopMessageRequestHeader{ConsumerGroup: "pg", Topic: "pb", QueueID: 0, MaxMsgNums: 1, InvisibleTime: 60_000, Order: true}
-	if r := c.call(protocol.NewRequest(protocol.PopMessage, ordered.Encode(), nil)); r.Code != protocol.RequestCodeNotSupported {
-		t.Errorf("ordered POP: %d %q", r.Code, r.Remark)
+}
+
+// An ordered POP (order=true) holds the queue until its messages are
+// acknowledged, and says how often each was handed out (orderCountInfo).
+func TestPopOrdered(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("po", 1)); r.Code != protocol.Success {
+		t.Fatal(r.Remark)
+	}
+	sendN(t, c, "po", "a", "b", "c")
+	popOrdered := func() *protocol.Command {
+		h := protocol.PopMessageRequestHeader{ConsumerGroup: "og", Topic: "po", QueueID: -1, MaxMsgNums: 2,
+			InvisibleTime: 60_000, BornTime: time.Now().UnixMilli(), Order: true}
+		return c.call(protocol.NewRequest(protocol.PopMessage, h.Encode(), nil))
+	}
+	var first []popMsg
+	var r *protocol.Command
+	for end := time.Now().Add(30 * time.Second); len(first) < 2 && time.Now().Before(end); {
+		// the store indexes what was sent asynchronously: wait for all three
+		if b.store.MaxQueueOffset("po", 0) < 3 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		r = popOrdered()
+		first = popped(t, "og", "po", r)
+	}
+	var h protocol.PopMessageResponseHeader
+	if err := h.Decode(r.ExtFields); err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 2 || first[0].body != "a" || first[1].body != "b" || h.OrderCountInfo != "0 0 0" {
+		t.Fatalf("ordered pop: %+v, orderCountInfo %q", first, h.OrderCountInfo)
+	}
+	if r := popOrdered(); r.Code != protocol.PollingTimeout {
+		t.Fatalf("a held queue answered %d %q", r.Code, r.Remark)
+	}
+	for _, m := range first {
+		if a := c.call(ackReq(m.ack)); a.Code != protocol.Success {
+			t.Fatalf("ack: %d %s", a.Code, a.Remark)
+		}
+	}
+	if got := popped(t, "og", "po", popOrdered()); len(got) != 1 || got[0].body != "c" {
+		t.Fatalf("after the acks: %+v, want c", got)
 	}
 }
 

@@ -69,10 +69,14 @@ func (s *Service) Ack(h *Handle) error {
 		return err
 	}
 	s.removeLocked(k, q, h.Offset)
+	freed := len(q.inflight) == 0
 	seq, err := s.pendLocked()
 	s.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if freed {
+		s.OnDispatch(h.Topic, h.QueueID, 0) // an ordered pop held by this queue looks again
 	}
 	return s.persist(seq)
 }
@@ -135,10 +139,14 @@ func (s *Service) BatchAck(group, topic string, qid int32, popTime int64, offset
 		s.removeLocked(k, q, off)
 		acked++
 	}
+	freed := acked > 0 && len(q.inflight) == 0
 	seq, err := s.pendLocked()
 	s.mu.Unlock()
 	if err != nil {
 		return 0, 0, err
+	}
+	if freed {
+		s.OnDispatch(topic, qid, 0) // an ordered pop held by this queue looks again
 	}
 	return acked, stale, s.persist(seq)
 }

@@ -26,6 +26,18 @@
 // reconsume times raised (its CRC property recomputed), not a copy written
 // to a retry topic: the in-flight state says how often it was handed out.
 //
+// # Ordered POP
+//
+// Request.Order (RocketMQ 5's order=true, RIP-51's orderly POP): a queue
+// with a message in flight that is not visible again yet is held, and
+// no ordered pop takes anything from it; once every message of the batch
+// is acknowledged the next ordered pop takes the next ones, and once the
+// invisible time of those not acknowledged passes they come back, in
+// queue order, before anything newer (an acknowledgement that frees a
+// queue wakes the pops waiting on its topic). Result.OrderCountInfo counts
+// the attempts as RocketMQ's header does. A group should pop a topic
+// either ordered or not: an unordered pop does not respect the hold.
+//
 // # Crash safety: a write-ahead file, not a revive topic
 //
 // RocketMQ writes checkpoint and ack records into the CommitLog (the
@@ -66,8 +78,9 @@
 //
 // # What is not here
 //
-// Ordered POP, PEEK, NOTIFICATION, POLLING_INFO and POP_ROLLBACK: the
-// broker answers them REQUEST_CODE_NOT_SUPPORTED. A message moved to the
+// PEEK, NOTIFICATION, POLLING_INFO and POP_ROLLBACK: the broker answers
+// them REQUEST_CODE_NOT_SUPPORTED. An ordered pop's hold on a queue is not
+// logged: it follows from the messages in flight, which are. A message moved to the
 // DLQ is logged as removed after its append: a crash between the two may
 // store it in the DLQ twice (at least once, as the retry path).
 package pop

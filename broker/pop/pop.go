@@ -103,17 +103,21 @@ func (s *Service) popOnce(r *Request) (res Result, nextDue int64, err error) {
 		s.mu.rr++
 		first, n = int32(s.mu.rr%uint32(r.Queues)), r.Queues
 	}
-	var start, msgs strings.Builder
+	var start, msgs, order strings.Builder
 	bytes := 0
 	for i := int32(0); i < n; i++ {
 		qid := (first + i) % r.Queues
 		k := qkey{r.Group, r.Topic, qid}
 		q := s.queueLocked(k.group, k.topic, qid)
 		from := len(res.Records)
-		if len(res.Records) < r.MaxMsgs {
+		// ordered: a queue with a message still invisible is held by
+		// whoever popped it; past that, what is left of its batch comes
+		// back (in order) before anything new
+		held := r.Order && s.heldLocked(q, now)
+		if len(res.Records) < r.MaxMsgs && !held {
 			s.takeDueLocked(r, k, q, now, &res, &bytes)
 		}
-		if len(res.Records) < r.MaxMsgs && bytes < maxBytesPerPop {
+		if len(res.Records) < r.MaxMsgs && bytes < maxBytesPerPop && !held && (!r.Order || len(q.inflight) == 0) {
 			s.takeNewLocked(r, k, q, now, &res, &bytes)
 		}
 		if q.next >= 0 {
@@ -135,9 +139,12 @@ func (s *Service) popOnce(r *Request) (res Result, nextDue int64, err error) {
 				}
 				msgs.WriteString(strconv.FormatInt(res.Offsets[j], 10))
 			}
+			if r.Order {
+				orderCountInfo(&order, qid, res.Offsets[from:], res.Times[from:])
+			}
 		}
 	}
-	res.StartOffsetInfo, res.MsgOffsetInfo = start.String(), msgs.String()
+	res.StartOffsetInfo, res.MsgOffsetInfo, res.OrderCountInfo = start.String(), msgs.String(), order.String()
 	seq, err := s.pendLocked()
 	s.mu.Unlock()
 	if err == nil {
@@ -147,6 +154,35 @@ func (s *Service) popOnce(r *Request) (res Result, nextDue int64, err error) {
 		return Result{}, 0, err // what was taken stays invisible, and comes back after its time
 	}
 	return res, nextDue, nil
+}
+
+// heldLocked reports whether an ordered queue is held: a message of it is
+// in flight and not visible again yet.
+func (s *Service) heldLocked(q *queue, now int64) bool {
+	for _, e := range q.inflight {
+		if s.visibleAt(e) > now {
+			return true
+		}
+	}
+	return false
+}
+
+// orderCountInfo appends an ordered pop's counts for one queue as
+// RocketMQ's ExtraInfoUtil builds them: "0 qo<queue>%<offset> <times>"
+// for each message handed out before, then "0 <queue> <least times>".
+func orderCountInfo(b *strings.Builder, qid int32, offsets []int64, times []int32) {
+	least := int32(0)
+	for i, t := range times {
+		if t > 0 {
+			sep(b)
+			fmt.Fprintf(b, "0 qo%d%%%d %d", qid, offsets[i], t)
+		}
+		if i == 0 || t < least {
+			least = t
+		}
+	}
+	sep(b)
+	fmt.Fprintf(b, "0 %d %d", qid, least)
 }
 
 func sep(b *strings.Builder) {
@@ -205,6 +241,7 @@ func (s *Service) takeDueLocked(r *Request, k qkey, q *queue, now int64, res *Re
 		e.popTime, e.deadline, e.attempts, e.changed = now, now+r.Invisible.Milliseconds(), attempts, false
 		s.logLocked(kindPopped, k, off, e)
 		st.Redelivered++
+		res.Times = append(res.Times, times)
 		res.Records = append(res.Records, b)
 		res.QueueIDs = append(res.QueueIDs, k.qid)
 		res.Offsets = append(res.Offsets, off)
@@ -247,6 +284,7 @@ func (s *Service) takeNewLocked(r *Request, k qkey, q *queue, now int64, res *Re
 		q.inflight[off] = e
 		s.statLocked(k.group).InFlight++
 		s.logLocked(kindPopped, k, off, e)
+		res.Times = append(res.Times, 0)
 		res.Records = append(res.Records, b)
 		res.QueueIDs = append(res.QueueIDs, k.qid)
 		res.Offsets = append(res.Offsets, off)

@@ -87,6 +87,11 @@ type Request struct {
 	// record's properties (SQL92; nil: everything).
 	TagMatch func(int64) bool
 	Match    func(props []byte) bool
+	// Order is an ordered pop (RocketMQ 5's order=true): a queue is held
+	// by the pop that took messages from it until they are all
+	// acknowledged or their invisible time passes; then what is left of
+	// them comes back, in queue order, before anything newer.
+	Order bool
 }
 
 // Result is what one pop handed out.
@@ -103,6 +108,11 @@ type Result struct {
 	// StartOffsetInfo and MsgOffsetInfo are RocketMQ's header strings a
 	// client builds each message's handle from (ExtraInfo).
 	StartOffsetInfo, MsgOffsetInfo string
+	// OrderCountInfo (ordered pops) says how often each message was
+	// handed out before, as RocketMQ's header does.
+	OrderCountInfo string
+	// Times is each record's reconsume times.
+	Times []int32
 }
 
 // Limits of one request.
