@@ -29,6 +29,12 @@ type PopConsumerOptions struct {
 	// FromEnd makes a group that never popped a queue start at its end
 	// (RocketMQ's ConsumeInitMode.MAX) instead of its first message.
 	FromEnd bool
+	// Orderly pops in order (RocketMQ 5's ordered POP): a queue the group
+	// took messages from is held until they are all acknowledged (or
+	// their invisible time passes, when what is left comes back first),
+	// so each queue's messages are processed one batch after another, in
+	// queue order, by whichever consumer of the group holds it.
+	Orderly bool
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -126,6 +132,7 @@ func (c *PopConsumer) Receive(ctx context.Context, n int, invisible time.Duratio
 	if c.opts.FromEnd {
 		h.InitMode = 1
 	}
+	h.Order = c.opts.Orderly
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if _, ok := ctx.Deadline(); !ok {
 		cctx, cancel = context.WithTimeout(ctx, poll+c.in.opts.RequestTimeout)

@@ -335,3 +335,67 @@ func TestPopChurnLosesNothing(t *testing.T) {
 		t.Fatalf("%d of %d sent messages never acknowledged by a consumer: %v", len(lost), n, lost[:min(len(lost), 20)])
 	}
 }
+
+// Four ordered POP consumers share a topic of 2 queues: each queue's
+// messages are processed in queue order across all of them (a queue is
+// held by the consumer that popped it until its batch is acknowledged),
+// every message once.
+func TestPopOrderly(t *testing.T) {
+	c := startCluster(t, 1, nil)
+	const topic, group, n = "pop-order", "pop-order-group", 400
+	c.createTopic(topic, 2)
+	p := newTestProducer(t, c, nil)
+	sendBodies(t, p, topic, 0, n)
+	c.waitMessages(topic, n)
+	var mu sync.Mutex
+	last := map[int]int64{0: -1, 1: -1}
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	for range 4 {
+		pc, err := NewPopConsumer(PopConsumerOptions{ClientOptions: c.clientOptions(), Group: group, Topic: topic, Orderly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = pc.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for end := time.Now().Add(time.Minute); time.Now().Before(end); {
+				mu.Lock()
+				finished := len(seen) == n
+				mu.Unlock()
+				if finished {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				msgs, err := pc.Receive(ctx, 8, time.Minute)
+				cancel()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, m := range msgs {
+					q := m.Queue.QueueID
+					if m.QueueOffset <= last[q] {
+						t.Errorf("queue %d: offset %d processed after %d", q, m.QueueOffset, last[q])
+					}
+					last[q] = m.QueueOffset
+					if seen[string(m.Body)] {
+						t.Errorf("%s processed twice", m.Body)
+					}
+					seen[string(m.Body)] = true
+				}
+				mu.Unlock()
+				if err := pc.AckAll(context.Background(), msgs); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("%d of %d messages processed", len(seen), n)
+	}
+}

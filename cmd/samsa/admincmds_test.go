@@ -183,8 +183,8 @@ func TestConsumePop(t *testing.T) {
 	if total != 40 || len(seen) != 40 {
 		t.Fatalf("printed %d messages, %d distinct; want 40 once each", total, len(seen))
 	}
-	if _, err := cli(t, ns, "", runConsume, "--pop", "--orderly", "--topic", "pop-t"); err == nil || !strings.Contains(err.Error(), "--orderly") {
-		t.Fatalf("--pop --orderly: %v", err)
+	if _, err := cli(t, ns, "", runConsume, "--pop", "--broadcast", "--topic", "pop-t"); err == nil || !strings.Contains(err.Error(), "--broadcast") {
+		t.Fatalf("--pop --broadcast: %v", err)
 	}
 }
 

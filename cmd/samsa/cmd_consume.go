@@ -27,7 +27,7 @@ func runConsume(args []string) error {
 	from := fs.String("from", "latest", "where to start in queues the group has no offset for: earliest, latest, or a time (RFC 3339, 2006-01-02 15:04:05, Unix ms, -10m)")
 	broadcast := fs.Bool("broadcast", false, "broadcasting: get every message, whatever the group's other members get")
 	tags := fs.String("tags", "*", "tag expression: * or TagA || TagB")
-	orderly := fs.Bool("orderly", false, "handle each queue in order, one message at a time")
+	orderly := fs.Bool("orderly", false, "handle each queue in order, one message at a time (with --pop: ordered POP, a queue held until its batch is acknowledged)")
 	count := fs.Int("count", 0, "stop after this many messages (default: run until interrupted)")
 	idle := fs.Duration("idle", 0, "stop after no message for this long (default: never)")
 	quiet := fs.Bool("quiet", false, "print no messages, only the summary")
@@ -46,14 +46,14 @@ func runConsume(args []string) error {
 		return err
 	}
 	if *pop {
-		if *broadcast || *orderly {
-			return fmt.Errorf("--pop: not with --broadcast or --orderly (ordered POP is not supported yet)")
+		if *broadcast {
+			return fmt.Errorf("--pop: not with --broadcast (POP hands each message to one consumer of the group)")
 		}
 		if *from != "earliest" && *from != "first" && *from != "latest" && *from != "last" {
 			return fmt.Errorf("--pop: --from takes earliest or latest (where a group that never popped a queue starts)")
 		}
 		o := client.PopConsumerOptions{ClientOptions: co, Group: *group, Topic: *topic, Expression: *tags,
-			FromEnd: *from == "latest" || *from == "last"}
+			FromEnd: *from == "latest" || *from == "last", Orderly: *orderly}
 		return consumePop(o, *invisible, *count, *idle, *quiet, cf.json)
 	}
 	o := client.PushConsumerOptions{ClientOptions: co, Group: *group, Broadcast: *broadcast, Orderly: *orderly}
