@@ -169,6 +169,9 @@ func New(cfg Config) (*Broker, error) {
 	b.metaq = b.newMetaQ()
 	b.mqadmin = &mqadminRequests{cfg: &b.cfg, store: st, offsets: b.offsets, topics: b.topics, clients: b.clients,
 		stats: &b.stats, rates: &b.rates, now: cfg.Clock, ans: b.ans}
+	if b.pop != nil {
+		b.mqadmin.pop = b.pop
+	}
 	b.clientReq = &clientRequests{cfg: &b.cfg, log: b.log, clients: b.clients, groups: b.groups, topics: b.topics, locks: b.locks,
 		isSlave: b.repl.isSlave, topicsChanged: b.reg.topicsChanged, ans: b.ans}
 	b.offReq = &offsetRequests{store: st, offsets: b.offsets, topics: b.topics, isSlave: b.repl.isSlave, now: cfg.Clock, ans: b.ans}

@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/samsamq/samsa/broker/dashboard"
+	"github.com/samsamq/samsa/broker/pop"
 )
 
 // Groups are the groups this broker knows of: from its subscription
@@ -21,13 +23,20 @@ func (s dashboardSource) Groups() []dashboard.Group {
 	for _, g := range b.clients.consumerGroups() {
 		names[g] = true
 	}
+	if b.pop != nil {
+		for _, st := range b.pop.Stats() {
+			names[st.Group] = true
+		}
+	}
 	out := make([]dashboard.Group, 0, len(names))
 	for g := range names {
 		_, known := table[g]
-		row := dashboard.Group{Name: g, Members: len(b.clients.consumerIDs(g)), Topics: b.offsets.TopicsOf(g), Known: known}
+		row := dashboard.Group{Name: g, Members: len(b.clients.consumerIDs(g)), Topics: s.groupTopics(g), Known: known}
 		for _, t := range row.Topics {
 			for _, q := range s.progress(g, t, false) {
 				row.Lag += q.Lag
+				row.InFlight += q.InFlight
+				row.Redelivered += q.Redelivered
 			}
 		}
 		out = append(out, row)
@@ -39,7 +48,7 @@ func (s dashboardSource) Group(g string) (dashboard.GroupDetail, error) {
 	b := s.b
 	d := dashboard.GroupDetail{Name: g, Subscriptions: map[string]string{}}
 	topics := map[string]bool{}
-	for _, t := range b.offsets.TopicsOf(g) {
+	for _, t := range s.groupTopics(g) {
 		topics[t] = true
 	}
 	if cc, ok := b.clients.connections(g); ok {
@@ -63,6 +72,19 @@ func (s dashboardSource) Group(g string) (dashboard.GroupDetail, error) {
 	return d, nil
 }
 
+// groupTopics are the topics group has offsets on or popped.
+func (s dashboardSource) groupTopics(group string) []string {
+	topics := s.b.offsets.TopicsOf(group)
+	if s.b.pop != nil {
+		for _, t := range s.b.pop.Topics(group) {
+			if !slices.Contains(topics, t) {
+				topics = append(topics, t)
+			}
+		}
+	}
+	return topics
+}
+
 // progress is group's progress in each read queue of topic (none when
 // the topic is gone); withTimes reads the store time of each queue's last
 // consumed message too (a read from the log per queue).
@@ -73,6 +95,10 @@ func (s dashboardSource) progress(group, topic string, withTimes bool) []dashboa
 		return nil
 	}
 	out := make([]dashboard.Progress, 0, tc.ReadQueueNums)
+	var popped map[int32]pop.QueueStat
+	if b.pop != nil {
+		popped = b.pop.QueueStats(group, topic)
+	}
 	for i := range int32(tc.ReadQueueNums) {
 		p := dashboard.Progress{Topic: topic, Queue: i, MinOffset: max(b.store.MinQueueOffset(topic, i), 0),
 			MaxOffset: max(b.store.MaxQueueOffset(topic, i), 0), Committed: -1}
@@ -84,6 +110,12 @@ func (s dashboardSource) progress(group, topic string, withTimes bool) []dashboa
 			}
 		} else {
 			p.Lag = max(p.MaxOffset-p.MinOffset, 0)
+		}
+		if st, ok := popped[i]; ok {
+			p.InFlight, p.Redelivered = st.InFlight, st.Redelivered
+			if p.Committed < 0 && st.Floor > 0 { // POP: below its lowest offset in flight, consumed
+				p.Committed, p.Lag = st.Floor, max(p.MaxOffset-st.Floor, 0)
+			}
 		}
 		out = append(out, p)
 	}

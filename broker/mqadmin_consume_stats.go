@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"slices"
+
+	"github.com/samsamq/samsa/broker/pop"
 	"github.com/samsamq/samsa/protocol"
 )
 
@@ -11,7 +14,10 @@ import (
 // of the last message consumed. Topics the group's online members do not
 // subscribe to are left out when they subscribe to any (RocketMQ's rule).
 // Samsa keeps no pull offset apart from the committed one, and no
-// per-group rate (consumeTps is not sent).
+// per-group rate (consumeTps is not sent). For a group consuming by POP
+// the consumer offset is the lowest offset not acknowledged, and ours
+// popInFlight and popRedelivered say what is in flight and how much was
+// handed out again.
 func (a *mqadminRequests) handleGetConsumeStats(_ *conn, req *protocol.Command) *protocol.Command {
 	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
 	if group == "" {
@@ -20,6 +26,13 @@ func (a *mqadminRequests) handleGetConsumeStats(_ *conn, req *protocol.Command) 
 	topics := []string{topic}
 	if topic == "" {
 		topics = a.offsets.TopicsOf(group)
+		if a.pop != nil {
+			for _, t := range a.pop.Topics(group) {
+				if !slices.Contains(topics, t) {
+					topics = append(topics, t)
+				}
+			}
+		}
 	}
 	_, subscribes := a.clients.connections(group)
 	cs := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
@@ -28,7 +41,11 @@ func (a *mqadminRequests) handleGetConsumeStats(_ *conn, req *protocol.Command) 
 		if !ok {
 			continue
 		}
-		if _, sub := a.clients.subscription(group, t); !sub && subscribes {
+		var popped map[int32]pop.QueueStat
+		if a.pop != nil {
+			popped = a.pop.QueueStats(group, t)
+		}
+		if _, sub := a.clients.subscription(group, t); !sub && subscribes && popped == nil {
 			continue
 		}
 		for i := range tc.ReadQueueNums {
@@ -36,6 +53,10 @@ func (a *mqadminRequests) handleGetConsumeStats(_ *conn, req *protocol.Command) 
 			w := protocol.OffsetWrapper{BrokerOffset: max(a.store.MaxQueueOffset(t, qid), 0)}
 			if off, ok := a.offsets.Query(group, t, qid); ok && off > 0 {
 				w.ConsumerOffset = off
+			}
+			if p, ok := popped[qid]; ok && p.Floor > 0 {
+				// a POP group commits no offset: below its floor everything is acknowledged
+				w.ConsumerOffset, w.PopInFlight, w.PopRedelivered = p.Floor, p.InFlight, p.Redelivered
 			}
 			w.PullOffset = w.ConsumerOffset
 			if w.ConsumerOffset > 0 {

@@ -373,3 +373,44 @@ func TestPopBackoffLadder(t *testing.T) {
 		}
 	}
 }
+
+// The dashboard and GET_CONSUME_STATS show a POP group's messages in
+// flight and its lowest offset not acknowledged as committed.
+func TestPopObservability(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("pv", 1)); r.Code != protocol.Success {
+		t.Fatal(r.Remark)
+	}
+	sendN(t, c, "pv", "a", "b", "c", "d")
+	got, _ := popN(t, c, "vg", "pv", 0, 3, time.Hour)
+	if a := c.call(ackReq(got[0].ack)); a.Code != protocol.Success {
+		t.Fatalf("ack: %d %s", a.Code, a.Remark)
+	}
+	d, err := dashboardSource{b: b}.Group("vg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Queues) != 1 || d.Queues[0].InFlight != 2 || d.Queues[0].Committed != 1 || d.Queues[0].Lag != 3 {
+		t.Fatalf("dashboard: %+v", d.Queues)
+	}
+	var row bool
+	for _, g := range (dashboardSource{b: b}).Groups() {
+		if g.Name == "vg" {
+			row = g.InFlight == 2
+		}
+	}
+	if !row {
+		t.Fatalf("the dashboard's group list misses vg's messages in flight: %+v", dashboardSource{b: b}.Groups())
+	}
+	r := c.call(protocol.NewRequest(protocol.GetConsumeStats, map[string]string{"consumerGroup": "vg"}, nil))
+	var cs protocol.ConsumeStats
+	if r.Code != protocol.Success || cs.Decode(r.Body) != nil {
+		t.Fatalf("consume stats: %d %s", r.Code, r.Remark)
+	}
+	w := cs.OffsetTable[protocol.MessageQueue{Topic: "pv", BrokerName: DefaultBrokerName, QueueID: 0}]
+	if w.PopInFlight != 2 || w.ConsumerOffset != 1 || w.BrokerOffset != 4 {
+		t.Fatalf("consume stats: %+v", cs.OffsetTable)
+	}
+}

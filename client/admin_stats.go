@@ -156,6 +156,10 @@ type ConsumeProgress struct {
 	// LastConsumed is the store time of the last message the group
 	// consumed (zero: none).
 	LastConsumed time.Time
+	// For a group consuming by POP (ConsumerOffset is then the lowest
+	// offset not acknowledged): messages handed out and not acknowledged,
+	// and how many were handed out again since the broker started.
+	InFlight, Redelivered int64
 }
 
 // ConsumeStats returns group's progress on topic ("" for every topic it
@@ -182,7 +186,8 @@ func (a *Admin) ConsumeStats(ctx context.Context, group, topic string) (map[Mess
 			return nil, fmt.Errorf("client: consume stats of %s on %s: %w", group, name, err)
 		}
 		for q, w := range cs.OffsetTable {
-			p := ConsumeProgress{BrokerOffset: w.BrokerOffset, ConsumerOffset: w.ConsumerOffset}
+			p := ConsumeProgress{BrokerOffset: w.BrokerOffset, ConsumerOffset: w.ConsumerOffset, InFlight: w.PopInFlight,
+				Redelivered: w.PopRedelivered}
 			if w.LastTimestamp > 0 {
 				p.LastConsumed = time.UnixMilli(w.LastTimestamp)
 			}

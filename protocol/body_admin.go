@@ -212,6 +212,11 @@ type OffsetWrapper struct {
 	ConsumerOffset int64 `json:"consumerOffset"`
 	PullOffset     int64 `json:"pullOffset"`
 	LastTimestamp  int64 `json:"lastTimestamp"`
+	// Ours, for a group consuming by POP (RocketMQ's readers skip them):
+	// messages handed out and not acknowledged, and how many were handed
+	// out again since the broker started.
+	PopInFlight    int64 `json:"popInFlight,omitempty"`
+	PopRedelivered int64 `json:"popRedelivered,omitempty"`
 }
 
 // ConsumeStats is GET_CONSUME_STATS's answer body: a group's progress per

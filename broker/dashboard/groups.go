@@ -14,6 +14,10 @@ type Group struct {
 	Topics  []string `json:"topics"` // with offsets here
 	Lag     int64    `json:"lag"`    // summed over those topics' queues
 	Known   bool     `json:"subscriptionGroup"`
+	// POP: messages handed out and not acknowledged, and those handed
+	// out again since the broker started
+	InFlight    int64 `json:"popInFlight"`
+	Redelivered int64 `json:"popRedelivered"`
 }
 
 // Progress is a group's progress in one queue. Committed is -1 when the
@@ -26,6 +30,10 @@ type Progress struct {
 	Committed    int64  `json:"committed"`
 	Lag          int64  `json:"lag"`
 	LastConsumed int64  `json:"lastConsumedMs"` // store time of the last message consumed; 0: none
+	// POP (Committed is then the lowest offset not acknowledged): in
+	// flight, and handed out again since the broker started
+	InFlight    int64 `json:"popInFlight"`
+	Redelivered int64 `json:"popRedelivered"`
 }
 
 // Member is a member online on this broker.

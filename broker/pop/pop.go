@@ -225,6 +225,7 @@ func (s *Service) takeDueLocked(r *Request, k qkey, q *queue, now int64, res *Re
 			if s.deadLetterLocked(k, &rec, times) {
 				s.removeLocked(k, q, off)
 				st.DeadLetters++
+				q.deadLetters++
 			}
 			continue
 		}
@@ -241,6 +242,7 @@ func (s *Service) takeDueLocked(r *Request, k qkey, q *queue, now int64, res *Re
 		e.popTime, e.deadline, e.attempts, e.changed = now, now+r.Invisible.Milliseconds(), attempts, false
 		s.logLocked(kindPopped, k, off, e)
 		st.Redelivered++
+		q.redelivered++
 		res.Times = append(res.Times, times)
 		res.Records = append(res.Records, b)
 		res.QueueIDs = append(res.QueueIDs, k.qid)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,6 +138,8 @@ var (
 type queue struct {
 	next     int64 // the next offset never handed out; -1 before the first pop
 	inflight map[int64]*entry
+	// since the service started
+	redelivered, deadLetters int64
 }
 
 // entry is a message handed out and not yet acknowledged.
@@ -334,6 +337,53 @@ func (s *Service) logLocked(kind byte, k qkey, offset int64, e *entry) {
 func (s *Service) Uses(group, topic string) bool {
 	_, ok := s.used.Load(gtKey{group, topic})
 	return ok
+}
+
+// QueueStat is a group's POP state on one queue.
+type QueueStat struct {
+	// Next is the next offset never handed out (-1: never popped);
+	// Floor the lowest offset not acknowledged (the least in flight, else
+	// Next): everything below it was consumed.
+	Next, Floor int64
+	InFlight    int64
+	// Redelivered and DeadLetters count since the broker started.
+	Redelivered, DeadLetters int64
+}
+
+// QueueStats is group's POP state on each queue of topic it popped (nil:
+// it never popped topic).
+func (s *Service) QueueStats(group, topic string) map[int32]QueueStat {
+	if !s.Uses(group, topic) {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int32]QueueStat{}
+	for k, q := range s.mu.queues {
+		if k.group != group || k.topic != topic {
+			continue
+		}
+		st := QueueStat{Next: q.next, Floor: q.next, InFlight: int64(len(q.inflight)), Redelivered: q.redelivered,
+			DeadLetters: q.deadLetters}
+		for off := range q.inflight {
+			st.Floor = min(st.Floor, off)
+		}
+		out[k.qid] = st
+	}
+	return out
+}
+
+// Topics lists the topics group popped.
+func (s *Service) Topics(group string) []string {
+	var out []string
+	s.used.Range(func(k, _ any) bool {
+		if gt := k.(gtKey); gt.group == group {
+			out = append(out, gt.topic)
+		}
+		return true
+	})
+	slices.Sort(out)
+	return out
 }
 
 // Stats lists every group's in-flight count, redeliveries and dead

@@ -484,3 +484,50 @@ func waitMax(t *testing.T, ns, topic string, max int64) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestGroupDescribePop: a POP group that holds messages unacknowledged is
+// described with them in flight, the acknowledged ones below its
+// committed offset, and the rest as lag.
+func TestGroupDescribePop(t *testing.T) {
+	_, ns := devCluster(t)
+	mustCLI(t, ns, "", runTopic, "create", "pop-d", "--queues", "1")
+	mustCLI(t, ns, "", runProduce, "--topic", "pop-d", "--count", "10", "--size", "8")
+	pc, err := client.NewPopConsumer(client.PopConsumerOptions{ClientOptions: client.ClientOptions{NameServers: []string{strings.TrimPrefix(ns, "--namesrv=")}},
+		Group: "pop-dg", Topic: "pop-d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pc.Close() }()
+	var got []*client.PoppedMessage
+	for end := time.Now().Add(30 * time.Second); len(got) < 4 && time.Now().Before(end); {
+		msgs, err := pc.Receive(context.Background(), 4-len(got), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, msgs...)
+	}
+	if len(got) != 4 {
+		t.Fatalf("received %d of 4", len(got))
+	}
+	if err := pc.AckAll(context.Background(), got[:2]); err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		InFlight int64 `json:"popInFlight"`
+		Lag      int64 `json:"lag"`
+		Queues   []struct {
+			Committed int64 `json:"committed"`
+			InFlight  int64 `json:"popInFlight"`
+		} `json:"queues"`
+	}
+	out := mustCLI(t, ns, "", runGroup, "describe", "pop-dg", "--json")
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if d.InFlight != 2 || len(d.Queues) != 1 || d.Queues[0].Committed != 2 || d.Queues[0].InFlight != 2 || d.Lag != 8 {
+		t.Fatalf("describe: %s", out)
+	}
+	if text := mustCLI(t, ns, "", runGroup, "describe", "pop-dg"); !strings.Contains(text, "POP: 2 in flight") {
+		t.Fatalf("describe:\n%s", text)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,6 +128,11 @@ type groupQueue struct {
 	// LastConsumed is the store time of the last message the group
 	// consumed in the queue (RFC 3339; "" when none).
 	LastConsumed string `json:"lastConsumed,omitempty"`
+	// InFlight and Redelivered: a POP group's messages handed out and not
+	// acknowledged, and those handed out again since the broker started
+	// (Committed is then the lowest offset not acknowledged).
+	InFlight    int64 `json:"popInFlight,omitempty"`
+	Redelivered int64 `json:"popRedelivered,omitempty"`
 }
 
 func groupDescribe(args []string) error {
@@ -166,13 +172,24 @@ func groupDescribe(args []string) error {
 		if topics, err = a.GroupTopics(ctx, g); err != nil {
 			return err
 		}
+		// a POP group commits no offsets: the brokers name its topics
+		all, err := a.ConsumeStats(ctx, g, "")
+		if err != nil {
+			return err
+		}
+		for q := range all {
+			if !slices.Contains(topics, q.Topic) {
+				topics = append(topics, q.Topic)
+			}
+		}
+		sort.Strings(topics)
 	}
 	ids := make([]string, len(members))
 	for i, m := range members {
 		ids[i] = m.ClientID
 	}
 	var queues []groupQueue
-	var lag int64
+	var lag, popInFlight, popRedelivered int64
 	for _, t := range topics {
 		st, err := a.TopicStatus(ctx, t, g)
 		if err != nil {
@@ -195,13 +212,18 @@ func groupDescribe(args []string) error {
 			return err
 		}
 		for _, s := range st {
+			p := progress[s.Queue]
 			gq := groupQueue{Topic: t, Broker: s.Queue.BrokerName, Queue: s.Queue.QueueID, Max: s.MaxOffset,
-				Committed: s.Committed, Lag: s.Lag, Member: owner[s.Queue]}
+				Committed: s.Committed, Lag: s.Lag, Member: owner[s.Queue], InFlight: p.InFlight, Redelivered: p.Redelivered}
+			if s.Committed < 0 && p.ConsumerOffset > 0 { // POP: what lies below the lowest offset in flight is consumed
+				gq.Committed, gq.Lag = p.ConsumerOffset, max(s.MaxOffset-p.ConsumerOffset, 0)
+			}
+			popInFlight, popRedelivered = popInFlight+p.InFlight, popRedelivered+p.Redelivered
 			if lc := progress[s.Queue].LastConsumed; !lc.IsZero() {
 				gq.LastConsumed = lc.Format(time.RFC3339Nano)
 			}
 			queues = append(queues, gq)
-			lag += s.Lag
+			lag += gq.Lag
 		}
 	}
 	if cf.json {
@@ -211,13 +233,18 @@ func groupDescribe(args []string) error {
 		if subs == nil {
 			subs = map[string]string{}
 		}
-		return printJSON(map[string]any{"group": g, "members": members, "subscriptions": subs, "lag": lag, "queues": queues})
+		return printJSON(map[string]any{"group": g, "members": members, "subscriptions": subs, "lag": lag, "queues": queues,
+			"popInFlight": popInFlight, "popRedelivered": popRedelivered})
 	}
 	model := ""
 	if len(members) > 0 {
 		model = ", " + members[0].Model
 	}
 	fmt.Printf("group %s: %d online member(s)%s, lag %d\n", g, len(members), model, lag)
+	if popInFlight > 0 || popRedelivered > 0 {
+		fmt.Printf("POP: %d in flight (handed out, not acknowledged), %d handed out again since the brokers started\n",
+			popInFlight, popRedelivered)
+	}
 	if len(members) > 0 {
 		fmt.Println()
 		tw := table("CLIENT ID", "ADDRESS", "LANGUAGE", "VERSION", "BROKERS")
@@ -242,7 +269,7 @@ func groupDescribe(args []string) error {
 	}
 	if len(queues) > 0 {
 		fmt.Println()
-		tw := table("TOPIC", "BROKER", "QUEUE", "MAX", "COMMITTED", "LAG", "LAST CONSUMED", "MEMBER (AVG)")
+		tw := table("TOPIC", "BROKER", "QUEUE", "MAX", "COMMITTED", "LAG", "IN FLIGHT", "REDELIVERED", "LAST CONSUMED", "MEMBER (AVG)")
 		for _, q := range queues {
 			committed := strconv.FormatInt(q.Committed, 10)
 			if q.Committed < 0 {
@@ -252,7 +279,7 @@ func groupDescribe(args []string) error {
 			if t, err := time.Parse(time.RFC3339Nano, q.LastConsumed); err == nil {
 				last = t.Format("2006-01-02 15:04:05.000")
 			}
-			row(tw, q.Topic, q.Broker, q.Queue, q.Max, committed, q.Lag, last, orDash(q.Member))
+			row(tw, q.Topic, q.Broker, q.Queue, q.Max, committed, q.Lag, q.InFlight, q.Redelivered, last, orDash(q.Member))
 		}
 		return tw.Flush()
 	}

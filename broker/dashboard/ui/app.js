@@ -158,7 +158,7 @@ async function loadGroups() {
 function renderGroups() {
   const f = $("group-filter").value.trim().toLowerCase();
   fill("groups-table", groupList.filter((g) => !f || g.group.toLowerCase().includes(f)).map((g) => ({
-    cells: [g.group, num(g.members), g.topics.join(", ") || "-", num(g.lag)], onclick: () => { location.hash = "groups?group=" + encodeURIComponent(g.group); } })));
+    cells: [g.group, num(g.members), g.topics.join(", ") || "-", num(g.lag), num(g.popInFlight), num(g.popRedelivered)], onclick: () => { location.hash = "groups?group=" + encodeURIComponent(g.group); } })));
 }
 let openGroup = null;
 async function showGroup(name) {
@@ -172,7 +172,7 @@ async function showGroup(name) {
   if (!subs.children.length) subs.appendChild(el("li", "none (no member online here)"));
   $("group-lag").textContent = d.lag;
   fill("group-queues", d.queues.map((q) => ({ cells: [q.topic, num(q.queue), num(q.minOffset), num(q.maxOffset),
-    num(q.committed < 0 ? "none" : q.committed), num(q.lag), when(q.lastConsumedMs)] })));
+    num(q.committed < 0 ? "none" : q.committed), num(q.lag), num(q.popInFlight), num(q.popRedelivered), when(q.lastConsumedMs)] })));
   const sel = $("reset-topic"), keep = sel.value;
   const topics = [...new Set(d.queues.map((q) => q.topic))];
   sel.replaceChildren(...topics.map((t) => { const o = el("option", t); o.value = t; return o; }));
