@@ -22,6 +22,7 @@ import (
 	"github.com/samsamq/samsa/loadgen/kafkadriver"
 	"github.com/samsamq/samsa/loadgen/metascale"
 	"github.com/samsamq/samsa/loadgen/natsdriver"
+	"github.com/samsamq/samsa/loadgen/popchurn"
 	"github.com/samsamq/samsa/loadgen/rabbitdriver"
 	"github.com/samsamq/samsa/loadgen/redisdriver"
 	"github.com/samsamq/samsa/loadgen/rmqdriver"
@@ -53,6 +54,8 @@ func labKinds(ls labSettings, prof profileFlags) lab.Kinds {
 		backlog.Kind:               backlog.LabKind(newBacklogTarget),
 		catchup.Kind:               catchup.LabKind(newCatchupTarget),
 		metascale.Kind:             metascale.LabKind(newMetaTarget),
+		// pop-vs-push: a mode's cluster is metadata-scale's embedded one
+		popchurn.Kind: popchurn.LabKind(func(dir string) (popchurn.Target, error) { return newMetaTarget(dir) }),
 	}
 }
 
