@@ -61,7 +61,8 @@ func Resources(code int32, ext map[string]string, body []byte) ([]Resource, erro
 	case protocol.ConsumerSendMsgBack:
 		return []Resource{topicRes(ext["originTopic"], Pub), groupRes(ext["group"])}, nil
 	case protocol.PullMessage, protocol.QueryConsumerOffset, protocol.UpdateConsumerOffset,
-		protocol.PopMessage, protocol.AckMessage, protocol.ChangeMessageInvisibleTime:
+		protocol.PopMessage, protocol.AckMessage, protocol.ChangeMessageInvisibleTime,
+		protocol.PeekMessage, protocol.Notification, protocol.PollingInfo:
 		// RocketMQ 5 marks the POP headers' topic and group @RocketMQResource
 		return []Resource{topicRes(ext["topic"], Sub), groupRes(ext["consumerGroup"])}, nil
 	case protocol.QueryMessage, protocol.GetMaxOffset, protocol.GetMinOffset, protocol.SearchOffsetByTimestamp,

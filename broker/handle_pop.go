@@ -201,7 +201,7 @@ func popError(req *protocol.Command, err error) *protocol.Command {
 // not serve yet, saying so (never a silent success).
 func (b *Broker) handlePopNotSupported(c *conn, req *protocol.Command) *protocol.Command {
 	return protocol.NewResponse(req, protocol.RequestCodeNotSupported,
-		fmt.Sprintf("%s is not supported by this broker: its POP serves POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME",
+		fmt.Sprintf("%s is not supported by this broker: its POP serves POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, PEEK_MESSAGE, NOTIFICATION and POLLING_INFO",
 			protocol.RequestName(req.Code)))
 }
 

@@ -58,9 +58,9 @@ func (b *Broker) requestHandlers() map[int32]requestHandler {
 		protocol.AckMessage:                       b.handleAck,
 		protocol.ChangeMessageInvisibleTime:       b.handleChangeInvisibleTime,
 		protocol.BatchAckMessage:                  b.handleBatchAck,
-		protocol.PeekMessage:                      b.handlePopNotSupported,
-		protocol.Notification:                     b.handlePopNotSupported,
-		protocol.PollingInfo:                      b.handlePopNotSupported,
+		protocol.PeekMessage:                      b.handlePeek, // handle_pop_info.go
+		protocol.Notification:                     b.handleNotification,
+		protocol.PollingInfo:                      b.handlePollingInfo,
 		protocol.PopRollback:                      b.handlePopNotSupported,
 	}
 }

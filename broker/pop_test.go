@@ -221,10 +221,13 @@ func TestPopBadInputAndRefusals(t *testing.T) {
 			ExtraInfo: "garbage", Offset: 0}), protocol.InvalidParameter},
 		{"ack on an unknown queue", ackReq(protocol.AckMessageRequestHeader{ConsumerGroup: "pg", Topic: "pb", QueueID: 9,
 			ExtraInfo: m[0].ack.ExtraInfo, Offset: 0}), protocol.InvalidParameter},
-		{"peek", protocol.NewRequest(protocol.PeekMessage, nil, nil), protocol.RequestCodeNotSupported},
+		{"peek without a header", protocol.NewRequest(protocol.PeekMessage, nil, nil), protocol.SystemError},
+		{"pop rollback", protocol.NewRequest(protocol.PopRollback, nil, nil), protocol.RequestCodeNotSupported},
 		{"batch ack without a body", protocol.NewRequest(protocol.BatchAckMessage, nil, nil), protocol.InvalidParameter},
-		{"notification", protocol.NewRequest(protocol.Notification, nil, nil), protocol.RequestCodeNotSupported},
-		{"polling info", protocol.NewRequest(protocol.PollingInfo, nil, nil), protocol.RequestCodeNotSupported},
+		{"notification on an unknown topic", protocol.NewRequest(protocol.Notification, (&protocol.NotificationRequestHeader{
+			ConsumerGroup: "pg", Topic: "nope", QueueID: -1}).Encode(), nil), protocol.TopicNotExist},
+		{"polling info on an unknown queue", protocol.NewRequest(protocol.PollingInfo, (&protocol.PollingInfoRequestHeader{
+			ConsumerGroup: "pg", Topic: "pb", QueueID: 9}).Encode(), nil), protocol.InvalidParameter},
 		{"pull by a POP group", pullReq("pg", "pb", 0, 0, 1, 0, "*"), protocol.SystemError},
 	} {
 		if r := c.call(tc.req); r.Code != tc.code || r.Remark == "" {
@@ -412,5 +415,77 @@ func TestPopObservability(t *testing.T) {
 	w := cs.OffsetTable[protocol.MessageQueue{Topic: "pv", BrokerName: DefaultBrokerName, QueueID: 0}]
 	if w.PopInFlight != 2 || w.ConsumerOffset != 1 || w.BrokerOffset != 4 {
 		t.Fatalf("consume stats: %+v", cs.OffsetTable)
+	}
+}
+
+// PEEK_MESSAGE shows what a pop would hand out and hands out nothing;
+// NOTIFICATION says whether there is something, waiting for an arrival;
+// POLLING_INFO counts the waiting.
+func TestPopPeekNotificationPollingInfo(t *testing.T) {
+	b := startBroker(t, "", nil)
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	if r := c.call(createTopicReq("pk", 1)); r.Code != protocol.Success {
+		t.Fatal(r.Remark)
+	}
+	notify := func(poll time.Duration) *protocol.Command {
+		h := protocol.NotificationRequestHeader{ConsumerGroup: "kg", Topic: "pk", QueueID: -1, PollTime: poll.Milliseconds(),
+			BornTime: time.Now().UnixMilli()}
+		return c.call(protocol.NewRequest(protocol.Notification, h.Encode(), nil))
+	}
+	var nh protocol.NotificationResponseHeader
+	if r := notify(0); r.Code != protocol.Success || nh.Decode(r.ExtFields) != nil || nh.HasMsg {
+		t.Fatalf("notification on an empty topic: %d %q %v", r.Code, r.Remark, r.ExtFields)
+	}
+	// a notification waits in the broker; POLLING_INFO counts it
+	waiting := make(chan *protocol.Command, 1)
+	c2 := dialRaw(t, b.Addr())
+	go func() {
+		h := protocol.NotificationRequestHeader{ConsumerGroup: "kg", Topic: "pk", QueueID: -1, PollTime: 20_000,
+			BornTime: time.Now().UnixMilli()}
+		waiting <- c2.call(protocol.NewRequest(protocol.Notification, h.Encode(), nil))
+	}()
+	pi := protocol.PollingInfoRequestHeader{ConsumerGroup: "kg", Topic: "pk", QueueID: 0}
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		r := c.call(protocol.NewRequest(protocol.PollingInfo, pi.Encode(), nil))
+		var ph protocol.PollingInfoResponseHeader
+		if r.Code != protocol.Success || ph.Decode(r.ExtFields) != nil {
+			t.Fatalf("polling info: %d %q", r.Code, r.Remark)
+		}
+		if ph.PollingNum == 1 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("polling info never counted the waiting notification: %d", ph.PollingNum)
+		}
+	}
+	sendN(t, c, "pk", "a", "b")
+	select {
+	case r := <-waiting:
+		if r.Code != protocol.Success || nh.Decode(r.ExtFields) != nil || !nh.HasMsg {
+			t.Fatalf("the waiting notification: %d %q %v", r.Code, r.Remark, r.ExtFields)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the arrival did not answer the waiting notification")
+	}
+	peek := protocol.PeekMessageRequestHeader{ConsumerGroup: "kg", Topic: "pk", QueueID: -1, MaxMsgNums: 8}
+	var seen []string
+	for end := time.Now().Add(30 * time.Second); len(seen) < 2 && time.Now().Before(end); {
+		r := c.call(protocol.NewRequest(protocol.PeekMessage, peek.Encode(), nil))
+		seen = nil
+		if r.Code == protocol.Success {
+			for _, rec := range decodeRecords(t, r.Body) {
+				seen = append(seen, string(rec.Body))
+			}
+		}
+	}
+	if len(seen) != 2 || seen[0] != "a" || seen[1] != "b" {
+		t.Fatalf("peek: %v", seen)
+	}
+	if got, _ := popN(t, c, "kg", "pk", 0, 2, time.Minute); got[0].body != "a" || got[0].times != 0 {
+		t.Fatalf("after the peeks the pop gave %+v", got)
+	}
+	if r := c.call(protocol.NewRequest(protocol.PeekMessage, peek.Encode(), nil)); r.Code != protocol.PullNotFound {
+		t.Fatalf("peek with everything in flight: %d %q", r.Code, r.Remark)
 	}
 }

@@ -26,6 +26,14 @@
 // reconsume times raised (its CRC property recomputed), not a copy written
 // to a retry topic: the in-flight state says how often it was handed out.
 //
+// # Looking without taking
+//
+// Peek (PEEK_MESSAGE) returns what the group's next pop would hand out, as
+// stored, and changes nothing (a peek does not make a group a POP consumer
+// of the topic). Notify (NOTIFICATION) says whether there is something to
+// pop, waiting for it as a pop waits. PollingInfo (POLLING_INFO) counts the
+// pops and notifications waiting on a group's queue.
+//
 // # Ordered POP
 //
 // Request.Order (RocketMQ 5's order=true, RIP-51's orderly POP): a queue
@@ -78,9 +86,9 @@
 //
 // # What is not here
 //
-// PEEK, NOTIFICATION, POLLING_INFO and POP_ROLLBACK: the broker answers
-// them REQUEST_CODE_NOT_SUPPORTED. An ordered pop's hold on a queue is not
-// logged: it follows from the messages in flight, which are. A message moved to the
+// POP_ROLLBACK: the broker answers it REQUEST_CODE_NOT_SUPPORTED. An
+// ordered pop's hold on a queue is not logged: it follows from the
+// messages in flight, which are. A message moved to the
 // DLQ is logged as removed after its append: a crash between the two may
 // store it in the DLQ twice (at least once, as the retry path).
 package pop

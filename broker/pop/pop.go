@@ -55,7 +55,7 @@ func (s *Service) Pop(ctx context.Context, r *Request) (Result, error) {
 			return res, err
 		}
 		if poll == nil {
-			if w = s.addWaiter(r.Topic); w == nil {
+			if w = s.addWaiter(r); w == nil {
 				return res, ErrPollingFull
 			}
 			poll = time.NewTimer(r.Poll)
@@ -353,13 +353,13 @@ func wake(w *waiter) {
 	}
 }
 
-func (s *Service) addWaiter(topic string) *waiter {
+func (s *Service) addWaiter(r *Request) *waiter {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if len(s.waiters) >= s.cfg.MaxHeld {
 		return nil
 	}
-	w := &waiter{topic: topic, ch: make(chan struct{}, 1)}
+	w := &waiter{topic: r.Topic, group: r.Group, qid: r.QueueID, ch: make(chan struct{}, 1)}
 	s.waiters[w] = struct{}{}
 	s.held.Add(1)
 	return w

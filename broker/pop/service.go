@@ -207,8 +207,9 @@ type Service struct {
 }
 
 type waiter struct {
-	topic string
-	ch    chan struct{}
+	topic, group string
+	qid          int32 // -1: any queue
+	ch           chan struct{}
 }
 
 // New opens the service: replays pop.wal and rewrites it as a snapshot.
