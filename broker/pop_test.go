@@ -489,3 +489,38 @@ func TestPopPeekNotificationPollingInfo(t *testing.T) {
 		t.Fatalf("peek with everything in flight: %d %q", r.Code, r.Remark)
 	}
 }
+
+// A POP with an SQL92 selector (enablePropertyFilter) hands out only the
+// messages it matches, and a tag expression only the tag's; what neither
+// matches is passed over, never handed out.
+func TestPopFilters(t *testing.T) {
+	b := startBroker(t, "", func(c *Config) { c.EnablePropertyFilter = true })
+	defer b.Close()
+	c := dialRaw(t, b.Addr())
+	c.call(createTopicReq("pf", 1))
+	for i := range 10 {
+		tag := []string{"even", "odd"}[i%2]
+		if r := c.call(sendReq("pf", 0, []byte(fmt.Sprint(i)), map[string]string{"TAGS": tag, "n": fmt.Sprint(i)})); r.Code != protocol.Success {
+			t.Fatal(r)
+		}
+	}
+	waitFor(t, func() bool { return b.store.MaxQueueOffset("pf", 0) == 10 }, "dispatch")
+	pop := func(group, expType, exp string) string {
+		h := protocol.PopMessageRequestHeader{ConsumerGroup: group, Topic: "pf", QueueID: -1, MaxMsgNums: 32,
+			InvisibleTime: 60_000, BornTime: time.Now().UnixMilli(), ExpType: expType, Exp: exp}
+		var out []string
+		for _, m := range popped(t, group, "pf", c.call(protocol.NewRequest(protocol.PopMessage, h.Encode(), nil))) {
+			out = append(out, m.body)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := pop("sql", ExpSQL92, "n >= 4 AND TAGS = 'odd'"); got != "5,7,9" {
+		t.Fatalf("SQL92 pop: %q", got)
+	}
+	if got := pop("tag", ExpTag, "even"); got != "0,2,4,6,8" {
+		t.Fatalf("tag pop: %q", got)
+	}
+	if got := pop("sql", ExpSQL92, "n >= 4 AND TAGS = 'odd'"); got != "" {
+		t.Fatalf("the SQL92 group's second pop: %q, want nothing", got)
+	}
+}
