@@ -97,7 +97,7 @@ func decodeRec(b []byte, r *walRec) (int, error) {
 }
 
 // wal is the open write-ahead file. Its methods are called under the
-// Service's lock, but for sync, which may run beside them.
+// writer's lock (commit.go); its file's Sync runs outside it, beside them.
 type wal struct {
 	fs   vfs.FS
 	dir  string
