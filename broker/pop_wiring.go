@@ -14,7 +14,9 @@ import (
 // openPop makes the POP service (New, on a master): its write-ahead file
 // is StorePathRootDir/pop/pop.wal; it hears of every dispatch to wake
 // waiting pops. A slave has none (POP is answered there with an error:
-// the in-flight state does not replicate).
+// the in-flight state does not replicate; each queue's floor does, as the
+// group's consumer offset, so a replica elected master hands out again
+// only what was in flight).
 func (b *Broker) openPop() error {
 	c := &b.cfg
 	pc := pop.Config{
@@ -40,6 +42,10 @@ func (b *Broker) openPop() error {
 			return topic, nil
 		},
 		MaxHeld: c.MaxHeldPulls,
+		// Each queue's floor goes to the offset table, which slaves copy:
+		// a replica elected master starts the group there (progress.go).
+		Committed: b.offsets.Query,
+		Commit:    b.offsets.Commit,
 	}
 	levels, err := delay.ParseLevels(c.MessageDelayLevel)
 	if err != nil {

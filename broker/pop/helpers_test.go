@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,6 +57,12 @@ type rig struct {
 	// and Config.Backoff.
 	syncInterval time.Duration
 	backoff      func(int32) time.Duration
+	// commit and committed are the next open's Config.Commit and
+	// Config.Committed.
+	commit    func(group, topic string, qid int32, off int64) error
+	committed func(group, topic string, qid int32) (int64, bool)
+	// cur is svc for the store's dispatch callback (reopenService swaps it).
+	cur atomic.Pointer[Service]
 }
 
 func newRig(t *testing.T, queues int32) *rig {
@@ -78,14 +85,22 @@ func (r *rig) open() {
 		r.t.Fatal(err)
 	}
 	r.st = st
-	svc, err := New(Config{Store: st, FS: r.fs, Dir: popDir, BrokerName: broker, Now: r.clock.Now, Logger: quietLogger(),
+	r.reopenService()
+	st.OnDispatch(func(topic string, qid int32, off int64) { r.cur.Load().OnDispatch(topic, qid, off) })
+}
+
+// reopenService opens the Service again on the open store.
+func (r *rig) reopenService() {
+	r.t.Helper()
+	svc, err := New(Config{Store: r.st, FS: r.fs, Dir: popDir, BrokerName: broker, Now: r.clock.Now, Logger: quietLogger(),
 		MaxReconsume: func(string) int32 { return r.maxRe },
-		DLQ:          func(g string) (string, error) { return "%DLQ%" + g, nil }, SyncInterval: r.syncInterval, Backoff: r.backoff})
+		DLQ:          func(g string) (string, error) { return "%DLQ%" + g, nil }, SyncInterval: r.syncInterval, Backoff: r.backoff,
+		Commit: r.commit, Committed: r.committed, ProgressInterval: time.Hour})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.svc = svc
-	st.OnDispatch(svc.OnDispatch)
+	r.cur.Store(svc)
 }
 
 // crash loses power (every unsynced byte lost) and opens both again.

@@ -77,12 +77,11 @@ func (s *Service) peekDueLocked(r *Request, qid int32, q *queue, now int64, res 
 func (s *Service) peekNewLocked(r *Request, qid int32, q *queue, res *Result, bytes *int) {
 	st := s.cfg.Store
 	lo := st.MinQueueOffset(r.Topic, qid)
-	from := lo
-	switch {
-	case q != nil && q.next >= 0:
+	var from int64
+	if q != nil && q.next >= 0 {
 		from = max(q.next, lo)
-	case r.InitMode == 1:
-		from = st.MaxQueueOffset(r.Topic, qid)
+	} else {
+		from = s.startOffset(qkey{r.Group, r.Topic, qid}, lo, st.MaxQueueOffset(r.Topic, qid), r.InitMode == 1)
 	}
 	got, err := st.GetMessages(r.Topic, qid, from, r.MaxMsgs-len(res.Records), maxBytesPerPop-*bytes, r.TagMatch)
 	if err != nil {

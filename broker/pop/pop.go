@@ -256,10 +256,7 @@ func (s *Service) takeNewLocked(r *Request, k qkey, q *queue, now int64, res *Re
 	st := s.cfg.Store
 	lo := st.MinQueueOffset(k.topic, k.qid)
 	if q.next < 0 {
-		q.next = lo
-		if r.InitMode == 1 {
-			q.next = st.MaxQueueOffset(k.topic, k.qid)
-		}
+		q.next = s.startOffset(k, lo, st.MaxQueueOffset(k.topic, k.qid), r.InitMode == 1)
 		s.logLocked(kindCursor, k, q.next, nil)
 	}
 	if q.next < lo {

@@ -68,6 +68,13 @@ type Config struct {
 	// message out again (every prefix of the file is an earlier state of
 	// the same consumption): never a message lost.
 	SyncInterval time.Duration
+	// Committed and Commit keep each queue's progress where a new master
+	// finds it (progress.go): Committed is the group's committed consumer
+	// offset; Commit records one, every ProgressInterval (default
+	// DefaultProgressInterval) while it moves. Nil: none kept.
+	Committed        func(group, topic string, qid int32) (int64, bool)
+	Commit           func(group, topic string, qid int32, offset int64) error
+	ProgressInterval time.Duration
 }
 
 // Request is one POP_MESSAGE.
@@ -138,6 +145,8 @@ var (
 type queue struct {
 	next     int64 // the next offset never handed out; -1 before the first pop
 	inflight map[int64]*entry
+	// committed is the floor last committed (progress.go); -1: none.
+	committed int64
 	// since the service started
 	redelivered, deadLetters int64
 }
@@ -202,8 +211,12 @@ type Service struct {
 	syncs  atomic.Int64 // fsyncs of pop.wal, for tests and benchmarks
 	// stop ends the flusher (SyncInterval), which closes stopped.
 	stop, stopped chan struct{}
-	wmu           sync.Mutex
-	waiters       map[*waiter]struct{}
+	// prog ends the progress goroutine (Config.Commit), which closes done.
+	prog struct {
+		stop, done chan struct{}
+	}
+	wmu     sync.Mutex
+	waiters map[*waiter]struct{}
 }
 
 type waiter struct {
@@ -257,6 +270,15 @@ func New(cfg Config) (*Service, error) {
 	} else {
 		close(s.stopped)
 	}
+	s.prog.stop, s.prog.done = make(chan struct{}), make(chan struct{})
+	if cfg.Commit != nil {
+		if cfg.ProgressInterval <= 0 {
+			s.cfg.ProgressInterval = DefaultProgressInterval
+		}
+		go s.progress()
+	} else {
+		close(s.prog.done)
+	}
 	return s, nil
 }
 
@@ -287,7 +309,7 @@ func (s *Service) queueLocked(group, topic string, qid int32) *queue {
 	k := qkey{group, topic, qid}
 	q := s.mu.queues[k]
 	if q == nil {
-		q = &queue{next: -1, inflight: map[int64]*entry{}}
+		q = &queue{next: -1, inflight: map[int64]*entry{}, committed: -1}
 		s.mu.queues[k] = q
 		s.used.LoadOrStore(gtKey{group, topic}, struct{}{})
 	}
@@ -410,6 +432,10 @@ func (s *Service) Close() error {
 	s.wakeAll()
 	seq := s.mu.seq
 	s.mu.Unlock()
+	if s.cfg.Commit != nil {
+		close(s.prog.stop) // a last commit of the floors
+		<-s.prog.done
+	}
 	if s.cfg.SyncInterval > 0 {
 		close(s.stop)
 		<-s.stopped
