@@ -39,6 +39,26 @@ func (s *Service) progress() {
 	}
 }
 
+// floorsCommittedLocked takes every queue's floor as committed: New's,
+// over the state pop.wal gave back. Only what moves in this process's life
+// is committed, so a replica that restarts holding an old master's
+// pop.wal, now a slave, commits nothing from it.
+func (s *Service) floorsCommittedLocked() {
+	for _, q := range s.mu.queues {
+		q.committed = floorOf(q)
+	}
+}
+
+// floorOf is q's lowest offset not acknowledged: the least in flight,
+// else the next never handed out (-1 before the first pop).
+func floorOf(q *queue) int64 {
+	floor := q.next
+	for off := range q.inflight {
+		floor = min(floor, off)
+	}
+	return floor
+}
+
 // floorCommit is one queue's floor to commit.
 type floorCommit struct {
 	k   qkey
@@ -54,11 +74,7 @@ func (s *Service) commitFloors() {
 		if q.next < 0 {
 			continue
 		}
-		floor := q.next
-		for off := range q.inflight {
-			floor = min(floor, off)
-		}
-		if floor != q.committed {
+		if floor := floorOf(q); floor != q.committed {
 			todo = append(todo, floorCommit{k, floor})
 		}
 	}

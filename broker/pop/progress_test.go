@@ -83,3 +83,32 @@ func TestProgressSurvivesFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressNotCommittedFromAnOldWAL: a service that opens on a pop.wal
+// (a restart, or a replica that was master once and is a slave now)
+// commits nothing until its state moves.
+func TestProgressNotCommittedFromAnOldWAL(t *testing.T) {
+	r := newRig(t, 1)
+	r.send(0, "a", msgs(4)...)
+	ps := r.pop(r.req(4, time.Minute))
+	if err := r.svc.Ack(&ps[0].handle); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	offs := &offsetTable{off: map[qkey]int64{}}
+	r.commit, r.committed = offs.commit, offs.committed
+	r.reopenService()
+	r.svc.commitFloors()
+	if len(offs.off) != 0 {
+		t.Fatalf("committed %v from the state pop.wal gave back", offs.off)
+	}
+	if err := r.svc.Ack(&ps[1].handle); err != nil {
+		t.Fatal(err)
+	}
+	r.svc.commitFloors()
+	if off, ok := offs.committed(group, topic, 0); !ok || off != 2 {
+		t.Fatalf("after an ack: committed %d, %v; want 2", off, ok)
+	}
+}

@@ -259,6 +259,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.wr.Lock()
 	s.mu.Lock()
+	s.floorsCommittedLocked() // commit only what moves from here (progress.go)
 	err := s.compactLocked()
 	s.mu.Unlock()
 	s.wr.Unlock()
