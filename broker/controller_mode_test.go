@@ -698,3 +698,25 @@ func TestControllerFencingClockSetBack(t *testing.T) {
 	}
 	c.waitMaster(1)
 }
+
+// TestControllerSlaveRefusesPop: in controller mode every replica has a
+// POP service (each may become master); one that is a slave now refuses
+// POP, as a static slave does, rather than hand out messages beside the
+// master.
+func TestControllerSlaveRefusesPop(t *testing.T) {
+	c := newCtlCluster(t, 1500*time.Millisecond)
+	m := c.startGroup(2)
+	if resp := dialRaw(t, m.Addr()).call(sendReq("pop-slave", 0, []byte("x"), nil)); resp.Code != protocol.Success {
+		t.Fatalf("send to the master: %s", resp)
+	}
+	var s *Broker
+	for id, b := range c.b {
+		if id != m.cfg.BrokerID {
+			s = b
+		}
+	}
+	resp := dialRaw(t, s.Addr()).call(popReq("g", "pop-slave", -1, 4, time.Minute, 0))
+	if resp.Code != protocol.SystemError || !strings.Contains(resp.Remark, "master only") {
+		t.Fatalf("POP to the slave: %s", resp)
+	}
+}

@@ -21,8 +21,8 @@ func (b *Broker) handlePop(c *conn, req *protocol.Command) *protocol.Command {
 	if r := decodeHeader(req, h); r != nil {
 		return r
 	}
-	if b.pop == nil {
-		return protocol.NewResponse(req, protocol.SystemError, "POP is served by the master only: this broker is a slave")
+	if r := b.popServed(req); r != nil {
+		return r
 	}
 	tc, ok := b.topics.get(h.Topic)
 	if !ok {
@@ -168,10 +168,21 @@ func (b *Broker) handleChangeInvisibleTime(c *conn, req *protocol.Command) *prot
 	return respond(req, protocol.Success, "", rh.Encode())
 }
 
+// popServed refuses a POP request where POP is not served: on a slave,
+// which has no POP service, and on a controller-mode replica that is not
+// the writable master now (it has one, from the pop.wal of its time as
+// master, which another master's consumption has left behind).
+func (b *Broker) popServed(req *protocol.Command) *protocol.Command {
+	if b.pop == nil || b.repl.isSlave() {
+		return protocol.NewResponse(req, protocol.SystemError, "POP is served by the master only: this broker is a slave")
+	}
+	return nil
+}
+
 // popHandleCheck checks an ack's or a change's topic and queue.
 func (b *Broker) popHandleCheck(req *protocol.Command, topic string, qid int32) *protocol.Command {
-	if b.pop == nil {
-		return protocol.NewResponse(req, protocol.SystemError, "POP is served by the master only: this broker is a slave")
+	if r := b.popServed(req); r != nil {
+		return r
 	}
 	tc, ok := b.topics.get(topic)
 	if !ok {

@@ -16,8 +16,8 @@ import (
 // popTopicCheck checks a POP request's topic (it exists and is readable)
 // and queue (-1 for any), returning the topic's read queues.
 func (b *Broker) popTopicCheck(req *protocol.Command, topic string, qid int32) (int32, *protocol.Command) {
-	if b.pop == nil {
-		return 0, protocol.NewResponse(req, protocol.SystemError, "POP is served by the master only: this broker is a slave")
+	if r := b.popServed(req); r != nil {
+		return 0, r
 	}
 	tc, ok := b.topics.get(topic)
 	if !ok {
