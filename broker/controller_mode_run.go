@@ -307,8 +307,8 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 	if err == nil {
 		// What replication brought while a slave (half messages, op
 		// records) never passed through the transactions' state.
-		if err = c.resyncTxn(); err != nil {
-			err = fmt.Errorf("rebuild the transactions' state: %w", err)
+		if err = c.resyncState(); err != nil {
+			err = fmt.Errorf("rebuild the transactions' and POP's state: %w", err)
 		}
 	}
 	var m *ha.Master

@@ -102,12 +102,13 @@ type replDeps struct {
 	// Controller mode's (controller_mode*.go). stop is closed when the
 	// broker stops (ctlMode.run returns). registerNow registers with the
 	// name servers on a new goroutine among the broker's loops;
-	// resyncTxn rebuilds the transactions' state (nil error without
-	// them) when this replica becomes master; dropLocalOffsets drops
+	// resyncState rebuilds the transactions' state (nil error without
+	// them) and catches POP up with the committed offsets when this
+	// replica becomes master; dropLocalOffsets drops
 	// the offsets committed here while it was not (offsets.Table.DropLocal).
 	stop             <-chan struct{}
 	registerNow      func()
-	resyncTxn        func() error
+	resyncState      func() error
 	dropLocalOffsets func()
 }
 

@@ -44,7 +44,7 @@ func (b *Broker) openReplication() error {
 		cutAcknowledged:   &b.stats.cutAcknowledged,
 		stop:              b.stop,
 		registerNow:       func() { b.goLoop(func() { b.reg.registerAll(false) }) },
-		resyncTxn: func() error {
+		resyncState: func() error {
 			if b.txn == nil { // read now: it opens after this (never with brokerRole SLAVE)
 				return nil
 			}
@@ -60,6 +60,11 @@ func (b *Broker) openReplication() error {
 			}
 			if err := b.xa.Resync(); err != nil {
 				return fmt.Errorf("rebuild the XA branches: %w", err)
+			}
+			if b.pop != nil { // POP groups go on from what the last master committed
+				if err := b.pop.Resync(); err != nil {
+					return fmt.Errorf("catch POP up with the committed offsets: %w", err)
+				}
 			}
 			return nil
 		},

@@ -107,3 +107,42 @@ func (s *Service) startOffset(k qkey, lo, hi int64, fromEnd bool) int64 {
 	}
 	return lo
 }
+
+// Resync brings the state pop.wal gave back up to the committed floors,
+// as a replica elected master calls it: another master may have consumed
+// meanwhile, and what it committed is ahead. Of each queue whose
+// committed offset is above its floor, the messages in flight below it
+// are dropped (acknowledged elsewhere) and the cursor moves up to it.
+// Queues at or above their committed offsets are left as they are.
+func (s *Service) Resync() error {
+	if s.cfg.Committed == nil {
+		return nil
+	}
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	for k, q := range s.mu.queues {
+		c, ok := s.cfg.Committed(k.group, k.topic, k.qid)
+		if !ok || q.next < 0 || c <= floorOf(q) {
+			continue
+		}
+		for off := range q.inflight {
+			if off < c {
+				s.removeLocked(k, q, off)
+			}
+		}
+		if q.next < c {
+			q.next = c
+			s.logLocked(kindCursor, k, c, nil)
+		}
+		q.committed = floorOf(q)
+	}
+	seq, err := s.pendLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.persist(seq)
+}

@@ -112,3 +112,30 @@ func TestProgressNotCommittedFromAnOldWAL(t *testing.T) {
 		t.Fatalf("after an ack: committed %d, %v; want 2", off, ok)
 	}
 }
+
+// TestResyncCatchesUpWithAnotherMaster: a replica's pop.wal from its time
+// as master says m0..m3 in flight; meanwhile another master consumed up
+// to 6 and committed it. Resync drops what lies below and pops from 6.
+func TestResyncCatchesUpWithAnotherMaster(t *testing.T) {
+	offs := &offsetTable{off: map[qkey]int64{}}
+	r := newRig(t, 1)
+	r.commit, r.committed = offs.commit, offs.committed
+	if err := r.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.reopenService()
+	r.send(0, "a", msgs(8)...)
+	if ps := r.pop(r.req(4, time.Minute)); len(ps) != 4 {
+		t.Fatalf("popped %d", len(ps))
+	}
+	if err := offs.commit(group, topic, 0, 6); err != nil { // the other master's
+		t.Fatal(err)
+	}
+	if err := r.svc.Resync(); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Add(2 * time.Minute) // what was in flight would be due now
+	if got := bodies(r.pop(r.req(32, time.Minute))); len(got) != 2 || got[0] != "m6" || got[1] != "m7" {
+		t.Fatalf("after the resync popped %v, want [m6 m7]", got)
+	}
+}
