@@ -13,7 +13,7 @@ RACE_PKGS  = $$(for d in $(RACE_DIRS); do [ -d $$d ] && $(GO) list ./$$d/...; do
 REST_PKGS  = $$($(GO) list ./... | grep -v $(foreach d,$(RACE_DIRS),-e /samsa/$(d)))
 BENCH_DIR ?= $(CURDIR)/.benchdata
 
-.PHONY: all build test vet lint fmt-check staticcheck tidy-check golangci test-race test-rest fuzz perf-gate bench bench-full sim clean
+.PHONY: all build test vet lint fmt-check staticcheck tidy-check golangci test-race test-rest fuzz perf-gate bench bench-full sim clean proto
 
 all: build
 
@@ -22,6 +22,21 @@ build:
 
 vet:
 	$(GO) vet ./...
+
+# RocketMQ 5's gRPC protocol (package proxy/rmqpb): regenerate the Go code
+# from proxy/rmqpb/proto with protoc (Debian: protobuf-compiler) and the two
+# plugins at the versions pinned here, installed from the module proxy into
+# $(GOBIN). The output is committed; a build never needs protoc.
+PROTOC_GEN_GO      ?= google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC ?= google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+proto:
+	@command -v protoc >/dev/null 2>&1 || { echo "make proto: protoc not found (apt-get install protobuf-compiler)"; exit 1; }
+	$(GO) install $(PROTOC_GEN_GO)
+	$(GO) install $(PROTOC_GEN_GO_GRPC)
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc -I proxy/rmqpb/proto \
+	  --go_out=. --go_opt=module=github.com/samsamq/samsa \
+	  --go-grpc_out=. --go-grpc_opt=module=github.com/samsamq/samsa \
+	  proxy/rmqpb/proto/apache/rocketmq/v2/definition.proto proxy/rmqpb/proto/apache/rocketmq/v2/service.proto
 
 # Lint: go vet, gofmt, staticcheck and golangci-lint (both pinned; `go run
 # pkg@version` fetches them from the module proxy into the module cache,
