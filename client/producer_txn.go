@@ -109,14 +109,20 @@ type TransactionOptions struct {
 	// flight is settled by the check-back, which the producer answers
 	// from its memory of its decisions.
 	ConfirmEnd bool
+	// CheckOpen sends the check-backs of transactions begun and not yet
+	// ended to the Checker too, instead of answering them unknown: for a
+	// gateway (package proxy) whose transactions are decided by its own
+	// clients. Default false.
+	CheckOpen bool
 }
 
 // TransactionProducer is a Producer that also sends transactions and
 // answers the brokers' check-backs. Safe for concurrent use.
 type TransactionProducer struct {
 	*Producer
-	checker TransactionChecker
-	confirm bool
+	checker   TransactionChecker
+	confirm   bool
+	checkOpen bool
 
 	mu struct {
 		sync.Mutex
@@ -134,7 +140,7 @@ type txnDecision struct {
 
 // NewTransactionProducer returns a running TransactionProducer.
 func NewTransactionProducer(opts ProducerOptions, txo TransactionOptions) (*TransactionProducer, error) {
-	tp := &TransactionProducer{checker: txo.Checker, confirm: txo.ConfirmEnd}
+	tp := &TransactionProducer{checker: txo.Checker, confirm: txo.ConfirmEnd, checkOpen: txo.CheckOpen}
 	tp.mu.running = map[string]bool{}
 	tp.mu.ended = map[string]txnDecision{}
 	tp.mu.beaten = map[string]bool{}
@@ -339,6 +345,8 @@ func (tp *TransactionProducer) stateOf(ctx context.Context, id string, m *Messag
 	d, ok := tp.mu.ended[id]
 	tp.mu.Unlock()
 	switch {
+	case running && tp.checkOpen && tp.checker != nil:
+		return tp.checker(ctx, id, m)
 	case running:
 		return TransactionUnknown
 	case ok:
