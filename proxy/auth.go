@@ -104,9 +104,15 @@ func parseAuthorization(h string) (ak, sig string, ok bool) {
 func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	ctx, err := s.authenticate(ctx)
 	if err != nil {
+		s.opts.Logger.Debug("proxy: call refused", "method", info.FullMethod, "err", err)
 		return nil, err
 	}
-	return h(ctx, req)
+	resp, err := h(ctx, req)
+	if r, ok := resp.(interface{ GetStatus() *pb.Status }); ok && r.GetStatus().GetCode() != pb.Code_OK {
+		s.opts.Logger.Debug("proxy: call answered", "method", info.FullMethod, "code", r.GetStatus().GetCode(),
+			"message", r.GetStatus().GetMessage())
+	}
+	return resp, err
 }
 
 type authedStream struct {

@@ -46,6 +46,10 @@ type Options struct {
 	// after this many attempts a push consumer forwards a message to the
 	// DLQ (default 17: the first delivery and RocketMQ's 16 retries).
 	MaxDeliveryAttempts int
+	// DefaultInvisible is how long a push consumer's messages (received
+	// with auto_renew) stay invisible (default 60 s); the proxy does not
+	// renew it, so a message processed for longer is delivered again.
+	DefaultInvisible time.Duration
 	// LongPollMax caps a receive's long polling (default 30 s).
 	LongPollMax time.Duration
 	// ProducerGroup is the group the proxy's producer registers with
@@ -78,6 +82,9 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxDeliveryAttempts == 0 {
 		o.MaxDeliveryAttempts = 17
 	}
+	if o.DefaultInvisible == 0 {
+		o.DefaultInvisible = time.Minute
+	}
 	if o.LongPollMax == 0 {
 		o.LongPollMax = 30 * time.Second
 	}
@@ -97,6 +104,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxMessageSize < 0 || o.MaxReceives < 0 || o.MaxSessions < 0 || o.MaxTransactions < 0 || o.MaxDeliveryAttempts < 0 {
 		errs = append(errs, errors.New("a Max field is negative"))
+	}
+	if o.DefaultInvisible < 0 {
+		errs = append(errs, fmt.Errorf("DefaultInvisible: %v is negative", o.DefaultInvisible))
 	}
 	if o.LongPollMax < 0 {
 		errs = append(errs, fmt.Errorf("LongPollMax: %v is negative", o.LongPollMax))

@@ -11,8 +11,12 @@ import (
 	pb "github.com/samsamq/samsa/proxy/rmqpb"
 )
 
-// popMax is the most one POP hands out.
-const popMax = 32
+// popMax is the most one POP hands out; minInvisible the shortest
+// invisible time the brokers take.
+const (
+	popMax       = 32
+	minInvisible = 100 * time.Millisecond
+)
 
 // ReceiveMessage pops up to batch_size messages for the group, holding
 // the call up to its long-polling timeout when there are none. The
@@ -31,7 +35,7 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 		return reply(status(pb.Code_ILLEGAL_CONSUMER_GROUP, "no consumer group"))
 	case topic == "":
 		return reply(status(pb.Code_ILLEGAL_TOPIC, "no topic"))
-	case req.InvisibleDuration == nil || req.GetInvisibleDuration().AsDuration() <= 0:
+	case !req.GetAutoRenew() && (req.InvisibleDuration == nil || req.GetInvisibleDuration().AsDuration() <= 0):
 		return reply(status(pb.Code_ILLEGAL_INVISIBLE_TIME, "no invisible duration"))
 	case req.GetBatchSize() < 1:
 		return reply(status(pb.Code_BAD_REQUEST, fmt.Sprintf("batch size %d", req.GetBatchSize())))
@@ -55,6 +59,13 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 		poll = min(poll, max(req.GetLongPollingTimeout().AsDuration(), 0))
 	}
 	invisible := req.GetInvisibleDuration().AsDuration()
+	if req.GetAutoRenew() || invisible <= 0 {
+		// A push consumer asks the server to keep its messages invisible
+		// while it works (auto_renew): the proxy does not renew, it gives
+		// them DefaultInvisible, and the consumer's own nack or ack ends
+		// that sooner.
+		invisible = s.opts.DefaultInvisible
+	}
 	pctx, cancel := context.WithTimeout(ctx, poll)
 	defer cancel()
 	msgs, err := pc.Receive(pctx, min(int(req.GetBatchSize()), popMax), invisible)
@@ -130,6 +141,9 @@ func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *pb.ChangeInvi
 	if req.InvisibleDuration == nil || d < 0 {
 		return &pb.ChangeInvisibleDurationResponse{Status: status(pb.Code_ILLEGAL_INVISIBLE_TIME, "no invisible duration")}, nil
 	}
+	// The brokers take 100 ms at least; a client asking for less (a nack
+	// that wants the message back at once) gets that.
+	d = max(d, minInvisible)
 	cl, extra, good := parseHandle(req.GetReceiptHandle())
 	if !good {
 		return &pb.ChangeInvisibleDurationResponse{Status: status(pb.Code_INVALID_RECEIPT_HANDLE, "malformed receipt handle")}, nil

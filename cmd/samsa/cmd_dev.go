@@ -12,6 +12,7 @@ import (
 
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/devcluster"
+	"github.com/samsamq/samsa/proxy"
 )
 
 func init() {
@@ -35,15 +36,20 @@ func runDev(args []string) error {
 // devSession is a running `samsa dev`: the cluster and, with
 // --controller, its controller.
 type devSession struct {
-	dev *devcluster.Cluster
-	ctl *devcluster.Controller // nil without --controller
-	log *slog.Logger
+	dev   *devcluster.Cluster
+	ctl   *devcluster.Controller // nil without --controller
+	proxy *proxy.Server          // nil with --proxy ""
+	log   *slog.Logger
 }
 
-// close stops the cluster, then the controller (whose error is only
-// logged).
+// close stops the gRPC proxy, the cluster, then the controller (whose
+// error is only logged).
 func (s *devSession) close() error {
-	err := s.dev.Close()
+	var perr error
+	if s.proxy != nil {
+		perr = s.proxy.Close()
+	}
+	err := errors.Join(perr, s.dev.Close())
 	if s.ctl != nil {
 		if cerr := s.ctl.Close(); cerr != nil {
 			s.log.Warn("dev: controller: stop", "err", cerr)
@@ -66,6 +72,7 @@ func startDev(args []string, out io.Writer) (*devSession, error) {
 		"the first listens on --port, the others on free ports; data under DIR/<brokerName> when more than one")
 	slaves := fs.Int("slaves", 0, "slaves to run beside each broker (brokerId 1, 2, ...; free ports)")
 	replication := fs.String("replication", "", "with --slaves: sync (SYNC_MASTER: a send is answered once a slave holds it) or async (ASYNC_MASTER); default the broker's role")
+	proxyListen := fs.String("proxy", "127.0.0.1:8081", "gRPC address of a proxy for RocketMQ 5's clients in front of the cluster (\"\" for none;\na free port when this one is taken)")
 	withCtl := fs.Bool("controller", false, "also run a fail-over controller (one replica) in this process, and the brokers in controller mode:\nwith --slaves, a slave takes over when the master stops")
 	if err := parseArgs(fs, args); err != nil {
 		return nil, err
@@ -125,6 +132,18 @@ func startDev(args []string, out io.Writer) (*devSession, error) {
 		return nil, err
 	}
 	printDev(out, s.dev, *withCtl)
+	if *proxyListen != "" {
+		po := proxy.Options{NameServers: []string{s.dev.NamesrvAddr()}, Listen: *proxyListen, Logger: log}
+		s.proxy, err = proxy.New(po)
+		if err != nil && isAddrInUse(err) {
+			po.Listen = "127.0.0.1:0"
+			s.proxy, err = proxy.New(po)
+		}
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("dev: proxy: %w", err), s.close())
+		}
+		_, _ = fmt.Fprintf(out, "samsa dev: gRPC proxy %s (RocketMQ 5 clients: endpoints %s)\n", s.proxy.Addr(), s.proxy.Addr())
+	}
 	return s, nil
 }
 

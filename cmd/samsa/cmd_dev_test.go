@@ -23,7 +23,7 @@ func TestDevGroups(t *testing.T) {
 	}
 	var out bytes.Buffer
 	s, err := startDev([]string{"--groups", "3", "--namesrv", "127.0.0.1:0", "--port", "0", "--dir", t.TempDir(),
-		"--log-level", "error", "-D", "mappedFileSizeCommitLog=8388608"}, &out)
+		"--log-level", "error", "-D", "mappedFileSizeCommitLog=8388608", "--proxy", "127.0.0.1:0"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +36,9 @@ func TestDevGroups(t *testing.T) {
 		if !strings.Contains(printed, "broker "+g.BrokerAddr()+" ("+g.Name+")") {
 			t.Fatalf("%s at %s not printed:\n%s", g.Name, g.BrokerAddr(), printed)
 		}
+	}
+	if s.proxy == nil || !strings.Contains(printed, "gRPC proxy "+s.proxy.Addr()) {
+		t.Fatalf("no gRPC proxy printed:\n%s", printed)
 	}
 	if !strings.Contains(printed, "name server "+s.dev.NamesrvAddr()) || !strings.Contains(printed, "3 broker groups in cluster") {
 		t.Fatalf("printed:\n%s", printed)
