@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -16,6 +17,7 @@ import (
 const (
 	popMax       = 32
 	minInvisible = 100 * time.Millisecond
+	ackParallel  = 16 // an AckMessage's entries acknowledged at once
 )
 
 // ReceiveMessage pops up to batch_size messages for the group, holding
@@ -117,15 +119,30 @@ func (s *Server) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (*pb
 	}
 	out := make([]*pb.AckMessageResultEntry, len(req.GetEntries()))
 	sts := make([]*pb.Status, len(out))
+	// The entries' ACK_MESSAGEs go out together, ackParallel at a time:
+	// a batch costs about one round trip to the brokers, not one each.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, ackParallel)
 	for i, e := range req.GetEntries() {
-		st := ok()
-		if _, extra, good := parseHandle(e.GetReceiptHandle()); !good {
-			st = status(pb.Code_INVALID_RECEIPT_HANDLE, "malformed receipt handle")
-		} else if err := pc.AckReceipt(ctx, extra); err != nil {
-			st = errStatus(err)
+		out[i] = &pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle()}
+		_, extra, good := parseHandle(e.GetReceiptHandle())
+		if !good {
+			sts[i] = status(pb.Code_INVALID_RECEIPT_HANDLE, "malformed receipt handle")
+			continue
 		}
-		out[i] = &pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: st}
-		sts[i] = st
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			sts[i] = ok()
+			if err := pc.AckReceipt(ctx, extra); err != nil {
+				sts[i] = errStatus(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range out {
+		out[i].Status = sts[i]
 	}
 	return &pb.AckMessageResponse{Status: overall(sts), Entries: out}, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/samsamq/samsa/loadgen/catchup"
 	"github.com/samsamq/samsa/loadgen/chaos"
 	"github.com/samsamq/samsa/loadgen/durability"
+	"github.com/samsamq/samsa/loadgen/grpcdriver"
 	"github.com/samsamq/samsa/loadgen/kafkadriver"
 	"github.com/samsamq/samsa/loadgen/metascale"
 	"github.com/samsamq/samsa/loadgen/natsdriver"
@@ -107,9 +108,9 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 			return nil, errors.New("the kafka driver drives a live cluster: give its brokers, --brokers host:9092,...")
 		}
 		return kafkadriver.New(kafkadriver.Options{Brokers: l.kafkaBrokers, Settings: c.Cluster.Kafka, SASL: l.kafkaSASL, TLS: l.client.TLS})
-	case "samsa", "rocketmq":
+	case "samsa", "rocketmq", "grpc":
 	default:
-		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, nats, redis, rabbitmq, kafka)", c.Driver)
+		return nil, fmt.Errorf("unknown driver %q (samsa, rocketmq, grpc, nats, redis, rabbitmq, kafka)", c.Driver)
 	}
 	var dev *devcluster.Cluster
 	var repl *replicaSide
@@ -146,13 +147,16 @@ func (l labSettings) driver(ctx context.Context, c loadgen.Cell) (loadgen.Driver
 	}
 	var d loadgen.Driver
 	var err error
-	if c.Driver == "samsa" {
+	switch c.Driver {
+	case "samsa":
 		o := samsadriver.Options{NameServers: nameServers}
 		if !l.embedded {
 			o.Credentials, o.TLS = l.client.Credentials, l.client.TLS
 		}
 		d, err = samsadriver.New(o)
-	} else {
+	case "grpc": // a proxy in this process in front of the cluster (plain, no ACL)
+		d, err = grpcdriver.New(grpcdriver.Options{NameServers: nameServers})
+	default:
 		if brokerAddr == "" {
 			err = errors.New("the rocketmq driver creates topics on --broker ADDR")
 		} else {
