@@ -42,6 +42,10 @@ type Options struct {
 	// MaxTransactions bounds the transactions begun and not ended
 	// (default 100000); more answer TOO_MANY_REQUESTS.
 	MaxTransactions int
+	// TransactionKeep is how long an open transaction is held for its
+	// producer's EndTransaction before, with MaxTransactions reached, it
+	// is let go to the brokers' check-backs (default 1 h).
+	TransactionKeep time.Duration
 	// MaxDeliveryAttempts is what consumers are told in their settings:
 	// after this many attempts a push consumer forwards a message to the
 	// DLQ (default 17: the first delivery and RocketMQ's 16 retries).
@@ -78,6 +82,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.MaxTransactions == 0 {
 		o.MaxTransactions = 100000
+	}
+	if o.TransactionKeep == 0 {
+		o.TransactionKeep = time.Hour
 	}
 	if o.MaxDeliveryAttempts == 0 {
 		o.MaxDeliveryAttempts = 17

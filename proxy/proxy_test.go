@@ -360,3 +360,26 @@ func TestUnimplementedAnswersSo(t *testing.T) {
 		t.Fatalf("UpdateOffset: %v, want Unimplemented", err)
 	}
 }
+
+func TestReceivesHeldAreBounded(t *testing.T) {
+	e := start(t, 1, func(o *Options) { o.MaxReceives = 1 })
+	e.createTopic("bounded", 1)
+	ctx := e.ctx("c1")
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		e.rpc.ReceiveMessage(ctx, &pb.ReceiveMessageRequest{Group: res("bg"), MessageQueue: &pb.MessageQueue{Topic: res("bounded")},
+			BatchSize: 1, InvisibleDuration: durationOf(time.Minute), LongPollingTimeout: durationOf(20 * time.Second)})
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, st := e.receive(ctx, "bg", "bounded", 1, time.Minute, 0)
+		if st.Code == pb.Code_TOO_MANY_REQUESTS {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a second receive beside a held one: %v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

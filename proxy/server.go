@@ -54,7 +54,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, receives: make(chan struct{}, opts.MaxReceives), served: make(chan struct{})}
 	s.pops.m = map[popKey]*client.PopConsumer{}
 	s.sessions.init(opts.MaxSessions)
-	s.txns.init(opts.MaxTransactions)
+	s.txns.init(opts.MaxTransactions, opts.TransactionKeep)
 	co := s.clientOptions()
 	admin, err := client.NewAdmin(co)
 	if err != nil {

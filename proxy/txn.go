@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/samsamq/samsa/acl"
 	"github.com/samsamq/samsa/client"
@@ -17,29 +18,43 @@ type txns struct {
 		open    map[string]*openTxn
 		waiting map[string]chan pb.TransactionResolution // check-backs relayed, by transaction id
 	}
-	max int
+	max  int
+	keep time.Duration
 }
 
 type openTxn struct {
 	tx       *client.Transaction
 	clientID string // who sent it: its telemetry stream gets the check-backs
 	topic    string
+	at       time.Time
 }
 
-func (t *txns) init(max int) {
-	t.max = max
+func (t *txns) init(max int, keep time.Duration) {
+	t.max, t.keep = max, keep
 	t.mu.open = map[string]*openTxn{}
 	t.mu.waiting = map[string]chan pb.TransactionResolution{}
 }
 
-// add keeps tx; false when MaxTransactions are open.
+// add keeps tx; false when MaxTransactions are open. When full, it first
+// lets go of transactions held longer than TransactionKeep (their
+// producer is gone: the brokers' check-backs, relayed to any producer of
+// the topic, or their check limit settle them).
 func (t *txns) add(tx *client.Transaction, clientID, topic string) bool {
+	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.mu.open) >= t.max {
+		for id, o := range t.mu.open {
+			if now.Sub(o.at) > t.keep {
+				o.tx.LeaveOpen()
+				delete(t.mu.open, id)
+			}
+		}
+	}
+	if len(t.mu.open) >= t.max {
 		return false
 	}
-	t.mu.open[tx.ID()] = &openTxn{tx: tx, clientID: clientID, topic: topic}
+	t.mu.open[tx.ID()] = &openTxn{tx: tx, clientID: clientID, topic: topic, at: now}
 	return true
 }
 

@@ -76,3 +76,29 @@ func TestTransactionsCommitRollbackAndCheckBack(t *testing.T) {
 		t.Fatalf("end of an unknown transaction: %v %v", r, err)
 	}
 }
+
+func TestOpenTransactionsAreBounded(t *testing.T) {
+	e := start(t, 1, func(o *Options) { o.MaxTransactions, o.TransactionKeep = 2, time.Nanosecond })
+	e.createTopic("txb", 1)
+	ctx := e.ctx("producer-2")
+	half := func(id string) *pb.SendResultEntry {
+		m := msg("txb", id, id)
+		m.SystemProperties.MessageType = pb.MessageType_TRANSACTION
+		r, err := e.rpc.SendMessage(ctx, &pb.SendMessageRequest{Messages: []*pb.Message{m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Entries[0]
+	}
+	first := half("a")
+	half("b")
+	// Full: the oldest, held past TransactionKeep, are let go for the new one.
+	if got := half("c"); got.Status.Code != pb.Code_OK {
+		t.Fatalf("third transaction: %v", got.Status)
+	}
+	r, err := e.rpc.EndTransaction(ctx, &pb.EndTransactionRequest{Topic: res("txb"), MessageId: "a", TransactionId: first.TransactionId,
+		Resolution: pb.TransactionResolution_COMMIT})
+	if err != nil || r.Status.Code != pb.Code_INVALID_TRANSACTION_ID {
+		t.Fatalf("end of a transaction let go: %v %v", r, err)
+	}
+}
