@@ -383,3 +383,43 @@ func TestReceivesHeldAreBounded(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// One AckMessage of many entries acknowledges them all (one
+// BATCH_ACK_MESSAGE); acknowledged again, each entry is refused: none is
+// in flight any more.
+func TestAckManyAtOnce(t *testing.T) {
+	e := start(t, 1, nil)
+	e.createTopic("many", 2)
+	ctx := e.ctx("c1")
+	const n = 20
+	for i := 0; i < n; i++ {
+		e.send(ctx, msg("many", fmt.Sprint("M", i), fmt.Sprint(i)))
+	}
+	var got []*pb.Message
+	deadline := time.Now().Add(60 * time.Second)
+	for len(got) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("received %d of %d", len(got), n)
+		}
+		msgs, _ := e.receive(ctx, "mg", "many", 32, 5*time.Minute, 2*time.Second)
+		got = append(got, msgs...)
+	}
+	var entries []*pb.AckMessageEntry
+	for _, m := range got {
+		entries = append(entries, &pb.AckMessageEntry{MessageId: m.SystemProperties.MessageId, ReceiptHandle: m.SystemProperties.GetReceiptHandle()})
+	}
+	req := &pb.AckMessageRequest{Group: res("mg"), Topic: res("many"), Entries: entries}
+	r, err := e.rpc.AckMessage(ctx, req)
+	if err != nil || r.Status.Code != pb.Code_OK || len(r.Entries) != n {
+		t.Fatalf("ack of %d: %v %v", n, r, err)
+	}
+	r, err = e.rpc.AckMessage(ctx, req)
+	if err != nil || r.Status.Code != pb.Code_MULTIPLE_RESULTS {
+		t.Fatalf("second ack: %v %v", r, err)
+	}
+	for _, en := range r.Entries {
+		if en.Status.Code != pb.Code_INVALID_RECEIPT_HANDLE {
+			t.Fatalf("entry %s acknowledged twice: %v", en.MessageId, en.Status)
+		}
+	}
+}

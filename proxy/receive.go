@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -17,7 +16,6 @@ import (
 const (
 	popMax       = 32
 	minInvisible = 100 * time.Millisecond
-	ackParallel  = 16 // an AckMessage's entries acknowledged at once
 )
 
 // ReceiveMessage pops up to batch_size messages for the group, holding
@@ -119,28 +117,23 @@ func (s *Server) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (*pb
 	}
 	out := make([]*pb.AckMessageResultEntry, len(req.GetEntries()))
 	sts := make([]*pb.Status, len(out))
-	// The entries' ACK_MESSAGEs go out together, ackParallel at a time:
-	// a batch costs about one round trip to the brokers, not one each.
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, ackParallel)
+	// One BATCH_ACK_MESSAGE per broker for the well-formed handles.
+	var handles []string
+	var at []int
 	for i, e := range req.GetEntries() {
 		out[i] = &pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle()}
-		_, extra, good := parseHandle(e.GetReceiptHandle())
-		if !good {
+		if _, extra, good := parseHandle(e.GetReceiptHandle()); good {
+			handles, at = append(handles, extra), append(at, i)
+		} else {
 			sts[i] = status(pb.Code_INVALID_RECEIPT_HANDLE, "malformed receipt handle")
-			continue
 		}
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			sts[i] = ok()
-			if err := pc.AckReceipt(ctx, extra); err != nil {
-				sts[i] = errStatus(err)
-			}
-		}()
 	}
-	wg.Wait()
+	for j, err := range pc.AckReceipts(ctx, handles) {
+		sts[at[j]] = ok()
+		if err != nil {
+			sts[at[j]] = errStatus(err)
+		}
+	}
 	for i := range out {
 		out[i].Status = sts[i]
 	}
