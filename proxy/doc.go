@@ -24,9 +24,12 @@
 //	                       to a check-back it relays)
 //	Telemetry              settings both ways; a broker's check-back of a half message is
 //	                       relayed to the producer's stream as RecoverOrphanedTransactionCommand
+//	GetOffset, UpdateOffset, QueryOffset
+//	                       a group's committed offset of a queue; a queue's first, next or
+//	                       at-a-time offset
 //
-// PullMessage, the offset calls, RecallMessage and SyncLiteSubscription
-// answer gRPC's Unimplemented. A receipt handle is "S1 <commit-log offset>
+// PullMessage, RecallMessage and SyncLiteSubscription answer gRPC's
+// Unimplemented. A receipt handle is "S1 <commit-log offset>
 // <RocketMQ's extraInfo>", which names the broker, queue and offset.
 //
 // Bounds as remoting's: a message body above MaxMessageSize is refused,

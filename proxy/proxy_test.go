@@ -355,9 +355,43 @@ func TestDeadLetter(t *testing.T) {
 func TestUnimplementedAnswersSo(t *testing.T) {
 	e := start(t, 1, nil)
 	ctx := e.ctx("c1")
-	_, err := e.rpc.UpdateOffset(ctx, &pb.UpdateOffsetRequest{})
+	st, err := e.rpc.PullMessage(ctx, &pb.PullMessageRequest{})
+	if err == nil {
+		_, err = st.Recv()
+	}
 	if err == nil || !isUnimplemented(err) {
-		t.Fatalf("UpdateOffset: %v, want Unimplemented", err)
+		t.Fatalf("PullMessage: %v, want Unimplemented", err)
+	}
+}
+
+func TestOffsets(t *testing.T) {
+	e := start(t, 1, nil)
+	e.createTopic("offs", 1)
+	ctx := e.ctx("c1")
+	for i := 0; i < 5; i++ {
+		e.send(ctx, msg("offs", fmt.Sprint("O", i), "x"))
+	}
+	rr, err := e.rpc.QueryRoute(ctx, &pb.QueryRouteRequest{Topic: res("offs")})
+	if err != nil || len(rr.MessageQueues) != 1 {
+		t.Fatalf("route: %v %v", rr, err)
+	}
+	mq := rr.MessageQueues[0]
+	end, err := e.rpc.QueryOffset(ctx, &pb.QueryOffsetRequest{MessageQueue: mq, QueryOffsetPolicy: pb.QueryOffsetPolicy_END})
+	if err != nil || end.Status.Code != pb.Code_OK || end.Offset != 5 {
+		t.Fatalf("END: %v %v", end, err)
+	}
+	begin, err := e.rpc.QueryOffset(ctx, &pb.QueryOffsetRequest{MessageQueue: mq, QueryOffsetPolicy: pb.QueryOffsetPolicy_BEGINNING})
+	if err != nil || begin.Status.Code != pb.Code_OK || begin.Offset != 0 {
+		t.Fatalf("BEGINNING: %v %v", begin, err)
+	}
+	if r, err := e.rpc.GetOffset(ctx, &pb.GetOffsetRequest{Group: res("og"), MessageQueue: mq}); err != nil || r.Status.Code != pb.Code_OFFSET_NOT_FOUND {
+		t.Fatalf("offset of a group without one: %v %v", r, err)
+	}
+	if r, err := e.rpc.UpdateOffset(ctx, &pb.UpdateOffsetRequest{Group: res("og"), MessageQueue: mq, Offset: 3}); err != nil || r.Status.Code != pb.Code_OK {
+		t.Fatalf("update: %v %v", r, err)
+	}
+	if r, err := e.rpc.GetOffset(ctx, &pb.GetOffsetRequest{Group: res("og"), MessageQueue: mq}); err != nil || r.Status.Code != pb.Code_OK || r.Offset != 3 {
+		t.Fatalf("offset after the update: %v %v", r, err)
 	}
 }
 
