@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/acl"
 	"github.com/samsamq/samsa/broker"
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/devcluster"
@@ -96,6 +97,15 @@ func install(t *testing.T) string {
 	return modules
 }
 
+// aclFile is the accounts file of the ACL scenario's proxy.
+const aclFile = `
+accounts:
+  - accessKey: nodeAK0001
+    secretKey: nodeSK0001
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: SUB
+`
+
 func tail(b []byte) string {
 	if len(b) > 2000 {
 		b = b[len(b)-2000:]
@@ -125,6 +135,16 @@ func TestOfficialNodeClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
+	cfgACL, err := acl.Parse([]byte(aclFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pACL, err := proxy.New(proxy.Options{NameServers: []string{c.NamesrvAddr()}, Listen: "127.0.0.1:0", Logger: logger(),
+		ACL: acl.NewStatic(cfgACL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pACL.Close() })
 	admin, err := client.NewAdmin(client.ClientOptions{NameServers: []string{c.NamesrvAddr()}, Logger: logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +158,7 @@ func TestOfficialNodeClient(t *testing.T) {
 		"transaction": {"txn-" + run},
 		"invisible":   {"invisible-" + run},
 		"dlq":         {"dlq-" + run, "%DLQ%g-dlq-" + run},
+		"acl":         {"acl-" + run},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -148,9 +169,13 @@ func TestOfficialNodeClient(t *testing.T) {
 			}
 		}
 	}
-	for _, sc := range []string{"basic", "fifo", "delay", "transaction", "invisible", "dlq"} {
+	for _, sc := range []string{"basic", "fifo", "delay", "transaction", "invisible", "dlq", "acl"} {
 		t.Run(sc, func(t *testing.T) {
-			res := runScenario(t, modules, p.Addr(), sc, run)
+			endpoints := p.Addr()
+			if sc == "acl" {
+				endpoints = pACL.Addr()
+			}
+			res := runScenario(t, modules, endpoints, sc, run)
 			t.Logf("%s: %s", sc, res)
 		})
 	}

@@ -219,6 +219,36 @@ const scenarios = {
   },
 };
 
+// ACL: ENDPOINTS is a proxy with an accounts file holding nodeAK0001 /
+// nodeSK0001. A producer without credentials cannot start (its route
+// query is refused); a producer and consumer signing as the account send
+// and receive.
+scenarios.acl = async function acl() {
+  const topic = `acl-${runId}`;
+  const unsigned = new Producer({ endpoints, namespace: '', topics: [ topic ], logger });
+  let refused = false;
+  try {
+    await unsigned.startup();
+  } catch (err) {
+    refused = true;
+  }
+  if (!refused) fail('an unsigned producer started against an ACL proxy');
+  const sessionCredentials = { accessKey: 'nodeAK0001', accessSecret: 'nodeSK0001' };
+  const producer = new Producer({ endpoints, namespace: '', topics: [ topic ], logger, sessionCredentials });
+  await producer.startup();
+  await producer.send({ topic, body: Buffer.from('signed') });
+  const consumer = new SimpleConsumer({
+    endpoints, namespace: '', consumerGroup: `g-acl-${runId}`, logger, sessionCredentials,
+    subscriptions: new Map().set(topic, '*'), awaitDuration: 5000,
+  });
+  await consumer.startup();
+  const got = await receiveUntil(consumer, all => all.length >= 1);
+  await consumer.shutdown();
+  await producer.shutdown();
+  if (got.length !== 1 || got[0].body.toString() !== 'signed') fail(`received ${got.length}`);
+  ok({ unsignedRefused: refused, received: got[0].body.toString() });
+};
+
 const run = scenarios[scenario];
 if (!run) fail(`no scenario ${scenario}`);
 run().catch(err => fail(err && err.stack || String(err)));
