@@ -123,7 +123,26 @@ func Open(opts Options) (n *Node, err error) {
 	}
 	trans := raft.NewNetworkTransportWithLogger(streamLayer{Listener: rln, advertise: peerAddr(self.RaftAddr)}, 3, 10*time.Second, hlog)
 	cleanup = append(cleanup, trans.Close)
+	if err := n.startRaft(RaftParts{Transport: trans, Logs: ts, Stable: ts, Snapshots: snaps}, hlog); err != nil {
+		closeListeners(opts)
+		return nil, err
+	}
+	cleanup = append(cleanup, func() error { return n.raft.Shutdown().Error() })
 
+	n.srv, err = newServer(n, opts)
+	if err != nil {
+		return nil, err
+	}
+	n.wg.Add(1)
+	go n.tickLoop()
+	n.log.Info("controller replica started", "options", opts.String(), "rpc", n.srv.addr(), "raft", rln.Addr().String())
+	return n, nil
+}
+
+// startRaft configures hashicorp/raft from the options, bootstraps the
+// peer set on parts holding no Raft state, and starts Raft over n.fsm.
+func (n *Node) startRaft(parts RaftParts, hlog hclog.Logger) error {
+	opts := n.opts
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(opts.ID)
 	rc.HeartbeatTimeout = opts.RaftHeartbeatTimeout
@@ -134,44 +153,31 @@ func Open(opts Options) (n *Node, err error) {
 	rc.TrailingLogs = opts.TrailingLogs
 	rc.Logger = hlog
 	if err := raft.ValidateConfig(rc); err != nil {
-		closeListeners(opts)
-		return nil, fmt.Errorf("raftctl: %w", err)
+		return fmt.Errorf("raftctl: %w", err)
 	}
-	has, err := raft.HasExistingState(ts, ts, snaps)
+	has, err := raft.HasExistingState(parts.Logs, parts.Stable, parts.Snapshots)
 	if err != nil {
-		closeListeners(opts)
-		return nil, fmt.Errorf("raftctl: %w", err)
+		return fmt.Errorf("raftctl: %w", err)
 	}
 	if !has {
 		var conf raft.Configuration
 		for _, p := range opts.Peers {
 			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
 		}
-		if err := raft.BootstrapCluster(rc, ts, ts, snaps, trans, conf); err != nil {
-			closeListeners(opts)
-			return nil, fmt.Errorf("raftctl: bootstrap: %w", err)
+		if err := raft.BootstrapCluster(rc, parts.Logs, parts.Stable, parts.Snapshots, parts.Transport, conf); err != nil {
+			return fmt.Errorf("raftctl: bootstrap: %w", err)
 		}
 		n.log.Info("bootstrapped", "peers", FormatPeers(opts.Peers))
 	}
-	r, err := raft.NewRaft(rc, n.fsm, ts, ts, snaps, trans)
+	r, err := raft.NewRaft(rc, n.fsm, parts.Logs, parts.Stable, parts.Snapshots, parts.Transport)
 	if err != nil {
-		closeListeners(opts)
-		return nil, fmt.Errorf("raftctl: start raft: %w", err)
+		return fmt.Errorf("raftctl: start raft: %w", err)
 	}
 	n.raft = r
-	cleanup = append(cleanup, func() error { return r.Shutdown().Error() })
 	if has {
 		n.warnIfPeersDiffer()
 	}
-
-	n.srv, err = newServer(n, opts)
-	if err != nil {
-		return nil, err
-	}
-	n.wg.Add(1)
-	go n.tickLoop()
-	n.log.Info("controller replica started", "options", opts.String(), "rpc", n.srv.addr(), "raft", rln.Addr().String())
-	return n, nil
+	return nil
 }
 
 // closeListeners closes the listeners a failed Open was given: nothing
@@ -185,8 +191,14 @@ func closeListeners(o Options) {
 	}
 }
 
-// Addr is the address of the server for brokers and tools.
-func (n *Node) Addr() string { return n.srv.addr() }
+// Addr is the address of the server for brokers and tools ("" under
+// OpenWith).
+func (n *Node) Addr() string {
+	if n.srv == nil { // OpenWith: no server
+		return ""
+	}
+	return n.srv.addr()
+}
 
 // ID is this replica's id.
 func (n *Node) ID() string { return n.opts.ID }
@@ -235,10 +247,14 @@ func (n *Node) Close() error {
 		n.closed.Store(true)
 		close(n.stop)
 		err = n.raft.Shutdown().Error()
-		n.srv.close()
+		if n.srv != nil {
+			n.srv.close()
+		}
 		n.wg.Wait()
-		if e := n.store.Close(); err == nil {
-			err = e
+		if n.store != nil { // nil under OpenWith: the caller's stores
+			if e := n.store.Close(); err == nil {
+				err = e
+			}
 		}
 		n.log.Info("controller replica closed")
 	})
