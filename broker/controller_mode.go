@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/samsamq/samsa/broker/ctlrole"
 	"github.com/samsamq/samsa/controller"
 	"github.com/samsamq/samsa/controller/ctlclient"
 	"github.com/samsamq/samsa/ha"
@@ -25,7 +26,7 @@ import (
 //
 //   - made master at epoch E: stop the ha.Slave, open a replication epoch
 //     of E in the epoch file at the log's end (E<<16|n,
-//     controller_mode_epoch.go; ha.EpochFile.BeginMasterEpochAt), start an
+//     ctlrole.NextHAEpoch; ha.EpochFile.BeginMasterEpochAt), start an
 //     ha.Master that waits for the sync-state set (SYNC_MASTER), lift the
 //     store's fence, and register with the name servers as brokerId 0 (the
 //     route's master) with stateVersion E;
@@ -133,11 +134,9 @@ type ctlMode struct {
 		// decision (controller.Result.UncleanEpoch; see mayCutAcked).
 		uncleanEpoch int64
 	}
-	// caughtUp: when each sync-state member (or candidate) was last seen
-	// holding the whole log; linkedOnce: the slaves seen linked since this
-	// broker last became master. run's alone.
-	caughtUp   map[int64]time.Time
-	linkedOnce map[int64]bool
+	// tracker keeps the sync-state set between rounds (ctlrole.Tracker).
+	// run's alone.
+	tracker *ctlrole.Tracker
 	// diskStalled: the last heartbeat said the disk stalls (cannotServe);
 	// run's alone.
 	diskStalled bool
@@ -163,9 +162,9 @@ func (r *Replication) openControllerMode() error {
 	}
 	c := &ctlMode{replDeps: &r.replDeps, newMaster: r.newHAMaster, newSlave: r.newHASlave,
 		cli: cli, epochs: epochs, acked: acked, now: time.Now, began: time.Now(),
-		group:    controller.Group{Cluster: r.cfg.BrokerClusterName, Broker: r.cfg.BrokerName},
-		kick:     make(chan struct{}, 1),
-		caughtUp: map[int64]time.Time{}, linkedOnce: map[int64]bool{}}
+		group:   controller.Group{Cluster: r.cfg.BrokerClusterName, Broker: r.cfg.BrokerName},
+		kick:    make(chan struct{}, 1),
+		tracker: ctlrole.NewTracker()}
 	c.elapsed = func() time.Duration { return time.Since(c.began) }
 	if r.cfg.ctlNow != nil {
 		c.now = r.cfg.ctlNow

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/samsamq/samsa/broker/ctlrole"
 	"github.com/samsamq/samsa/controller"
 	"github.com/samsamq/samsa/ha"
 )
@@ -51,10 +52,7 @@ func (c *ctlMode) nextHeartbeat() time.Duration {
 	overdue := silent < 0 || silent > every+every/2
 	waiting := failed || role == controller.RoleNone ||
 		(role == controller.RoleSlave && (overdue || slave == nil || !slave.Status().Connected))
-	if !waiting {
-		return every
-	}
-	return min(every, max(c.cfg.ControllerHeartBeatTimeout/15, 50*time.Millisecond))
+	return ctlrole.HeartbeatWait(every, c.cfg.ControllerHeartBeatTimeout, waiting)
 }
 
 // round is one heartbeat (or registration) and what follows from it.
@@ -110,13 +108,7 @@ func (c *ctlMode) round() {
 // damaged ranges wait for a repair, and how much of the log a restart has
 // not yet read back.
 func (c *ctlMode) position() controller.Position {
-	p := controller.Position{End: c.store.WrittenOffset()}
-	for _, e := range slices.Backward(c.epochs.Entries()) {
-		if e.Start < p.End {
-			p.Epoch = e.Epoch
-			break
-		}
-	}
+	p := ctlrole.LogPosition(c.epochs.Entries(), c.store.WrittenOffset())
 	if m := c.master.Load(); m != nil {
 		p.Confirmed = c.confirmed(m)
 	}
@@ -125,21 +117,15 @@ func (c *ctlMode) position() controller.Position {
 	return p
 }
 
-// confirmed is the offset every member of the sync-state set holds, as
-// this master sees it: the lowest acknowledgement among the linked
-// members, its handed offset when it is alone. The controller elects no
-// replica whose log ends below it (the group acknowledged it).
+// confirmed is the offset the group acknowledged and every member of the
+// sync-state set holds, as this master sees it (ctlrole.Confirmed): never
+// above what its ha.Master released writes at. The controller elects no
+// replica whose log ends below it.
 func (c *ctlMode) confirmed(m *ha.Master) int64 {
 	c.mu.Lock()
 	set := slices.Clone(c.mu.syncSet)
 	c.mu.Unlock()
-	conf := c.store.HandedOffset()
-	for _, s := range m.Slaves() {
-		if s.BrokerID != c.cfg.BrokerID && slices.Contains(set, s.BrokerID) {
-			conf = min(conf, s.AckOffset)
-		}
-	}
-	return conf
+	return ctlrole.Confirmed(c.cfg.BrokerID, c.store.HandedOffset(), m.Acknowledged(), set, m.Slaves())
 }
 
 // mayCutAcked tells the replication link whether it may cut bytes the
@@ -150,7 +136,7 @@ func (c *ctlMode) confirmed(m *ha.Master) int64 {
 func (c *ctlMode) mayCutAcked(lineage uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ctlEpochOf(lineage) < c.mu.uncleanEpoch
+	return ctlrole.MayCutAcked(lineage, c.mu.uncleanEpoch)
 }
 
 // masterFailed is why this broker, named master, could not take up the
@@ -189,7 +175,7 @@ func (c *ctlMode) cannotServe() string {
 // registerEpoch is the highest master epoch the broker has seen: the last
 // of its epoch file, or the one it works under if higher.
 func (c *ctlMode) registerEpoch() int64 {
-	e := ctlEpochOf(c.epochs.MaxEpoch())
+	e := ctlrole.CtlEpochOf(c.epochs.MaxEpoch())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return max(e, c.mu.epoch)
@@ -265,7 +251,7 @@ func (c *ctlMode) apply(r controller.Result) {
 		if role != controller.RoleMaster || epoch != r.MasterEpoch || c.master.Load() == nil {
 			c.becomeMaster(r)
 		} else if m := c.master.Load(); m != nil {
-			m.SetRequired(others(r.SyncSet, r.MasterID)) // the controller's set, as it stands
+			m.SetRequired(ctlrole.Others(r.SyncSet, r.MasterID)) // the controller's set, as it stands
 		}
 	case r.Role == controller.RoleSlave && r.MasterID != controller.NoMaster:
 		if role != controller.RoleSlave || epoch != r.MasterEpoch || masterID != r.MasterID || masterAddr != r.MasterAddr {
@@ -303,7 +289,7 @@ func (c *ctlMode) stopSlave() {
 func (c *ctlMode) becomeMaster(r controller.Result) {
 	c.stopWriting()
 	c.stopSlave()
-	haEpoch, err := nextHAEpoch(c.epochs.MaxEpoch(), r.MasterEpoch)
+	haEpoch, err := ctlrole.NextHAEpoch(c.epochs.MaxEpoch(), r.MasterEpoch)
 	if err == nil {
 		// What replication brought while a slave (half messages, op
 		// records) never passed through the transactions' state.
@@ -330,13 +316,8 @@ func (c *ctlMode) becomeMaster(r controller.Result) {
 	c.mu.masterFailed = ""
 	c.mu.Unlock()
 	c.stateVersion.Store(r.MasterEpoch)
-	clear(c.caughtUp)
-	clear(c.linkedOnce)
-	now := c.now()
-	for _, id := range r.SyncSet {
-		c.caughtUp[id] = now
-	}
-	m.SetRequired(others(r.SyncSet, r.MasterID))
+	c.tracker.Begin(r.SyncSet, c.now())
+	m.SetRequired(ctlrole.Others(r.SyncSet, r.MasterID))
 	c.dropLocalOffsets() // commits made here as a slave are in the table: this is the master now
 	c.master.Store(m)
 	c.store.SetFenced(false)
@@ -394,56 +375,21 @@ func (c *ctlMode) keepSyncSet() {
 	c.mu.Lock()
 	set, setEpoch, epoch := slices.Clone(c.mu.syncSet), c.mu.syncSetEpoch, c.mu.epoch
 	c.mu.Unlock()
-	now := c.now()
 	self := c.cfg.BrokerID
-	next := []int64{self}
-	slaves := m.Slaves()
-	linked := make(map[int64]bool, len(slaves))
-	for _, s := range slaves {
-		c.caughtUp[s.BrokerID] = now.Add(-s.LagTime) // LagTime is 0 when caught up
-		linked[s.BrokerID] = true
-		c.linkedOnce[s.BrokerID] = true
-	}
-	for _, id := range set {
-		// A SYNC_MASTER's sends wait for every member. A member whose
-		// replication link to this master ended (killed, restarting, its
-		// connection reset) leaves at once, as RocketMQ's master drops a
-		// closed connection's slave; ha.Master's OnLinkDown runs this
-		// round as soon as the link ends. A member not linked since this
-		// broker became master (still learning of the election) leaves
-		// once it has not been caught up for
-		// controllerHeartBeatTimeoutMills, as long as the controller
-		// takes to call a master dead. A linked member that trails keeps
-		// haMaxTimeSlaveNotCatchup to catch up.
-		limit := c.cfg.HAMaxTimeSlaveNotCatchup
-		switch {
-		case !linked[id] && c.linkedOnce[id]:
-			limit = -1
-		case !linked[id]:
-			limit = min(limit, c.cfg.ControllerHeartBeatTimeout)
-		}
-		if id != self && now.Sub(c.caughtUp[id]) <= limit {
-			next = append(next, id)
-		}
-	}
-	for _, s := range slaves {
-		if s.LagBytes == 0 && !slices.Contains(next, s.BrokerID) {
-			next = append(next, s.BrokerID)
-		}
-	}
-	slices.Sort(next)
+	next := c.tracker.Next(self, set, m.Slaves(), c.now(),
+		ctlrole.SyncSetRules{NotCatchup: c.cfg.HAMaxTimeSlaveNotCatchup, Unlinked: c.cfg.ControllerHeartBeatTimeout})
 	if slices.Equal(next, set) {
 		return
 	}
 	// A SYNC_MASTER waits for every member (ha.Master.SetRequired): a new
 	// one from before the controller has it, a dropped one until after.
-	m.SetRequired(others(union(set, next), self))
+	m.SetRequired(ctlrole.Others(ctlrole.Union(set, next), self))
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ControllerHeartBeatTimeout)
 	defer cancel()
 	res, err := c.cli.AlterSyncStateSet(ctx, controller.AlterSyncStateSet{Group: c.group, From: self, MasterEpoch: epoch,
 		NewSet: next, SyncSetEpoch: setEpoch})
 	if err != nil {
-		m.SetRequired(others(set, self))
+		m.SetRequired(ctlrole.Others(set, self))
 		c.noteErr("broker: sync-state set change refused", err)
 		if res.Fenced || errors.Is(err, controller.ErrFenced) || errors.Is(err, controller.ErrNotMaster) {
 			c.apply(res)
@@ -453,26 +399,8 @@ func (c *ctlMode) keepSyncSet() {
 		return
 	}
 	c.log.Info("broker: sync-state set changed", "from", set, "to", res.SyncSet, "setEpoch", res.SyncSetEpoch)
-	m.SetRequired(others(res.SyncSet, self))
+	m.SetRequired(ctlrole.Others(res.SyncSet, self))
 	c.mu.Lock()
 	c.mu.syncSet, c.mu.syncSetEpoch = slices.Clone(res.SyncSet), res.SyncSetEpoch
 	c.mu.Unlock()
-}
-
-// others is set without id.
-func others(set []int64, id int64) []int64 {
-	out := make([]int64, 0, len(set))
-	for _, x := range set {
-		if x != id {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// union is a ∪ b, sorted.
-func union(a, b []int64) []int64 {
-	out := slices.Concat(a, b)
-	slices.Sort(out)
-	return slices.Compact(out)
 }

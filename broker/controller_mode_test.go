@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samsamq/samsa/broker/ctlrole"
 	"github.com/samsamq/samsa/client"
 	"github.com/samsamq/samsa/controller"
 	"github.com/samsamq/samsa/namesrv"
@@ -511,7 +512,7 @@ func TestControllerMasterRestartIsRanked(t *testing.T) {
 		t.Fatalf("controller epoch %d after the restart, want above %d", m.repl.MasterEpoch(), epoch)
 	}
 	ep, ok := m.repl.ctl.epochs.Last()
-	if !ok || ctlEpochOf(ep.Epoch) != m.repl.MasterEpoch() {
+	if !ok || ctlrole.CtlEpochOf(ep.Epoch) != m.repl.MasterEpoch() {
 		t.Fatalf("replication epoch %+v: want one of controller epoch %d", ep, m.repl.MasterEpoch())
 	}
 	waitLong(t, func() bool {

@@ -39,6 +39,9 @@ type Master struct {
 	lag    lagRing
 	// lastRefusal is the last failed handshake's error, logged once.
 	lastRefusal atomic.Value
+	// acknowledged is the highest quorum ever reached: every
+	// WaitReplicated for an end up to it was (or would be) released.
+	acknowledged atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -89,6 +92,7 @@ func NewMaster(cfg MasterConfig) (*Master, error) {
 	m.links.Store(new([]*link))
 	m.mu.conns = make(map[net.Conn]struct{})
 	m.mu.quorum = -1
+	m.acknowledged.Store(-1)
 	m.mu.top = make([]int64, 0, m.need)
 	m.lag.init()
 	m.lastRefusal.Store("")
@@ -309,7 +313,7 @@ func (m *Master) onAck(l *link, off int64) {
 	}
 	m.mu.Lock()
 	if q := m.quorumLocked(); q > m.mu.quorum {
-		m.mu.quorum = q
+		m.setQuorumLocked(q)
 		m.mu.pending.release(q, nil)
 	}
 	m.unlockAndFire()
@@ -364,7 +368,7 @@ func (m *Master) register(l *link) bool {
 	l.inSync, l.since = m.inSync(l, m.log.HandedOffset(), now), now
 	m.publishLocked()
 	if q := m.quorumLocked(); q > m.mu.quorum {
-		m.mu.quorum = q
+		m.setQuorumLocked(q)
 		m.mu.pending.release(q, nil)
 	}
 	m.unlockAndFire()
@@ -385,7 +389,7 @@ func (m *Master) unregister(l *link) {
 	}
 	m.mu.links = slices.Delete(m.mu.links, i, i+1)
 	m.publishLocked()
-	m.mu.quorum = m.quorumLocked()
+	m.setQuorumLocked(m.quorumLocked())
 	if len(m.mu.links) < m.need {
 		m.mu.pending.failAll(ErrSlaveNotAvailable)
 	}
@@ -398,6 +402,29 @@ func (m *Master) unregister(l *link) {
 func (m *Master) publishLocked() {
 	s := slices.Clone(m.mu.links)
 	m.links.Store(&s)
+}
+
+// setQuorumLocked sets the quorum, raising Acknowledged to it.
+func (m *Master) setQuorumLocked(q int64) {
+	m.mu.quorum = q
+	if q > m.acknowledged.Load() {
+		m.acknowledged.Store(q) // under mu: no lost raise
+	}
+}
+
+// Acknowledged is the highest offset this master released writes up to:
+// every WaitReplicated for an end at or below it returned (or would have
+// returned) nil, so each required slave (SetRequired) and at least
+// InSyncReplicas-1 slaves held it. -1 before the first release; the
+// handed offset when no slave is needed. It never falls, unlike the
+// quorum, which drops when a slave leaves or joins the required set.
+// What a controller-mode master reports as confirmed cannot be above it:
+// a byte above it was never acknowledged to a producer.
+func (m *Master) Acknowledged() int64 {
+	if m.need == 0 {
+		return m.log.HandedOffset()
+	}
+	return m.acknowledged.Load()
 }
 
 // ConfirmOffset is the offset every in-sync replica holds: the lowest

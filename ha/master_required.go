@@ -20,7 +20,7 @@ func (m *Master) SetRequired(ids []int64) {
 	m.mu.required = slices.Clone(ids)
 	// The quorum may fall (a new member has not acknowledged yet): waiters
 	// already released stay released, later ones wait for it.
-	m.mu.quorum = m.quorumLocked()
+	m.setQuorumLocked(m.quorumLocked())
 	m.mu.pending.release(m.mu.quorum, nil)
 }
 

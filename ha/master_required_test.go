@@ -47,3 +47,33 @@ func TestRequiredSlaveMustAcknowledge(t *testing.T) {
 		t.Fatalf("none required: %v", err)
 	}
 }
+
+// Acknowledged is the highest end released: it does not move while a
+// required slave is away (the bytes appended meanwhile were acknowledged
+// to nobody), and never falls when the quorum does.
+func TestAcknowledgedStopsAtTheRelease(t *testing.T) {
+	rng := seeded(t)
+	mn := newNode(t, testSeg)
+	m := startMaster(t, mn, "", func(c *MasterConfig) { c.AckTimeout = 300 * 1e6 })
+	if got := m.Acknowledged(); got != -1 {
+		t.Fatalf("Acknowledged before any release: %d, want -1", got)
+	}
+	startSlave(t, newNode(t, testSeg), 1, masterAddr(m), nil)
+	waitFor(t, "a slave linked", func() bool { return len(m.Slaves()) == 1 })
+	end := fill(mn.log, rng, 5, 1)
+	if err := m.WaitReplicated(end); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Acknowledged(); got < end {
+		t.Fatalf("Acknowledged %d after a release to %d", got, end)
+	}
+	acked := m.Acknowledged()
+	m.SetRequired([]int64{1, 7}) // 7 is not linked: the quorum falls to -1
+	later := fill(mn.log, rng, 1, 2)
+	if err := m.WaitReplicated(later); !errors.Is(err, ErrSlaveTimeout) {
+		t.Fatalf("required slave 7 absent: %v, want ErrSlaveTimeout", err)
+	}
+	if got := m.Acknowledged(); got != acked {
+		t.Fatalf("Acknowledged %d with the quorum fallen, want it kept at %d (and not the handed %d)", got, acked, mn.log.HandedOffset())
+	}
+}
