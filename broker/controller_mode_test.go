@@ -519,6 +519,10 @@ func TestControllerMasterRestartIsRanked(t *testing.T) {
 		return s.repl.LinkStatus().Connected && len(m.repl.Slaves()) == 1 && m.repl.Slaves()[0].InSync
 	},
 		"the slave following the restarted master")
+	// Only a member of the sync-state set acknowledges a SYNC_MASTER's
+	// sends (ha.MasterConfig.RequiredOnly): the master adds the slave
+	// once it holds the whole log.
+	c.waitSyncSet(2)
 	if resp := dialRaw(t, m.Addr()).call(sendReq("restart", 0, []byte("after"), nil)); resp.Code != protocol.Success {
 		t.Fatalf("send after the restart: %s", resp)
 	}

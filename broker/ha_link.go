@@ -114,6 +114,9 @@ func (r *Replication) newHAMaster(epochs *ha.EpochFile, epoch uint64) (*ha.Maste
 		AdminSecret:          r.adminSecret, // nil with ACL off
 		OnAuthRefused:        r.authRefused,
 		OnLinkDown:           r.onHALinkDown,
+		// Controller mode: only the sync-state set's acknowledgements
+		// count (the replicas an election may choose).
+		RequiredOnly: r.ctl != nil,
 	})
 	if err != nil {
 		_ = ln.Close() // nothing accepted on it yet

@@ -61,6 +61,16 @@ type MasterConfig struct {
 	// the master's own included (default 2: one slave). WaitReplicated
 	// waits for InSyncReplicas-1 slaves; 1 makes it return at once.
 	InSyncReplicas int
+	// RequiredOnly: only the slaves named by SetRequired count toward
+	// InSyncReplicas; another slave's acknowledgement releases no write.
+	// The fail-over controller's brokers set it: the required slaves are
+	// the sync-state set, the only replicas an election may choose, so a
+	// write acknowledged by a slave outside it could be lost with the
+	// master (its power, under async flush) while the slave that holds it
+	// is never elected and cuts it to follow. With no slave required
+	// nothing is released until one is. Default false (static roles:
+	// any slave counts).
+	RequiredOnly bool
 	// AckTimeout bounds WaitReplicated (default 5 s; the broker passes
 	// syncFlushTimeout). Longer rides out slower slaves; shorter answers
 	// FLUSH_SLAVE_TIMEOUT sooner.
@@ -160,8 +170,8 @@ func (c *MasterConfig) Validate() error {
 
 // String is a stable one-line form for result files and logs.
 func (c MasterConfig) String() string {
-	return fmt.Sprintf("ha.MasterConfig{Addr: %q, Listener: %t, InSyncReplicas: %d, AckTimeout: %v, TransferBatchSize: %d, MaxGapNotInSync: %d, HeartbeatInterval: %v, HousekeepingInterval: %v}",
-		c.Addr, c.Listener != nil, c.InSyncReplicas, c.AckTimeout, c.TransferBatchSize, c.MaxGapNotInSync, c.HeartbeatInterval, c.HousekeepingInterval)
+	return fmt.Sprintf("ha.MasterConfig{Addr: %q, Listener: %t, InSyncReplicas: %d, RequiredOnly: %t, AckTimeout: %v, TransferBatchSize: %d, MaxGapNotInSync: %d, HeartbeatInterval: %v, HousekeepingInterval: %v}",
+		c.Addr, c.Listener != nil, c.InSyncReplicas, c.RequiredOnly, c.AckTimeout, c.TransferBatchSize, c.MaxGapNotInSync, c.HeartbeatInterval, c.HousekeepingInterval)
 }
 
 // SlaveConfig configures a Slave. Zero fields take their defaults

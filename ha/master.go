@@ -288,11 +288,17 @@ func (m *Master) inSync(l *link, handed, now int64) bool {
 func (m *Master) inSyncCountLocked(handed, now int64) int {
 	n := 0
 	for _, l := range m.mu.links {
-		if m.noteInSyncLocked(l, handed, now) {
+		if m.noteInSyncLocked(l, handed, now) && m.countsLocked(l) {
 			n++
 		}
 	}
 	return n
+}
+
+// countsLocked: l's acknowledgements count toward InSyncReplicas (with
+// MasterConfig.RequiredOnly, only a required slave's do).
+func (m *Master) countsLocked(l *link) bool {
+	return !m.cfg.RequiredOnly || slices.Contains(m.mu.required, l.brokerID)
 }
 
 // noteInSyncLocked evaluates l's state and records when it changed.
@@ -320,7 +326,8 @@ func (m *Master) onAck(l *link, off int64) {
 }
 
 // needthLocked returns the need-th highest acknowledged offset among the
-// registered slaves, or -1 if fewer are registered.
+// registered slaves that count (countsLocked), or -1 if fewer are
+// registered.
 func (m *Master) needthLocked() int64 {
 	if len(m.mu.links) < m.need {
 		return -1
@@ -328,12 +335,17 @@ func (m *Master) needthLocked() int64 {
 	if m.need == 1 {
 		q := int64(-1)
 		for _, l := range m.mu.links {
-			q = max(q, l.ack.Load())
+			if m.countsLocked(l) {
+				q = max(q, l.ack.Load())
+			}
 		}
 		return q
 	}
 	top := m.mu.top[:0] // the need highest, ascending
 	for _, l := range m.mu.links {
+		if !m.countsLocked(l) {
+			continue
+		}
 		a := l.ack.Load()
 		if len(top) < m.need {
 			top = append(top, a)
@@ -344,6 +356,9 @@ func (m *Master) needthLocked() int64 {
 		}
 	}
 	m.mu.top = top
+	if len(top) < m.need {
+		return -1
+	}
 	return top[0]
 }
 

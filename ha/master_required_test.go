@@ -77,3 +77,27 @@ func TestAcknowledgedStopsAtTheRelease(t *testing.T) {
 		t.Fatalf("Acknowledged %d with the quorum fallen, want it kept at %d (and not the handed %d)", got, acked, mn.log.HandedOffset())
 	}
 }
+
+// With RequiredOnly, a slave outside the required set (the sync-state
+// set) releases no write: with none required nothing is released, and a
+// required slave's acknowledgement is what releases it.
+func TestRequiredOnlyCountsTheSet(t *testing.T) {
+	rng := seeded(t)
+	mn := newNode(t, testSeg)
+	m := startMaster(t, mn, "", func(c *MasterConfig) { c.AckTimeout = 300 * 1e6; c.RequiredOnly = true })
+	addr := masterAddr(m)
+	startSlave(t, newNode(t, testSeg), 1, addr, nil)
+	startSlave(t, newNode(t, testSeg), 2, addr, nil)
+	waitFor(t, "two slaves linked", func() bool { return len(m.Slaves()) == 2 })
+	end := fill(mn.log, rng, 3, 1)
+	if err := m.WaitReplicated(end); !errors.Is(err, ErrSlaveNotAvailable) {
+		t.Fatalf("no slave required: %v, want ErrSlaveNotAvailable", err)
+	}
+	if got := m.Acknowledged(); got != -1 {
+		t.Fatalf("Acknowledged %d with no slave required, want -1", got)
+	}
+	m.SetRequired([]int64{2})
+	if err := m.WaitReplicated(end); err != nil {
+		t.Fatalf("slave 2 required: %v", err)
+	}
+}
