@@ -67,3 +67,31 @@ func TestConsistentPointOfADemotedMaster(t *testing.T) {
 		t.Fatalf("consistent point %d, want 1500", p)
 	}
 }
+
+// A slave that was master for a moment, wrote nothing and was deposed
+// keeps an empty epoch at its log's end, above the epoch of the data its
+// new master sends from there (that master's log carries an older
+// lineage past this point, which the election preferred). The empty
+// epoch holds nothing: the slave drops it at the handshake and follows.
+// It used to keep it and refuse every frame as an epoch mismatch,
+// reconnecting for ever.
+func TestSlaveDropsItsEmptyEpoch(t *testing.T) {
+	rng := seeded(t)
+	mn, sn := newNode(t, testSeg), newNode(t, testSeg)
+	m := startMaster(t, mn, "", func(c *MasterConfig) { c.Epoch = 16 << 16 })
+	s := startSlave(t, sn, 1, masterAddr(m), nil)
+	fill(mn.log, rng, 50, 1)
+	caughtUp(t, mn.log, sn.log)
+	must(t, s.Close())
+	// The slave is made master at 17, writes nothing, and is deposed;
+	// the old master, unaware, kept writing under 16.
+	if _, err := sn.epochs.BeginMasterEpochAt(17<<16, sn.log.WrittenOffset(), sn.log.CommitLogMinOffset()); err != nil {
+		t.Fatal(err)
+	}
+	fill(mn.log, rng, 50, 2)
+	startSlave(t, sn, 1, masterAddr(m), nil)
+	caughtUp(t, mn.log, sn.log)
+	if got, want := sn.epochs.Entries(), mn.epochs.Entries(); !slices.Equal(got, want) {
+		t.Fatalf("slave epochs %v, master %v", got, want)
+	}
+}

@@ -199,8 +199,13 @@ func (s *Slave) noteFrame(h transferHeader, end int64) {
 //     FromLastSegment), as a new slave's does.
 func (s *Slave) align(rep handshakeReply) (int64, error) {
 	w := s.log.WrittenOffset()
-	// An epoch recorded just before a crash took its data back holds nothing.
-	if err := s.epochs.TruncateFrom(w + 1); err != nil {
+	// An epoch starting at or past the log's end holds nothing: one
+	// recorded just before a crash took its data back, or one this
+	// broker opened as master and wrote nothing under before it was
+	// deposed. Kept, it could stand above the epoch of the master's data
+	// from here on (an older lineage the election preferred), and every
+	// frame would be refused as an epoch mismatch.
+	if err := s.epochs.TruncateFrom(w); err != nil {
 		return 0, err
 	}
 	local := s.epochs.Entries()
