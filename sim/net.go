@@ -13,12 +13,16 @@ import (
 // connections as in-memory pipes (net.Pipe: deadlines work, and under
 // testing/synctest every wait is on the bubble's virtual clock), and
 // faults a schedule applies: a partition between two nodes closes their
-// connections and refuses new ones until healed.
+// connections and refuses new ones until healed; a one-way cut (Drop)
+// holds what one side sends while the other's arrives; a delay slows a
+// link. Linked answers for calls made in process across the network (the
+// controller's, in package sim).
 type Net struct {
 	mu struct {
 		sync.Mutex
 		listeners map[string]*listener // by address
 		cut       map[[2]string]bool   // partitioned pairs, sorted
+		drop      map[[2]string]bool   // one-way cuts: from, to
 		delay     map[[2]string]time.Duration
 		conns     []*pipeEnd
 	}
@@ -29,6 +33,7 @@ func NewNet() *Net {
 	n := &Net{}
 	n.mu.listeners = map[string]*listener{}
 	n.mu.cut = map[[2]string]bool{}
+	n.mu.drop = map[[2]string]bool{}
 	n.mu.delay = map[[2]string]time.Duration{}
 	return n
 }
@@ -61,7 +66,7 @@ func (n *Net) Dialer(from string) func(ctx context.Context, addr string) (net.Co
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		n.mu.Lock()
 		l := n.mu.listeners[addr]
-		if l == nil || n.mu.cut[pair(from, l.node)] {
+		if l == nil || !n.linkedLocked(from, l.node) || !n.linkedLocked(l.node, from) {
 			n.mu.Unlock()
 			return nil, fmt.Errorf("sim: dial %s from %s: %w", addr, from, ErrRefused)
 		}
@@ -102,12 +107,36 @@ func (n *Net) Partition(a, b string) {
 	}
 }
 
-// Heal lifts every partition and delay.
+// Heal lifts every partition, one-way cut and delay.
 func (n *Net) Heal() {
 	n.mu.Lock()
 	clear(n.mu.cut)
+	clear(n.mu.drop)
 	clear(n.mu.delay)
 	n.mu.Unlock()
+}
+
+// Drop cuts the way from a to b only, until Heal: what a sends b is held
+// (a socket whose peer's window never opens: the writer's kernel takes
+// the bytes, nothing arrives), what b sends a arrives. A new connection
+// either way is refused (TCP's handshake needs both ways). Connections
+// stay open: each end finds the silence by its own timeouts.
+func (n *Net) Drop(a, b string) {
+	n.mu.Lock()
+	n.mu.drop[[2]string{a, b}] = true
+	n.mu.Unlock()
+}
+
+// Linked reports whether what a sends b arrives now: no partition
+// between them and no one-way cut from a to b.
+func (n *Net) Linked(a, b string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.linkedLocked(a, b)
+}
+
+func (n *Net) linkedLocked(a, b string) bool {
+	return !n.mu.cut[pair(a, b)] && !n.mu.drop[[2]string{a, b}]
 }
 
 // Delay makes every write between a and b arrive d later (a slow or
@@ -170,16 +199,26 @@ func (p *pipeEnd) Close() error {
 	return p.Conn.Close()
 }
 
-// Write sends b now, or queues it behind the link's delay.
+func (p *pipeEnd) isClosed() bool {
+	select {
+	case <-p.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Write sends b now, or queues it behind the link's delay or one-way cut.
 func (p *pipeEnd) Write(b []byte) (int, error) {
 	d := p.net.delayOf(p.a, p.b)
+	stalled := !p.net.Linked(p.a, p.b)
 	p.mu.Lock()
 	if p.err != nil {
 		err := p.err
 		p.mu.Unlock()
 		return 0, err
 	}
-	if d == 0 && !p.relaying {
+	if d == 0 && !stalled && !p.relaying {
 		p.mu.Unlock()
 		return p.Conn.Write(b)
 	}
@@ -211,6 +250,19 @@ func (p *pipeEnd) relay() {
 			case <-t.C:
 			case <-p.closed:
 				t.Stop()
+			}
+		}
+		// A one-way cut holds the bytes until it heals (or the
+		// connection closes, which the write below then reports).
+		for !p.net.Linked(p.a, p.b) {
+			t := time.NewTimer(20 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-p.closed:
+				t.Stop()
+			}
+			if p.isClosed() {
+				break
 			}
 		}
 		if _, err := p.Conn.Write(b); err != nil {
