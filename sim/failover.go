@@ -122,6 +122,14 @@ func (f *failover) tracef(format string, args ...any) {
 	f.mu.Unlock()
 }
 
+// traceWriter writes each line it is given to the trace.
+type traceWriter struct{ f *failover }
+
+func (w traceWriter) Write(b []byte) (int, error) {
+	w.f.tracef("%s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
 func (f *failover) violation(inv, format string, args ...any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -175,7 +183,16 @@ func Failover(o FailoverOptions) (*Result, error) {
 	f := &failover{o: o, sched: rand.New(rand.NewSource(o.Seed)), net: NewNet(), start: time.Now(),
 		lg: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	f.mu.acked, f.mu.masters = map[int64]*ackedRec{}, map[int64]int64{}
-	ctl, err := newCtlCluster(f.net, controller.Config{}, f.lg)
+	// The controller's warnings (elections, held elections) go to the
+	// trace.
+	ctlLog := slog.New(slog.NewTextHandler(traceWriter{f}, &slog.HandlerOptions{Level: slog.LevelWarn,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == slog.LevelKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+	ctl, err := newCtlCluster(f.net, controller.Config{}, ctlLog)
 	if err != nil {
 		return nil, err
 	}
