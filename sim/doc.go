@@ -35,7 +35,11 @@
 // everyone; the master and the controller's Raft leader partitioned
 // together from the rest; a one-way cut (everything the master sends
 // lost, or everything it is sent); slow links; a controller replica's
-// crash. FamilyGroupCrash runs appends and whole-group crashes only: the
+// crash; a bit flip in an acknowledged record a slave (not the master the
+// controller names) synced since its last verification, while it is
+// down after a power loss (its restart must find it: InvFlipDetected;
+// storage refuses to open a log damaged below what it synced, and the run
+// plays the operator's samsa store repair). FamilyGroupCrash runs appends and whole-group crashes only: the
 // process of every replica, the power of every replica, or each its own,
 // at one instant. Invariants: InvOneMasterPerEpoch,
 // InvElectedHoldsAcked, InvNoHealthyCut, InvAckedKept, InvSameLog (once
@@ -68,8 +72,10 @@
 // risk until every replica holds it again; a further fault before then
 // (a partition of the replica that kept it, another crash) forfeits it
 // under async flush: the mode promises one power-loss event at a time.
-// Under sync flush nothing is forfeited: a record no member of the set
-// holds after a power loss breaks InvAckedKept. When the group has no
+// Under sync flush nothing is forfeited but what a bit flip took from a
+// replica, should another fault come before every replica holds it again
+// (no flush mode promises against a disk's rot): a record no member of
+// the set holds after a power loss breaks InvAckedKept. When the group has no
 // master for 20 s and the controller says only an unclean election can
 // elect one (or a replica refuses to cut acknowledged records the new
 // master lacks), the run plays the operator and elects unclean, under
@@ -86,6 +92,8 @@
 // A violation has so far replayed from its seed; one that depends on an
 // interleaving may need a few runs.
 //
-// Not yet: the name server, consumers, ASYNC_MASTER, bit flips on a
-// replica's log and lost fsyncs on the file systems.
+// Not yet: the name server, consumers (so "never served" is checked as
+// "found before the replica can be elected"), ASYNC_MASTER, the broker's
+// repair of a damaged range from a peer, and lost fsyncs on the file
+// systems.
 package sim

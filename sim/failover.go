@@ -67,6 +67,10 @@ const (
 	// A replica never cuts an acknowledged record it holds, that the mode
 	// still promises, to follow a new master.
 	InvNoHealthyCut = "healthy replicas never cut acknowledged records"
+	// A bit flipped in a replica's log while it was down is found (the
+	// record quarantined, or the log cut before it) by the time the
+	// replica has read back what it wrote since its last verification.
+	InvFlipDetected = "flipped bit detected"
 )
 
 var simGroup = controller.Group{Cluster: "sim", Broker: "g"}
@@ -97,7 +101,11 @@ type failover struct {
 		trace   []string
 		acked   map[int64]*ackedRec // by physical offset
 		masters map[int64]int64     // controller epoch -> the replica that took up the master role
+		flips   map[int64][]flipped // by replica: the records a bit flip damaged
 		err     error               // the first violation found off the schedule's goroutine
+		// forfeits counts the acknowledged records forfeited: lost
+		// beyond what the mode promises.
+		forfeits int
 	}
 }
 
@@ -109,6 +117,9 @@ type ackedRec struct {
 	data      []byte
 	holders   map[int64]bool
 	forfeited bool
+	// bodyAt is where the message body starts in data (a bit flip lands
+	// there: the body's CRC covers it).
+	bodyAt int
 	// atRisk (async flush): a power loss took it from some replica, and
 	// not every replica holds it again yet; a fault that begins now
 	// forfeits it (the mode promises one power-loss event at a time).
@@ -182,7 +193,7 @@ func Failover(o FailoverOptions) (*Result, error) {
 	}
 	f := &failover{o: o, sched: rand.New(rand.NewSource(o.Seed)), net: NewNet(), start: time.Now(),
 		lg: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	f.mu.acked, f.mu.masters = map[int64]*ackedRec{}, map[int64]int64{}
+	f.mu.acked, f.mu.masters, f.mu.flips = map[int64]*ackedRec{}, map[int64]int64{}, map[int64][]flipped{}
 	// The controller's warnings (elections, held elections) go to the
 	// trace.
 	ctlLog := slog.New(slog.NewTextHandler(traceWriter{f}, &slog.HandlerOptions{Level: slog.LevelWarn,
@@ -291,10 +302,12 @@ func (f *failover) mixedStep(res *Result) error {
 		return f.isolate(master.name)
 	case p < 85:
 		return f.isolateWithLeader(master)
-	case p < 91:
+	case p < 90:
 		return f.oneWay(master)
-	case p < 95:
+	case p < 93:
 		return f.slowLink(master)
+	case p < 96:
+		return f.bitFlip(master)
 	default:
 		return f.crashController()
 	}

@@ -34,7 +34,7 @@ func (f *failover) promisedLocked() []int64 {
 }
 
 // noteAcked records the acknowledgement of data at off by master p.
-func (f *failover) noteAcked(p *replica, off int64, data []byte, holders map[int64]bool) error {
+func (f *failover) noteAcked(p *replica, off int64, data []byte, bodyAt int, holders map[int64]bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if old, ok := f.mu.acked[off]; ok && !old.forfeited && !bytes.Equal(old.data, data) {
@@ -47,7 +47,7 @@ func (f *failover) noteAcked(p *replica, off int64, data []byte, holders map[int
 			delete(f.mu.acked, o)
 		}
 	}
-	f.mu.acked[off] = &ackedRec{data: data, holders: holders}
+	f.mu.acked[off] = &ackedRec{data: data, bodyAt: bodyAt, holders: holders}
 	return nil
 }
 
@@ -62,7 +62,7 @@ func (f *failover) afterOpen(p *replica) {
 			r.holders[p.id] = true
 		} else if r.holders[p.id] {
 			delete(r.holders, p.id)
-			if !r.forfeited && f.o.Flush != storage.FlushSync {
+			if !r.forfeited && (f.o.Flush != storage.FlushSync || p.flipped) {
 				r.atRisk = true
 			}
 		}
@@ -82,6 +82,7 @@ func (f *failover) faultBegins(what string) {
 			n++
 		}
 	}
+	f.mu.forfeits += n
 	if n > 0 {
 		f.mu.trace = append(f.mu.trace, "          "+strconv.Itoa(n)+" acknowledged records lost to a power loss on some replica and not yet back everywhere: "+
 			what+" comes first, and async flush does not promise them through it")
@@ -138,6 +139,7 @@ func (f *failover) checkForfeits(what string, set []int64) error {
 		r.forfeited = true
 		lost++
 	}
+	f.mu.forfeits += lost
 	if lost > 0 {
 		f.mu.trace = append(f.mu.trace, "          "+what+": the sync-state set lost "+strconv.Itoa(lost)+" acknowledged records (async flush does not promise them through a power loss of every member holding them)")
 	}
@@ -147,21 +149,27 @@ func (f *failover) checkForfeits(what string, set []int64) error {
 // syncSet is the group's sync-state set as the controller's leader has
 // it (nil when no leader answers).
 func (f *failover) syncSet() []int64 {
+	r, ok := f.ctlShow()
+	if !ok {
+		return nil
+	}
+	return r.SyncSet
+}
+
+// ctlShow is the group as the controller's leader has it.
+func (f *failover) ctlShow() (controller.Result, bool) {
 	l := f.ctl.leader()
 	if l < 0 {
-		return nil
+		return controller.Result{}, false
 	}
 	f.ctl.mu.Lock()
 	node := f.ctl.reps[l].node
 	f.ctl.mu.Unlock()
 	if node == nil {
-		return nil
+		return controller.Result{}, false
 	}
 	r, err := node.LocalShow(simGroup)
-	if err != nil {
-		return nil
-	}
-	return r.SyncSet
+	return r, err == nil
 }
 
 // onElected: replica p takes up the master role at controller epoch
@@ -250,7 +258,12 @@ func (f *failover) operatorUnclean() error {
 	default:
 		return nil
 	}
-	if f.o.Flush == storage.FlushSync {
+	f.mu.Lock()
+	forfeits := f.mu.forfeits
+	f.mu.Unlock()
+	if f.o.Flush == storage.FlushSync && forfeits == 0 {
+		// Nothing was lost beyond what the mode promises (a bit flip's
+		// loss and a fault after it can be): the need is a violation.
 		return f.violation(InvCatchUp, "under sync flush the group needs the operator's unclean election: %s", show.Note)
 	}
 	r, err := node.Elect(ctx, simGroup, true)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"net/netip"
 	"slices"
@@ -62,7 +63,7 @@ func (f *failover) appendBatch(k int) error {
 				holders[s.BrokerID] = true
 			}
 		}
-		if err := f.noteAcked(p, res.PhysicalOffset, buf, holders); err != nil {
+		if err := f.noteAcked(p, res.PhysicalOffset, buf, bytes.Index(buf, body), holders); err != nil {
 			return err
 		}
 		ok++

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -74,6 +75,12 @@ type replica struct {
 	}
 	tracker *ctlrole.Tracker // the loop's alone
 
+	// flipped: the next open follows a bit flip in the log (what it
+	// loses is not covered by the flush mode's promise); openedEnd: the
+	// log's end when the store opened, before anything was copied.
+	flipped   bool
+	openedEnd int64
+
 	// staleEnd (sabotage only): the log end before the last power loss,
 	// reported instead of a shorter one until the next role change.
 	staleEnd int64
@@ -86,11 +93,23 @@ func replicaName(id int64) string { return fmt.Sprintf("b%d", id) }
 // takes no writes until the controller names it master.
 func (p *replica) open() error {
 	st, err := storage.Open(p.f.storeOptions(p.name, p.fs))
+	if errors.Is(err, storage.ErrCorrupt) {
+		// Damage below what was synced: the store refuses to open, and
+		// the operator repairs it (samsa store repair: the log is cut at
+		// its last valid record, the rest kept in lost+found).
+		rep, rerr := storage.Repair(storage.RepairOptions{Dir: "/" + p.name, FS: p.fs, SegmentSize: 64 << 10, Logger: p.f.lg})
+		if rerr != nil {
+			return fmt.Errorf("sim: repair %s's store after %v: %w", p.name, err, rerr)
+		}
+		p.f.tracef("%s's store refused to open (%v); the operator repaired it: cut at %d", p.name, err, rep.Cut)
+		st, err = storage.Open(p.f.storeOptions(p.name, p.fs))
+	}
 	if err != nil {
 		return fmt.Errorf("sim: open %s's store: %w", p.name, err)
 	}
 	st.SetFenced(true)
 	p.store = st
+	p.openedEnd = st.WrittenOffset()
 	dir := "/" + p.name
 	if p.epochs, err = ha.OpenEpochFile(p.fs, filepath.Join(dir, "epochs"), p.f.lg); err != nil {
 		return fmt.Errorf("sim: %s's epochs: %w", p.name, err)
