@@ -87,7 +87,7 @@ test: lint build
 # whole-group crash family). make test runs 8 seeds per flush policy of the
 # first and 4 of each fail-over family; SIM_SEEDS here, per test and flush
 # policy (a failure prints its seed: SAMSA_SIM_SEED=N replays it). About
-# 15,000 fail-over runs an hour on one core of this machine.
+# 20,000 fail-over runs an hour on this machine (2 cores, shared).
 SIM_SEEDS ?= 1000
 sim:
 	SAMSA_SIM_SEEDS=$(SIM_SEEDS) $(GO) test -count=1 -timeout 600m -run '^(TestReplication|TestFailover|TestFailoverGroupCrash)$$' ./sim/

@@ -56,7 +56,7 @@ func (f *failover) finish() error {
 		for off := max(ss.CommitLogMinOffset(), ms.CommitLogMinOffset()); off < ss.WrittenOffset(); {
 			na, nextA, errA := ms.ReadLog(off, buf)
 			nb, nextB, errB := ss.ReadLog(off, other)
-			if errB == nil && nb > 0 && f.damagedAtLocked(p.id, off, int64(nb)) {
+			if errB == nil && nb > 0 && (f.damagedAtLocked(p.id, off, int64(nb)) || f.damagedAtLocked(m.id, off, int64(nb))) {
 				off = nextB
 				continue
 			}

@@ -23,15 +23,19 @@ type flipped struct {
 func (f *failover) bitFlip(master *replica) error {
 	f.faultBegins("a bit flip")
 	// Not the master the controller names either (one fenced by a cut
-	// may not be the one that takes writes): its loss could be the only
-	// copy of the set's, which no flush mode promises against.
-	named := int64(-1)
+	// may not be the one that takes writes), nor the sync-state set's
+	// only member: its loss could be the only copy of what the set holds,
+	// which no flush mode promises against.
+	named, only := int64(-1), int64(-1)
 	if r, ok := f.ctlShow(); ok {
 		named = r.MasterID
+		if len(r.SyncSet) == 1 {
+			only = r.SyncSet[0] // the set's only member: its copy may be the only one
+		}
 	}
 	var q *replica
 	for _, i := range f.rng.Perm(groupSize) {
-		if p := f.reps[i]; p != master && p.id != named && p.up() {
+		if p := f.reps[i]; p != master && p.id != named && p.id != only && p.up() {
 			q = p
 			break
 		}
