@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"slices"
 
@@ -147,6 +148,7 @@ func (s *Store) truncateLocked(off int64) error {
 	s.heldCountersLocked()
 	s.dispatchOK.Store(s.dispatchFloor(off))
 	s.dropQuarantineFrom(off)
+	s.dropFindingsFrom(off)
 	// The first checkpoint already made the cut safe; this one only saves
 	// the next recovery a scan.
 	if err := s.writeCheckpointLocked(false, off); err != nil {
@@ -310,6 +312,7 @@ func (s *Store) resetLocked(base int64) error {
 	// the next Open finishes it.
 	empty := map[int64]quarantined{}
 	s.quarantine().byPhys.Store(&empty) // finishReset removes the file
+	s.dropFindingsFrom(math.MinInt64)
 	s.segs.Lock()
 	defer s.segs.Unlock()
 	for _, g := range s.segs.list {

@@ -140,7 +140,7 @@ func (s *Store) scrubPass(lim *rateLimiter, stop <-chan struct{}) error {
 		s.scrub.status.Current = g.base
 		s.scrub.mu.Unlock()
 		gen := s.cuts.Load()
-		clean, err := s.scrubSegment(g, lim, stop)
+		clean, err := s.scrubSegment(g, gen, lim, stop)
 		if errors.Is(err, errSegmentGone) {
 			continue // retention deleted it
 		}
@@ -164,7 +164,7 @@ func (s *Store) scrubPass(lim *rateLimiter, stop <-chan struct{}) error {
 
 // scrubSegment walks one segment record by record; clean says it found
 // nothing bad.
-func (s *Store) scrubSegment(g *segment, lim *rateLimiter, stop <-chan struct{}) (clean bool, err error) {
+func (s *Store) scrubSegment(g *segment, gen int64, lim *rateLimiter, stop <-chan struct{}) (clean bool, err error) {
 	r := &segReader{f: &scrubReader{s: s, g: g, lim: lim, stop: stop}, size: g.seg.Written()}
 	sc := s.scanner()
 	var records int64
@@ -191,7 +191,7 @@ func (s *Store) scrubSegment(g *segment, lim *rateLimiter, stop <-chan struct{})
 		if err != nil {
 			return false, err
 		}
-		s.scrubFound(g, g.base+pos, next, bad)
+		s.scrubFound(g, gen, g.base+pos, next, bad)
 		if next < 0 {
 			return false, nil
 		}
@@ -199,16 +199,28 @@ func (s *Store) scrubSegment(g *segment, lim *rateLimiter, stop <-chan struct{})
 	}
 }
 
-// scrubFound records a bad record the scrubber found.
-func (s *Store) scrubFound(g *segment, off, resume int64, bad error) {
-	s.noteBad(g, off, resume, bad, "storage: scrub found a bad record in a sealed segment")
+// scrubFound records a bad record the scrubber found, reading at cut
+// generation gen.
+func (s *Store) scrubFound(g *segment, gen, off, resume int64, bad error) {
+	s.noteBad(g, gen, off, resume, bad, "storage: scrub found a bad record in a sealed segment")
 }
 
 // noteBad records a bad record a check found (the scrubber, Open's
 // verification): listed once per offset, logged at Warn with msg, and the
 // verified mark lowered to it so that a restart before it is repaired
 // finds it again (verified.go).
-func (s *Store) noteBad(g *segment, off, resume int64, bad error, msg string) {
+//
+// gen is the cut generation (Store.cuts) the finding's reads began at: when
+// a cut (TruncateTo, ResetTo, a repair) ran since, the reads may have seen
+// the log mid-cut, so the record at off is read again as the log is now
+// and the finding dropped unless it is still bad there. A replica that
+// lists a sound record as damaged is kept from being elected (broker), so
+// a finding the cut made up must not stay.
+func (s *Store) noteBad(g *segment, gen, off, resume int64, bad error, msg string) {
+	if s.cuts.Load() != gen && !s.stillBad(off) {
+		s.log.Info("storage: a bad record found by a read a cut overtook is sound as the log is now; not listed", "offset", off, "err", bad)
+		return
+	}
 	if err := s.lowerVerified(off); err != nil {
 		s.log.Error("storage: could not lower the verified mark to a bad record", "offset", off, "err", err)
 	}
@@ -311,5 +323,44 @@ func sleepOrStop(d time.Duration, stop <-chan struct{}) bool {
 		return true
 	case <-stop:
 		return false
+	}
+}
+
+// stillBad reads the record at off again as the log is now: false when
+// off is past the written end or no segment holds it any more (a cut took
+// it) or a valid record or a segment's blank starts there.
+func (s *Store) stillBad(off int64) bool {
+	s.segs.RLock()
+	defer s.segs.RUnlock()
+	if off >= s.written.Load() {
+		return false
+	}
+	g := s.segmentAtLocked(off - off%s.segSize)
+	if g == nil {
+		return false
+	}
+	r := &segReader{f: g.seg, size: g.seg.Written()}
+	_, _, bad, err := s.scanner().checkAt(r, g.base, off-g.base)
+	return err != nil || bad != nil
+}
+
+// dropFindingsFrom forgets the scrubber's and Open's verification's
+// findings at or past off (a cut removed their records; new ones will lie
+// there), as dropQuarantineFrom does for the quarantine.
+func (s *Store) dropFindingsFrom(off int64) {
+	s.scrub.mu.Lock()
+	defer s.scrub.mu.Unlock()
+	st := &s.scrub.status
+	kept := st.Corrupt[:0]
+	for _, f := range st.Corrupt {
+		if f.Offset < off {
+			kept = append(kept, f)
+		}
+	}
+	st.Corrupt = kept
+	for o := range s.scrub.known {
+		if o >= off {
+			delete(s.scrub.known, o)
+		}
 	}
 }

@@ -223,7 +223,7 @@ func (w *startupWalk) found(g *segment, off, resume int64, bad error) {
 	}
 	w.bad++
 	w.clean = false
-	w.s.noteBad(g, off, resume, bad, "storage: startup verification found a bad record")
+	w.s.noteBad(g, w.gen, off, resume, bad, "storage: startup verification found a bad record")
 }
 
 // verifyReader reads a segment for Open's verification: under the segment
