@@ -47,6 +47,12 @@ type RepairOptions struct {
 	SegmentSize int64
 	// DryRun reads and reports the plan; it changes nothing.
 	DryRun bool
+	// Holes writes a hole over a damaged record that valid records follow
+	// instead of cutting the log there (repair_hole.go). Only for a store
+	// with no replica: a replica that cut at the damage copies the rest
+	// again from its master, while a hole would stand, in a group, for an
+	// acknowledged record the others hold. Default false: cut.
+	Holes bool
 	// Logger gets the Warn line of the move to lost+found. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -153,7 +159,7 @@ func Repair(opts RepairOptions) (RepairReport, error) {
 	if err != nil {
 		return r, err
 	}
-	p, sealed, holes, err := a.findCut(files, rest)
+	p, sealed, holes, err := a.findCut(files, rest, opts.Holes)
 	if err != nil {
 		return r, err
 	}
@@ -280,7 +286,7 @@ func (a *atRest) contiguous() (run, rest []segmentFile, err error) {
 
 // findCut scans the run from where recovery would start and plans the
 // cut; the files after a gap go too. sealed says the run ends sealed.
-func (a *atRest) findCut(run, rest []segmentFile) (p cutPlan, sealed bool, holes []hole, err error) {
+func (a *atRest) findCut(run, rest []segmentFile, bridge bool) (p cutPlan, sealed bool, holes []hole, err error) {
 	sc := a.sc()
 	if len(run) == 0 {
 		return cutPlan{lost: LostFoundManifest{Store: a.dir, SegmentSize: a.segSize}, tail: tailInfo{}}, true, nil, nil
@@ -299,7 +305,7 @@ func (a *atRest) findCut(run, rest []segmentFile) (p cutPlan, sealed bool, holes
 			return p, false, holes, err
 		}
 		s, err := sc.scanSegment(rd, f.base)
-		if err == nil && !s.sealed {
+		if err == nil && !s.sealed && bridge {
 			var hs []hole
 			hs, s, err = a.bridge(rd, f, s)
 			holes = append(holes, hs...)

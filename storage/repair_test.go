@@ -16,7 +16,13 @@ import (
 
 func mustRepair(t *testing.T, opts Options, dryRun bool) RepairReport {
 	t.Helper()
-	r, err := Repair(RepairOptions{Dir: opts.Dir, FS: opts.FS, DryRun: dryRun, Logger: quietLogger()})
+	return mustRepairWith(t, RepairOptions{Dir: opts.Dir, FS: opts.FS, DryRun: dryRun})
+}
+
+func mustRepairWith(t *testing.T, ro RepairOptions) RepairReport {
+	t.Helper()
+	ro.Logger = quietLogger()
+	r, err := Repair(ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +219,8 @@ func TestRepairMissingSegment(t *testing.T) {
 
 // A flipped byte in a record's body in the middle of the log after a
 // crash, valid records after it in its segment and in later ones: Open
-// refuses; Repair writes a hole over the damaged record instead of cutting
+// refuses; Repair with Holes (a store with no replica) writes a hole over
+// the damaged record instead of cutting
 // (its bytes to lost+found). Every other record stays at its offsets and
 // readable, the victim's queue offset is skipped by reads, a read of its
 // place finds nothing, and the store opens, verifies and appends.
@@ -225,11 +232,11 @@ func TestRepairHoleKeepsLaterRecords(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	end := res[39].PhysicalOffset + int64(res[39].Size)
-	plan := mustRepair(t, opts, true)
+	plan := mustRepairWith(t, RepairOptions{Dir: opts.Dir, FS: opts.FS, DryRun: true, Holes: true})
 	if len(plan.Holes) != 1 || plan.Holes[0].Offset != v.PhysicalOffset || plan.Cut != end || len(lostFoundDirs(t, opts)) != 0 {
 		t.Fatalf("dry run: holes %+v, cut %d (want a hole at %d, the log's end %d), lost+found %v", plan.Holes, plan.Cut, v.PhysicalOffset, end, lostFoundDirs(t, opts))
 	}
-	rep := mustRepair(t, opts, false)
+	rep := mustRepairWith(t, RepairOptions{Dir: opts.Dir, FS: opts.FS, Holes: true})
 	h := rep.Holes
 	if len(h) != 1 || h[0].Offset != v.PhysicalOffset || h[0].Size != int(v.Size) || h[0].Topic != "T" ||
 		h[0].QueueID != int32(victim%2) || h[0].QueueOffset != v.QueueOffset || rep.Cut != end || rep.HolesLostFound == "" {

@@ -132,12 +132,13 @@ func storeRepair(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	dryRun := fs.Bool("dry-run", false, "print the plan; change nothing")
 	segSize := fs.Int64("segment-size", 0, "the store's segment size (default: from the checkpoint or the segment names)")
+	holes := fs.Bool("holes", false, "a store with no replica: write a hole over a damaged record that valid records follow, keeping them, instead of cutting the log there (a replica should cut and copy the rest from its master)")
 	dir, code := storeFlags(fs, args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rep, err := storage.Repair(storage.RepairOptions{Dir: dir, SegmentSize: *segSize, DryRun: *dryRun, Logger: log})
+	rep, err := storage.Repair(storage.RepairOptions{Dir: dir, SegmentSize: *segSize, DryRun: *dryRun, Holes: *holes, Logger: log})
 	if werr := writeReport(stdout, &rep, *asJSON); werr != nil && err == nil {
 		err = fmt.Errorf("writing the report: %w", werr)
 	}
