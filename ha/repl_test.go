@@ -510,9 +510,8 @@ func TestSlaveRefusesToCutAcknowledged(t *testing.T) {
 	if !errors.Is(s.Status().LastError, ErrCutRefused) || sn.log.WrittenOffset() != slaveEnd || mark.Value() != slaveEnd {
 		t.Fatalf("refused, yet: err %v, log end %d (was %d), mark %d", s.Status().LastError, sn.log.WrittenOffset(), slaveEnd, mark.Value())
 	}
-	if !logs.has("refusing to cut") || asked.Load() == 0 {
-		t.Fatalf("refusal not logged or lineage not asked (%d): %q", asked.Load(), logs.lines)
-	}
+	// The status turns before the line is logged: wait for the line.
+	waitFor(t, "the refusal logged and the lineage asked", func() bool { return logs.has("refusing to cut") && asked.Load() != 0 })
 
 	given.Store(true) // the operator's unclean decision
 	s.Kick()

@@ -154,13 +154,14 @@ func (s *Slave) linkEnded(addr string, err error, retry time.Duration) {
 		st.MasterAddr = addr
 		st.Reconnects++
 	}
-	st.CutRefused = errors.Is(err, ErrCutRefused)
+	refused := errors.Is(err, ErrCutRefused)
+	st.CutRefused = refused
 	repeat := err.Error() == s.mu.lastError
 	s.mu.lastError = err.Error()
 	s.mu.Unlock()
 	level := slog.LevelWarn
 	switch {
-	case st.CutRefused && !repeat:
+	case refused && !repeat:
 		level = slog.LevelError
 	case addr == "":
 		level = slog.LevelInfo
