@@ -53,6 +53,14 @@ func (b *Broker) handlePop(c *conn, req *protocol.Command) *protocol.Command {
 	if pr.Poll == 0 {
 		return b.popAnswer(req, pr, nil)
 	}
+	return b.answerLater(c, req, func(ctx context.Context) *protocol.Command { return b.popAnswer(req, pr, ctx) })
+}
+
+// answerLater holds req (the answer held): answer runs on a goroutine of
+// its own with a context that ends when the connection closes, and its
+// response is sent when it returns. POP_MESSAGE's and NOTIFICATION's long
+// polls.
+func (b *Broker) answerLater(c *conn, req *protocol.Command, answer func(context.Context) *protocol.Command) *protocol.Command {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer c.reqDone()
@@ -64,7 +72,7 @@ func (b *Broker) handlePop(c *conn, req *protocol.Command) *protocol.Command {
 			case <-ctx.Done():
 			}
 		}()
-		resp := b.popAnswer(req, pr, ctx)
+		resp := answer(ctx)
 		b.metrics.req.result(req.Code, resp.Code)
 		c.send(outFrame{cmd: resp})
 	}()

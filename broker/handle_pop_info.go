@@ -90,22 +90,7 @@ func (b *Broker) handleNotification(c *conn, req *protocol.Command) *protocol.Co
 	if pr.Poll == 0 {
 		return b.notificationAnswer(req, pr, context.Background())
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		defer c.reqDone()
-		defer cancel()
-		go func() {
-			select {
-			case <-c.closed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		resp := b.notificationAnswer(req, pr, ctx)
-		b.metrics.req.result(req.Code, resp.Code)
-		c.send(outFrame{cmd: resp})
-	}()
-	return held
+	return b.answerLater(c, req, func(ctx context.Context) *protocol.Command { return b.notificationAnswer(req, pr, ctx) })
 }
 
 func (b *Broker) notificationAnswer(req *protocol.Command, pr *pop.Request, ctx context.Context) *protocol.Command {
